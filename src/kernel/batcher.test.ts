@@ -1,0 +1,77 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Batcher, isDataError } from './batcher.ts';
+
+const dataError = (message: string) => Object.assign(new Error(message), { code: '22021' });
+
+describe('Batcher', () => {
+  it('writes items submitted together in one batch and answers each with its own result', async () => {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items.map((n) => n * 10);
+      },
+      { maxBatch: 100, maxConcurrent: 1 },
+    );
+    const results = await Promise.all([1, 2, 3, 4].map((n) => batcher.submit(n)));
+    assert.deepEqual(results, [10, 20, 30, 40]);
+    assert.deepEqual(batches, [[1, 2, 3, 4]]);
+  });
+
+  it('gathers items that arrive while a batch is in flight into the next one, up to maxBatch', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (release = resolve));
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await firstHeld;
+        return items;
+      },
+      { maxBatch: 3, maxConcurrent: 1 },
+    );
+    const first = batcher.submit(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = [1, 2, 3, 4, 5].map((n) => batcher.submit(n));
+    release();
+    assert.deepEqual(await Promise.all([first, ...later]), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(batches, [[0], [1, 2, 3], [4, 5]]);
+  });
+
+  it('retries each item alone after a data error, so one bad item fails alone', async () => {
+    const batcher = new Batcher<string, string>(
+      async (items) => {
+        if (items.includes('bad')) throw dataError('invalid byte sequence');
+        return items.map((s) => s.toUpperCase());
+      },
+      { maxBatch: 100, maxConcurrent: 1, retryAlone: isDataError },
+    );
+    const results = await Promise.allSettled(['a', 'bad', 'c'].map((s) => batcher.submit(s)));
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['A', 'invalid byte sequence', 'C'],
+    );
+  });
+
+  it('fails the whole batch at once for an error that is not about the data', async () => {
+    let calls = 0;
+    const batcher = new Batcher<string, string>(
+      async () => {
+        calls++;
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+      { maxBatch: 100, maxConcurrent: 1, retryAlone: isDataError },
+    );
+    const results = await Promise.allSettled(['a', 'b', 'c'].map((s) => batcher.submit(s)));
+    assert.ok(results.every((r) => r.status === 'rejected' && /ECONNREFUSED/.test((r.reason as Error).message)));
+    assert.equal(calls, 1);
+  });
+
+  it('tells data errors (SQLSTATE classes 22 and 23) from others', () => {
+    assert.equal(isDataError(dataError('x')), true);
+    assert.equal(isDataError(Object.assign(new Error('dup'), { code: '23505' })), true);
+    assert.equal(isDataError(Object.assign(new Error('gone'), { code: '57P01' })), false);
+    assert.equal(isDataError(new Error('plain')), false);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * Coalesces concurrent calls into batches: items submitted while earlier batches are being written
+ * wait and go together in the next one — one statement, one round trip and one commit for many
+ * callers (a group commit, as PostgreSQL does for its own log). With nothing in flight an item goes
+ * out at once (after the current turn of the event loop), so a lone caller waits no longer than before.
+ *
+ * `run` answers one result per item, in order. When a batch of several fails with an error that
+ * `retryAlone` says is about the data (a value the database refuses), each item is tried again on its
+ * own, so that one bad item cannot fail the others; any other error (the database unreachable) fails
+ * the whole batch at once rather than multiplying the calls to a struggling server.
+ */
+export class Batcher<I, O> {
+  private pending: Array<{ item: I; resolve: (result: O) => void; reject: (error: unknown) => void }> = [];
+  private running = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly run: (items: I[]) => Promise<O[]>,
+    private readonly options: { maxBatch: number; maxConcurrent: number; retryAlone?: (error: unknown) => boolean },
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running >= this.options.maxConcurrent || this.pending.length === 0) return;
+    this.scheduled = true;
+    // setImmediate rather than a microtask: calls made by every I/O callback of this loop turn join.
+    setImmediate(() => {
+      this.scheduled = false;
+      while (this.running < this.options.maxConcurrent && this.pending.length > 0) {
+        const batch = this.pending.splice(0, this.options.maxBatch);
+        this.running++;
+        void this.execute(batch).finally(() => {
+          this.running--;
+          this.schedule();
+        });
+      }
+    });
+  }
+
+  private async execute(batch: Batcher<I, O>['pending']): Promise<void> {
+    try {
+      const results = await this.run(batch.map((entry) => entry.item));
+      batch.forEach((entry, i) => entry.resolve(results[i]!));
+    } catch (error) {
+      if (batch.length === 1 || !this.options.retryAlone?.(error)) {
+        for (const entry of batch) entry.reject(error);
+        return;
+      }
+      await Promise.all(
+        batch.map(async (entry) => {
+          try {
+            entry.resolve((await this.run([entry.item]))[0]!);
+          } catch (alone) {
+            entry.reject(alone);
+          }
+        }),
+      );
+    }
+  }
+}
+
+/**
+ * PostgreSQL refused a value rather than the statement's circumstances: SQLSTATE class 22 (data
+ * exception, e.g. a NUL byte in text) or 23 (integrity constraint violation).
+ */
+export function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
+}

@@ -1,0 +1,2 @@
+export { openDatabase, type Database, type DatabaseOptions } from './database.ts';
+export { migrateSchema, type SchemaMigrations } from './migrate.ts';

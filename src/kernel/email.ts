@@ -1,0 +1,27 @@
+import { domainToASCII } from 'node:url';
+
+/**
+ * Normalises a bare email address (no display name) for comparison: trimmed, domain lower-cased and
+ * IDN domains turned into punycode (DESIGN.md "Recipients and sign-in"). The local part keeps its
+ * case: RFC 5321 lets a mailbox be case-sensitive, and the sender's spelling is the one on record.
+ * Returns undefined for anything that is not a plausible addr-spec.
+ *
+ * Hand-written because the libraries at hand either parse whole header lists (nodemailer's
+ * addressparser, which accepts almost anything) or validate without normalising.
+ */
+export function normalizeEmail(input: string): string | undefined {
+  const text = input.trim();
+  if (text.length > 254 || /[\s<>(),;:"\\[\]]/.test(text.replace(/^"[^"]*"@/, 'q@'))) return undefined;
+  const at = text.lastIndexOf('@');
+  if (at <= 0 || at === text.length - 1) return undefined;
+  const local = text.slice(0, at);
+  const domain = text.slice(at + 1).replace(/\.$/, '');
+  if (local.length > 64 || !/^[^@\s]+$/.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..')) {
+    return undefined;
+  }
+  const ascii = domainToASCII(domain.toLowerCase());
+  if (!ascii || !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(ascii)) {
+    return undefined;
+  }
+  return `${local}@${ascii}`;
+}

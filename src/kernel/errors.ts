@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * The spec's error object (SEED-SPEC "Error object"): `kind` is the HTTP status (DESIGN.md),
+ * `id` is unique per occurrence and is written to the log line of the request that produced it.
+ */
+export interface ErrorObject {
+  id: string;
+  kind: number;
+  errorCode?: string;
+  message: string;
+}
+
+/** The spec's errorCode values (SEED-SPEC "Errors") plus the few generic ones the services add. */
+export type ErrorCode =
+  | 'expired_code'
+  | 'incorrect_code'
+  | 'invalid_email'
+  | 'invalid_mobile'
+  | 'invalid_code_or_email'
+  | 'invalid_bcc_address'
+  | 'email_mismatch'
+  | 'unauthorized_user'
+  | 'forbidden_auth_method'
+  | 'forbidden_file_type'
+  | 'malware_detected'
+  | 'file_too_large'
+  | 'upload_limit_reached'
+  | 'new_mobile_conflict'
+  | 'sms_rate_limit'
+  | 'email_and_mobile_mismatch'
+  // Generic codes of our own, for clients that switch on errorCode rather than on the status.
+  | 'validation_failed'
+  | 'not_found'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'csrf_token_invalid'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unavailable'
+  | 'upstream_failed'
+  | 'internal';
+
+/** An error that is known where it is thrown; the HTTP layer turns it into the error object. */
+export class AppError extends Error {
+  readonly status: number;
+  readonly errorCode: ErrorCode | undefined;
+  /** Extra response headers, e.g. Retry-After for sms_rate_limit. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    errorCode: ErrorCode | undefined,
+    status: number,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'AppError';
+    this.status = status;
+    this.errorCode = errorCode;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export const badRequest = (message: string, errorCode: ErrorCode = 'validation_failed') =>
+  new AppError(errorCode, 400, message);
+export const notFound = (message = 'Not found') => new AppError('not_found', 404, message);
+export const unavailable = (message: string, cause?: unknown) =>
+  new AppError('unavailable', 503, message, { cause });
+
+export function newErrorId(): string {
+  return randomUUID();
+}
+
+export function errorObject(status: number, message: string, errorCode?: string, id = newErrorId()): ErrorObject {
+  return errorCode ? { id, kind: status, errorCode, message } : { id, kind: status, message };
+}

@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import Fastify, {
+  type ConnectionError,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Registry } from 'prom-client';
+import { AppError, badRequest, errorObject, newErrorId } from './errors.ts';
+import type { Logger } from './logger.ts';
+import { createHttpMetrics, operationName } from './metrics.ts';
+import { formatValidationError, nulCharacterField } from './validation.ts';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface HttpServerOptions {
+  service: string;
+  title: string;
+  description: string;
+  logger: Logger;
+  registry: Registry;
+  /** Named checks run by GET /readyz (e.g. db, objects); each throws when its dependency is down. */
+  readiness: Record<string, () => Promise<unknown>>;
+  /** Largest JSON body accepted, in bytes. */
+  bodyLimit?: number;
+}
+
+/** The spec's error object as a schema, for OpenAPI responses. */
+export const ErrorObjectSchema = Type.Object(
+  {
+    id: Type.String({ description: 'unique identifier of this occurrence; also in the log line of the request' }),
+    kind: Type.Integer({ description: 'the HTTP status code' }),
+    errorCode: Type.Optional(Type.String({ description: 'subtype of the error, for choosing a localized message' })),
+    message: Type.String({ description: 'human-readable description for logs and debugging' }),
+  },
+  { $id: 'ErrorObject', title: 'Error object' },
+);
+
+const READINESS_TIMEOUT_MS = 3000;
+
+/**
+ * The Fastify factory shared by the three services: TypeBox schemas validate requests and describe
+ * the API (OpenAPI 3 at /openapi.json, UI at /swagger/), every error leaves as the spec's error
+ * object, and /metrics, /healthz and /readyz are always there.
+ */
+export async function createHttpServer(options: HttpServerOptions): Promise<App> {
+  const app = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    genReqId: () => randomUUID(),
+    // Strict bodies: unknown fields are errors rather than silently dropped, and "1" is not 1.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addSchema(ErrorObjectSchema);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => {
+    const body = errorObject(404, `No route ${request.method} ${request.url.split('?')[0]}`, 'not_found');
+    request.log.info({ errorId: body.id }, 'route not found');
+    void reply.code(404).send(body);
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // Before any route's schema: a NUL in a JSON string would reach PostgreSQL (which refuses it, a 500)
+  // or a message header. Found by test/fuzz/json-bodies.
+  app.addHook('preValidation', async (request) => {
+    const field = nulCharacterField(request.body);
+    if (field !== undefined) throw badRequest(`${field || 'the request body'} contains a NUL character (\\u0000), which is not allowed`);
+  });
+
+  const metrics = createHttpMetrics(options.registry);
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      operation: operationName(request.method, request.routeOptions.url),
+      code: String(reply.statusCode),
+    };
+    metrics.requests.inc(labels);
+    metrics.duration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: options.title, description: options.description, version: '1' },
+      components: {
+        securitySchemes: {
+          adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+          serviceToken: { type: 'http', scheme: 'bearer', description: 'SERVICE_TOKEN' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/swagger' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get(
+    '/metrics',
+    { schema: { tags: ['operations'], summary: 'Prometheus metrics' } },
+    async (_request, reply) => {
+      reply.type(options.registry.contentType);
+      return options.registry.metrics();
+    },
+  );
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'The process is up',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'The dependencies (database, object store, ...) answer',
+        response: {
+          200: Type.Object({ status: Type.Literal('ready'), checks: Type.Record(Type.String(), Type.Literal('ok')) }),
+          503: Type.Ref('ErrorObject'),
+        },
+      },
+    },
+    async (request) => {
+      const results = await Promise.all(
+        Object.entries(options.readiness).map(async ([name, check]) => {
+          try {
+            await withTimeout(check(), READINESS_TIMEOUT_MS);
+            return [name, undefined] as const;
+          } catch (error) {
+            request.log.warn({ check: name, err: error }, 'readiness check failed');
+            return [name, error instanceof Error ? error.message : String(error)] as const;
+          }
+        }),
+      );
+      const failed = results.filter(([, problem]) => problem !== undefined);
+      if (failed.length > 0) {
+        throw new AppError('unavailable', 503, `Not ready: ${failed.map(([name]) => name).join(', ')} unreachable`);
+      }
+      return { status: 'ready' as const, checks: Object.fromEntries(results.map(([name]) => [name, 'ok' as const])) };
+    },
+  );
+  return app;
+}
+
+function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
+  const id = newErrorId();
+  if (error instanceof AppError) {
+    const body = errorObject(error.status, error.message, error.errorCode, id);
+    logErrorLine(request, error.status, id, error);
+    void reply.code(error.status).headers(error.headers).send(body);
+    return;
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const message = formatValidationError(fastifyError.validation, fastifyError.validationContext);
+    logErrorLine(request, 400, id, error);
+    void reply.code(400).send(errorObject(400, message, 'validation_failed', id));
+    return;
+  }
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    // Fastify's own client errors (bad JSON, unsupported media type, body too large) carry safe messages.
+    const code = status === 413 ? 'payload_too_large' : status === 404 ? 'not_found' : 'validation_failed';
+    logErrorLine(request, status, id, error);
+    void reply.code(status).send(errorObject(status, fastifyError.message, code, id));
+    return;
+  }
+  // Anything else is our fault: log it whole, answer without stack traces or SQL.
+  request.log.error({ err: error, errorId: id }, 'internal error');
+  void reply.code(500).send(errorObject(500, `Internal error (reference ${id})`, 'internal', id));
+}
+
+/**
+ * What Node's HTTP parser refuses before there is a request (a header block over the size limit, a
+ * malformed request, a body cut short, a request too slow to arrive) never reaches handleError: Fastify
+ * answers it on the socket itself, by default with a body of its own shape. This answers with the spec's
+ * error object like every other refusal (found by test/fuzz/multipart-uploads and test/security).
+ */
+function answerClientError(this: FastifyInstance, error: ConnectionError, socket: Socket) {
+  // A reset connection has nobody left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'The request headers are larger than the server accepts']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request did not arrive in time']
+        : [400, 'The request is not valid HTTP or ended before its body did'];
+  const answer = errorObject(status, message, status === 400 ? 'validation_failed' : undefined);
+  const body = JSON.stringify(answer);
+  this.log.info({ errorId: answer.id, status, reason: error.code ?? error.message }, 'client error');
+  // Like Node's own handler: never write into an answer that has begun on this connection already (a
+  // handler may have answered before the rest of its request body broke off).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+function logErrorLine(request: FastifyRequest, status: number, errorId: string, error: Error) {
+  const line = { errorId, status, errorCode: (error as AppError).errorCode, reason: error.message };
+  if (status >= 500) request.log.error({ ...line, err: (error as AppError).cause ?? error }, 'request failed');
+  else request.log.info(line, 'request refused');
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

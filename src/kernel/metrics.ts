@@ -1,0 +1,44 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * One Prometheus registry per service, so that the three services running in one process
+ * (`sealpost start all`) each expose only their own metrics on their own /metrics.
+ */
+export function createRegistry(service: string): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export interface HttpMetrics {
+  requests: Counter<'operation' | 'code'>;
+  duration: Histogram<'operation' | 'code'>;
+}
+
+/**
+ * The spec's HTTP metrics (SEED-SPEC "Metrics"). `operation` is the route's name (`POST /v1/config`),
+ * never the raw URL, so ids in paths cannot explode the label set.
+ */
+export function createHttpMetrics(registry: Registry): HttpMetrics {
+  return {
+    requests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by route and status code',
+      labelNames: ['operation', 'code'] as const,
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by route and status code',
+      labelNames: ['operation', 'code'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+  };
+}
+
+/** The operation label of a request: method and route pattern, or `unmatched` for 404s. */
+export function operationName(method: string, routePattern: string | undefined): string {
+  return routePattern ? `${method} ${routePattern}` : 'unmatched';
+}

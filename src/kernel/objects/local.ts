@@ -1,0 +1,330 @@
+/**
+ * The embedded default driver: one file per object under `dir`, the key being the relative path.
+ *
+ * - put streams into `dir/~tmp/<uuid>`, fsyncs it, renames it into place and fsyncs the folder, so a
+ *   crash leaves either the old object or the new one under a key, never a partial file. `~` cannot
+ *   occur in a key (see assertValidKey), so the temp folder never collides with an object.
+ * - contentType is NOT kept (no sidecar files): head/list answer without it; callers that need it keep
+ *   it with their own records. This keeps one file per object and the rename the only commit point.
+ * - Unlike S3, a key cannot be both an object and a "folder" of other keys ("a" and "a/b"): a put
+ *   that would need that is refused with a 409.
+ */
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { AppError, unavailable } from '../errors.ts';
+import { assertValidKey, ObjectNotFoundError, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+
+/** The temp folder's name inside `dir` (exported for tests). */
+export const LOCAL_TEMP_DIR = '~tmp';
+/** Temp files older than this are leftovers of a crash and are removed at start. */
+const STALE_TEMP_MS = 60 * 60 * 1000;
+
+export function createLocalObjectStore(options: { dir: string }): ObjectStore {
+  const root = resolve(options.dir);
+  const tempDir = join(root, LOCAL_TEMP_DIR);
+  const pathOf = (key: string) => join(root, ...key.split('/'));
+  const syncFolder = sharedFolderSync();
+
+  // Created lazily (the constructor is synchronous); a failure is retried on the next call.
+  let ready: Promise<void> | undefined;
+  const init = (): Promise<void> =>
+    (ready ??= (async () => {
+      await mkdir(tempDir, { recursive: true });
+      await sweepStaleTemp(tempDir);
+    })().catch((error: unknown) => {
+      ready = undefined;
+      throw error;
+    }));
+
+  return {
+    driver: 'local',
+
+    async put(key: string, body: Readable | Buffer | string, putOptions: PutOptions = {}): Promise<ObjectInfo> {
+      assertValidKey(key);
+      await init();
+      const temp = join(tempDir, randomUUID());
+      const handle = await open(temp, 'wx');
+      let closed = false;
+      try {
+        let size = 0;
+        if (typeof body === 'string' || Buffer.isBuffer(body)) {
+          const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+          await writeAll(handle, [bytes]);
+          size = bytes.length;
+        } else {
+          size = await writeStream(handle, body, (total) => checkLength(key, total, putOptions.contentLength, false));
+        }
+        checkLength(key, size, putOptions.contentLength, true);
+        await handle.sync();
+        await handle.close();
+        closed = true;
+        await commit(temp, pathOf(key), key, syncFolder);
+        // The clock rather than an fstat: one system call less per object, and within a millisecond of
+        // the file's mtime (head() and list() report the mtime itself).
+        return { key, size, lastModified: new Date() };
+      } catch (error) {
+        if (!closed) await handle.close().catch(() => undefined);
+        await unlink(temp).catch(() => undefined);
+        throw error;
+      }
+    },
+
+    async get(key: string): Promise<Readable> {
+      assertValidKey(key);
+      let handle: FileHandle;
+      try {
+        handle = await open(pathOf(key), 'r');
+      } catch (error) {
+        if (isMissing(error)) throw new ObjectNotFoundError(key);
+        throw error;
+      }
+      // Opening a directory succeeds on Linux; a folder of other keys is not an object.
+      const info = await handle.stat();
+      if (!info.isFile()) {
+        await handle.close();
+        throw new ObjectNotFoundError(key);
+      }
+      // Closes the handle when the stream ends or is destroyed. Objects never change in place (a put
+      // renames a new file over the key), so the size is final: with `end` the stream stops after the
+      // last byte instead of issuing one more read to find the end of the file.
+      return handle.createReadStream(info.size > 0 ? { start: 0, end: info.size - 1 } : {});
+    },
+
+    async head(key: string): Promise<ObjectInfo | undefined> {
+      assertValidKey(key);
+      try {
+        const info = await stat(pathOf(key));
+        return info.isFile() ? { key, size: info.size, lastModified: info.mtime } : undefined;
+      } catch (error) {
+        if (isMissing(error)) return undefined;
+        throw error;
+      }
+    },
+
+    async delete(key: string): Promise<void> {
+      assertValidKey(key);
+      const path = pathOf(key);
+      try {
+        await unlink(path);
+      } catch (error) {
+        // Missing, or a folder of other keys (EISDIR on Linux, EPERM elsewhere): no object to delete.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (isMissing(error) || code === 'EISDIR' || code === 'EPERM') return;
+        throw error;
+      }
+      // Drop folders this left empty so deleted keys leave no litter; stops at the first non-empty one.
+      for (let folder = dirname(path); folder.startsWith(root + '/'); folder = dirname(folder)) {
+        try {
+          await rmdir(folder);
+        } catch {
+          break;
+        }
+      }
+    },
+
+    async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+      assertValidPrefix(prefix);
+      yield* walk(prefix === '' ? root : pathOf(prefix.slice(0, -1)), prefix);
+    },
+
+    async ping(): Promise<void> {
+      try {
+        await init();
+        await access(root, constants.R_OK | constants.W_OK);
+      } catch (error) {
+        throw unavailable(`Object folder ${root} is not usable (${(error as Error).message})`, error);
+      }
+    },
+
+    async close(): Promise<void> {
+      // Nothing held open: every call opens and closes its own files.
+    },
+  };
+}
+
+/** `list` takes "" (everything) or a folder-like prefix ending in "/" whose part before it is a valid key. */
+export function assertValidPrefix(prefix: string): void {
+  if (prefix === '') return;
+  if (!prefix.endsWith('/')) {
+    throw new AppError('validation_failed', 400, `Invalid list prefix ${JSON.stringify(prefix)}: must be empty or end with "/"`);
+  }
+  assertValidKey(prefix.slice(0, -1));
+}
+
+/**
+ * Moves the finished temp file onto the key's path and makes the rename itself durable. The folder
+ * usually exists already, so the rename is tried first and the folder made only when it is missing.
+ */
+async function commit(temp: string, target: string, key: string, syncFolder: (folder: string) => Promise<void>): Promise<void> {
+  const folder = dirname(target);
+  // A concurrent delete may remove a just-created empty folder before our rename: try again then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await rename(temp, target);
+      break;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR') throw keyClash(key);
+      if (code !== 'ENOENT' || attempt >= 3) throw error;
+    }
+    try {
+      await mkdir(folder, { recursive: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR' || code === 'EEXIST') throw keyClash(key);
+      throw error;
+    }
+  }
+  await syncFolder(folder);
+}
+
+function keyClash(key: string): AppError {
+  return new AppError('conflict', 409, `Key ${JSON.stringify(key)} clashes with another key used as its folder (or the reverse)`);
+}
+
+/**
+ * fsync of a folder, shared by concurrent puts (a group commit, as databases do for their log): a
+ * caller whose rename is done joins the next fsync that starts after that moment — the running one
+ * may have started before the rename, so it does not count. Under load, one directory fsync (the
+ * costly part of a durable put on ext4) then covers many objects instead of one each.
+ */
+function sharedFolderSync(): (folder: string) => Promise<void> {
+  const folders = new Map<string, { running?: Promise<void>; queued?: Promise<void> }>();
+  return (folder) => {
+    let state = folders.get(folder);
+    if (!state) folders.set(folder, (state = {}));
+    const current = state;
+    if (current.queued) return current.queued;
+    const start = (): Promise<void> => {
+      const run = fsyncFolder(folder).finally(() => {
+        if (current.running === run) current.running = undefined;
+        if (!current.running && !current.queued && folders.get(folder) === current) folders.delete(folder);
+      });
+      current.running = run;
+      return run;
+    };
+    if (!current.running) return start();
+    current.queued = current.running
+      .catch(() => undefined)
+      .then(() => {
+        current.queued = undefined;
+        return start();
+      });
+    return current.queued;
+  };
+}
+
+async function fsyncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A declared contentLength must match exactly: fail as soon as the body runs over, or short at its end. */
+function checkLength(key: string, size: number, declared: number | undefined, atEnd: boolean): void {
+  if (declared === undefined || (atEnd ? size === declared : size <= declared)) return;
+  const has = size > declared ? `more than ${declared}` : String(size);
+  throw new AppError('validation_failed', 400, `Body of ${key} has ${has} bytes but ${declared} were declared`);
+}
+
+/** Bytes gathered from a stream before they are written: few large writes rather than one per chunk. */
+const WRITE_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Writes a stream to the file and returns its length. Chunks are gathered and written together, up to
+ * WRITE_BATCH_BYTES at a time, so a message that arrives in many small chunks costs few writes. Like
+ * pipeline(): a failed write destroys the stream (leaving the loop ends the iterator), and a stream
+ * error rejects.
+ */
+async function writeStream(handle: FileHandle, body: Readable, onLength: (total: number) => void): Promise<number> {
+  let size = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer | string>) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += bytes.length;
+    onLength(size);
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+    if (pendingBytes >= WRITE_BATCH_BYTES) {
+      await writeAll(handle, pending);
+      pending = [];
+      pendingBytes = 0;
+    }
+  }
+  if (pending.length > 0) await writeAll(handle, pending);
+  return size;
+}
+
+async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
+  let left = buffers.filter((b) => b.length > 0);
+  while (left.length > 0) {
+    const { bytesWritten } = await handle.writev(left);
+    // A short write (rare on a local file) continues where it stopped.
+    let skip = bytesWritten;
+    while (left.length > 0 && skip >= left[0]!.length) skip -= left.shift()!.length;
+    if (skip > 0) left[0] = left[0]!.subarray(skip);
+  }
+}
+
+/**
+ * Depth-first in key order. S3 orders keys by their bytes; a folder's keys continue with "/", so a
+ * folder sorts as `name/` among its siblings (e.g. "a-b" < "a/x" < "a0" as '-' < '/' < '0').
+ * Keys are ASCII (assertValidKey), so comparing JS strings compares bytes.
+ */
+async function* walk(folder: string, keyPrefix: string): AsyncGenerator<ObjectInfo> {
+  let entries;
+  try {
+    entries = await readdir(folder, { withFileTypes: true });
+  } catch (error) {
+    if (isMissing(error)) return;
+    throw error;
+  }
+  const items = entries
+    .filter((entry) => (entry.isFile() || entry.isDirectory()) && isKeySegment(entry.name))
+    .map((entry) => ({ entry, sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name }))
+    .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+  for (const { entry } of items) {
+    const key = keyPrefix + entry.name;
+    if (entry.isDirectory()) {
+      yield* walk(join(folder, entry.name), `${key}/`);
+      continue;
+    }
+    try {
+      const info = await stat(join(folder, entry.name));
+      yield { key, size: info.size, lastModified: info.mtime };
+    } catch (error) {
+      if (!isMissing(error)) throw error; // Deleted while we walked: skip it.
+    }
+  }
+}
+
+/** Skips the temp folder and anything else that no valid key could have produced. */
+function isKeySegment(name: string): boolean {
+  try {
+    assertValidKey(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function sweepStaleTemp(tempDir: string): Promise<void> {
+  const cutoff = Date.now() - STALE_TEMP_MS;
+  for (const name of await readdir(tempDir)) {
+    const path = join(tempDir, name);
+    const info = await stat(path).catch(() => undefined);
+    if (info && info.mtimeMs < cutoff) await rm(path, { force: true, recursive: true });
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

@@ -1,0 +1,271 @@
+/**
+ * The S3 driver (AWS S3 or any S3-compatible store: tested against OpenStack Swift's s3api).
+ * Streams go through lib-storage's Upload: multipart in 8 MiB parts, at most `queueSize` parts in
+ * flight, so memory stays around (queueSize + 1) × 8 MiB whatever the object's size.
+ */
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { AppError, unavailable } from '../errors.ts';
+import { assertValidPrefix } from './local.ts';
+import { assertValidKey, ObjectNotFoundError, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+
+export interface S3ObjectStoreOptions {
+  endpoint?: string;
+  bucket: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+  /** Create the bucket if it is missing, on the first put (ensureBucket() does it explicitly). */
+  createBucket?: boolean;
+  /** ListObjectsV2 page size (S3's maximum and default is 1,000); tests use a small one. */
+  listPageSize?: number;
+}
+
+export interface S3ObjectStore extends ObjectStore {
+  readonly driver: 's3';
+  /** Creates the bucket when it does not exist yet; idempotent. */
+  ensureBucket(): Promise<void>;
+}
+
+/**
+ * Multipart uploads hold about (QUEUE_SIZE + 1) parts in memory: the parts in flight and the one being
+ * assembled. S3's smallest part (5 MiB) and two in flight keep that near 15 MiB per upload, so dozens of
+ * concurrent uploads stay within a modest heap; larger parts would not be faster against a local server.
+ */
+const PART_SIZE = 5 * 1024 * 1024;
+const QUEUE_SIZE = 2;
+/** Small calls (head, delete, list pages, get until its headers) must answer quickly; per attempt. */
+const SMALL = { requestTimeout: 5_000 };
+/** Readiness checks want an answer sooner still: at most ~2 × 2 s with the one retry. */
+const PING = { requestTimeout: 2_000 };
+
+export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStore {
+  const { bucket } = options;
+  const client = new S3Client({
+    endpoint: options.endpoint,
+    region: options.region,
+    forcePathStyle: options.forcePathStyle,
+    // Without explicit keys the SDK's default chain applies (env, profile, instance role).
+    credentials:
+      options.accessKeyId && options.secretAccessKey
+        ? { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey }
+        : undefined,
+    // A dead server must fail a call within seconds (readiness checks and fault tests rely on it):
+    // connect within 3 s, the response headers within 30 s for uploads (an 8 MiB part included; small
+    // calls pass a shorter per-call limit below), and no socket may sit idle for 30 s (covers response
+    // bodies that stall mid-stream; long enough that a reader slowed by backpressure is not cut off).
+    // One retry only.
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000, throwOnRequestTimeout: true, socketTimeout: 30_000 },
+    // Newer SDKs add CRC32 checksums (aws-chunked trailers) by default, which S3-compatible servers
+    // such as Swift 2.30 do not all understand; send and check them only where the API demands it.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+
+  let bucketReady: Promise<void> | undefined;
+  const ensureBucket = async (): Promise<void> => {
+    try {
+      await client.send(new HeadBucketCommand({ Bucket: bucket }), SMALL);
+      return;
+    } catch (error) {
+      if (!isNotFound(error)) throw storeError(error, `Cannot reach bucket ${bucket}`);
+    }
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: bucket }), SMALL);
+    } catch (error) {
+      // Another process may have created it in the meantime.
+      const name = (error as { name?: string }).name;
+      if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') {
+        throw storeError(error, `Cannot create bucket ${bucket}`);
+      }
+    }
+  };
+  const beforeWrite = (): Promise<void> | undefined => {
+    if (!options.createBucket) return undefined;
+    // Remember success only, so a failed attempt (S3 down at start) is retried on the next put.
+    bucketReady ??= ensureBucket().catch((error: unknown) => {
+      bucketReady = undefined;
+      throw error;
+    });
+    return bucketReady;
+  };
+
+  return {
+    driver: 's3',
+    ensureBucket,
+
+    async put(key: string, body: Readable | Buffer | string, putOptions: PutOptions = {}): Promise<ObjectInfo> {
+      assertValidKey(key);
+      await beforeWrite();
+      const { contentType, contentLength } = putOptions;
+      if (typeof body === 'string' || Buffer.isBuffer(body)) {
+        const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+        checkLength(key, bytes.length, contentLength);
+        try {
+          await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentType: contentType }));
+        } catch (error) {
+          throw storeError(error, `Cannot store ${key}`);
+        }
+        return { key, size: bytes.length, contentType };
+      }
+      // Streams (known length or not) go through Upload: one PutObject when the body fits in one part,
+      // multipart otherwise. The counter also enforces a declared contentLength before the upload
+      // completes, so a short or long body fails instead of being stored.
+      const counter = new ByteCounter(key, contentLength);
+      let sourceError: unknown;
+      const source = body.on('error', (error) => {
+        sourceError = error;
+        counter.destroy(error);
+      });
+      source.pipe(counter);
+      const upload = new Upload({
+        client,
+        params: { Bucket: bucket, Key: key, Body: counter, ContentType: contentType },
+        partSize: PART_SIZE,
+        queueSize: QUEUE_SIZE,
+        leavePartsOnError: false, // Abort the multipart upload so no orphaned parts are billed.
+      });
+      try {
+        await upload.done();
+      } catch (error) {
+        source.destroy();
+        counter.destroy();
+        // The caller's stream failing (or a length mismatch) is not the store's fault: no 503 for it.
+        if (sourceError !== undefined) throw sourceError;
+        throw storeError(error, `Cannot store ${key}`);
+      }
+      return { key, size: counter.bytes, contentType };
+    },
+
+    async get(key: string): Promise<Readable> {
+      assertValidKey(key);
+      try {
+        const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+        // In Node the SDK's Body is the http.IncomingMessage (a Readable) with helper methods mixed in.
+        return result.Body as Readable;
+      } catch (error) {
+        if (isNotFound(error)) throw new ObjectNotFoundError(key);
+        throw storeError(error, `Cannot read ${key}`);
+      }
+    },
+
+    async head(key: string): Promise<ObjectInfo | undefined> {
+      assertValidKey(key);
+      try {
+        const result = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+        return { key, size: result.ContentLength ?? 0, lastModified: result.LastModified, contentType: result.ContentType };
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw storeError(error, `Cannot read ${key}`);
+      }
+    },
+
+    async delete(key: string): Promise<void> {
+      assertValidKey(key);
+      try {
+        // S3 answers 204 for a missing key already; the 404 check covers stores that do not.
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+      } catch (error) {
+        if (isNotFound(error)) return;
+        throw storeError(error, `Cannot delete ${key}`);
+      }
+    },
+
+    async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+      assertValidPrefix(prefix);
+      let continuationToken: string | undefined;
+      do {
+        let page;
+        try {
+          page = await client.send(
+            new ListObjectsV2Command({
+              Bucket: bucket,
+              Prefix: prefix || undefined,
+              ContinuationToken: continuationToken,
+              MaxKeys: options.listPageSize,
+            }),
+            SMALL,
+          );
+        } catch (error) {
+          throw storeError(error, `Cannot list ${JSON.stringify(prefix)}`);
+        }
+        for (const item of page.Contents ?? []) {
+          if (item.Key !== undefined) yield { key: item.Key, size: item.Size ?? 0, lastModified: item.LastModified };
+        }
+        continuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (continuationToken);
+    },
+
+    async ping(): Promise<void> {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: bucket }), PING);
+      } catch (error) {
+        throw storeError(error, `Object store bucket ${bucket} is not reachable`);
+      }
+    },
+
+    async close(): Promise<void> {
+      client.destroy();
+    },
+  };
+}
+
+/** Passes bytes through, counting them; fails the stream when a declared length is not met exactly. */
+class ByteCounter extends Transform {
+  bytes = 0;
+  constructor(
+    private readonly key: string,
+    private readonly expected: number | undefined,
+  ) {
+    super();
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.expected !== undefined && this.bytes > this.expected) {
+      callback(lengthError(this.key, this.bytes, this.expected));
+      return;
+    }
+    callback(null, chunk);
+  }
+  override _flush(callback: TransformCallback): void {
+    callback(this.expected !== undefined && this.bytes !== this.expected ? lengthError(this.key, this.bytes, this.expected) : null);
+  }
+}
+
+function checkLength(key: string, actual: number, expected: number | undefined): void {
+  if (expected !== undefined && actual !== expected) throw lengthError(key, actual, expected);
+}
+
+function lengthError(key: string, actual: number, expected: number): AppError {
+  const has = actual > expected ? `more than ${expected}` : String(actual);
+  return new AppError('validation_failed', 400, `Body of ${key} has ${has} bytes but ${expected} were declared`);
+}
+
+/** A missing key (GET answers NoSuchKey, HEAD a bodiless 404). A missing bucket is a setup fault, not this. */
+function isNotFound(error: unknown): boolean {
+  if (!(error instanceof S3ServiceException) || error.name === 'NoSuchBucket') return false;
+  return error.name === 'NoSuchKey' || error.name === 'NotFound' || error.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * Anything else S3 answers (or fails to answer: refused, timed out) means the store is unavailable to
+ * us right now: a 503 the HTTP layer can pass on, with the SDK error kept as the cause for the logs.
+ */
+function storeError(error: unknown, message: string): AppError {
+  if (error instanceof AppError) return error;
+  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return unavailable(`${message} (${detail})`, error);
+}

@@ -1,0 +1,353 @@
+/**
+ * One contract for every ObjectStore driver, run against local disk and against a real S3 server
+ * (OpenStack Swift + s3api, started once for this file). Driver-specific tests follow the contract.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { startS3Server, uniqueBucket, type S3TestServer } from '../../../test/support/s3-server.ts';
+import { AppError } from '../errors.ts';
+import { createLocalObjectStore, LOCAL_TEMP_DIR } from './local.ts';
+import { createS3ObjectStore } from './s3.ts';
+import { ObjectNotFoundError, type ObjectStore } from './store.ts';
+
+const MiB = 1024 * 1024;
+
+interface DriverUnderTest {
+  name: string;
+  /** A fresh, empty store for one test. */
+  create(): Promise<ObjectStore>;
+  /** A store whose backend cannot be reached: a call that did any I/O would fail with a non-400 error. */
+  createUnreachable(): ObjectStore;
+}
+
+/** A stream of `size` random bytes of unknown length, hashed as it is produced; can fail at `failAt`. */
+function generatedStream(size: number, failAt?: number): { stream: Readable; sha256: () => string } {
+  const hash = createHash('sha256');
+  let produced = 0;
+  const stream = new Readable({
+    read() {
+      if (failAt !== undefined && produced >= failAt) {
+        this.destroy(new Error('source failed halfway'));
+        return;
+      }
+      if (produced >= size) {
+        this.push(null);
+        return;
+      }
+      const chunk = randomBytes(Math.min(64 * 1024, size - produced));
+      produced += chunk.length;
+      hash.update(chunk);
+      this.push(chunk);
+    },
+  });
+  return { stream, sha256: () => hash.digest('hex') };
+}
+
+async function sha256Of(stream: Readable): Promise<{ sha256: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { sha256: hash.digest('hex'), size };
+}
+
+async function text(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}
+
+const isBadRequest = (error: unknown) => error instanceof AppError && error.status === 400;
+
+function objectStoreContract(driver: DriverUnderTest): void {
+  describe(`ObjectStore contract: ${driver.name}`, () => {
+    const opened: ObjectStore[] = [];
+    const fresh = async () => {
+      const store = await driver.create();
+      opened.push(store);
+      return store;
+    };
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((store) => store.close()));
+    });
+
+    it('round-trips a Buffer, a string and a stream of unknown length', async () => {
+      const store = await fresh();
+      const buffer = randomBytes(1000);
+      assert.equal((await store.put('rt/buffer.bin', buffer)).size, 1000);
+      const back = await sha256Of(await store.get('rt/buffer.bin'));
+      assert.equal(back.sha256, createHash('sha256').update(buffer).digest('hex'));
+
+      const str = 'héllo ✉ sealed';
+      assert.equal((await store.put('rt/string.txt', str, { contentType: 'text/plain' })).size, Buffer.byteLength(str));
+      assert.equal(await text(await store.get('rt/string.txt')), str);
+
+      // Mixed string and Buffer chunks, no contentLength given.
+      const info = await store.put('rt/stream', Readable.from(['part one, ', Buffer.from('part two')]));
+      assert.equal(info.size, 18);
+      assert.equal(await text(await store.get('rt/stream')), 'part one, part two');
+      assert.equal((await store.head('rt/stream'))?.size, 18);
+
+      // An empty stream is a valid, empty object.
+      assert.equal((await store.put('rt/empty', Readable.from([]))).size, 0);
+      assert.equal(await text(await store.get('rt/empty')), '');
+    });
+
+    it('streams a 20 MB body of unknown length and reads back identical bytes', async () => {
+      const store = await fresh();
+      const size = 20 * MiB + 12_345; // Not a multiple of the 8 MiB part size: a short last part.
+      const source = generatedStream(size);
+      const info = await store.put('big/blob', source.stream);
+      assert.equal(info.size, size);
+      assert.equal((await store.head('big/blob'))?.size, size);
+      const back = await sha256Of(await store.get('big/blob'));
+      assert.equal(back.size, size);
+      assert.equal(back.sha256, source.sha256());
+    });
+
+    it('a stream that fails halfway rejects and stores nothing under the key', async () => {
+      const store = await fresh();
+      const { stream } = generatedStream(12 * MiB, 9 * MiB); // Past the first 8 MiB part for S3.
+      await assert.rejects(store.put('broken/blob', stream), /source failed halfway/);
+      assert.equal(await store.head('broken/blob'), undefined);
+      assert.deepEqual(await collect(store.list('broken/')), []);
+    });
+
+    it('a declared contentLength that the body does not match is refused', async () => {
+      const store = await fresh();
+      await assert.rejects(store.put('len/short', Readable.from([Buffer.from('abc')]), { contentLength: 4 }), isBadRequest);
+      await assert.rejects(store.put('len/long', Readable.from([Buffer.from('abcde')]), { contentLength: 4 }), isBadRequest);
+      await assert.rejects(store.put('len/buf', Buffer.from('abc'), { contentLength: 4 }), isBadRequest);
+      assert.deepEqual(await collect(store.list('len/')), []);
+      assert.equal((await store.put('len/ok', Readable.from([Buffer.from('abcd')]), { contentLength: 4 })).size, 4);
+    });
+
+    it('head of a missing key is undefined; get of one rejects with ObjectNotFoundError', async () => {
+      const store = await fresh();
+      assert.equal(await store.head('missing/key'), undefined);
+      await assert.rejects(store.get('missing/key'), (error: unknown) => {
+        assert.ok(error instanceof ObjectNotFoundError);
+        assert.equal(error.status, 404);
+        assert.equal(error.key, 'missing/key');
+        return true;
+      });
+    });
+
+    it('delete is idempotent and the object is gone afterwards', async () => {
+      const store = await fresh();
+      await store.delete('never/existed');
+      await store.put('del/me', 'bye');
+      await store.delete('del/me');
+      await store.delete('del/me');
+      assert.equal(await store.head('del/me'), undefined);
+      await assert.rejects(store.get('del/me'), ObjectNotFoundError);
+      assert.deepEqual(await collect(store.list('')), []);
+    });
+
+    it('overwriting a key replaces the object', async () => {
+      const store = await fresh();
+      await store.put('over/k', 'first version, longer');
+      await store.put('over/k', Readable.from([Buffer.from('v2')]));
+      assert.equal(await text(await store.get('over/k')), 'v2');
+      assert.equal((await store.head('over/k'))?.size, 2);
+      assert.deepEqual((await collect(store.list('over/'))).map((o) => o.key), ['over/k']);
+    });
+
+    it('lists exactly the objects under a prefix, in key order, across pages', async () => {
+      const store = await fresh();
+      // Names that sort differently as bytes than folder-by-folder: '-' < '.' < '/' < '0' < 'A' < '_' < 'a'.
+      const inside = [
+        'p/a-b', 'p/a.c', 'p/a/x', 'p/a/y/z', 'p/a0', 'p/B', 'p/_u', 'p/b',
+        ...Array.from({ length: 22 }, (_, i) => `p/n/${String(i).padStart(2, '0')}`),
+      ];
+      const outside = ['p-x', 'p0', 'pp/x', 'q/p/x', 'top'];
+      // Put in a scrambled order so a store that lists in insertion order would fail.
+      const all = [...inside, ...outside].sort(() => Math.random() - 0.5);
+      for (let i = 0; i < all.length; i += 8) {
+        await Promise.all(all.slice(i, i + 8).map((key) => store.put(key, key)));
+      }
+      const listed = await collect(store.list('p/'));
+      assert.deepEqual(listed.map((o) => o.key), [...inside].sort());
+      for (const item of listed) assert.equal(item.size, Buffer.byteLength(item.key));
+      assert.deepEqual((await collect(store.list(''))).map((o) => o.key), [...inside, ...outside].sort());
+      assert.deepEqual((await collect(store.list('p/a/'))).map((o) => o.key), ['p/a/x', 'p/a/y/z']);
+      assert.deepEqual(await collect(store.list('nothing/here/')), []);
+    });
+
+    it('refuses invalid keys and prefixes before any I/O', async () => {
+      // The unreachable store would fail any real call with a network or disk error, not a 400.
+      const store = driver.createUnreachable();
+      try {
+        for (const key of ['../x', '/abs', 'a\\b', 'a/../b', '', 'a//b', 'a/', './a', 'nul\0']) {
+          await assert.rejects(store.put(key, 'x'), isBadRequest, `put ${JSON.stringify(key)}`);
+          await assert.rejects(store.get(key), isBadRequest, `get ${JSON.stringify(key)}`);
+          await assert.rejects(store.head(key), isBadRequest, `head ${JSON.stringify(key)}`);
+          await assert.rejects(store.delete(key), isBadRequest, `delete ${JSON.stringify(key)}`);
+        }
+        for (const prefix of ['../', '/abs/', 'a\\b/', 'a/../b/', 'no-slash', '/']) {
+          await assert.rejects(collect(store.list(prefix)), isBadRequest, `list ${JSON.stringify(prefix)}`);
+        }
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('ping succeeds on a working store and fails fast on an unreachable one', async () => {
+      const store = await fresh();
+      await store.ping();
+      const unreachable = driver.createUnreachable();
+      const started = Date.now();
+      await assert.rejects(unreachable.ping(), (error: unknown) => error instanceof AppError && error.status === 503);
+      assert.ok(Date.now() - started < 5_000, 'ping of an unreachable store took too long');
+      await unreachable.close();
+    });
+  });
+}
+
+// ---- local disk -------------------------------------------------------------------------------------
+
+const localDirs: string[] = [];
+after(async () => {
+  await Promise.all(localDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+async function localStore(): Promise<{ store: ObjectStore; dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'sealpost-objects-'));
+  localDirs.push(dir);
+  return { store: createLocalObjectStore({ dir }), dir };
+}
+
+objectStoreContract({
+  name: 'local disk',
+  create: async () => (await localStore()).store,
+  // /dev/null is a file: any path under it fails with ENOTDIR.
+  createUnreachable: () => createLocalObjectStore({ dir: '/dev/null/objects' }),
+});
+
+describe('local disk driver', () => {
+  it('an interrupted stream leaves no object and no temp file', async () => {
+    const { store, dir } = await localStore();
+    await store.put('keep/me', 'kept'); // Creates the temp folder.
+    const { stream } = generatedStream(4 * MiB, 2 * MiB);
+    await assert.rejects(store.put('half/done', stream), /source failed halfway/);
+    assert.equal(await store.head('half/done'), undefined);
+    assert.deepEqual(await readdir(join(dir, LOCAL_TEMP_DIR)), []);
+    assert.deepEqual((await collect(store.list(''))).map((o) => o.key), ['keep/me']);
+  });
+
+  it('refuses a key that would need a file and a folder of the same name', async () => {
+    const { store } = await localStore();
+    await store.put('a/b', 'x');
+    await assert.rejects(store.put('a', 'y'), (error: unknown) => error instanceof AppError && error.status === 409);
+    await assert.rejects(store.put('a/b/c', 'z'), (error: unknown) => error instanceof AppError && error.status === 409);
+    assert.equal(await store.head('a'), undefined);
+    await assert.rejects(store.get('a'), ObjectNotFoundError);
+    await store.delete('a'); // A folder is not an object: nothing to delete.
+    assert.equal(await text(await store.get('a/b')), 'x');
+  });
+
+  it('delete removes folders it leaves empty', async () => {
+    const { store, dir } = await localStore();
+    await store.put('x/y/z', '1');
+    await store.delete('x/y/z');
+    assert.deepEqual((await readdir(dir)).sort(), [LOCAL_TEMP_DIR]);
+  });
+
+  it('many concurrent puts into one folder (sharing its fsyncs) all land intact, while deletes empty it', async () => {
+    const { store, dir } = await localStore();
+    const keys = Array.from({ length: 200 }, (_, i) => `q/payloads/m${i}`);
+    // Deletes run alongside: the folder is removed when it empties and must be made again by later puts.
+    await Promise.all(
+      keys.map(async (key, i) => {
+        await store.put(key, Readable.from([Buffer.from(`head ${i}\r\n`), Buffer.alloc(3000 + i, 'x')]));
+        if (i % 2 === 0) await store.delete(key);
+      }),
+    );
+    const left = (await collect(store.list('q/'))).map((o) => o.key).sort();
+    assert.deepEqual(left, keys.filter((_, i) => i % 2 === 1).sort());
+    for (const key of left) {
+      const i = Number(key.slice('q/payloads/m'.length));
+      assert.equal(await text(await store.get(key)), `head ${i}\r\n${'x'.repeat(3000 + i)}`);
+    }
+    assert.deepEqual(await readdir(join(dir, LOCAL_TEMP_DIR)), []);
+  });
+});
+
+// ---- S3 (OpenStack Swift + s3api) ----------------------------------------------------------------
+
+describe('S3 on Swift', () => {
+  let server: S3TestServer;
+  before(async () => {
+    server = await startS3Server();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  const s3Options = () => ({
+    endpoint: server.endpoint,
+    region: server.region,
+    accessKeyId: server.accessKeyId,
+    secretAccessKey: server.secretAccessKey,
+    forcePathStyle: server.forcePathStyle,
+  });
+  const s3Store = async () => {
+    // A small page size makes the 35-key listing test take several ListObjectsV2 pages.
+    const store = createS3ObjectStore({ ...s3Options(), bucket: uniqueBucket('contract'), listPageSize: 7 });
+    await store.ensureBucket();
+    return store;
+  };
+
+  objectStoreContract({
+    name: 's3 (Swift)',
+    create: s3Store,
+    createUnreachable: () => createS3ObjectStore({ ...s3Options(), endpoint: 'http://127.0.0.1:1', bucket: 'unreachable' }),
+  });
+
+  describe('S3 driver', () => {
+    it('createBucket makes the bucket on first write', async () => {
+      const store = createS3ObjectStore({ ...s3Options(), bucket: uniqueBucket('lazy'), createBucket: true });
+      try {
+        await assert.rejects(store.ping(), (error: unknown) => error instanceof AppError && error.status === 503);
+        await store.put('first', 'object');
+        await store.ping();
+        await store.ensureBucket(); // Idempotent.
+        assert.equal(await text(await store.get('first')), 'object');
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('ping fails within seconds while the server is paused and works after resume, data intact', async () => {
+      const store = await s3Store();
+      try {
+        await store.put('survives/pause', 'still here');
+        await server.pause();
+        try {
+          const started = Date.now();
+          await assert.rejects(store.ping(), (error: unknown) => error instanceof AppError && error.status === 503);
+          await assert.rejects(store.get('survives/pause'), (error: unknown) => error instanceof AppError && error.status === 503);
+          assert.ok(Date.now() - started < 5_000, `calls to a paused server took ${Date.now() - started} ms`);
+        } finally {
+          await server.resume();
+        }
+        await store.ping();
+        assert.equal(await text(await store.get('survives/pause')), 'still here');
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});

@@ -1,0 +1,57 @@
+import type { Readable } from 'node:stream';
+import { AppError } from '../errors.ts';
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  lastModified?: Date;
+  contentType?: string;
+}
+
+export interface PutOptions {
+  /** Known length lets a driver skip multipart for small bodies; unknown lengths are streamed. */
+  contentLength?: number;
+  contentType?: string;
+}
+
+/**
+ * One interface for every object-store driver (S3, local disk). Bodies are streams: no driver holds a
+ * whole object in memory. Keys are relative, slash-separated paths checked by `assertValidKey`.
+ */
+export interface ObjectStore {
+  readonly driver: 's3' | 'local';
+  /** Stores the body under `key`, replacing any object there; resolves once the object is durable. */
+  put(key: string, body: Readable | Buffer | string, options?: PutOptions): Promise<ObjectInfo>;
+  /** A stream of the object's bytes; rejects with ObjectNotFoundError when there is none. */
+  get(key: string): Promise<Readable>;
+  /** The object's size and metadata, or undefined when there is none. */
+  head(key: string): Promise<ObjectInfo | undefined>;
+  /** Deletes the object; deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  /** Every object whose key starts with `prefix`, in key order. */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /** Throws when the store cannot be reached (used by /readyz). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class ObjectNotFoundError extends AppError {
+  constructor(readonly key: string) {
+    super('not_found', 404, `No object stored under ${JSON.stringify(key)}`);
+    this.name = 'ObjectNotFoundError';
+  }
+}
+
+const KEY_SEGMENT = /^[A-Za-z0-9._=@+-]+$/;
+
+/**
+ * Keys become file paths in the local driver, so anything that could climb out of the store's folder
+ * (`..`, absolute paths, backslashes, NUL) is refused for every driver alike.
+ */
+export function assertValidKey(key: string): void {
+  const ok =
+    key.length > 0 &&
+    key.length <= 1024 &&
+    key.split('/').every((segment) => segment !== '.' && segment !== '..' && KEY_SEGMENT.test(segment));
+  if (!ok) throw new AppError('validation_failed', 400, `Invalid object key ${JSON.stringify(key)}`);
+}

@@ -1,0 +1,86 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from './config.ts';
+import type { Database, SchemaMigrations } from './db/index.ts';
+import { createHttpServer, type App } from './http.ts';
+import type { Logger } from './logger.ts';
+import { createRegistry } from './metrics.ts';
+import type { ObjectStore } from './objects/index.ts';
+
+/** What the CLI hands every service: configuration and the shared connections of this process. */
+export interface ServiceContext {
+  config: Config;
+  database: Database;
+  objects: ObjectStore;
+  logger: Logger;
+  /**
+   * True for `sealpost start all` on the embedded defaults outside production: a service may then
+   * create starter data (e.g. the exchange's starter delivery rules) so that a newcomer sees it work.
+   */
+  embedded?: boolean;
+}
+
+export interface RunningService {
+  name: string;
+  /** Where the service listens, for the start-up banner (`http://127.0.0.1:8083`, `smtp://...`). */
+  listening: Record<string, string>;
+  app: App;
+  registry: Registry;
+  /** Stops accepting, finishes in-flight work, stops the service's timers and workers. */
+  stop(): Promise<void>;
+}
+
+/** A service as the CLI sees it: its schema's migrations and how to start it. */
+export interface ServiceDefinition {
+  name: 'auth' | 'seal' | 'exchange';
+  migrations: SchemaMigrations;
+  start(context: ServiceContext): Promise<RunningService>;
+}
+
+export interface HttpServiceOptions {
+  name: string;
+  title: string;
+  description: string;
+  port: number;
+  context: ServiceContext;
+  /** The service's routes, registered as one encapsulated Fastify plugin. */
+  plugin: FastifyPluginAsync<any>;
+  pluginOptions?: Record<string, unknown>;
+  bodyLimit?: number;
+  /** Extra readiness checks beside the database and the object store. */
+  readiness?: Record<string, () => Promise<unknown>>;
+  /** The service's registry when it has metrics of its own beyond HTTP; otherwise one is created. */
+  registry?: Registry;
+}
+
+/** Builds the service's Fastify app on the kernel factory, registers its plugin and listens. */
+export async function startHttpService(options: HttpServiceOptions): Promise<RunningService> {
+  const { context } = options;
+  const registry = options.registry ?? createRegistry(options.name);
+  const logger = context.logger.child({ service: options.name });
+  const app = await createHttpServer({
+    service: options.name,
+    title: options.title,
+    description: options.description,
+    logger,
+    registry,
+    bodyLimit: options.bodyLimit,
+    readiness: {
+      database: () => context.database.ping(),
+      objects: () => context.objects.ping(),
+      ...options.readiness,
+    },
+  });
+  await app.register(options.plugin, { ...options.pluginOptions, registry });
+  await app.listen({ host: context.config.host, port: options.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const host = context.config.host.includes(':') ? `[${context.config.host}]` : context.config.host;
+  return {
+    name: options.name,
+    listening: { http: `http://${host}:${port}` },
+    app,
+    registry,
+    stop: () => app.close(),
+  };
+}
