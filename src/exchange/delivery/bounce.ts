@@ -1,0 +1,114 @@
+import type { Readable } from 'node:stream';
+import MimeNode from 'nodemailer/lib/mime-node';
+import type { BounceReport, Envelope } from '../tables.ts';
+
+export interface BounceInput {
+  /** SMTP_HOSTNAME: the Reporting-MTA. */
+  reportingMta: string;
+  /** NOTIFY_FROM: the From header of the bounce (its envelope sender is always `<>`). */
+  from: string;
+  envelope: Pick<Envelope, 'id' | 'sender' | 'created_at'>;
+  report: BounceReport;
+  /** The original message's header block, returned as text/rfc822-headers; absent if unreadable. */
+  originalHeaders: Buffer | undefined;
+}
+
+/**
+ * Why a failed message must not be bounced, or undefined when it may. Never to the null sender `<>`
+ * (RFC 5321 §4.5.5: that is how bounces and other notifications say "do not answer me"), and never
+ * for a message that is itself a bounce — ours (is_bounce) or anybody's (a delivery status report) —
+ * so that two systems can never bounce a message back and forth.
+ */
+export function bounceRefusal(envelope: Pick<Envelope, 'sender' | 'is_bounce'>, originalHeaders: Buffer | undefined): string | undefined {
+  if (envelope.sender === '') return 'the sender is the null sender <>';
+  if (envelope.is_bounce) return 'the message is itself a bounce';
+  if (/^content-type:\s*multipart\/report\s*;[^\n]*report-type\s*=\s*"?delivery-status/im.test(unfold(originalHeaders))) {
+    return 'the message is itself a delivery status notification';
+  }
+  return undefined;
+}
+
+/**
+ * An RFC 3464 delivery status notification: `multipart/report; report-type=delivery-status` with a
+ * human-readable part, the machine-readable message/delivery-status part (per-message fields, then one
+ * block per failed recipient) and the original headers as text/rfc822-headers (RFC 6522). The body of
+ * the original is not returned: the sender has it, and it may be large or confidential.
+ */
+export async function composeBounce(input: BounceInput): Promise<Buffer> {
+  const { envelope, report } = input;
+  const root = new MimeNode('multipart/report; report-type=delivery-status');
+  root.setHeader({
+    From: input.from,
+    To: envelope.sender,
+    Subject: 'Undelivered Mail Returned to Sender',
+    // RFC 3834: an automatic answer, which auto-responders must not answer in turn.
+    'Auto-Submitted': 'auto-replied',
+  });
+  const originalMessageId = headerValue(input.originalHeaders, 'message-id');
+  if (originalMessageId) root.setHeader({ 'In-Reply-To': originalMessageId, References: originalMessageId });
+
+  const lines = report.recipients.map((r) => `  <${r.recipient}>: ${r.diagnostic ? r.diagnostic.replace(/^[^;]*;\s*/, '') : r.status}`);
+  root.createChild('text/plain; charset=utf-8').setContent(
+    [
+      `This is the mail system at ${input.reportingMta}.`,
+      '',
+      'Your message could not be delivered to the recipients below.',
+      report.reason,
+      '',
+      ...lines,
+      '',
+      'The delivery report and the headers of your message are attached.',
+      '',
+    ].join('\r\n'),
+  );
+
+  const perMessage = [
+    `Reporting-MTA: dns; ${input.reportingMta}`,
+    `X-Sealpost-Envelope-Id: ${envelope.id}`,
+    `Arrival-Date: ${rfc5322Date(envelope.created_at)}`,
+  ];
+  const perRecipient = report.recipients.map((r) =>
+    [
+      `Final-Recipient: rfc822; ${r.recipient}`,
+      'Action: failed',
+      `Status: ${r.status}`,
+      ...(r.remoteMta ? [`Remote-MTA: ${r.remoteMta}`] : []),
+      ...(r.diagnostic ? [`Diagnostic-Code: ${r.diagnostic}`] : []),
+    ].join('\r\n'),
+  );
+  root.createChild('message/delivery-status').setContent([perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n') + '\r\n');
+
+  if (input.originalHeaders !== undefined) root.createChild('text/rfc822-headers').setContent(input.originalHeaders);
+  return root.build();
+}
+
+/**
+ * The original message's header block (through the line before the first empty line), read from its
+ * payload stream as bytes so that 8-bit header text reaches the bounce unchanged; at most `limit` bytes.
+ */
+export async function readHeaderBlock(stream: Readable, limit = 64 * 1024): Promise<Buffer> {
+  let head = Buffer.alloc(0);
+  try {
+    for await (const chunk of stream) {
+      head = Buffer.concat([head, Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk))]);
+      const ends = [head.indexOf('\r\n\r\n'), head.indexOf('\n\n')];
+      const end = Math.min(...[ends[0]! >= 0 ? ends[0]! + 2 : Infinity, ends[1]! >= 0 ? ends[1]! + 1 : Infinity]);
+      if (end !== Infinity) return head.subarray(0, Math.min(end, limit));
+      if (head.length >= limit) break;
+    }
+    return head.subarray(0, limit);
+  } finally {
+    stream.destroy();
+  }
+}
+
+const unfold = (headers: Buffer | undefined) => (headers ?? Buffer.alloc(0)).toString('utf8').replace(/\r?\n[ \t]+/g, ' ');
+
+function headerValue(headers: Buffer | undefined, name: string): string | undefined {
+  return new RegExp(`^${name}:\\s*(.+?)\\s*$`, 'im').exec(unfold(headers))?.[1];
+}
+
+/** RFC 5322 date-time, as Arrival-Date wants it. */
+function rfc5322Date(date: Date): string {
+  return date.toUTCString().replace(/GMT$/, '+0000');
+}

@@ -1,0 +1,127 @@
+import { formatDuration } from '../../kernel/duration.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { ExchangeMetrics } from '../metrics.ts';
+import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type Outbound } from '../outbound/types.ts';
+import type { BounceReport, OutboundPath } from '../tables.ts';
+import { retryDelayMs } from './backoff.ts';
+import type { Claim, EnvelopeQueue } from './queue.ts';
+import type { EnvelopeFinisher } from './retention.ts';
+
+export interface DeliverDeps {
+  queue: EnvelopeQueue;
+  objects: ObjectStore;
+  outbounds: Record<OutboundPath, Outbound>;
+  finisher: EnvelopeFinisher;
+  metrics: ExchangeMetrics;
+  logger: Logger;
+  retry: { maxRetries: number; baseMs: number; maxMs: number };
+  /** Clean-ups that may run in the background before a worker waits for its own (0: always wait). */
+  maxPendingFinishes?: number;
+}
+
+/**
+ * One delivery attempt of a claimed envelope (DESIGN.md step 4): every outbound path not done yet, in
+ * the rule's order. Then one of:
+ * - all done: `delivered`, and the envelope is finished (payload and row deleted);
+ * - a temporary failure with retries left: `retrying`, due again after the backoff delay;
+ * - a permanent failure, or the retries used up: `failed`, bounced, finished.
+ *
+ * `delivered_messages_total{strategy}` and its size counterpart count each path when it completes,
+ * so a message whose smtp copy went out but whose seal path failed for good is still counted for smtp.
+ * Never throws for a delivery problem; a database error leaves the lease to run out, and the envelope
+ * is then taken again.
+ */
+export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<void> {
+  const { queue, objects, outbounds, metrics, retry } = deps;
+  const logger = deps.logger.child({ envelopeId: claim.id, attempt: claim.attempts });
+  const lost = () => logger.warn('lease lost while delivering: another worker has taken the envelope over');
+
+  // Each claim counts as an attempt, crashes included, so a message that kills its worker every time
+  // still ends (failed and bounced) instead of circulating for ever.
+  if (claim.attempts > retry.maxRetries + 1) {
+    const failure = new DeliveryError(false, `gave up after ${claim.attempts - 1} attempts, the last ones cut short by worker crashes`, {
+      status: '4.4.7',
+      diagnostic: `${X_DIAGNOSTIC}; delivery attempts were interrupted repeatedly`,
+    });
+    return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps, logger);
+  }
+
+  const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
+  const details: string[] = claim.done_outbound.map((path) => `${path}: done in an earlier attempt`);
+  const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
+  for (const [i, path] of pending.entries()) {
+    let result;
+    try {
+      result = await outbounds[path].deliver(claim, () => objects.get(claim.payload_key));
+    } catch (error) {
+      const failure = asDeliveryError(error);
+      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, logger, path);
+      const delay = retryDelayMs(claim.attempts, retry);
+      const detail =
+        `attempt ${claim.attempts} failed (${path}): ${failure.message}; ` +
+        `retry ${claim.attempts} of ${retry.maxRetries} in ${formatDuration(BigInt(delay) * 1_000_000n)}`;
+      if (!(await queue.markRetrying(claim, delay, failure.message, detail))) return lost();
+      logger.info({ path, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
+      return;
+    }
+    rejected.push(...(result?.rejected ?? []));
+    metrics.delivered.inc({ strategy: path });
+    metrics.deliveredBytes.inc({ strategy: path }, claim.size);
+    details.push(`${path}: ${result?.detail ?? 'done'}`);
+    // Progress is recorded between paths only; the last one is recorded with the status (one write less).
+    const last = i === pending.length - 1;
+    if (!last && !(await queue.markPathDone(claim, path, report(rejected, 'Some recipients were refused.')))) return lost();
+  }
+
+  const finalReport = report(rejected, 'Some recipients were refused; the others received the message.');
+  const refusedNote = rejected.length > 0 ? `; refused: ${rejected.map((r) => r.recipient).join(', ')}` : '';
+  if (!(await queue.markDelivered(claim, `${details.join('; ')}${refusedNote}`, finalReport))) return lost();
+  logger.info({ outbound: claim.outbound, refused: rejected.length }, 'delivered');
+  await finish(claim, { bounce_report: finalReport }, deps, logger);
+}
+
+async function fail(
+  claim: Claim,
+  failure: DeliveryError,
+  alreadyRejected: FailedRecipient[],
+  deps: DeliverDeps,
+  logger: Logger,
+  path?: OutboundPath,
+): Promise<void> {
+  const exhausted = !failure.permanent;
+  const status = exhausted ? '4.4.7' : failure.status;
+  const failedHere = failure.recipients ?? claim.recipients.map((recipient) => ({ recipient, status, diagnostic: failure.diagnostic, remoteMta: failure.remoteMta }));
+  const known = new Set(alreadyRejected.map((r) => r.recipient));
+  const recipients = [...alreadyRejected, ...failedHere.filter((r) => !known.has(r.recipient))];
+  const reason = exhausted
+    ? `Delivery was attempted ${claim.attempts} times over a period of time and did not succeed; the last error: ${failure.message}.`
+    : `The message was refused${path ? ` (${path})` : ''}: ${failure.message}.`;
+  const bounceReport: BounceReport = { reason, recipients };
+  const detail = `${exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure'}${path ? ` (${path})` : ''}: ${failure.message}`;
+  if (!(await deps.queue.markFailed(claim, detail, bounceReport))) {
+    return void logger.warn('lease lost while delivering: another worker has taken the envelope over');
+  }
+  deps.metrics.failed.inc();
+  logger.warn({ path, err: failure.message, permanent: failure.permanent }, 'delivery failed for good');
+  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps, logger);
+}
+
+/**
+ * Bounce if called for, then delete payload and row — in the background (EnvelopeFinisher.finishSoon):
+ * the outcome is recorded, so the worker's slot is free for the next message. An error here is left to
+ * the retention sweep.
+ */
+async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, logger: Logger): Promise<void> {
+  await deps.finisher.finishSoon({ ...claim, ...changes }, logger, deps.maxPendingFinishes ?? 0);
+}
+
+const report = (rejected: FailedRecipient[], reason: string): BounceReport | null =>
+  rejected.length > 0 ? { reason, recipients: rejected } : null;
+
+/** Anything but a DeliveryError (the object store down, a bug in a path) is worth another try. */
+function asDeliveryError(error: unknown): DeliveryError {
+  if (error instanceof DeliveryError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new DeliveryError(false, message, { diagnostic: `${X_DIAGNOSTIC}; ${message}`.slice(0, 900), cause: error });
+}

@@ -1,0 +1,113 @@
+import { join, resolve } from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Config } from '../../kernel/config.ts';
+import { durationToMs } from '../../kernel/duration.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { MessageIntake } from '../inbound/accept.ts';
+import type { ExchangeMetrics } from '../metrics.ts';
+import { createMailTransport } from '../outbound/mail-transport.ts';
+import { SealClient } from '../outbound/seal-client.ts';
+import { createSealOutbound } from '../outbound/seal.ts';
+import { createSmtpOutbound } from '../outbound/smtp.ts';
+import { startStatusArchive } from '../status/archive.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { deliverClaim } from './deliver.ts';
+import { OrphanPayloadSweep } from './orphans.ts';
+import { every } from './periodic.ts';
+import { EnvelopeQueue } from './queue.ts';
+import { EnvelopeFinisher } from './retention.ts';
+import { startDelivery, type DeliveryWorkers } from './worker.ts';
+
+export interface DeliveryEngine {
+  workers: DeliveryWorkers;
+  /** Stops claiming, waits for deliveries in flight, stops the archive job, closes relay connections. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything behind DESIGN.md step 4 for one engine instance, from configuration: the mail transport
+ * (relay or outbox), the two outbound paths, the queue and its workers, and the status archive job.
+ */
+export function startDeliveryEngine(deps: {
+  config: Config;
+  db: Kysely<ExchangeTables>;
+  objects: ObjectStore;
+  intake: Pick<MessageIntake, 'accept'>;
+  metrics: ExchangeMetrics;
+  logger: Logger;
+}): DeliveryEngine {
+  const { config, db, objects, metrics } = deps;
+  const { delivery, statusArchive } = config.exchange;
+  const logger = deps.logger.child({ component: 'delivery' });
+  const leaseMs = durationToMs(delivery.lease);
+
+  const transport = createMailTransport({
+    outboundSmtpUrl: config.exchange.outboundSmtpUrl,
+    outboxDir: join(resolve(config.dataDir), 'outbox'),
+    maxConnections: delivery.concurrency,
+  });
+  logger.info(
+    { transport: transport.kind, to: transport.description },
+    transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
+  );
+  const outbounds = {
+    smtp: createSmtpOutbound(transport),
+    seal: createSealOutbound({
+      client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
+      transport,
+      notifyFrom: config.exchange.notifyFrom,
+      logger,
+    }),
+  };
+  const queue = new EnvelopeQueue(db, leaseMs);
+  const finisher = new EnvelopeFinisher({
+    queue,
+    objects,
+    intake: deps.intake,
+    metrics,
+    logger,
+    reportingMta: config.exchange.smtpHostname,
+    notifyFrom: config.exchange.notifyFrom,
+  });
+  const retry = {
+    maxRetries: delivery.maxRetries,
+    baseMs: durationToMs(delivery.retryBase),
+    maxMs: durationToMs(delivery.retryMax),
+  };
+  const workers = startDelivery({
+    queue,
+    finisher,
+    deliver: (claim) => deliverClaim(claim, { queue, objects, outbounds, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
+    concurrency: delivery.concurrency,
+    pollIntervalMs: durationToMs(delivery.pollInterval),
+    leaseMs,
+    logger,
+  });
+  // Payloads of intakes cut short between the object store and the envelope row (a crash, kill -9).
+  const orphans = new OrphanPayloadSweep({ db, objects, graceMs: leaseMs, logger });
+  const orphanSweep = every(leaseMs, async () => {
+    try {
+      await orphans.sweep();
+    } catch (error) {
+      logger.warn({ err: error }, 'orphan payload sweep failed; will try again');
+    }
+  });
+  const archive = startStatusArchive({
+    db,
+    settings: { afterMs: durationToMs(statusArchive.after), retentionMs: durationToMs(statusArchive.retention) },
+    intervalMs: durationToMs(statusArchive.interval),
+    logger: deps.logger.child({ component: 'status-archive' }),
+  });
+
+  return {
+    workers,
+    async stop() {
+      await workers.stop();
+      await finisher.drain();
+      await orphanSweep.stop();
+      await archive.stop();
+      await transport.close();
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { after, before, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
+import { migrations } from '../migrations/index.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { EnvelopeQueue } from './queue.ts';
+import { createTestDatabase } from '../../../test/support/postgres.ts';
+
+describe('the delivery queue', () => {
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let db: Kysely<ExchangeTables>;
+
+  const enqueue = async (count: number) => {
+    const ids: string[] = Array.from({ length: count }, () => randomUUID());
+    await db
+      .insertInto('envelopes')
+      .values(ids.map((id) => ({ id, channel: 'smtp' as const, sender: 'a@sender.example', recipients: ['b@rcpt.example'], size: 10, payload_key: `exchange/payloads/${id}`, rule_id: null, outbound: ['smtp' as const], status: 'accepted' as const, lease_until: null, last_error: null })))
+      .execute();
+    return ids;
+  };
+
+  before(async () => {
+    testDb = await createTestDatabase('exchange_queue');
+    database = await openDatabase({ url: testDb.url, poolSize: 12 });
+    await migrateSchema(database.db, { schema: 'exchange', migrations });
+    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+  });
+  after(async () => {
+    await database?.close();
+    await testDb?.drop();
+  });
+  beforeEach(async () => {
+    await db.deleteFrom('envelopes').execute();
+  });
+
+  it('hands each due envelope to exactly one of many concurrent claimers', async () => {
+    const ids = await enqueue(300);
+    const queue = new EnvelopeQueue(db, 60_000);
+    const claimed: string[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        for (;;) {
+          const batch = await queue.claimDue(7);
+          if (batch.length === 0) return;
+          claimed.push(...batch.map((c) => c.id));
+        }
+      }),
+    );
+    assert.equal(claimed.length, 300, 'no envelope claimed twice');
+    assert.deepEqual(new Set(claimed), new Set(ids));
+    const history = await db.selectFrom('message_status').select(['envelope_id', 'detail']).where('status', '=', 'delivering').execute();
+    assert.equal(history.filter((h) => ids.includes(h.envelope_id)).length, 300, 'one delivering row per claim');
+    assert.ok(history.every((h) => h.detail === 'attempt 1'));
+  });
+
+  it('takes an envelope over once its lease ran out, and the worker that lost it can change nothing', async () => {
+    const [id] = await enqueue(1);
+    const queue = new EnvelopeQueue(db, 500);
+    const [stale] = await queue.claimDue(10);
+    assert.equal(stale!.id, id);
+    assert.equal(stale!.attempts, 1);
+    assert.deepEqual(await queue.claimDue(10), [], 'not while the lease holds');
+
+    await sleep(700);
+    const [fresh] = await queue.claimDue(10);
+    assert.equal(fresh!.id, id);
+    assert.equal(fresh!.previous_status, 'delivering');
+    assert.equal(fresh!.attempts, 2);
+
+    assert.equal(await queue.markDelivered(stale!, 'late', null), false);
+    assert.equal(await queue.markPathDone(stale!, 'smtp', null), false);
+    assert.deepEqual(await queue.renewLeases([stale!]), [id], 'the old owner learns it lost the lease');
+    assert.equal(await queue.markDelivered(fresh!, 'done', null), true);
+    const row = await db.selectFrom('envelopes').select(['status', 'done_outbound']).where('id', '=', id!).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: 'delivered', done_outbound: ['smtp'] });
+  });
+
+  it('renews the leases of deliveries in progress', async () => {
+    await enqueue(1);
+    const queue = new EnvelopeQueue(db, 1000);
+    const [claim] = await queue.claimDue(1);
+    for (let i = 0; i < 4; i++) {
+      await sleep(300);
+      assert.deepEqual(await queue.renewLeases([claim!]), []);
+    }
+    assert.deepEqual(await queue.claimDue(1), [], 'still owned after twice the lease');
+  });
+
+  it('leaves a retrying envelope alone until its next attempt is due', async () => {
+    await enqueue(1);
+    const queue = new EnvelopeQueue(db, 60_000);
+    const [claim] = await queue.claimDue(1);
+    assert.equal(await queue.markRetrying(claim!, 500, 'busy', 'retry 1'), true);
+    assert.deepEqual(await queue.claimDue(1), []);
+    await sleep(700);
+    const [again] = await queue.claimDue(1);
+    assert.equal(again!.attempts, 2);
+    assert.equal(again!.last_error, 'busy');
+  });
+});

@@ -1,0 +1,116 @@
+import type { Logger } from '../../kernel/logger.ts';
+import { ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
+import type { MessageIntake } from '../inbound/accept.ts';
+import type { ExchangeMetrics } from '../metrics.ts';
+import type { Envelope } from '../tables.ts';
+import { bounceRefusal, composeBounce, readHeaderBlock } from './bounce.ts';
+import type { EnvelopeQueue } from './queue.ts';
+
+export interface FinisherDeps {
+  queue: EnvelopeQueue;
+  objects: ObjectStore;
+  intake: Pick<MessageIntake, 'accept'>;
+  metrics: ExchangeMetrics;
+  logger: Logger;
+  /** SMTP_HOSTNAME, the bounce's Reporting-MTA. */
+  reportingMta: string;
+  /** NOTIFY_FROM, the bounce's From header. */
+  notifyFrom: string;
+}
+
+/**
+ * What happens to an envelope once it is `delivered` or `failed` (SEED-SPEC C, retention rules 1 and
+ * 2): the bounce, if its report calls for one, then the payload is deleted from the object store and
+ * the envelope row from the database; the status history stays.
+ *
+ * Each step can be repeated safely, so an envelope whose finishing was cut short (a crash, an
+ * object-store outage) is finished later by sweep(): the payload goes before the row, so a row is
+ * never missing while its payload remains, and a `bounced` history row records that the bounce was
+ * queued. A crash between queueing the bounce and writing that row can send the bounce twice; none
+ * is ever lost.
+ *
+ * The bounce goes through MessageIntake as a new envelope (null sender, is_bounce, routed to smtp),
+ * so it gets durable retries of its own, and, being a bounce, never bounces itself.
+ */
+export class EnvelopeFinisher {
+  /** Clean-ups started by finishSoon() and not done yet. */
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly deps: FinisherDeps) {}
+
+  async finish(envelope: Envelope): Promise<void> {
+    if (envelope.bounce_report && envelope.bounce_report.recipients.length > 0) await this.bounce(envelope);
+    await this.deps.objects.delete(envelope.payload_key);
+    await this.deps.queue.remove(envelope.id);
+  }
+
+  /**
+   * Starts finish() and returns before it is done, so that a delivery worker can take the next message
+   * while the payload and row of the last one are deleted (the status is already recorded). A failure
+   * is logged and left to sweep(). At most `maxPending` clean-ups run at once: past that, the caller
+   * waits for its own, so a slow object store slows delivery down instead of piling up work.
+   */
+  async finishSoon(envelope: Envelope, logger: Logger, maxPending: number): Promise<void> {
+    const done = this.finish(envelope).catch((error: unknown) => {
+      logger.warn({ err: error, envelopeId: envelope.id }, 'could not finish the envelope now; the retention sweep will');
+    });
+    this.pending.add(done);
+    void done.finally(() => this.pending.delete(done));
+    if (this.pending.size > maxPending) await done;
+  }
+
+  /** Waits for the clean-ups started by finishSoon() (at shutdown). */
+  async drain(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** Finishes envelopes left finished-but-not-cleaned for longer than `graceMs`; returns how many. */
+  async sweep(graceMs: number, batch = 100): Promise<number> {
+    const { queue, logger } = this.deps;
+    let finished = 0;
+    for (;;) {
+      const leftovers = await queue.claimUnfinished(batch, graceMs);
+      for (const envelope of leftovers) {
+        try {
+          await this.finish(envelope);
+          finished++;
+          logger.info({ envelopeId: envelope.id, status: envelope.status }, 'finished an envelope whose clean-up had been interrupted');
+        } catch (error) {
+          logger.warn({ err: error, envelopeId: envelope.id }, 'could not finish an envelope; will try again');
+        }
+      }
+      if (leftovers.length < batch) return finished;
+    }
+  }
+
+  private async bounce(envelope: Envelope): Promise<void> {
+    const { queue, objects, intake, metrics, logger } = this.deps;
+    const early = bounceRefusal(envelope, undefined);
+    if (early) return void logger.info({ envelopeId: envelope.id, reason: early }, 'no bounce');
+    if (await queue.hasStatus(envelope.id, 'bounced')) return;
+    const originalHeaders = await objects
+      .get(envelope.payload_key)
+      .then((stream) => readHeaderBlock(stream))
+      .catch((error: unknown) => {
+        // The payload is needed only for the headers part; a bounce without it still tells the sender.
+        if (error instanceof ObjectNotFoundError) return undefined;
+        throw error;
+      });
+    const refusal = bounceRefusal(envelope, originalHeaders);
+    if (refusal) {
+      logger.info({ envelopeId: envelope.id, reason: refusal }, 'no bounce');
+      return;
+    }
+    const raw = await composeBounce({
+      reportingMta: this.deps.reportingMta,
+      from: this.deps.notifyFrom,
+      envelope,
+      report: envelope.bounce_report!,
+      originalHeaders,
+    });
+    const accepted = await intake.accept({ channel: 'smtp', sender: '', recipients: [envelope.sender], payload: raw, isBounce: true });
+    await queue.recordStatus(envelope.id, 'bounced', `bounce ${accepted.envelopeId} queued to <${envelope.sender}>`);
+    metrics.bounces.inc();
+    logger.info({ envelopeId: envelope.id, bounceId: accepted.envelopeId, to: envelope.sender }, 'bounce queued');
+  }
+}

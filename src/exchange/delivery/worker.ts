@@ -1,0 +1,142 @@
+import type { Logger } from '../../kernel/logger.ts';
+import { every } from './periodic.ts';
+import type { Claim, EnvelopeQueue } from './queue.ts';
+import type { EnvelopeFinisher } from './retention.ts';
+
+export interface DeliveryOptions {
+  queue: EnvelopeQueue;
+  finisher: EnvelopeFinisher;
+  /** One delivery attempt; must not throw for delivery problems (deliverClaim). */
+  deliver: (claim: Claim) => Promise<void>;
+  /** DELIVERY_CONCURRENCY: envelopes in delivery at once in this instance. */
+  concurrency: number;
+  /** DELIVERY_POLL_INTERVAL: how long an idle instance waits before looking for due envelopes again. */
+  pollIntervalMs: number;
+  /** DELIVERY_LEASE: how long a claim lasts without renewal. */
+  leaseMs: number;
+  logger: Logger;
+}
+
+export interface DeliveryWorkers {
+  /** Envelopes in delivery right now. */
+  readonly inFlight: number;
+  /** Stops claiming and waits for the deliveries in flight. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The delivery workers of one engine instance: a single claim loop keeps up to `concurrency`
+ * deliveries running. It claims as many due envelopes as there are free slots; a full batch means more
+ * may be due, so it claims again as soon as a slot frees; a short batch means the queue is drained for
+ * now, so it sleeps for the poll interval.
+ *
+ * While deliveries run, their leases are renewed every third of the lease, so a slow relay or a large
+ * message never lets a lease run out under a live worker; only a dead worker's envelopes are taken over.
+ * Envelopes whose clean-up was interrupted are finished by a sweep once per lease period.
+ */
+export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
+  const { queue, finisher, logger, concurrency } = options;
+  const inFlight = new Map<string, Claim>();
+  const slotFreed = new Signal();
+  const woken = new Signal();
+  let stopping = false;
+  let claimFailing = false;
+
+  const run = (claim: Claim) => {
+    inFlight.set(claim.id, claim);
+    options
+      .deliver(claim)
+      .catch((error: unknown) => logger.error({ err: error, envelopeId: claim.id }, 'delivery attempt broke off; the envelope is retried when its lease runs out'))
+      .finally(() => {
+        inFlight.delete(claim.id);
+        slotFreed.notify();
+      });
+  };
+
+  const loop = (async () => {
+    while (!stopping) {
+      const free = concurrency - inFlight.size;
+      if (free <= 0) {
+        await slotFreed.wait();
+        // Deliveries finish in groups (their final writes are batched): let the whole group free its
+        // slots, then claim for all of them in one statement rather than one claim per slot.
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      let claims: Claim[];
+      try {
+        claims = await queue.claimDue(free);
+        if (claimFailing) logger.info('delivery queue reachable again');
+        claimFailing = false;
+      } catch (error) {
+        if (!claimFailing) logger.error({ err: error }, 'cannot claim envelopes from the delivery queue; trying again every poll interval');
+        claimFailing = true;
+        await woken.wait(options.pollIntervalMs);
+        continue;
+      }
+      for (const claim of claims) run(claim);
+      if (claims.length < free) await woken.wait(options.pollIntervalMs);
+    }
+  })();
+
+  const leaseRenewal = every(Math.max(1, Math.floor(options.leaseMs / 3)), async () => {
+    try {
+      const lost = await queue.renewLeases([...inFlight.values()]);
+      for (const id of lost) logger.warn({ envelopeId: id }, 'lease lost: another worker has taken the envelope over');
+    } catch (error) {
+      logger.warn({ err: error }, 'could not renew delivery leases');
+    }
+  });
+  const sweep = every(
+    options.leaseMs,
+    async () => {
+      try {
+        await finisher.sweep(options.leaseMs);
+      } catch (error) {
+        logger.warn({ err: error }, 'retention sweep failed; will try again');
+      }
+    },
+    { runFirstAfterMs: Math.min(options.leaseMs, 5_000) },
+  );
+
+  logger.info({ concurrency, pollIntervalMs: options.pollIntervalMs, leaseMs: options.leaseMs }, 'delivery workers started');
+  return {
+    get inFlight() {
+      return inFlight.size;
+    },
+    async stop() {
+      stopping = true;
+      woken.notify();
+      slotFreed.notify();
+      await loop;
+      await sweep.stop();
+      while (inFlight.size > 0) await slotFreed.wait();
+      await leaseRenewal.stop();
+      logger.info('delivery workers stopped');
+    },
+  };
+}
+
+/** Something to wait for: notify() releases every waiter; a wait with a timeout also ends by itself. */
+class Signal {
+  private waiters = new Set<() => void>();
+
+  notify(): void {
+    const waiting = [...this.waiters];
+    this.waiters.clear();
+    for (const release of waiting) release();
+  }
+
+  wait(timeoutMs?: number): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const release = () => {
+        clearTimeout(timer);
+        this.waiters.delete(release);
+        resolve();
+      };
+      this.waiters.add(release);
+      if (timeoutMs !== undefined) timer = setTimeout(release, timeoutMs);
+    });
+  }
+}

@@ -1,0 +1,94 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { createLogger } from '../../kernel/logger.ts';
+import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/index.ts';
+import { migrations } from '../migrations/index.ts';
+import { RuleStore } from '../rules/store.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { createTestDatabase } from '../../../test/support/postgres.ts';
+import { MessageIntake, payloadKey } from './accept.ts';
+
+describe('MessageIntake with concurrent messages', () => {
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let db: Kysely<ExchangeTables>;
+  let dir: string;
+  let objects: ObjectStore;
+  let intake: MessageIntake;
+
+  before(async () => {
+    testDb = await createTestDatabase('exchange_accept');
+    database = await openDatabase({ url: testDb.url, poolSize: 4 });
+    await migrateSchema(database.db, { schema: 'exchange', migrations });
+    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
+    objects = createLocalObjectStore({ dir });
+    const rules = new RuleStore(db);
+    await rules.create({ name: 'from carol', priority: 1, configuration: { params: { channel: 'smtp', sender: 'Carol@Example.com' }, outbound: ['seal'] } });
+    await rules.create({ name: 'all mail', priority: 2, configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] } });
+    intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
+  });
+  after(async () => {
+    await database?.close();
+    await testDb?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const payloadCount = async () => {
+    let n = 0;
+    for await (const _ of objects.list('exchange/payloads/')) n++;
+    return n;
+  };
+
+  it('routes each of many messages accepted at once by its own rule, with its first status row', async () => {
+    const senders = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? 'CAROL@example.com' : `user${i}@example.com`));
+    const accepted = await Promise.all(
+      senders.map((sender, i) => intake.accept({ channel: 'smtp', sender, recipients: [`rcpt${i}@example.net`], payload: Buffer.from(`message ${i}`) })),
+    );
+    for (const [i, result] of accepted.entries()) {
+      assert.deepEqual(result.outbound, i % 4 === 0 ? ['seal'] : ['smtp', 'seal']);
+      const row = await db.selectFrom('envelopes').selectAll().where('id', '=', result.envelopeId).executeTakeFirstOrThrow();
+      assert.deepEqual(row.recipients, [`rcpt${i}@example.net`]);
+      assert.equal(row.size, result.size);
+      assert.equal(row.status, 'accepted');
+      const history = await db.selectFrom('message_status').select(['status', 'detail']).where('envelope_id', '=', result.envelopeId).execute();
+      assert.deepEqual(history, [
+        { status: 'accepted', detail: i % 4 === 0 ? 'routed by rule "from carol" to seal' : 'routed by rule "all mail" to smtp, seal' },
+      ]);
+      assert.ok(await objects.head(payloadKey(result.envelopeId)));
+    }
+  });
+
+  it('a message the database refuses fails alone (503, payload deleted) while the others of its batch are accepted', async () => {
+    const before = await payloadCount();
+    const results = await Promise.allSettled(
+      ['good1@example.com', 'bad\u0000@example.com', 'good2@example.com'].map((sender) =>
+        intake.accept({ channel: 'smtp', sender, recipients: ['rcpt@example.net'], payload: Buffer.from('hello') }),
+      ),
+    );
+    assert.equal(results[0]!.status, 'fulfilled');
+    assert.equal(results[2]!.status, 'fulfilled');
+    assert.equal(results[1]!.status, 'rejected');
+    const refused = (results[1] as PromiseRejectedResult).reason;
+    assert.ok(refused instanceof AppError && refused.status === 503, String(refused));
+    assert.equal(await payloadCount(), before + 2);
+  });
+
+  it('with no matching rule, accepts nothing for that message and keeps no payload, while others are accepted', async () => {
+    const before = await payloadCount();
+    const [json, smtp] = await Promise.allSettled([
+      intake.accept({ channel: 'json', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('json') }),
+      intake.accept({ channel: 'smtp', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('smtp') }),
+    ]);
+    assert.equal(json.status, 'rejected');
+    assert.match(((json as PromiseRejectedResult).reason as Error).message, /^No delivery rule matches channel json and sender app@example\.com/);
+    assert.equal(smtp.status, 'fulfilled');
+    assert.equal(await payloadCount(), before + 1);
+  });
+});

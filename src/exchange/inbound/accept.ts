@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import { normalizeEmail } from '../../kernel/email.ts';
+import { AppError } from '../../kernel/errors.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { RuleStore } from '../rules/store.ts';
+import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
+import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
+
+export interface IncomingMessage {
+  channel: Channel;
+  /** Envelope sender; '' for the null sender <>. */
+  sender: string;
+  recipients: string[];
+  payload: Readable | Buffer;
+  /** A bounce we generated ourselves: routed straight to smtp and never bounced again. */
+  isBounce?: boolean;
+  /** The id to give the envelope, when the caller needs it before the payload is written (the SMTP
+   * server's Received header names it); a fresh UUID otherwise. */
+  envelopeId?: string;
+}
+
+export interface AcceptedMessage {
+  envelopeId: string;
+  size: number;
+  outbound: OutboundPath[];
+}
+
+export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
+
+/**
+ * The one door every message enters by (SMTP and JSON alike), in the order DESIGN.md step 2 demands:
+ * store the payload, then write the envelope row with its first status — and only then resolve, so
+ * the caller acknowledges nothing that is not durable. The delivery rule is matched in the same
+ * statement that writes the row (see createEnvelopeWriter); with no matching rule nothing is written,
+ * the payload is deleted again, and accept() fails with RuleStore.match's 503. If the row cannot be
+ * written the payload is deleted again too, so no orphan stays behind. Failures of either store are
+ * 503 AppErrors (the SMTP handler turns them into 451).
+ */
+export class MessageIntake {
+  private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+
+  constructor(
+    private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; rules: RuleStore; logger: Logger },
+  ) {
+    this.writeEnvelope = createEnvelopeWriter(deps.db);
+  }
+
+  async accept(message: IncomingMessage): Promise<AcceptedMessage> {
+    const { objects, logger } = this.deps;
+    const envelopeId = message.envelopeId ?? randomUUID();
+    const key = payloadKey(envelopeId);
+
+    let size: number;
+    try {
+      // A stream that already failed (sender gone, size limit passed) would never end for a driver
+      // that only starts listening now: report its error instead of waiting for it.
+      if (!Buffer.isBuffer(message.payload) && (message.payload.errored || message.payload.destroyed)) {
+        throw message.payload.errored ?? new Error('The message stream was closed before it was stored');
+      }
+      size = (await objects.put(key, message.payload, { contentType: 'message/rfc822' })).size;
+    } catch (error) {
+      await objects.delete(key).catch(() => {});
+      // A payload stream that failed on its own terms (e.g. the size limit) is the caller's to report.
+      if (error instanceof AppError && error.status !== 503) throw error;
+      throw new AppError('unavailable', 503, 'Message storage is unavailable; try again later', { cause: error });
+    }
+
+    const deletePayload = () =>
+      objects.delete(key).catch((cleanupError: unknown) => {
+        logger.error({ err: cleanupError, envelopeId, key }, 'could not delete the payload of an envelope that was not written');
+      });
+    const envelope: NewEnvelope = {
+      id: envelopeId,
+      channel: message.channel,
+      sender: message.sender,
+      senderKey: senderKey(message.sender),
+      recipients: message.recipients,
+      size,
+      payloadKey: key,
+      isBounce: message.isBounce ?? false,
+    };
+    // Twice at most: a rule created between the statement and match() below gets one more try.
+    for (let attempt = 1; ; attempt++) {
+      let written: WrittenEnvelope;
+      try {
+        written = await this.writeEnvelope(envelope);
+      } catch (error) {
+        await deletePayload();
+        throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
+      }
+      if (written) return { envelopeId, size, outbound: written.outbound };
+      // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender).
+      try {
+        await this.route(message);
+      } catch (error) {
+        await deletePayload();
+        throw error;
+      }
+      if (attempt >= 2) {
+        await deletePayload();
+        throw new AppError('unavailable', 503, 'Delivery rules changed while the message was being accepted; try again later');
+      }
+    }
+  }
+
+  private async route(message: IncomingMessage) {
+    try {
+      return await this.deps.rules.match(message.channel, message.sender);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
+    }
+  }
+}
+
+/** The sender as RuleStore.match compares it with a rule's sender. */
+function senderKey(sender: string): string {
+  return sender ? (normalizeEmail(sender) ?? sender).toLowerCase() : '';
+}

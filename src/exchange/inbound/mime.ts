@@ -1,0 +1,135 @@
+import { pipeline, type Readable } from 'node:stream';
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { normalizeEmail } from '../../kernel/email.ts';
+import { badRequest } from '../../kernel/errors.ts';
+import { decodeBase64, type InboundLimits, type MessageBody } from './json-schema.ts';
+import { messageTooLarge, MessageSizeLimit } from './size-limit.ts';
+
+/** What POST /v1/messages hands to accept(): the envelope and the RFC 5322 message as a stream. */
+export interface ComposedMessage {
+  sender: string;
+  recipients: string[];
+  payload: Readable | Buffer;
+}
+
+interface Mailbox {
+  name: string;
+  address: string;
+}
+
+/** The header by which a sender gives a recipient's mobile number, on both channels (DESIGN.md). */
+export const MOBILE_HEADER = 'X-Sealpost-Mobile';
+
+/**
+ * Turns a validated JSON message into the same kind of payload the SMTP server stores: a complete MIME
+ * message built by nodemailer's MailComposer (Message-ID, Date, MIME-Version, multipart as needed, Bcc
+ * left out of the headers), or the sender's own `raw` message. Throws 400 AppErrors that name the field.
+ */
+export function composeMessage(body: MessageBody, limits: InboundLimits): ComposedMessage {
+  const from = mailbox(body.from, 'from');
+  const to = body.to.map((value, i) => mailbox(value, `to[${i}]`));
+  const cc = (body.cc ?? []).map((value, i) => mailbox(value, `cc[${i}]`));
+  const bcc = (body.bcc ?? []).map((value, i) => mailbox(value, `bcc[${i}]`));
+
+  const recipients = uniqueAddresses([...to, ...cc, ...bcc]);
+  if (recipients.length > limits.maxRecipients) {
+    throw badRequest(`to, cc and bcc name ${recipients.length} recipients; at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`);
+  }
+  const mobiles = mobileHeaders(body.recipients ?? [], recipients);
+
+  if (body.raw !== undefined) {
+    const structured = (['subject', 'text', 'html', 'attachments', 'inReplyTo', 'references'] as const).find((field) => body[field] !== undefined);
+    if (structured) {
+      throw badRequest(`${structured} cannot be combined with raw: a raw message carries its own headers and body`);
+    }
+    return { sender: from.address, recipients, payload: rawPayload(body.raw, mobiles, limits) };
+  }
+
+  if (body.subject === undefined) throw badRequest('subject is required (or give the whole message as raw)');
+  if (body.text === undefined && body.html === undefined && !body.attachments?.length) {
+    throw badRequest('text, html or attachments is required (or give the whole message as raw)');
+  }
+  const composer = new MailComposer({
+    from,
+    to,
+    ...(cc.length ? { cc } : {}),
+    ...(bcc.length ? { bcc } : {}),
+    subject: body.subject,
+    ...(body.text !== undefined ? { text: body.text } : {}),
+    ...(body.html !== undefined ? { html: body.html } : {}),
+    ...(body.inReplyTo !== undefined ? { inReplyTo: body.inReplyTo } : {}),
+    ...(body.references !== undefined ? { references: body.references } : {}),
+    attachments: (body.attachments ?? []).map((attachment, index) => ({
+      filename: attachment.filename,
+      content: decodeBase64(attachment.content, `attachments[${index}].content`),
+      ...(attachment.contentType ? { contentType: attachment.contentType } : {}),
+    })),
+    headers: mobiles.map((value) => ({ key: MOBILE_HEADER, value })),
+    newline: 'win',
+    // Content comes from the request only: never a file path or a URL for nodemailer to fetch.
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  const payload = new MessageSizeLimit(limits.maxMessageSize);
+  // pipeline passes a composer failure on to the payload (so accept() sees it) and tears the composer
+  // down when the store stops reading; both reach the caller through accept().
+  pipeline(composer.compile().createReadStream(), payload, () => {});
+  return { sender: from.address, recipients, payload };
+}
+
+/** `bob@example.com` or `Bob Example <bob@example.com>`, the address normalised. */
+function mailbox(value: string, field: string): Mailbox {
+  const match = /^\s*(?:(.*?)\s*<([^<>]*)>|([^<>]*))\s*$/.exec(value);
+  const rawAddress = match ? (match[2] ?? match[3] ?? '') : '';
+  const address = normalizeEmail(rawAddress);
+  if (!address) throw badRequest(`${field} ${JSON.stringify(value)} is not a valid email address`, 'invalid_email');
+  const name = (match?.[1] ?? '').replace(/^"(.*)"$/, '$1').trim();
+  return { name, address };
+}
+
+function uniqueAddresses(mailboxes: Mailbox[]): string[] {
+  const seen = new Map<string, string>();
+  for (const { address } of mailboxes) if (!seen.has(address.toLowerCase())) seen.set(address.toLowerCase(), address);
+  return [...seen.values()];
+}
+
+/** `<email>=<E.164>` per recipient that has a mobile number; the email must be one of the recipients. */
+function mobileHeaders(entries: NonNullable<MessageBody['recipients']>, recipients: string[]): string[] {
+  const known = new Map(recipients.map((address) => [address.toLowerCase(), address]));
+  const given = new Set<string>();
+  return entries.map((entry, i) => {
+    const email = normalizeEmail(entry.email);
+    if (!email) throw badRequest(`recipients[${i}].email ${JSON.stringify(entry.email)} is not a valid email address`, 'invalid_email');
+    const recipient = known.get(email.toLowerCase());
+    if (!recipient) throw badRequest(`recipients[${i}].email ${email} is not among to, cc and bcc`, 'invalid_email');
+    if (given.has(recipient.toLowerCase())) throw badRequest(`recipients[${i}].email ${email} is given more than once`, 'invalid_email');
+    given.add(recipient.toLowerCase());
+    const phone = entry.mobile.trim().startsWith('+') ? parsePhoneNumberFromString(entry.mobile) : undefined;
+    if (!phone?.isValid()) {
+      throw badRequest(
+        `recipients[${i}].mobile ${JSON.stringify(entry.mobile)} is not a valid mobile number in international format (such as +41 79 123 45 67)`,
+        'invalid_mobile',
+      );
+    }
+    return `${recipient}=${phone.number}`;
+  });
+}
+
+/**
+ * The sender's own message, unchanged but for X-Sealpost-Mobile headers put in front (in the message's
+ * own line-break style). It was decoded from the request already, so it is a Buffer, not a stream.
+ */
+function rawPayload(base64: string, mobiles: string[], limits: InboundLimits): Buffer {
+  const raw = decodeBase64(base64, 'raw');
+  // A message starts with a header field: a name of printable characters, then a colon.
+  if (!/^[\x21-\x39\x3b-\x7e]+:/.test(raw.subarray(0, 1000).toString('latin1'))) {
+    throw badRequest('raw is not an RFC 5322 message: it must start with a header field such as "From: ..."');
+  }
+  if (raw.length > limits.maxMessageSize) throw messageTooLarge(limits.maxMessageSize);
+  if (mobiles.length === 0) return raw;
+  const firstLineEnd = raw.indexOf(0x0a);
+  const newline = firstLineEnd > 0 && raw[firstLineEnd - 1] === 0x0d ? '\r\n' : '\n';
+  const headers = mobiles.map((value) => `${MOBILE_HEADER}: ${value}${newline}`).join('');
+  return Buffer.concat([Buffer.from(headers, 'utf8'), raw]);
+}

@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import { finished } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { Config } from '../../kernel/config.ts';
+import { normalizeEmail } from '../../kernel/email.ts';
+import { AppError } from '../../kernel/errors.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { ExchangeMetrics } from '../metrics.ts';
+import type { MessageIntake } from './accept.ts';
+import { receivedHeader } from './received-header.ts';
+import { MessageSizeLimit } from './size-limit.ts';
+import { loadInboundTls } from './smtp-tls.ts';
+
+export interface InboundSmtpOptions {
+  config: Config;
+  intake: MessageIntake;
+  /** The service's one metrics instance (smtp_incoming_*). */
+  metrics: ExchangeMetrics;
+  logger: Logger;
+  /** How long close() waits for messages still being transferred before it cuts their connections. */
+  drainTimeoutMs?: number;
+}
+
+export interface InboundSmtpServer {
+  /** `smtp://host:port`, with the port actually bound. */
+  url: string;
+  /** Stops accepting connections, lets messages in transfer finish (up to the drain timeout), then
+   * answers 421 to every connection left and closes it. */
+  close(): Promise<void>;
+}
+
+/** An SMTP reply carried by an Error, the way smtp-server takes it from a handler. */
+function smtpReply(code: number, message: string): Error & { responseCode: number } {
+  return Object.assign(new Error(message), { responseCode: code });
+}
+
+/**
+ * The inbound SMTP server (issue 3 "Inbound"): an MX-like receiver, so it asks for no authentication —
+ * like any mail exchanger it takes mail from whoever connects, and delivery rules decide what happens
+ * to it. Put it behind a firewall or a relay when only known senders may submit.
+ *
+ * Each message streams from DATA through a size check into MessageIntake.accept (object store, then
+ * the envelope row) and is answered 250 only once both are durable. Replies carry RFC 3463 enhanced
+ * status codes (ENHANCEDSTATUSCODES is advertised): a store or rule problem is `451 4.3.0`, a message
+ * over SMTP_MAX_MESSAGE_SIZE `552 5.3.4`, a recipient over SMTP_MAX_RECIPIENTS `452 4.5.3`, a
+ * connection over SMTP_MAX_CONNECTIONS `421`. Addresses: smtp-server's own syntax check answers
+ * `501 5.1.7`/`501 5.1.3`; one that parses but does not normalise (an address literal such as
+ * user@[10.0.0.1], a bad IDN domain) gets `553 5.1.3` from ours. A successful DATA is answered
+ * `250 2.6.0 Ok: queued as <envelopeId>` (smtp-server's enhanced code for an accepted message).
+ */
+export async function startInboundSmtpServer(options: InboundSmtpOptions): Promise<InboundSmtpServer> {
+  const { config, intake, metrics } = options;
+  const settings = config.exchange;
+  const log = options.logger.child({ component: 'smtp' });
+  // Read before anything listens: bad PEM files stop start-up with a message naming the variable.
+  const tls = loadInboundTls(settings.inboundSmtpTls);
+  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
+  /** Transactions between DATA and their final reply; close() waits for them. */
+  const inFlight = new Set<Promise<void>>();
+
+  const server = new SMTPServer({
+    name: settings.smtpHostname,
+    banner: 'Sealpost',
+    size: settings.smtpMaxMessageSize,
+    // Our own counter fails the upload as soon as the limit is passed; this makes smtp-server answer
+    // 552 5.3.4 for such a message whatever else went wrong with it.
+    rejectOversized: true,
+    hidePIPELINING: false,
+    hide8BITMIME: false,
+    hideSMTPUTF8: false,
+    hideENHANCEDSTATUSCODES: false,
+    // MX-like: no AUTH at all (nothing to advertise, nothing to guess at). Without TLS files, STARTTLS is
+    // disabled rather than hidden, so smtp-server never falls back to its built-in, public test key.
+    authOptional: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    ...(tls ? { key: tls.key, cert: tls.cert } : {}),
+    disableReverseLookup: !settings.smtpReverseLookup,
+    maxClients: settings.smtpMaxConnections,
+    maxRecipients: settings.smtpMaxRecipients,
+    // A backstop only: close() below cuts the connections itself once the transfers are done.
+    closeTimeout: drainTimeoutMs + 1_000,
+    logger: smtpServerLogger(log),
+
+    onMailFrom(address, _session, callback) {
+      // Answered on the next turn of the event loop, never synchronously: smtp-server 3.21's
+      // SMTPStream.continue() clears its continuation only after running it, so when the commands
+      // pipelined after a message complete a second message inside that call, the second message's
+      // continuation is wiped and the connection stops answering (found by test/fuzz/smtp-commands).
+      // Every further message starts with MAIL FROM, so deferring this answer keeps them out of that call.
+      setImmediate(() => {
+        // `<>` is the null sender of bounces and other notifications (RFC 5321 §4.5.5): always accepted.
+        if (address.address === '' || normalizeEmail(address.address)) return callback();
+        callback(smtpReply(553, `Sender address <${address.address}> is not a valid email address`));
+      });
+    },
+    onRcptTo(address, _session, callback) {
+      if (normalizeEmail(address.address)) return callback();
+      callback(smtpReply(553, `Recipient address <${address.address}> is not a valid email address`));
+    },
+    onData(stream, session, callback) {
+      const transaction = receive(stream, session, callback);
+      inFlight.add(transaction);
+      void transaction.finally(() => inFlight.delete(transaction));
+    },
+  });
+  server.on('error', (error) => log.warn({ err: error }, 'SMTP connection error'));
+
+  /**
+   * One message: count it, stream it through the size limit (with our Received header in front) into
+   * accept(), answer. Resolves once the final reply is out (or the sender is gone).
+   */
+  function receive(
+    stream: SMTPServerDataStream,
+    session: SMTPServerSession,
+    callback: (error?: Error | null, message?: string) => void,
+  ): Promise<void> {
+    metrics.smtpIncoming.inc();
+    const stopTimer = metrics.smtpIncomingDuration.startTimer();
+    const started = Date.now();
+    const envelopeId = randomUUID();
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const sender = mailFrom === '' ? '' : (normalizeEmail(mailFrom) ?? mailFrom);
+    const recipients = [...new Set(session.envelope.rcptTo.map((rcpt) => normalizeEmail(rcpt.address) ?? rcpt.address))];
+    const client = session.remoteAddress;
+
+    const payload = new MessageSizeLimit(settings.smtpMaxMessageSize, {
+      prefix: receivedHeader({ hostname: settings.smtpHostname, envelopeId, session, recipients }),
+    });
+    // Once the upload has failed (size limit, store down, no rule) the rest of DATA is read and dropped:
+    // smtp-server can only answer after the final dot.
+    const discardRest = () => {
+      stream.unpipe(payload);
+      stream.resume();
+    };
+    payload.on('error', discardRest);
+    stream.pipe(payload);
+
+    // smtp-server answers once the stream has ended and we have called back, whichever comes last;
+    // the duration runs from DATA to that moment.
+    let streamDone = false;
+    let answered = false;
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const maybeSettle = () => {
+      if (!streamDone || !answered) return;
+      stopTimer();
+      settle();
+    };
+    finished(stream, (error) => {
+      // The sender went away mid-message: fail the upload so that nothing is stored.
+      if (error) payload.destroy(senderGone());
+      streamDone = true;
+      maybeSettle();
+    });
+    const answer = (error?: Error, message?: string) => {
+      answered = true;
+      callback(error, message);
+      maybeSettle();
+    };
+
+    intake.accept({ channel: 'smtp', sender, recipients, payload, envelopeId }).then(
+      (accepted) => {
+        metrics.smtpIncomingStored.inc();
+        log.info(
+          { envelopeId, sender: sender || '<>', recipients: recipients.length, size: accepted.size, outbound: accepted.outbound, client, tls: session.secure, ms: Date.now() - started },
+          'message accepted over SMTP',
+        );
+        answer(undefined, `Ok: queued as ${accepted.envelopeId}`);
+      },
+      (error: unknown) => {
+        payload.destroy();
+        discardRest();
+        const reply = replyFor(error);
+        const line = { envelopeId, sender: sender || '<>', recipients: recipients.length, client, reply: `${reply.responseCode} ${reply.message}` };
+        if (!(error instanceof AppError)) {
+          log.error({ ...line, err: error }, 'message refused: unexpected error');
+        } else if (error.status === 503) {
+          // Store down or no rule: operators must see it; the store's own error is the useful detail.
+          log.warn({ ...line, reason: error.message, ...(error.cause ? { err: error.cause } : {}) }, 'message refused');
+        } else {
+          log.info({ ...line, reason: error.message }, 'message refused');
+        }
+        answer(reply);
+      },
+    );
+    return settled;
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(settings.smtpPort, config.host, () => {
+      server.server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.server.address();
+  const port = typeof address === 'object' && address ? address.port : settings.smtpPort;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `smtp://${host}:${port}`;
+  log.info(
+    {
+      url,
+      tls: tls ? { subject: tls.certificate.subject, validTo: tls.certificate.validTo } : false,
+      maxMessageSize: settings.smtpMaxMessageSize,
+      maxRecipients: settings.smtpMaxRecipients,
+      maxConnections: settings.smtpMaxConnections,
+    },
+    'inbound SMTP server listening',
+  );
+  if (tls && Date.parse(tls.certificate.validTo) < Date.now()) {
+    log.warn({ validTo: tls.certificate.validTo, file: settings.inboundSmtpTls?.certPath }, 'the inbound SMTP TLS certificate has expired');
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // From here smtp-server answers every new command 421; transfers under way may finish.
+        const draining = [...inFlight];
+        if (draining.length > 0) {
+          log.info({ messages: draining.length }, 'waiting for messages in transfer before closing SMTP');
+          await Promise.race([Promise.all(draining), sleep(drainTimeoutMs, undefined, { ref: false })]);
+        }
+        for (const connection of server.connections) connection.send(421, `${settings.smtpHostname} Service shutting down`);
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+/** 499 as in nginx's "client closed request": nobody is left to answer, but accept() must see a failure. */
+function senderGone(): AppError {
+  return new AppError(undefined, 499, 'The sender closed the connection before the end of the message');
+}
+
+/**
+ * The SMTP reply for a refused message. 503s (store down, no matching rule) are temporary: the sending
+ * server keeps the message and tries again. Anything unexpected is temporary too — a message must never
+ * be lost, nor bounced, for our own fault — and the log line has the details.
+ */
+function replyFor(error: unknown): Error & { responseCode: number } {
+  if (error instanceof AppError && error.status === 413) return smtpReply(552, error.message);
+  if (error instanceof AppError && error.status === 503) return smtpReply(451, error.message);
+  if (error instanceof AppError && error.status === 499) return smtpReply(451, error.message);
+  return smtpReply(451, 'Local error in processing; try again later');
+}
+
+/**
+ * smtp-server logs every connection at info level; that detail belongs at debug (our own line per
+ * message is the info-level record), and a client's broken connection is a warning, not our error.
+ */
+function smtpServerLogger(log: Logger) {
+  const child = log.child({ component: 'smtp-server' });
+  const at = (level: 'trace' | 'debug' | 'warn' | 'error') => (...args: unknown[]) =>
+    (child[level] as (...a: unknown[]) => void).apply(child, args);
+  return { trace: at('trace'), debug: at('trace'), info: at('debug'), warn: at('warn'), error: at('warn'), fatal: at('error') };
+}

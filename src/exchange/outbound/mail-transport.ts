@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import nodemailer from 'nodemailer';
+import { DeliveryError, type FailedRecipient } from './types.ts';
+
+/** A message as it goes out: the SMTP envelope and the raw bytes, never re-encoded. */
+export interface OutgoingMail {
+  /** MAIL FROM; '' sends the null sender `<>` (bounces). */
+  envelope: { from: string; to: string[] };
+  raw: Readable | Buffer;
+}
+
+export interface SendReport {
+  accepted: string[];
+  /** Recipients the relay refused while it accepted others (all refused is a DeliveryError). */
+  rejected: FailedRecipient[];
+  /** The relay's final reply, or the outbox file written. */
+  response: string;
+}
+
+/**
+ * Where outbound mail goes — the relayed messages of the smtp path, the seal path's notifications, and
+ * (through the queue) bounces: the relay at OUTBOUND_SMTP_URL, or, when it is unset (the embedded
+ * default), `.eml` files in `$SEALPOST_DATA_DIR/outbox`. Failures are DeliveryErrors.
+ */
+export interface MailTransport {
+  readonly kind: 'relay' | 'outbox';
+  /** For logs: the relay's address without credentials, or the outbox folder. */
+  readonly description: string;
+  send(mail: OutgoingMail): Promise<SendReport>;
+  close(): Promise<void>;
+}
+
+export function createMailTransport(options: {
+  outboundSmtpUrl: string | undefined;
+  outboxDir: string;
+  /** Relay connections kept open at most: one per delivery worker is enough. */
+  maxConnections: number;
+}): MailTransport {
+  return options.outboundSmtpUrl
+    ? createRelayTransport(options.outboundSmtpUrl, options.maxConnections)
+    : createOutboxTransport(options.outboxDir);
+}
+
+function createRelayTransport(url: string, maxConnections: number): MailTransport {
+  const parsed = new URL(url);
+  const remoteMta = `dns; ${parsed.hostname}`;
+  const transporter = nodemailer.createTransport({
+    url,
+    pool: true,
+    maxConnections,
+    // A requeue after a dropped connection would resend a payload stream that was already partly read;
+    // the delivery queue retries with a fresh stream instead.
+    maxRequeues: 0,
+  });
+  return {
+    kind: 'relay',
+    description: `${parsed.protocol}//${parsed.host}`,
+    async send(mail) {
+      try {
+        const info = await transporter.sendMail({ envelope: mail.envelope, raw: mail.raw });
+        const rejected = (info.rejectedErrors ?? []).map((error) => ({
+          recipient: error.recipient ?? '',
+          ...smtpStatus(error.response, error.responseCode),
+          remoteMta,
+        }));
+        return { accepted: info.accepted.map(String), rejected, response: info.response };
+      } catch (error) {
+        throw relayError(error, remoteMta);
+      } finally {
+        if (mail.raw instanceof Readable) mail.raw.destroy();
+      }
+    },
+    async close() {
+      transporter.close();
+    },
+  };
+}
+
+interface SmtpFailure {
+  code?: string;
+  response?: string;
+  responseCode?: number;
+  message?: string;
+}
+
+/**
+ * RFC 5321: a 5yz reply refuses the message for good, a 4yz reply or a broken connection is worth
+ * another try. Failures of our own set-up (credentials, TLS, configuration) stay temporary even when
+ * the relay answered 5xx (535 bad credentials): bouncing every message for an operator's typo would
+ * lose mail that a fixed configuration delivers.
+ */
+function relayError(error: unknown, remoteMta: string): DeliveryError {
+  const failure = (error ?? {}) as SmtpFailure;
+  const code = failure.responseCode;
+  const aboutTheMessage = failure.code === 'EENVELOPE' || failure.code === 'EMESSAGE';
+  const permanent = aboutTheMessage && code !== undefined && code >= 500 && code < 600 && code !== 503;
+  const reply = failure.response ?? failure.message ?? String(error);
+  const { status, diagnostic } = smtpStatus(failure.response, code, permanent, failure.message);
+  return new DeliveryError(permanent, `relay: ${reply}`, { status, diagnostic, remoteMta, cause: error });
+}
+
+/** The RFC 3463 status of an SMTP reply: its enhanced code when it has one, else the reply's class. */
+export function smtpStatus(
+  response: string | undefined,
+  responseCode: number | undefined,
+  permanent = (responseCode ?? 0) >= 500,
+  fallbackText?: string,
+): { status: string; diagnostic: string } {
+  const enhanced = response ? /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})\b/.exec(response)?.[1] : undefined;
+  const status = enhanced && enhanced[0] === (permanent ? '5' : '4') ? enhanced : permanent ? '5.0.0' : '4.0.0';
+  const diagnostic = response
+    ? `smtp; ${oneLine(response)}`
+    : `x-sealpost; ${oneLine(fallbackText ?? 'no reply from the relay')}`;
+  return { status, diagnostic };
+}
+
+const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, ' ').trim().slice(0, 900);
+
+/**
+ * The embedded default: each message becomes one `.eml` file, written under a temporary name, synced
+ * and renamed, so a reader of the folder never sees half a file. The SMTP envelope goes in front as
+ * `Return-Path` and `X-Sealpost-Envelope-To` header lines (as a local delivery agent adds Return-Path);
+ * the message itself follows byte for byte.
+ */
+function createOutboxTransport(dir: string): MailTransport {
+  const tempDir = join(dir, '.tmp');
+  let ready: Promise<unknown> | undefined;
+  return {
+    kind: 'outbox',
+    description: dir,
+    async send(mail) {
+      const temp = join(tempDir, randomUUID());
+      try {
+        await (ready ??= mkdir(tempDir, { recursive: true }).catch((error: unknown) => {
+          ready = undefined;
+          throw error;
+        }));
+        const name = `${new Date().toISOString().replace(/:/g, '-')}-${randomUUID()}.eml`;
+        const head = Buffer.from(
+          `Return-Path: <${mail.envelope.from}>\r\nX-Sealpost-Envelope-To: ${mail.envelope.to.join(',\r\n ')}\r\n`,
+        );
+        const file = await open(temp, 'wx');
+        try {
+          await file.write(head);
+          if (Buffer.isBuffer(mail.raw)) await file.write(mail.raw);
+          else for await (const chunk of mail.raw) await file.write(chunk as Buffer);
+          await file.sync();
+        } finally {
+          await file.close();
+        }
+        await rename(temp, join(dir, name));
+        await syncFolder(dir);
+        return { accepted: [...mail.envelope.to], rejected: [], response: `written to ${join(dir, name)}` };
+      } catch (error) {
+        await unlink(temp).catch(() => {});
+        throw new DeliveryError(false, `outbox: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      } finally {
+        if (mail.raw instanceof Readable) mail.raw.destroy();
+      }
+    },
+    async close() {},
+  };
+}
+
+/** The rename is durable only once the folder itself is synced. */
+async function syncFolder(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,103 @@
+import { Readable } from 'node:stream';
+import { DeliveryError, X_DIAGNOSTIC } from './types.ts';
+
+/** The seal service's answer to POST /v1/seal (201, or 200 when that envelope was sealed before). */
+export interface SealedMessage {
+  id: string;
+  cid: string;
+  sha256: string;
+  sender: string;
+  subject: string;
+  recipients: Array<{ email: string; method: 'sms' | 'email'; link: string }>;
+  pins: Array<{ cluster: string; status: string; error?: string }>;
+}
+
+/**
+ * Sealing a large message adds it to IPFS and pins it on every cluster, each call with its own timeout
+ * (30 s by default) on the seal service's side; this bounds the whole exchange from here.
+ */
+export const SEAL_TIMEOUT_MS = 120_000;
+
+/**
+ * 4xx answers that say nothing about the message: our token or SEAL_URL is wrong (an operator fixes
+ * it; failing the mail meanwhile would bounce good messages), or the service asks us to come back.
+ */
+const RETRYABLE_4XX = new Set([401, 403, 404, 408, 425, 429]);
+
+/**
+ * The seal service's HTTP API as the exchange uses it (services talk over HTTP only, DESIGN.md).
+ * POST {SEAL_URL}/v1/seal with the raw message streamed as the body; the envelope id makes the call
+ * idempotent (the same id gives the same sealed record), so a retry after a lost answer is safe.
+ */
+export class SealClient {
+  constructor(private readonly options: { baseUrl: string; serviceToken: string; timeoutMs?: number }) {}
+
+  async seal(envelopeId: string, recipients: string[], body: Readable): Promise<SealedMessage> {
+    const url = `${this.options.baseUrl}/v1/seal`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${this.options.serviceToken}`,
+          'content-type': 'message/rfc822',
+          'x-sealpost-envelope-id': envelopeId,
+          // The RCPT TO list: it adds the Bcc recipients, whom the headers do not name.
+          'x-sealpost-envelope-recipients': recipients.join(', '),
+        },
+        body: Readable.toWeb(body) as unknown as BodyInit,
+        duplex: 'half',
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? SEAL_TIMEOUT_MS),
+      } as RequestInit);
+    } catch (error) {
+      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      throw new DeliveryError(false, `seal service unreachable: ${reason}`, {
+        diagnostic: `${X_DIAGNOSTIC}; seal service unreachable: ${reason}`,
+        cause: error,
+      });
+    } finally {
+      // The request is over either way; a body the server did not read must not hold the payload stream open.
+      body.destroy();
+    }
+
+    const text = await response.text().catch(() => '');
+    if (response.status === 200 || response.status === 201) {
+      const sealed = parseSealed(text);
+      if (!sealed) {
+        throw new DeliveryError(false, `seal service answered ${response.status} with an unexpected body`, {
+          diagnostic: `${X_DIAGNOSTIC}; unexpected answer from the seal service`,
+        });
+      }
+      return sealed;
+    }
+    const message = errorMessage(text) ?? response.statusText;
+    const permanent = response.status >= 400 && response.status < 500 && !RETRYABLE_4XX.has(response.status);
+    throw new DeliveryError(permanent, `seal service answered ${response.status}: ${message}`, {
+      status: permanent ? (response.status === 413 ? '5.3.4' : '5.6.0') : '4.0.0',
+      diagnostic: `${X_DIAGNOSTIC}; seal service ${response.status} ${message}`.replace(/\s*[\r\n]+\s*/g, ' ').slice(0, 900),
+    });
+  }
+}
+
+function parseSealed(text: string): SealedMessage | undefined {
+  try {
+    const value = JSON.parse(text) as SealedMessage;
+    const ok =
+      typeof value?.id === 'string' &&
+      Array.isArray(value.recipients) &&
+      value.recipients.every((r) => typeof r?.email === 'string' && typeof r.link === 'string');
+    return ok ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `message` of the spec's error object, when the body is one. */
+function errorMessage(text: string): string | undefined {
+  try {
+    const value = JSON.parse(text) as { message?: unknown };
+    return typeof value.message === 'string' ? value.message : undefined;
+  } catch {
+    return text.trim().slice(0, 200) || undefined;
+  }
+}

@@ -1,0 +1,89 @@
+import addressparser from 'nodemailer/lib/addressparser';
+import { normalizeEmail } from '../../kernel/email.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { MailTransport } from './mail-transport.ts';
+import { composeNotification } from './notification.ts';
+import type { SealClient } from './seal-client.ts';
+import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type Outbound } from './types.ts';
+
+/**
+ * The `seal` path: the raw message goes to the seal service, then each recipient of the envelope gets
+ * the notification email with its reader link.
+ *
+ * Retries: sealing is idempotent by envelope id, and the path is marked done only after every
+ * notification was handed to the mail transport. A retry therefore seals nothing twice; at worst it
+ * repeats notifications that went out before a failure (at-least-once, like all delivery here).
+ *
+ * Only the envelope's recipients (RCPT TO) are notified, not every address the To/Cc headers name: the
+ * mail servers of header recipients in other domains receive their own copy and would notify again.
+ */
+export function createSealOutbound(deps: {
+  client: SealClient;
+  transport: MailTransport;
+  notifyFrom: string;
+  logger: Logger;
+}): Outbound {
+  const { client, transport, logger } = deps;
+  const notifyAddress = mailboxOf(deps.notifyFrom);
+  return {
+    name: 'seal',
+    async deliver(envelope, openPayload) {
+      const sealed = await client.seal(envelope.id, envelope.recipients, await openPayload());
+      const links = new Map(sealed.recipients.map((r) => [comparable(r.email), r]));
+      const outcomes = await Promise.allSettled(
+        envelope.recipients.map(async (recipient): Promise<FailedRecipient[]> => {
+          const entry = links.get(comparable(recipient));
+          if (!entry) {
+            return [{ recipient, status: '5.0.0', diagnostic: `${X_DIAGNOSTIC}; the seal service returned no reader link for this recipient` }];
+          }
+          const raw = await composeNotification({
+            from: deps.notifyFrom,
+            to: recipient,
+            sender: typeof sealed.sender === 'string' ? sealed.sender : '',
+            link: entry.link,
+            method: entry.method === 'sms' ? 'sms' : 'email',
+            sealedId: sealed.id,
+          });
+          const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
+          // The embedded default has no mail server: the link in the log is how a developer reads the message.
+          if (transport.kind === 'outbox') {
+            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link: entry.link }, 'reader link (notification written to the outbox)');
+          }
+          return report.rejected;
+        }),
+      );
+
+      const failed: FailedRecipient[] = [];
+      const temporary: DeliveryError[] = [];
+      outcomes.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled') return void failed.push(...outcome.value);
+        const error = outcome.reason;
+        if (error instanceof DeliveryError && error.permanent) {
+          failed.push({ recipient: envelope.recipients[i]!, status: error.status, diagnostic: error.diagnostic, remoteMta: error.remoteMta });
+        } else {
+          temporary.push(error instanceof DeliveryError ? error : new DeliveryError(false, String(error), { cause: error }));
+        }
+      });
+      if (temporary.length > 0) {
+        throw new DeliveryError(false, `sealed as ${sealed.id}; ${temporary.length} notification(s) not sent: ${temporary[0]!.message}`, {
+          diagnostic: temporary[0]!.diagnostic,
+          remoteMta: temporary[0]!.remoteMta,
+          cause: temporary[0],
+        });
+      }
+      if (failed.length === envelope.recipients.length) {
+        throw new DeliveryError(true, `sealed as ${sealed.id}; no recipient could be notified`, { recipients: failed });
+      }
+      const notified = envelope.recipients.length - failed.length;
+      return { rejected: failed, detail: `sealed as ${sealed.id}, ${notified} recipient(s) notified` };
+    },
+  };
+}
+
+const comparable = (address: string) => (normalizeEmail(address) ?? address.trim()).toLowerCase();
+
+/** The bare address of NOTIFY_FROM ("Sealpost <no-reply@example.org>"), for MAIL FROM. */
+function mailboxOf(from: string): string {
+  const [first] = addressparser(from, { flatten: true });
+  return first && 'address' in first && first.address ? first.address : from.trim();
+}

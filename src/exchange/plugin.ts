@@ -1,0 +1,24 @@
+import type { App } from '../kernel/http.ts';
+import type { MessageIntake } from './inbound/accept.ts';
+import { jsonInboundRoutes } from './inbound/json-routes.ts';
+import type { InboundLimits } from './inbound/json-schema.ts';
+import { ruleRoutes } from './rules/routes.ts';
+import type { RuleStore } from './rules/store.ts';
+import type { StatusHistory } from './status/history.ts';
+import { statusRoutes } from './status/routes.ts';
+
+export interface ExchangePluginOptions {
+  rules: RuleStore;
+  intake: MessageIntake;
+  adminToken: string;
+  serviceToken: string;
+  statusHistory: StatusHistory;
+  inboundLimits: InboundLimits;
+}
+
+/** The exchange engine's HTTP API: delivery rules, JSON inbound, message status. */
+export async function exchangePlugin(app: App, options: ExchangePluginOptions) {
+  await app.register(ruleRoutes, { rules: options.rules, adminToken: options.adminToken });
+  await app.register(jsonInboundRoutes, { intake: options.intake, serviceToken: options.serviceToken, limits: options.inboundLimits });
+  await app.register(statusRoutes, { history: options.statusHistory, adminToken: options.adminToken, serviceToken: options.serviceToken });
+}

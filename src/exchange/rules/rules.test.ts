@@ -1,0 +1,131 @@
+import { after, before, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { exchangeService } from '../service.ts';
+import { RuleStore } from './store.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
+
+describe('delivery rules API', () => {
+  let exchange: ServiceUnderTest;
+  let rules: RuleStore;
+  const call = (method: string, path: string, body?: unknown, token = exchange.adminToken) =>
+    fetch(`${exchange.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+  const rule = (name: string, priority: number, channel: string, outbound: string[], sender?: string) => ({
+    name,
+    priority,
+    configuration: { params: { channel, ...(sender ? { sender } : {}) }, outbound },
+  });
+
+  before(async () => {
+    exchange = await startServiceForTest(exchangeService);
+    rules = new RuleStore(exchange.database.db.withSchema('exchange') as Kysely<ExchangeTables>);
+  });
+  after(() => exchange.stop());
+  beforeEach(async () => {
+    await exchange.database.db.withSchema('exchange').deleteFrom('rules').execute();
+  });
+
+  it('creates, reads, replaces and deletes a rule', async () => {
+    const created = await call('POST', '/v1/config', rule('seal inbound', 10, 'smtp', ['seal']));
+    assert.equal(created.status, 201);
+    const body = await created.json();
+    assert.match(body.id, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(body.configuration, { params: { channel: 'smtp' }, outbound: ['seal'] });
+    assert.ok(Date.parse(body.created_at) > 0 && Date.parse(body.updated_at) > 0);
+
+    assert.deepEqual(await (await call('GET', `/v1/config/${body.id}`)).json(), body);
+    const replaced = await call('PUT', `/v1/config/${body.id}`, rule('seal and relay', 5, 'smtp', ['seal', 'smtp']));
+    assert.equal(replaced.status, 200);
+    const after = await replaced.json();
+    assert.equal(after.name, 'seal and relay');
+    assert.deepEqual(after.configuration.outbound, ['seal', 'smtp']);
+    assert.ok(Date.parse(after.updated_at) >= Date.parse(body.updated_at));
+
+    assert.equal((await call('DELETE', `/v1/config/${body.id}`)).status, 204);
+    const gone = await call('GET', `/v1/config/${body.id}`);
+    assert.equal(gone.status, 404);
+    assert.equal((await gone.json()).kind, 404);
+    assert.equal((await call('DELETE', `/v1/config/${body.id}`)).status, 404);
+  });
+
+  it('lists rules in execution order: lower priority first, ties by creation', async () => {
+    await call('POST', '/v1/config', rule('b', 20, 'smtp', ['seal']));
+    await call('POST', '/v1/config', rule('a', 10, 'smtp', ['smtp']));
+    await call('POST', '/v1/config', rule('c', 20, 'json', ['smtp']));
+    await call('POST', '/v1/config', rule('neg', -5, 'json', ['smtp']));
+    const { rules: listed } = await (await call('GET', '/v1/config')).json();
+    assert.deepEqual(listed.map((r: { name: string }) => r.name), ['neg', 'a', 'b', 'c']);
+  });
+
+  it('normalises the sender of a rule', async () => {
+    const body = await (await call('POST', '/v1/config', rule('reply', 1, 'json', ['smtp'], ' Bob@Bücher.Example '))).json();
+    assert.equal(body.configuration.params.sender, 'Bob@xn--bcher-kva.example');
+  });
+
+  it('refuses bad rules with a 400 error object naming the field', async () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ ...rule('x', 1, 'fax', ['seal']) }, /^configuration\.params\.channel /],
+      [{ ...rule('x', 1, 'smtp', []) }, /^configuration\.outbound must NOT have fewer than 1 items/],
+      [{ ...rule('x', 1, 'smtp', ['seal', 'seal']) }, /^configuration\.outbound must NOT have duplicate items/],
+      [{ ...rule('x', 1, 'smtp', ['carrier-pigeon']) }, /^configuration\.outbound\[0\] /],
+      [{ ...rule('x', 1.5, 'smtp', ['seal']) }, /^priority must be integer/],
+      [{ ...rule('x', 1, 'smtp', ['seal'], 'not an address') }, /configuration\.params\.sender "not an address" is not a valid email address/],
+      [{ priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } }, /^name is required/],
+      [{ ...rule('x', 1, 'smtp', ['seal']), colour: 'red' }, /^colour is not a known field/],
+      [{ name: 'x', priority: 1, configuration: { params: { channel: 'smtp', recipient: 'a@b.c' }, outbound: ['seal'] } }, /^configuration\.params\.recipient is not a known field/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await call('POST', '/v1/config', body);
+      const error = await res.json();
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(error.kind, 400);
+      assert.match(error.message, message);
+    }
+    assert.equal((await (await call('GET', '/v1/config')).json()).rules.length, 0, 'nothing was stored');
+  });
+
+  it('requires the admin token', async () => {
+    assert.equal((await call('GET', '/v1/config', undefined, '')).status, 401);
+    assert.equal((await call('POST', '/v1/config', rule('x', 1, 'smtp', ['seal']), exchange.serviceToken)).status, 401);
+    const res = await fetch(`${exchange.url}/v1/config`);
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+  });
+
+  it('shows the rules API in the /swagger/ description', async () => {
+    const spec = await (await fetch(`${exchange.url}/openapi.json`)).json();
+    for (const path of ['/v1/config', '/v1/config/{id}']) assert.ok(spec.paths[path], path);
+    assert.deepEqual(Object.keys(spec.paths['/v1/config/{id}']).sort(), ['delete', 'get', 'put']);
+    assert.ok(spec.paths['/v1/config'].post.requestBody.content['application/json'].schema.properties.configuration);
+    assert.equal((await fetch(`${exchange.url}/swagger/`)).status, 200);
+  });
+
+  describe('matching', () => {
+    it('picks the first rule by priority whose channel and sender match', async () => {
+      await rules.create(rule('json catch-all', 50, 'json', ['seal']) as any);
+      await rules.create(rule('replies from bob', 10, 'json', ['smtp'], 'bob@example.com') as any);
+      await rules.create(rule('smtp', 1, 'smtp', ['seal', 'smtp']) as any);
+      assert.equal((await rules.match('json', 'Bob@EXAMPLE.com')).name, 'replies from bob');
+      assert.equal((await rules.match('json', 'alice@example.com')).name, 'json catch-all');
+      assert.equal((await rules.match('smtp', 'bob@example.com')).name, 'smtp');
+    });
+
+    it('refuses with a 503 that says a rule must be created first when there is none', async () => {
+      await assert.rejects(rules.match('smtp', 'a@b.example'), (error: any) => {
+        assert.equal(error.status, 503);
+        assert.match(error.message, /No delivery rule exists yet: create one with POST \/v1\/config/);
+        return true;
+      });
+    });
+
+    it('refuses with a 503 naming channel and sender when rules exist but none matches', async () => {
+      await rules.create(rule('smtp only', 1, 'smtp', ['seal']) as any);
+      await assert.rejects(rules.match('json', 'a@b.example'), /No delivery rule matches channel json and sender a@b.example/);
+    });
+  });
+});

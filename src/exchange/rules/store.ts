@@ -1,0 +1,107 @@
+import type { Kysely } from 'kysely';
+import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
+import { normalizeEmail } from '../../kernel/email.ts';
+import type { Channel, ExchangeTables, Rule } from '../tables.ts';
+import type { RuleBody, RuleView } from './schemas.ts';
+
+/** Delivery rules in PostgreSQL, in execution order: lower priority first, then creation order. */
+export class RuleStore {
+  constructor(private readonly db: Kysely<ExchangeTables>) {}
+
+  async list(): Promise<Rule[]> {
+    return this.db.selectFrom('rules').selectAll().orderBy('priority').orderBy('created_at').orderBy('id').execute();
+  }
+
+  async get(id: string): Promise<Rule> {
+    const rule = await this.db.selectFrom('rules').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!rule) throw notFound(`No delivery rule ${id}`);
+    return rule;
+  }
+
+  async create(body: RuleBody): Promise<Rule> {
+    return this.db.insertInto('rules').values(toRow(body)).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async update(id: string, body: RuleBody): Promise<Rule> {
+    const rule = await this.db
+      .updateTable('rules')
+      .set({ ...toRow(body), updated_at: new Date() })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    if (!rule) throw notFound(`No delivery rule ${id}`);
+    return rule;
+  }
+
+  async delete(id: string): Promise<void> {
+    const result = await this.db.deleteFrom('rules').where('id', '=', id).executeTakeFirst();
+    if (result.numDeletedRows === 0n) throw notFound(`No delivery rule ${id}`);
+  }
+
+  /**
+   * The first rule, in execution order, whose params match. Throws a 503 AppError when there is no
+   * rule at all (SEED-SPEC: "at least one rule must exist before the service can deliver any message")
+   * or none matches: both are operator configuration to fix, so senders should retry later.
+   * Senders compare case-insensitively, local part included, as Postfix's lookup tables do: no real
+   * mail system hands out Bob@ and bob@ to two people, and a reply rule must not miss on case.
+   */
+  async match(channel: Channel, sender: string): Promise<Rule> {
+    const normalized = sender ? (normalizeEmail(sender) ?? sender) : '';
+    const candidates = await this.db
+      .selectFrom('rules')
+      .selectAll()
+      .where('channel', '=', channel)
+      .where((eb) => eb.or([eb('sender', 'is', null), eb(eb.fn('lower', ['sender']), '=', normalized.toLowerCase())]))
+      .orderBy('priority')
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(1)
+      .execute();
+    const rule = candidates[0];
+    if (rule) return rule;
+    const any = await this.db.selectFrom('rules').select('id').limit(1).executeTakeFirst();
+    throw new AppError(
+      'unavailable',
+      503,
+      any
+        ? `No delivery rule matches channel ${channel} and sender ${normalized || '<>'}; add one with POST /v1/config`
+        : 'No delivery rule exists yet: create one with POST /v1/config before sending messages',
+    );
+  }
+}
+
+function toRow(body: RuleBody) {
+  const { channel, sender } = body.configuration.params;
+  let normalizedSender: string | null = null;
+  if (sender !== undefined) {
+    normalizedSender = normalizeEmail(sender) ?? null;
+    if (!normalizedSender) throw badRequest(`configuration.params.sender ${JSON.stringify(sender)} is not a valid email address`);
+  }
+  return {
+    name: body.name,
+    priority: body.priority,
+    channel,
+    sender: normalizedSender,
+    outbound: [...body.configuration.outbound],
+  };
+}
+
+export function ruleView(rule: Rule): RuleView {
+  return {
+    id: rule.id,
+    name: rule.name,
+    priority: rule.priority,
+    configuration: {
+      params: { channel: rule.channel, ...(rule.sender ? { sender: rule.sender } : {}) },
+      outbound: rule.outbound,
+    },
+    created_at: rule.created_at.toISOString(),
+    updated_at: rule.updated_at.toISOString(),
+  };
+}
+
+/** DESIGN.md / issue: the embedded default's starter rules, so a first email is sealed and replies go out. */
+export const STARTER_RULES: RuleBody[] = [
+  { name: 'starter: seal inbound mail', priority: 100, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } },
+  { name: 'starter: relay replies', priority: 100, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } },
+];

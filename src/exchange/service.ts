@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import { createRegistry } from '../kernel/metrics.ts';
+import { durationToMs } from '../kernel/duration.ts';
+import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
+import { startDeliveryEngine } from './delivery/engine.ts';
+import { MessageIntake } from './inbound/accept.ts';
+import { startInboundSmtpServer } from './inbound/smtp-server.ts';
+import { createExchangeMetrics } from './metrics.ts';
+import { migrations } from './migrations/index.ts';
+import { exchangePlugin } from './plugin.ts';
+import { RuleStore, STARTER_RULES } from './rules/store.ts';
+import { StatusHistory } from './status/history.ts';
+import type { ExchangeTables } from './tables.ts';
+
+/** Component C: accepts, stores temporarily and routes messages. */
+export const exchangeService: ServiceDefinition = {
+  name: 'exchange',
+  migrations: { schema: 'exchange', migrations },
+  async start(context) {
+    const { config } = context;
+    const logger = context.logger.child({ service: 'exchange' });
+    const db = context.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    const registry = createRegistry('exchange');
+    const metrics = createExchangeMetrics(registry);
+    const rules = new RuleStore(db);
+    const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
+
+    if (context.embedded && (await rules.list()).length === 0) {
+      for (const body of STARTER_RULES) {
+        const rule = await rules.create(body);
+        logger.info({ ruleId: rule.id, rule: body }, 'created starter delivery rule (embedded default)');
+      }
+    }
+
+    // SMTP first: its TLS files are checked before anything listens, so a bad one stops start-up cleanly.
+    const smtp = await startInboundSmtpServer({
+      config,
+      intake,
+      metrics,
+      logger,
+      drainTimeoutMs: durationToMs(config.shutdownTimeout) / 2,
+    });
+    const http = await startHttpService({
+      name: 'exchange',
+      title: 'Sealpost exchange engine (C)',
+      description:
+        'Accepts messages over SMTP and JSON, stores them, routes them by prioritised delivery rules to seal or smtp. ' +
+        'Rules: lower priority runs first, ties in creation order; the first rule whose params match wins. ' +
+        'With no matching rule a message is refused with a temporary error (SMTP 451, HTTP 503).',
+      port: config.exchange.port,
+      context,
+      registry,
+      plugin: exchangePlugin,
+      pluginOptions: {
+        rules,
+        intake,
+        adminToken: config.adminToken,
+        serviceToken: config.serviceToken,
+        statusHistory: new StatusHistory(db),
+        inboundLimits: { maxMessageSize: config.exchange.smtpMaxMessageSize, maxRecipients: config.exchange.smtpMaxRecipients },
+      },
+    }).catch(async (error: unknown) => {
+      await smtp.close();
+      throw error;
+    });
+    // Workers start once the API is up; they stop after it, before the caller closes the database.
+    const delivery = startDeliveryEngine({ config, db, objects: context.objects, intake, metrics, logger });
+    return {
+      ...http,
+      listening: { ...http.listening, smtp: smtp.url },
+      // Mail first: no new message is taken while the HTTP side winds down.
+      async stop() {
+        await smtp.close();
+        await http.stop();
+        await delivery.stop();
+      },
+    };
+  },
+};

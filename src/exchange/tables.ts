@@ -1,0 +1,95 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+/** The exchange schema (PostgreSQL schema `exchange`), as Kysely sees it. */
+export interface ExchangeTables {
+  rules: RulesTable;
+  envelopes: EnvelopesTable;
+  message_status: MessageStatusTable;
+  message_status_archive: MessageStatusArchiveTable;
+}
+
+type CreatedAt = ColumnType<Date, Date | undefined, never>;
+type UpdatedAt = ColumnType<Date, Date | undefined, Date>;
+
+export type Channel = 'smtp' | 'json';
+export type OutboundPath = 'seal' | 'smtp';
+export const CHANNELS: Channel[] = ['smtp', 'json'];
+export const OUTBOUND_PATHS: OutboundPath[] = ['seal', 'smtp'];
+
+/** DESIGN.md "The exchange engine's API": the envelope's life, in order. */
+export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
+
+export interface RulesTable {
+  id: Generated<string>;
+  name: string;
+  priority: number;
+  channel: Channel;
+  /** Normalised sender address; null matches every sender. */
+  sender: string | null;
+  outbound: OutboundPath[];
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface EnvelopesTable {
+  id: string;
+  channel: Channel;
+  /** Envelope sender (MAIL FROM); '' is the null sender <> of bounces. */
+  sender: string;
+  recipients: string[];
+  size: number;
+  payload_key: string;
+  rule_id: string | null;
+  /** The matched rule's outbound paths, recorded at acceptance. */
+  outbound: OutboundPath[];
+  /** Outbound paths already delivered, so a retry does not repeat them. */
+  done_outbound: ColumnType<OutboundPath[], OutboundPath[] | undefined, OutboundPath[]>;
+  status: EnvelopeStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date, Date | undefined, Date>;
+  /** Set while a worker owns the envelope; past it, another worker may take it (crash recovery). */
+  lease_until: Date | null;
+  last_error: string | null;
+  /** A bounce we generated: it never bounces itself. */
+  is_bounce: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Recipients that failed for good, with their DSN status, once known; a bounce is built from it. */
+  bounce_report: ColumnType<BounceReport | null, never, BounceReport | null>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+/** What went wrong for whom (RFC 3464 per-recipient fields), stored as jsonb on the envelope. */
+export interface BounceReport {
+  /** One line for the human-readable part of the bounce. */
+  reason: string;
+  recipients: Array<{
+    recipient: string;
+    /** RFC 3463 status code, e.g. 5.1.1 or 4.4.7. */
+    status: string;
+    /** RFC 3464 Diagnostic-Code value with its type, e.g. `smtp; 550 5.1.1 no such user`. */
+    diagnostic?: string;
+    /** RFC 3464 Remote-MTA value with its type, e.g. `dns; relay.example`. */
+    remoteMta?: string;
+  }>;
+}
+
+export interface MessageStatusTable {
+  id: Generated<number>;
+  envelope_id: string;
+  status: EnvelopeStatus;
+  detail: string | null;
+  created_at: CreatedAt;
+}
+
+export interface MessageStatusArchiveTable {
+  id: number;
+  envelope_id: string;
+  status: EnvelopeStatus;
+  detail: string | null;
+  created_at: Date;
+  archived_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export type Rule = Selectable<RulesTable>;
+export type Envelope = Selectable<EnvelopesTable>;
+export type NewEnvelope = Insertable<EnvelopesTable>;

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { createLogger } from '../../src/kernel/logger.ts';
+import type { ObjectStore } from '../../src/kernel/objects/index.ts';
+import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
+import { RuleStore } from '../../src/exchange/rules/store.ts';
+import type { ExchangeTables } from '../../src/exchange/tables.ts';
+import type { ServiceUnderTest } from './services.ts';
+
+/** Helpers for tests of the exchange engine's delivery side. */
+
+export const exchangeDb = (service: ServiceUnderTest) => service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+
+/** A MessageIntake on the service's database and object store: envelopes as SMTP or JSON would create them. */
+export function intakeFor(service: ServiceUnderTest) {
+  return intakeOn(exchangeDb(service), service.objects);
+}
+
+export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore) {
+  return new MessageIntake({ db, objects, rules: new RuleStore(db), logger: createLogger({ level: 'silent' }) });
+}
+
+export interface StatusEntry {
+  status: string;
+  detail: string | null;
+  at: string;
+}
+
+export async function statusHistory(service: ServiceUnderTest, id: string, token = service.serviceToken): Promise<StatusEntry[]> {
+  const response = await fetch(`${service.url}/v1/messages/${id}/status`, { headers: { authorization: `Bearer ${token}` } });
+  if (response.status === 404) return [];
+  assert.equal(response.status, 200, await response.clone().text());
+  return ((await response.json()) as { statuses: StatusEntry[] }).statuses;
+}
+
+/** Polls until the check passes (bounded; fails the test with `what` otherwise). */
+export async function eventually<T>(what: string, probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (check(value)) return value;
+    if (Date.now() > deadline) assert.fail(`${what}: not reached within ${timeoutMs} ms; last seen ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Waits until the message's history ends in a final state, and the envelope row is gone. */
+export async function settled(service: ServiceUnderTest, id: string, final: 'delivered' | 'failed'): Promise<StatusEntry[]> {
+  await eventually(
+    `envelope ${id} finished and removed`,
+    async () => (await exchangeDb(service).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst()) === undefined,
+    (gone) => gone,
+  );
+  const history = await statusHistory(service, id);
+  assert.ok(history.some((s) => s.status === final), `${id} reached ${final}: ${JSON.stringify(history)}`);
+  return history;
+}
+
+/** A metric's value from /metrics (0 when the series does not exist yet). */
+export async function metric(service: ServiceUnderTest, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(match[3]);
+  }
+  return 0;
+}
+
+/** A small RFC 5322 message with CRLF line ends; `extra` lines go into the body. */
+export function sampleMessage(options: { from: string; to: string; subject: string; messageId: string; body?: string[] }): Buffer {
+  return Buffer.from(
+    [
+      `From: ${options.from}`,
+      `To: ${options.to}`,
+      `Subject: ${options.subject}`,
+      `Message-ID: ${options.messageId}`,
+      'MIME-Version: 1.0',
+      'Content-Type: text/plain; charset=utf-8',
+      'Content-Transfer-Encoding: 8bit',
+      '',
+      ...(options.body ?? ['Hello.']),
+      '',
+    ].join('\r\n'),
+  );
+}
