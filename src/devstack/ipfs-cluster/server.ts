@@ -1,0 +1,193 @@
+/**
+ * An IPFS Cluster stand-in for development and tests: a one-peer "cluster"
+ * that speaks the real HTTP wire protocol on two listeners, like a real
+ * `ipfs-cluster-service` with its Kubo daemon behind it:
+ * - the REST API (real default port 9094; see rest-api.ts), optionally over TLS
+ *   (the real REST API's ssl_cert_file/ssl_key_file) and Basic auth
+ *   (basic_auth_credentials);
+ * - the IPFS proxy (real default port 9095; see kubo-proxy.ts), plain HTTP like
+ *   the real one, serving /api/v0/cat from the same blocks.
+ * Blocks and pins live in `dataDir` and survive a restart. Both listeners bind
+ * to 127.0.0.1 unless told otherwise, as the real defaults do.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { BlockStorage } from './blocks.ts';
+import { GoQuery } from './go-compat.ts';
+import { handleProxy } from './kubo-proxy.ts';
+import { handleRest, sendError, type RestContext } from './rest-api.ts';
+import { loadIdentity, PinStore, type ClusterPin } from './state.ts';
+
+export interface IpfsClusterStandInOptions {
+  /** Address both listeners bind to. Default 127.0.0.1. */
+  host?: string;
+  /** REST API port; 0 picks a free one. The real default is 9094. */
+  port: number;
+  /** IPFS proxy port; 0 picks a free one. The real default is 9095. */
+  proxyPort: number;
+  /** Where blocks, pins and the peer identity are kept. */
+  dataDir: string;
+  /** Basic auth for the REST API (and Kubo's API.Authorizations behind the proxy). Both or neither. */
+  user?: string;
+  pass?: string;
+  /** Serve the REST API over HTTPS with this certificate (PEM). The proxy stays plain HTTP, as the real one. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** The cluster peer's name (service.json `peername`). */
+  peerName?: string;
+  /** Every request hangs without an answer (to test client timeouts). */
+  hang?: boolean;
+  /** Pin operations answer 500 (POST/GET/DELETE /pins..., and the pin at the end of /add). */
+  failPins?: boolean;
+}
+
+/** One request as received, for tests that assert what a client sent. */
+export interface RecordedRequest {
+  listener: 'rest' | 'proxy';
+  method: string;
+  /** The path exactly as received (still %-encoded). */
+  path: string;
+  /** The raw query string exactly as received, without the '?' ('' when none). */
+  query: string;
+  /** The query decoded as the Go server decodes it (url.Values). */
+  params: Record<string, string[]>;
+  /** Whether an Authorization header was sent. */
+  authorization: boolean;
+  /** Date.now() when the request arrived. */
+  time: number;
+}
+
+export interface IpfsClusterStandIn {
+  /** REST API base URL, e.g. http://127.0.0.1:9094 (https:// with `tls`). */
+  url: string;
+  /** IPFS proxy base URL, e.g. http://127.0.0.1:9095. */
+  proxyUrl: string;
+  port: number;
+  proxyPort: number;
+  /** Every request received on either listener, in order. */
+  requests: RecordedRequest[];
+  /** The current pinset (a copy): CID -> the api.Pin JSON the REST API returns. */
+  pins(): Map<string, ClusterPin>;
+  setHang(hang: boolean): void;
+  setFailPins(fail: boolean): void;
+  close(): Promise<void>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions): Promise<IpfsClusterStandIn> {
+  const host = options.host ?? '127.0.0.1';
+  if ((options.user === undefined) !== (options.pass === undefined)) {
+    throw new Error('user and pass must be given together');
+  }
+  const blocks = await BlockStorage.open(options.dataDir);
+  const pins = await PinStore.open(options.dataDir);
+  const identity = await loadIdentity(options.dataDir);
+  const requests: RecordedRequest[] = [];
+  let hang = options.hang ?? false;
+  let failPins = options.failPins ?? false;
+  let restPort = 0;
+
+  const ctx: RestContext = {
+    blocks,
+    pins,
+    self: identity.id,
+    identity,
+    peerName: options.peerName ?? 'sealpost-devstack',
+    user: options.user,
+    pass: options.pass,
+    failPins: () => failPins,
+    sendError,
+    restAddress: () => ({ host, port: restPort }),
+  };
+
+  /** Records the request, then hangs or dispatches it. */
+  const handler =
+    (listener: RecordedRequest['listener']) =>
+    (req: IncomingMessage, res: ServerResponse): void => {
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      const query = q < 0 ? '' : url.slice(q + 1);
+      const parsed = new GoQuery(query);
+      requests.push({
+        listener,
+        method: req.method ?? '',
+        path,
+        query,
+        params: parsed.toRecord(),
+        authorization: req.headers.authorization !== undefined,
+        time: Date.now(),
+      });
+      if (hang) return; // never answer; close() ends the connection
+      const done =
+        listener === 'rest'
+          ? handleRest(ctx, req, res, path, parsed)
+          : handleProxy({ blocks, user: options.user, pass: options.pass }, req, res, safeDecode(path), parsed);
+      done.catch((err: unknown) => {
+        if (!res.headersSent) sendError(res, 500, err instanceof Error ? err.message : String(err));
+        else res.destroy();
+      });
+    };
+
+  // requestTimeout 0: like the real servers (read_timeout 0), big uploads may take their time.
+  const rest: Server = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, requestTimeout: 0 }, handler('rest'))
+    : createHttpServer({ requestTimeout: 0 }, handler('rest'));
+  const proxy: Server = createHttpServer({ requestTimeout: 0 }, handler('proxy'));
+
+  try {
+    restPort = await listen(rest, options.port, host);
+    const proxyPort = await listen(proxy, options.proxyPort, host);
+    let closed: Promise<void> | undefined;
+    return {
+      url: `${options.tls ? 'https' : 'http'}://${urlHost(host)}:${restPort}`,
+      proxyUrl: `http://${urlHost(host)}:${proxyPort}`,
+      port: restPort,
+      proxyPort,
+      requests,
+      pins: () => pins.all(),
+      setHang: (b) => void (hang = b),
+      setFailPins: (b) => void (failPins = b),
+      close: () => (closed ??= shutdown([rest, proxy], pins, blocks)),
+    };
+  } catch (err) {
+    await shutdown([rest, proxy], pins, blocks);
+    throw err;
+  }
+}
+
+function safeDecode(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+async function shutdown(servers: Server[], pins: PinStore, blocks: BlockStorage): Promise<void> {
+  await Promise.all(
+    servers.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (!s.listening) return resolve();
+          s.close(() => resolve());
+          s.closeAllConnections(); // hung and keep-alive connections too
+        }),
+    ),
+  );
+  await pins.flush();
+  await blocks.close();
+}

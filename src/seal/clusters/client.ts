@@ -1,0 +1,389 @@
+import { randomBytes } from 'node:crypto';
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { clusterName, expireInToSend, timeoutMs, type ClusterSettings } from './config.ts';
+
+/**
+ * A client of one IPFS cluster peer, speaking the cluster's REST API (ipfs-cluster/ipfs-cluster
+ * api/rest/restapi.go, api/add.go, api/types.go) and, for reading, the IPFS HTTP API that the peer
+ * proxies to Kubo (api/ipfsproxy; `POST /api/v0/cat`).
+ *
+ * Node's http module rather than fetch: the cluster reports errors of a streamed answer in the
+ * `X-Stream-Error` HTTP trailer, which fetch cannot read.
+ *
+ * Every call carries the cluster's `timeout` as a deadline for the whole exchange, request body and
+ * answer included, as the Go client's http.Client.Timeout does: a cluster that accepts the connection
+ * and then hangs fails the call instead of holding the message.
+ */
+
+export type ClusterErrorKind = 'unreachable' | 'timeout' | 'tls' | 'http' | 'protocol';
+
+export class ClusterError extends Error {
+  constructor(
+    readonly cluster: string,
+    readonly kind: ClusterErrorKind,
+    message: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`IPFS cluster ${cluster}: ${message}`, options);
+    this.name = 'ClusterError';
+  }
+}
+
+/** An error of the content being uploaded (e.g. the size limit), not of the cluster: passed on as is. */
+class SourceFailure extends Error {
+  constructor(readonly original: unknown) {
+    super('upload source failed');
+  }
+}
+
+export interface ClusterClientOptions {
+  /** Port of the IPFS proxy on the cluster's host (IPFS_PROXY_PORT). */
+  proxyPort: number;
+  /** Certificate authorities trusted for HTTPS (PEM), in addition to Node's public roots. */
+  ca?: string[];
+}
+
+export interface AddResult {
+  /** The root the cluster pins: the file, or the wrapping directory with addParams.wrap. */
+  cid: string;
+  /** Whether the file sits in a wrapping directory (read it as /ipfs/<cid>/<fileName>). */
+  wrapped: boolean;
+  /** Size of the DAG as the cluster reports it. */
+  size: number | undefined;
+}
+
+/** api.AddedOutput as JSON: name, cid (a string), size, bytes, allocations. */
+interface AddedOutput {
+  name?: string;
+  cid?: string | null | { '/': string };
+  size?: number;
+  bytes?: number;
+}
+
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+]);
+
+export class ClusterClient {
+  readonly name: string;
+  private readonly timeout: number;
+  private readonly authorization: string | undefined;
+
+  constructor(
+    readonly settings: ClusterSettings,
+    private readonly options: ClusterClientOptions,
+  ) {
+    this.name = clusterName(settings);
+    this.timeout = timeoutMs(settings);
+    this.authorization =
+      settings.user !== undefined && settings.pass !== undefined
+        ? `Basic ${Buffer.from(`${settings.user}:${settings.pass}`).toString('base64')}`
+        : undefined;
+  }
+
+  /**
+   * The /add query: addParams under the names the cluster server reads (api/add.go
+   * AddParamsFromQuery), in the spec's field order; only fields that were configured are sent.
+   */
+  addQuery(): string {
+    const add = this.settings.addParams ?? {};
+    const query = new URLSearchParams();
+    const names: Array<[keyof typeof add, string]> = [
+      ['local', 'local'],
+      ['recursive', 'recursive'],
+      ['hidden', 'hidden'],
+      ['wrap', 'wrap-with-directory'],
+      ['shard', 'shard'],
+      ['streamChannels', 'stream-channels'],
+      ['noPin', 'no-pin'],
+    ];
+    for (const [field, name] of names) {
+      if (add[field] !== undefined) query.append(name, String(add[field]));
+    }
+    return query.toString();
+  }
+
+  /** The POST /pins/{cid} query from pinParams (api/types.go PinOptions.FromQuery names). */
+  pinQuery(): string {
+    const pin = this.settings.pinParams ?? {};
+    const query = new URLSearchParams();
+    if (pin.replicationFactorMin !== undefined) query.append('replication-min', String(pin.replicationFactorMin));
+    if (pin.replicationFactorMax !== undefined) query.append('replication-max', String(pin.replicationFactorMax));
+    if (pin.name !== undefined) query.append('name', pin.name);
+    const expireIn = expireInToSend(pin);
+    if (expireIn !== undefined) query.append('expire-in', expireIn);
+    return query.toString();
+  }
+
+  /** GET /id: the peer answers (readiness). */
+  async id(): Promise<{ id: string }> {
+    return this.call('GET', '/id', {}, async (res) => {
+      const answer = await this.readJsonAnswer(res);
+      if (!answer || typeof answer !== 'object' || typeof (answer as { id?: unknown }).id !== 'string') {
+        throw new ClusterError(this.name, 'protocol', 'GET /id answered without a peer id');
+      }
+      return answer as { id: string };
+    });
+  }
+
+  /**
+   * POST /add with one multipart part holding `content`, streamed (chunked transfer encoding).
+   * Understands both answers: newline-delimited JSON with the X-Stream-Error trailer
+   * (stream-channels true, the default) and one JSON array (stream-channels false).
+   */
+  async add(content: AsyncIterable<Buffer>, fileName: string): Promise<AddResult> {
+    const boundary = `sealpost-${randomBytes(12).toString('hex')}`;
+    const query = this.addQuery();
+    const path = `/add${query ? `?${query}` : ''}`;
+    const streamed = this.settings.addParams?.streamChannels !== false;
+    const wrapped = this.settings.addParams?.wrap === true;
+    const preamble = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${fileName}"\r\n` +
+        'Content-Type: application/octet-stream\r\n\r\n',
+    );
+    const epilogue = Buffer.from(`\r\n--${boundary}--\r\n`);
+
+    let sourceError: SourceFailure | undefined;
+    try {
+      return await this.call(
+        'POST',
+        path,
+        { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        async (res) => {
+          if (res.statusCode !== 200) {
+            throw await this.httpError(res, 'POST /add');
+          }
+          const text = (await readBody(res, MAX_ANSWER_BYTES)).toString('utf8');
+          const trailer = res.trailers['x-stream-error'];
+          if (trailer) throw new ClusterError(this.name, 'http', `POST /add failed: ${trailer}`, 500);
+          const outputs = parseAddAnswer(text, streamed);
+          const root = outputs.filter((output) => !(output.name ?? '').includes('/')).at(-1);
+          const cid = root ? cidText(root.cid) : undefined;
+          if (!cid) throw new ClusterError(this.name, 'protocol', 'POST /add answered without a CID');
+          return { cid, wrapped, size: root?.size };
+        },
+        async (req) => {
+          const iterator = content[Symbol.asyncIterator]();
+          try {
+            await write(req, preamble);
+            for (;;) {
+              let next: IteratorResult<Buffer>;
+              try {
+                next = await iterator.next();
+              } catch (error) {
+                sourceError = new SourceFailure(error);
+                req.destroy(sourceError);
+                return;
+              }
+              if (next.done) break;
+              await write(req, next.value);
+            }
+            req.end(epilogue);
+          } catch {
+            // The connection failed; the request's 'error' (or the answer already received) tells why.
+            await iterator.return?.();
+          }
+        },
+      );
+    } catch (error) {
+      if (sourceError) throw sourceError.original;
+      throw error;
+    }
+  }
+
+  /** POST /pins/{cid} with this cluster's pinParams. */
+  async pin(cid: string): Promise<void> {
+    const query = this.pinQuery();
+    await this.call('POST', `/pins/${encodeURIComponent(cid)}${query ? `?${query}` : ''}`, {}, async (res) => {
+      await this.readJsonAnswer(res, `POST /pins/${cid}`);
+    });
+  }
+
+  /**
+   * Reads content through the peer's IPFS proxy (`POST /api/v0/cat?arg=...`, IPFS_PROXY_PORT) into
+   * `sink`. The proxy is plain HTTP (it has no TLS of its own); Basic auth is sent when configured,
+   * which Kubo's API.Authorizations checks. Returns the byte count.
+   */
+  async cat(path: string, sink: Writable): Promise<number> {
+    return this.call(
+      'POST',
+      `/api/v0/cat?arg=${encodeURIComponent(path)}`,
+      {},
+      async (res) => {
+        if (res.statusCode !== 200) throw await this.httpError(res, 'POST /api/v0/cat (IPFS proxy)');
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        await pipeline(res, sink);
+        const trailer = res.trailers['x-stream-error'];
+        if (trailer) throw new ClusterError(this.name, 'http', `cat ${path} failed midway: ${trailer}`, 500);
+        const expected = Number(res.headers['x-content-length']);
+        if (res.headers['x-content-length'] !== undefined && expected !== bytes) {
+          throw new ClusterError(this.name, 'protocol', `cat ${path} gave ${bytes} of ${expected} bytes`);
+        }
+        return bytes;
+      },
+      undefined,
+      true,
+    );
+  }
+
+  /** One exchange with the cluster under its deadline; errors come out as ClusterError. */
+  private async call<T>(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    onResponse: (res: IncomingMessage) => Promise<T>,
+    upload?: (req: ClientRequest) => Promise<void>,
+    proxy = false,
+  ): Promise<T> {
+    const secure = !proxy && this.settings.secure;
+    const transport = secure ? https : http;
+    let timedOut = false;
+    const req = transport.request({
+      host: this.settings.host,
+      port: proxy ? this.options.proxyPort : Number(this.settings.port),
+      method,
+      path,
+      headers: { ...(this.authorization ? { authorization: this.authorization } : {}), ...headers },
+      ...(secure && this.options.ca ? { ca: this.options.ca } : {}),
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      req.destroy(new ClusterError(this.name, 'timeout', `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`));
+    }, this.timeout);
+    try {
+      // Errors reach us through the promises below; these listeners only keep a late one (after a
+      // destroy) from becoming an uncaught exception.
+      req.on('error', () => undefined);
+      const response = new Promise<IncomingMessage>((resolve, reject) => {
+        req.once('response', (res: IncomingMessage) => {
+          res.on('error', () => undefined);
+          resolve(res);
+        });
+        req.once('error', reject);
+      });
+      // The upload's own failures surface through the request ('error') or the response.
+      if (upload) upload(req).catch((error: unknown) => req.destroy(error as Error));
+      else req.end();
+      const res = await response;
+      return await onResponse(res);
+    } catch (error) {
+      if (error instanceof SourceFailure) throw error;
+      throw this.toClusterError(error, timedOut, method, path);
+    } finally {
+      clearTimeout(timer);
+      if (!req.destroyed && !req.writableFinished) req.destroy();
+    }
+  }
+
+  private toClusterError(error: unknown, timedOut: boolean, method: string, path: string): ClusterError {
+    if (timedOut) {
+      return new ClusterError(this.name, 'timeout', `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`, undefined, { cause: error });
+    }
+    if (error instanceof ClusterError) return error;
+    const code = (error as NodeJS.ErrnoException)?.code ?? '';
+    const message = error instanceof Error ? error.message : String(error);
+    if (TLS_CODES.has(code) || /ssl|tls|certificate/i.test(message)) {
+      return new ClusterError(
+        this.name,
+        'tls',
+        `HTTPS failed: ${message} (trust a private CA with IPFS_CLUSTER_CA_FILE, or configure secure: false for plain HTTP)`,
+        undefined,
+        { cause: error },
+      );
+    }
+    return new ClusterError(this.name, 'unreachable', `${method} ${path.split('?')[0]} failed: ${code || message}`, undefined, { cause: error });
+  }
+
+  /** A JSON answer of the REST API; non-2xx statuses become ClusterError with the cluster's message. */
+  private async readJsonAnswer(res: IncomingMessage, what = 'request'): Promise<unknown> {
+    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299) throw await this.httpError(res, what);
+    const text = (await readBody(res, MAX_ANSWER_BYTES)).toString('utf8');
+    try {
+      return text.trim() === '' ? null : JSON.parse(text);
+    } catch {
+      throw new ClusterError(this.name, 'protocol', `${what} answered with something that is not JSON`);
+    }
+  }
+
+  /** The REST API's `{"code":N,"message":"..."}` (Kubo: `{"Message":...}`, or text) as a ClusterError. */
+  private async httpError(res: IncomingMessage, what: string): Promise<ClusterError> {
+    const status = res.statusCode ?? 0;
+    let detail = '';
+    try {
+      const text = (await readBody(res, 64 * 1024)).toString('utf8').trim();
+      try {
+        const json = JSON.parse(text) as { message?: unknown; Message?: unknown };
+        detail = String(json.message ?? json.Message ?? text);
+      } catch {
+        detail = text;
+      }
+    } catch {
+      // the status is enough
+    }
+    return new ClusterError(this.name, 'http', `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}`, status);
+  }
+}
+
+function write(req: ClientRequest, chunk: Buffer): Promise<void> {
+  if (req.destroyed) return Promise.reject(new Error('connection closed during upload'));
+  if (req.write(chunk)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      req.off('drain', done);
+      req.off('close', closed);
+      resolve();
+    };
+    const closed = () => {
+      req.off('drain', done);
+      reject(new Error('connection closed during upload'));
+    };
+    req.once('drain', done);
+    req.once('close', closed);
+  });
+}
+
+async function readBody(res: IncomingMessage, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new Error(`answer larger than ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function parseAddAnswer(text: string, streamed: boolean): AddedOutput[] {
+  const trimmed = text.trim();
+  if (trimmed === '' || trimmed === 'null') return [];
+  if (!streamed || trimmed.startsWith('[')) {
+    const parsed = JSON.parse(trimmed) as AddedOutput[] | null;
+    return Array.isArray(parsed) ? parsed : [];
+  }
+  return trimmed
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as AddedOutput);
+}
+
+/** AddedOutput.cid is a plain string in the REST API's JSON; older versions wrote {"/": "Qm..."}. */
+function cidText(cid: AddedOutput['cid']): string | undefined {
+  if (typeof cid === 'string' && cid !== '') return cid;
+  if (cid && typeof cid === 'object' && typeof cid['/'] === 'string') return cid['/'];
+  return undefined;
+}

@@ -1,0 +1,154 @@
+import { isIP } from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
+import { DurationError, parseDuration } from '../../kernel/duration.ts';
+import { badRequest } from '../../kernel/errors.ts';
+import type { AddParams, ClusterConfigBody, PinParams } from './schemas.ts';
+
+/** The spec's defaults (SEED-SPEC "IPFS cluster configuration"). */
+export const DEFAULT_PORT = '9094';
+export const DEFAULT_SECURE = true;
+export const DEFAULT_TIMEOUT = '30s';
+/** SEED-SPEC pinParams.expireIn: "values below 60s are ignored". */
+const MIN_EXPIRE_IN_NS = 60n * 1_000_000_000n;
+
+/** One cluster with the defaults applied and the password in clear: what the client works with. */
+export interface ClusterSettings {
+  host: string;
+  port: string;
+  user?: string;
+  pass?: string;
+  secure: boolean;
+  timeout: string;
+  addParams?: AddParams;
+  pinParams?: PinParams;
+}
+
+/** Where the configuration in force came from. */
+export type ConfigSource = 'stored' | 'environment';
+
+/** `host:port`, the name a cluster goes by in pin records and messages (`[::1]:9094` for IPv6). */
+export function clusterName(cluster: Pick<ClusterSettings, 'host' | 'port'>): string {
+  return `${isIP(cluster.host) === 6 ? `[${cluster.host}]` : cluster.host}:${cluster.port}`;
+}
+
+/**
+ * A host name (letters, digits, hyphens and - for Docker service names - underscores, dot-separated)
+ * or an IP address (IPv6 with or without brackets). Returns the host without brackets, or undefined.
+ */
+export function parseHost(raw: string): string | undefined {
+  const host = /^\[.*\]$/.test(raw) ? raw.slice(1, -1) : raw;
+  if (isIP(host) !== 0) return host;
+  if (host.length > 253) return undefined;
+  const label = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
+  const labels = host.replace(/\.$/, '').split('.');
+  // An all-numeric dotted name that is not an IP (e.g. 300.1.2.3) is a typo, not a host name.
+  if (labels.every((part) => /^\d+$/.test(part))) return undefined;
+  return labels.every((part) => label.test(part)) ? host : undefined;
+}
+
+function durationNs(text: string): bigint | undefined {
+  try {
+    return parseDuration(text);
+  } catch (error) {
+    if (error instanceof DurationError) return undefined;
+    throw error;
+  }
+}
+
+/** The cluster's time limit in milliseconds (validated positive when stored or read from the environment). */
+export function timeoutMs(cluster: ClusterSettings): number {
+  const ns = durationNs(cluster.timeout) ?? 30_000_000_000n;
+  return Math.max(1, Math.min(Number(ns / 1_000_000n), 2_147_483_647));
+}
+
+/**
+ * The `expire-in` value to send for a cluster, or undefined: only a valid duration string of at
+ * least 60s is sent; anything else means the pin never expires (SEED-SPEC pinParams.expireIn).
+ */
+export function expireInToSend(pinParams: PinParams | undefined): string | undefined {
+  const text = pinParams?.expireIn;
+  if (text === undefined) return undefined;
+  const ns = durationNs(text);
+  return ns !== undefined && ns >= MIN_EXPIRE_IN_NS ? text : undefined;
+}
+
+/**
+ * Checks what the JSON schema cannot and applies the defaults. Every problem is a 400 whose message
+ * names the field the way the client wrote it (`clusters[1].timeout`).
+ */
+export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
+  const seen = new Map<string, number>();
+  return body.clusters.map((input, index) => {
+    const field = (name: string) => `clusters[${index}].${name}`;
+    const host = parseHost(input.host);
+    if (!host) {
+      throw badRequest(`${field('host')} ${JSON.stringify(input.host)} is not a host name or IP address (give it without scheme, port or path)`);
+    }
+    let port = DEFAULT_PORT;
+    if (input.port !== undefined) {
+      const text = String(input.port).trim();
+      const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+      if (!(value >= 1 && value <= 65535)) {
+        throw badRequest(`${field('port')} ${JSON.stringify(input.port)} is not a port number from 1 to 65535`);
+      }
+      port = String(value);
+    }
+    if ((input.user === undefined) !== (input.pass === undefined)) {
+      throw badRequest(`${field(input.user === undefined ? 'user' : 'pass')} is required when ${field(input.user === undefined ? 'pass' : 'user')} is given (Basic auth needs both)`);
+    }
+    const timeout = input.timeout ?? DEFAULT_TIMEOUT;
+    const ns = durationNs(timeout);
+    if (ns === undefined || ns <= 0n) {
+      throw badRequest(`${field('timeout')} ${JSON.stringify(timeout)} is not a duration string above zero (e.g. 30s, 1m30s, 500ms)`);
+    }
+    const pinParams = input.pinParams;
+    if (
+      pinParams?.replicationFactorMin !== undefined &&
+      pinParams.replicationFactorMax !== undefined &&
+      pinParams.replicationFactorMin > 0 &&
+      pinParams.replicationFactorMax > 0 &&
+      pinParams.replicationFactorMin > pinParams.replicationFactorMax
+    ) {
+      throw badRequest(`${field('pinParams.replicationFactorMin')} ${pinParams.replicationFactorMin} is larger than replicationFactorMax ${pinParams.replicationFactorMax}`);
+    }
+    const cluster: ClusterSettings = {
+      host,
+      port,
+      ...(input.user !== undefined ? { user: input.user, pass: input.pass } : {}),
+      secure: input.secure ?? DEFAULT_SECURE,
+      timeout,
+      ...(input.addParams && Object.keys(input.addParams).length > 0 ? { addParams: { ...input.addParams } } : {}),
+      ...(pinParams && Object.keys(pinParams).length > 0 ? { pinParams: { ...pinParams } } : {}),
+    };
+    const name = clusterName(cluster);
+    const earlier = seen.get(name);
+    if (earlier !== undefined) throw badRequest(`clusters[${index}] repeats clusters[${earlier}] (${name}); list each cluster once`);
+    seen.set(name, index);
+    return cluster;
+  });
+}
+
+/** The IPFS_CLUSTER_* fallback as one cluster; the variables were parsed by the kernel config. */
+export function environmentCluster(env: { host: string; port: string; user?: string; pass?: string; secure: boolean }): ClusterSettings {
+  const host = parseHost(env.host);
+  if (!host) {
+    throw new Error(`IPFS_CLUSTER_HOST=${JSON.stringify(env.host)} is not valid: expected a host name or IP address without scheme, port or path`);
+  }
+  return {
+    host,
+    port: env.port,
+    ...(env.user !== undefined && env.pass !== undefined ? { user: env.user, pass: env.pass } : {}),
+    secure: env.secure,
+    timeout: DEFAULT_TIMEOUT,
+  };
+}
+
+/** What the API shows: the password replaced, never echoed. */
+export function redactCluster(cluster: ClusterSettings) {
+  const { pass, ...rest } = cluster;
+  return pass === undefined ? rest : { ...rest, pass: '[redacted]' as const };
+}
+
+export function sameClusters(a: ClusterSettings[], b: ClusterSettings[]): boolean {
+  return isDeepStrictEqual(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
+}

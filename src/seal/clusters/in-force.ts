@@ -1,0 +1,32 @@
+import type { Config } from '../../kernel/config.ts';
+import { environmentCluster, type ClusterSettings, type ConfigSource } from './config.ts';
+import type { ClusterConfigStore } from './store.ts';
+
+export interface ConfigInForce {
+  source: ConfigSource;
+  clusters: ClusterSettings[];
+}
+
+/** Thrown at start when neither source gives a configuration; the message says how to give one. */
+export class MissingClusterConfigError extends Error {
+  constructor() {
+    super(
+      'No IPFS cluster configuration: nothing was stored through POST /v1/ipfs/config and IPFS_CLUSTER_HOST is not set. ' +
+        'Set IPFS_CLUSTER_HOST (and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, IPFS_CLUSTER_USER/IPFS_CLUSTER_PASS as needed) to start with one cluster; ' +
+        'once running, POST /v1/ipfs/config (admin token) stores a list of clusters that replaces the variables at the next start.',
+    );
+    this.name = 'MissingClusterConfigError';
+  }
+}
+
+/**
+ * SEED-SPEC B: the configuration stored through the endpoint wins; the IPFS_CLUSTER_* variables are used
+ * only when nothing was stored; with neither the service does not start. Read once, at start: it stays
+ * in force until the process restarts, even when a new one is stored meanwhile.
+ */
+export async function loadConfigInForce(store: ClusterConfigStore, config: Config): Promise<ConfigInForce> {
+  const stored = await store.latest();
+  if (stored) return { source: 'stored', clusters: stored.clusters };
+  if (config.seal.envCluster) return { source: 'environment', clusters: [environmentCluster(config.seal.envCluster)] };
+  throw new MissingClusterConfigError();
+}

@@ -1,0 +1,30 @@
+import type { App } from '../kernel/http.ts';
+import type { ConfigInForce } from './clusters/in-force.ts';
+import { clusterConfigRoutes } from './clusters/routes.ts';
+import type { ClusterConfigStore } from './clusters/store.ts';
+import type { Sealer } from './sealing/sealer.ts';
+import { sealingRoutes } from './sealing/routes.ts';
+import type { SealedStore } from './sealing/store.ts';
+
+export interface SealPluginOptions {
+  configStore: ClusterConfigStore;
+  inForce: ConfigInForce;
+  sealer: Sealer;
+  sealedStore: SealedStore;
+  adminToken: string;
+  serviceToken: string;
+  publicUrl: string;
+  maxMessageSize: number;
+}
+
+/** The seal service's HTTP API: IPFS cluster configuration (admin) and sealed messages (service). */
+export async function sealPlugin(app: App, options: SealPluginOptions) {
+  await app.register(clusterConfigRoutes, { store: options.configStore, inForce: options.inForce, adminToken: options.adminToken });
+  await app.register(sealingRoutes, {
+    sealer: options.sealer,
+    store: options.sealedStore,
+    serviceToken: options.serviceToken,
+    publicUrl: options.publicUrl,
+    maxMessageSize: options.maxMessageSize,
+  });
+}

@@ -1,0 +1,78 @@
+import { Type } from 'typebox';
+
+const PinSchema = Type.Object({
+  cluster: Type.String({ description: '`host:port` of the cluster' }),
+  status: Type.Union([Type.Literal('pinned'), Type.Literal('failed')], {
+    description: '`failed` pins are retried in the background (SEAL_REPIN_INTERVAL, doubling up to 1h) until they succeed',
+  }),
+  error: Type.Optional(Type.String({ description: 'why the last attempt failed' })),
+});
+
+const PinDetailSchema = Type.Object({
+  cluster: PinSchema.properties.cluster,
+  status: PinSchema.properties.status,
+  error: PinSchema.properties.error,
+  attempts: Type.Integer({ description: 'attempts so far, the first one included' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'when a failed pin is tried again' })),
+});
+
+const MethodSchema = Type.Union([Type.Literal('sms'), Type.Literal('email')], {
+  description: '`sms` when the sender gave a mobile number (X-Sealpost-Mobile), else `email`',
+});
+
+export const SealHeadersSchema = Type.Object({
+  'x-sealpost-envelope-id': Type.String({
+    format: 'uuid',
+    description: "the exchange's envelope id: sealing the same envelope again answers 200 with the same record",
+  }),
+  'x-sealpost-envelope-recipients': Type.Optional(
+    Type.String({ maxLength: 1_000_000, description: "the SMTP envelope's RCPT TO list, comma-separated: adds Bcc recipients to To and Cc" }),
+  ),
+});
+
+export const SealResponseSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'the sealed-message id (reader link `{AUTH_PUBLIC_URL}/m/{id}`)' }),
+    cid: Type.String({ description: 'CID of the encrypted content, as pinned' }),
+    sha256: Type.String({ description: 'SHA-256 of the plaintext (the raw message as received), hex' }),
+    sender: Type.String({ description: 'the From address, normalised' }),
+    subject: Type.String({ description: "the decoded Subject; '' when there is none" }),
+    recipients: Type.Array(
+      Type.Object({
+        email: Type.String(),
+        method: MethodSchema,
+        link: Type.String({ description: "the recipient's reader link" }),
+      }),
+    ),
+    pins: Type.Array(PinSchema),
+  },
+  { title: 'Sealed message (seal answer)' },
+);
+
+export const SealedParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'sealed-message id' }) });
+export const RecipientParams = Type.Object({
+  id: SealedParams.properties.id,
+  email: Type.String({ minLength: 3, maxLength: 254, description: 'the address, compared after normalisation and case-insensitively' }),
+});
+
+export const RecipientSchema = Type.Object({
+  email: Type.String(),
+  method: MethodSchema,
+  mobile: Type.Optional(Type.String({ description: 'E.164 mobile number, for method `sms`' })),
+});
+
+export const SealedViewSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    cid: Type.String(),
+    sha256: Type.String(),
+    size: Type.Integer({ description: 'plaintext bytes' }),
+    sender: Type.String(),
+    subject: Type.String(),
+    sealedAt: Type.String({ format: 'date-time' }),
+    recipients: Type.Array(RecipientSchema),
+    pins: Type.Array(PinDetailSchema),
+  },
+  { title: 'Sealed message' },
+);

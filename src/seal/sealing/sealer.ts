@@ -1,0 +1,255 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Writable, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../../kernel/errors.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import { ClusterError, type ClusterClient } from '../clusters/client.ts';
+import { DecryptStream, encryptChunks, IntegrityError, newMessageKey } from '../crypto/message-cipher.ts';
+import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
+import { parseHead, readHead } from './message-head.ts';
+import { messageFacts } from './recipients.ts';
+import type { PinOutcome, SealedRecord, SealedStore } from './store.ts';
+
+export interface SealInput {
+  envelopeId: string;
+  /** X-Sealpost-Envelope-Recipients: the SMTP envelope's RCPT TO list. */
+  envelopeRecipients: string | undefined;
+  /** The raw message. Not destroyed when sealing stops early: the caller drains or closes it. */
+  body: AsyncIterator<Buffer>;
+  /** Content-Length, when the client sent one: refused at once above the limit. */
+  declaredLength: number | undefined;
+}
+
+export interface SealerOptions {
+  store: SealedStore;
+  /** The clusters in force, the primary first. */
+  clusters: ClusterClient[];
+  masterKey: Buffer;
+  maxMessageSize: number;
+  /** Delay before a failed pin is tried again. */
+  repinDelayMs: number;
+  logger: Logger;
+}
+
+/** A verified plaintext, ready to stream; `close` removes the spooled ciphertext. */
+export interface VerifiedContent {
+  record: SealedRecord;
+  size: number;
+  stream: Readable;
+}
+
+/**
+ * Seals messages (DESIGN.md flow step 4, `seal`) and reads them back verified (step 5).
+ *
+ * Sealing streams: the header section is read and checked first (so a message without From or
+ * recipients is refused before anything reaches IPFS); then the whole raw message, header included,
+ * flows through SHA-256 and AES-256-GCM straight into the primary cluster's /add. Nothing holds the
+ * message whole; the size limit is counted on the way.
+ */
+export class Sealer {
+  constructor(private readonly options: SealerOptions) {}
+
+  private get primary(): ClusterClient {
+    return this.options.clusters[0]!;
+  }
+
+  async seal(input: SealInput): Promise<{ created: boolean; record: SealedRecord }> {
+    const { store, masterKey, maxMessageSize, logger } = this.options;
+    const existing = await store.findByEnvelope(input.envelopeId);
+    if (existing) return { created: false, record: existing };
+    if (input.declaredLength !== undefined && input.declaredLength > maxMessageSize) throw tooLarge(maxMessageSize);
+
+    let size = 0;
+    const count = (bytes: number) => {
+      size += bytes;
+      if (size > maxMessageSize) throw tooLarge(maxMessageSize);
+    };
+    const head = await readHead(input.body, count);
+    const facts = messageFacts(await parseHead(head), input.envelopeRecipients);
+    if (facts.skipped.length > 0) logger.warn({ envelopeId: input.envelopeId, skipped: facts.skipped }, 'To/Cc entries that are not addresses were skipped');
+    if (facts.strayMobiles.length > 0) {
+      logger.warn({ envelopeId: input.envelopeId, count: facts.strayMobiles.length }, 'X-Sealpost-Mobile headers for non-recipients were ignored');
+    }
+
+    const id = randomUUID();
+    const key = newMessageKey();
+    const hash = createHash('sha256');
+    let complete = false;
+    const body = input.body;
+    async function* plaintext(): AsyncGenerator<Buffer> {
+      hash.update(head.buffered);
+      yield head.buffered;
+      if (!head.ended) {
+        for (;;) {
+          const next = await body.next();
+          if (next.done) break;
+          const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
+          count(chunk.length);
+          hash.update(chunk);
+          yield chunk;
+        }
+      }
+      complete = true;
+    }
+
+    const fileName = `${id}.sealed`;
+    let added;
+    try {
+      added = await this.primary.add(encryptChunks(key, plaintext()), fileName);
+    } catch (error) {
+      throw clusterFailure(error, 'Adding the sealed message to the primary IPFS cluster failed');
+    }
+    if (!complete) throw new AppError('upstream_failed', 502, `IPFS cluster ${this.primary.name} answered /add before the whole message was sent`);
+    const sha256 = hash.digest('hex');
+
+    const pins = await this.pinEverywhere(added.cid);
+    const failed = pins.filter((pin) => pin.status === 'failed');
+    // The content must be held somewhere before the seal counts: by a pin, or by /add's own pin.
+    if (failed.length === pins.length && this.primary.settings.addParams?.noPin === true) {
+      throw new AppError('unavailable', 503, `No IPFS cluster pinned the sealed message: ${failed.map((pin) => pin.error).join('; ')}`);
+    }
+
+    const result = await store.insert(
+      {
+        id,
+        envelopeId: input.envelopeId,
+        cid: added.cid,
+        wrapped: added.wrapped,
+        fileName,
+        sha256,
+        size,
+        wrappedKey: sealSecret(masterKey, key, messageKeyLabel(id)),
+        sender: facts.sender,
+        subject: facts.subject,
+      },
+      facts.recipients,
+      pins,
+    );
+    if (result.created) {
+      logger.info(
+        { sealedId: id, envelopeId: input.envelopeId, cid: added.cid, size, recipients: facts.recipients.length, failedPins: failed.map((pin) => pin.cluster) },
+        'message sealed',
+      );
+    } else {
+      logger.warn({ envelopeId: input.envelopeId, cid: added.cid }, 'envelope was sealed concurrently by another request; its record stands');
+    }
+    return result;
+  }
+
+  /** POST /pins/{cid} on every cluster, the primary included, at once; each outcome is recorded. */
+  private async pinEverywhere(cid: string): Promise<PinOutcome[]> {
+    return Promise.all(
+      this.options.clusters.map(async (cluster): Promise<PinOutcome> => {
+        try {
+          await cluster.pin(cid);
+          return { cluster: cluster.name, status: 'pinned' };
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          this.options.logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
+          return { cluster: cluster.name, status: 'failed', error: message, nextAttemptAt: new Date(Date.now() + this.options.repinDelayMs) };
+        }
+      }),
+    );
+  }
+
+  /**
+   * The plaintext of a sealed message, verified before a byte of it is served: the ciphertext is
+   * fetched by CID (clusters in order) into a private temporary file, decrypted and hashed once; only
+   * when the GCM tag and the SHA-256 both hold is it decrypted again into the returned stream. Content
+   * that fails verification on one cluster is fetched from the next; failing everywhere is an error.
+   */
+  async readVerified(id: string): Promise<VerifiedContent> {
+    const { store, masterKey, logger } = this.options;
+    const record = await store.get(id);
+    const message = record.message;
+    let key: Buffer;
+    try {
+      key = openSecret(masterKey, message.wrapped_key, messageKeyLabel(message.id));
+    } catch (error) {
+      throw new AppError('internal', 500, `The key of sealed message ${id} does not open with SEAL_MASTER_KEY`, { cause: error });
+    }
+    const path = message.wrapped ? `/ipfs/${message.cid}/${message.file_name}` : message.cid;
+    const dir = await mkdtemp(join(tmpdir(), 'sealpost-read-'));
+    const file = join(dir, 'content.sealed');
+    const problems: string[] = [];
+    let integrityFailures = 0;
+    try {
+      for (const cluster of this.options.clusters) {
+        try {
+          await fetchInto(cluster, path, file);
+          await verify(file, key, message.sha256, message.size);
+          const stream = new PassThrough();
+          pipeline(createReadStream(file), new DecryptStream(key), stream)
+            .catch((error: unknown) => logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'))
+            .finally(() => void rm(dir, { recursive: true, force: true }));
+          return { record, size: message.size, stream };
+        } catch (error) {
+          if (error instanceof IntegrityError) integrityFailures++;
+          const reason = error instanceof Error ? error.message : String(error);
+          problems.push(error instanceof IntegrityError ? `IPFS cluster ${cluster.name}: ${reason}` : reason);
+          logger.warn({ sealedId: id, cluster: cluster.name, cid: message.cid, err: reason }, 'reading sealed content failed on this cluster');
+        }
+      }
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    await rm(dir, { recursive: true, force: true });
+    if (integrityFailures > 0) {
+      logger.error({ sealedId: id, cid: message.cid, problems }, 'sealed content failed verification: not served');
+      throw new AppError('upstream_failed', 502, `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`);
+    }
+    throw new AppError('unavailable', 503, `The content of sealed message ${id} could not be read from any IPFS cluster: ${problems.join('; ')}`);
+  }
+}
+
+/** The ciphertext from one cluster into `file`, closed (flushed) before it is read. */
+async function fetchInto(cluster: ClusterClient, path: string, file: string): Promise<void> {
+  const sink = createWriteStream(file, { mode: 0o600 });
+  try {
+    await cluster.cat(path, sink);
+  } finally {
+    if (!sink.closed) {
+      const closed = once(sink, 'close');
+      if (!sink.destroyed && !sink.writableFinished) sink.destroy();
+      await closed;
+    }
+  }
+}
+
+/** Decrypts the spooled ciphertext and checks the plaintext's size and SHA-256 against the record. */
+async function verify(file: string, key: Buffer, sha256: string, size: number): Promise<void> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  await pipeline(
+    createReadStream(file),
+    new DecryptStream(key),
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        done();
+      },
+    }),
+  );
+  const digest = hash.digest('hex');
+  if (bytes !== size || digest !== sha256) {
+    throw new IntegrityError(`plaintext SHA-256 ${digest} (${bytes} bytes) does not match the sealed ${sha256} (${size} bytes)`);
+  }
+}
+
+function tooLarge(limit: number): AppError {
+  return new AppError('payload_too_large', 413, `The message is larger than SEAL_MAX_MESSAGE_SIZE (${limit} bytes)`);
+}
+
+/** Cluster trouble is the sender's to retry (5xx); the message says which cluster and why. */
+function clusterFailure(error: unknown, what: string): unknown {
+  if (!(error instanceof ClusterError)) return error;
+  const status = error.kind === 'http' && error.status !== undefined && error.status < 500 ? 502 : 503;
+  return new AppError(status === 502 ? 'upstream_failed' : 'unavailable', status, `${what}: ${error.message}`, { cause: error });
+}

@@ -1,0 +1,44 @@
+import type { SealedRecipient } from '../tables.ts';
+import type { SealedRecord } from './store.ts';
+
+/** What both answers say of the sealed message itself. */
+function messageFields({ message }: SealedRecord) {
+  return { id: message.id, cid: message.cid, sha256: message.sha256, sender: message.sender, subject: message.subject };
+}
+
+/** The answer of POST /v1/seal: what the exchange needs to notify each recipient. */
+export function sealAnswer(record: SealedRecord, publicUrl: string) {
+  const { message } = record;
+  return {
+    ...messageFields(record),
+    recipients: record.recipients.map((recipient) => ({
+      email: recipient.email,
+      method: recipient.method,
+      link: `${publicUrl}/m/${message.id}`,
+    })),
+    pins: record.pins.map((pin) => ({ cluster: pin.cluster, status: pin.status, ...(pin.error ? { error: pin.error } : {}) })),
+  };
+}
+
+export function recipientView(recipient: SealedRecipient) {
+  return { email: recipient.email, method: recipient.method, ...(recipient.mobile ? { mobile: recipient.mobile } : {}) };
+}
+
+/** GET /v1/sealed/{id}: metadata, recipients with their mobiles, pins with their retry state. */
+export function sealedView(record: SealedRecord) {
+  const { message } = record;
+  return {
+    ...messageFields(record),
+    size: message.size,
+    sealedAt: message.sealed_at.toISOString(),
+    recipients: record.recipients.map(recipientView),
+    pins: record.pins.map((pin) => ({
+      cluster: pin.cluster,
+      status: pin.status,
+      ...(pin.error ? { error: pin.error } : {}),
+      attempts: pin.attempts,
+      updatedAt: pin.updated_at.toISOString(),
+      ...(pin.status === 'failed' && pin.next_attempt_at ? { nextAttemptAt: pin.next_attempt_at.toISOString() } : {}),
+    })),
+  };
+}

@@ -1,0 +1,87 @@
+import { readFile } from 'node:fs/promises';
+import { rootCertificates } from 'node:tls';
+import type { Kysely } from 'kysely';
+import { durationToMs } from '../kernel/duration.ts';
+import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
+import { ClusterClient } from './clusters/client.ts';
+import { redactCluster } from './clusters/config.ts';
+import { loadConfigInForce } from './clusters/in-force.ts';
+import { ClusterConfigStore } from './clusters/store.ts';
+import { resolveMasterKey } from './crypto/master-key.ts';
+import { migrations } from './migrations/index.ts';
+import { sealPlugin } from './plugin.ts';
+import { RepinJob } from './sealing/repin.ts';
+import { Sealer } from './sealing/sealer.ts';
+import { SealedStore } from './sealing/store.ts';
+import type { SealTables } from './tables.ts';
+
+/** Component B: holds the IPFS cluster configuration and seals messages onto IPFS. */
+export const sealService: ServiceDefinition = {
+  name: 'seal',
+  migrations: { schema: 'seal', migrations },
+  async start(context) {
+    const { config } = context;
+    const logger = context.logger.child({ service: 'seal' });
+    const db = context.database.db.withSchema('seal') as Kysely<SealTables>;
+
+    const master = await resolveMasterKey(config);
+    if (master.source === 'generated') logger.warn({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
+
+    const configStore = new ClusterConfigStore(db, master.key);
+    const inForce = await loadConfigInForce(configStore, config);
+    const ca = config.seal.clusterCaFile ? [...rootCertificates, await readCaFile(config.seal.clusterCaFile)] : undefined;
+    const clusters = inForce.clusters.map((settings) => new ClusterClient(settings, { proxyPort: config.seal.ipfsProxyPort, ca }));
+    logger.info({ source: inForce.source, clusters: inForce.clusters.map(redactCluster) }, 'IPFS cluster configuration in force');
+
+    const sealedStore = new SealedStore(db);
+    const sealer = new Sealer({
+      store: sealedStore,
+      clusters,
+      masterKey: master.key,
+      maxMessageSize: config.seal.maxMessageSize,
+      repinDelayMs: durationToMs(config.seal.repinInterval),
+      logger,
+    });
+    const repin = new RepinJob({ store: sealedStore, clusters, interval: config.seal.repinInterval, logger });
+
+    const running = await startHttpService({
+      name: 'seal',
+      title: 'Sealpost seal service (B)',
+      description:
+        'IPFS cluster configuration and sealed messages: each message is encrypted with its own AES-256-GCM key, added through the ' +
+        'primary cluster and pinned on all. The configuration in force is read at start (stored through POST /v1/ipfs/config, else ' +
+        'the IPFS_CLUSTER_* variables) and stays until the restart.',
+      port: config.seal.port,
+      context,
+      plugin: sealPlugin,
+      pluginOptions: {
+        configStore,
+        inForce,
+        sealer,
+        sealedStore,
+        adminToken: config.adminToken,
+        serviceToken: config.serviceToken,
+        publicUrl: config.auth.publicUrl,
+        maxMessageSize: config.seal.maxMessageSize,
+      },
+      // DESIGN.md: B is ready when its primary cluster answers.
+      readiness: { ipfsCluster: () => clusters[0]!.id() },
+    });
+    repin.start();
+    return {
+      ...running,
+      async stop() {
+        await repin.stop();
+        await running.stop();
+      },
+    };
+  },
+};
+
+async function readCaFile(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new Error(`IPFS_CLUSTER_CA_FILE=${path} cannot be read: ${(error as Error).message}`);
+  }
+}

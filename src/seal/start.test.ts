@@ -1,0 +1,103 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../test/support/ports.ts';
+import { createTestDatabase } from '../../test/support/postgres.ts';
+import { postSeal, rawMessage, startStandIn, type StandIn } from '../../test/support/seal.ts';
+import { SEALPOST_BIN, startSealpostProcess } from '../../test/support/sealpost-process.ts';
+
+const run = promisify(execFile);
+
+describe('sealpost start seal', () => {
+  let database: { url: string; drop(): Promise<void> };
+  let dataDir: string;
+  let standIn: StandIn;
+
+  before(async () => {
+    database = await createTestDatabase('sealcli');
+    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-seal-cli-'));
+    standIn = await startStandIn();
+  });
+  after(async () => {
+    await standIn?.close();
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** Only what the test gives: nothing from this machine's environment leaks into the child. */
+  const baseEnv = async () => ({
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: database.url,
+    SEALPOST_DATA_DIR: dataDir,
+    SEAL_PORT: String(await freePort()),
+  });
+
+  it('refuses to start without a cluster configuration, exits non-zero and says how to provide one', async () => {
+    await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env: await baseEnv(), timeout: 60_000 }), (error: any) => {
+      assert.equal(error.code, 1);
+      assert.match(error.stderr, /No IPFS cluster configuration: nothing was stored through POST \/v1\/ipfs\/config and IPFS_CLUSTER_HOST is not set/);
+      assert.match(error.stderr, /Set IPFS_CLUSTER_HOST \(and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, IPFS_CLUSTER_USER\/IPFS_CLUSTER_PASS as needed\)/);
+      assert.doesNotMatch(error.stdout, /Sealpost is running/);
+      return true;
+    });
+  });
+
+  it('refuses to start in production without SEAL_MASTER_KEY', async () => {
+    const env = {
+      ...(await baseEnv()),
+      NODE_ENV: 'production',
+      ADMIN_TOKEN: 'a',
+      SERVICE_TOKEN: 's',
+      IPFS_CLUSTER_HOST: '127.0.0.1',
+      IPFS_CLUSTER_PORT: String(standIn.port),
+      IPFS_CLUSTER_SECURE: 'false',
+    };
+    await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env, timeout: 60_000 }), (error: any) => {
+      assert.equal(error.code, 1);
+      assert.match(error.stderr, /SEAL_MASTER_KEY is not set: production needs .*openssl rand -hex 32/);
+      return true;
+    });
+  });
+
+  it('generates a master key into the data folder once (mode 0600) and reuses it, so a restart still reads what was sealed', async () => {
+    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv(); // startSealpostProcess picks the ports
+    const env = {
+      ...inherited,
+      SERVICE_TOKEN: 'cli-service-token',
+      IPFS_CLUSTER_HOST: '127.0.0.1',
+      IPFS_CLUSTER_PORT: String(standIn.port),
+      IPFS_CLUSTER_SECURE: 'false',
+      IPFS_PROXY_PORT: String(standIn.proxyPort),
+    };
+    const first = await startSealpostProcess(env, { which: 'seal' });
+    let id: string;
+    try {
+      const response = await postSeal({ url: first.urls.seal, serviceToken: 'cli-service-token' }, rawMessage());
+      assert.equal(response.status, 201);
+      id = (await response.json()).id;
+    } finally {
+      assert.equal(await first.stop(), 0);
+    }
+    const keyFile = join(dataDir, 'seal-master.key');
+    const key = await readFile(keyFile, 'utf8');
+    assert.match(key, /^[0-9a-f]{64}\n$/);
+    assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+
+    const second = await startSealpostProcess(env, { which: 'seal' });
+    try {
+      const content = await fetch(`${second.urls.seal}/v1/sealed/${id}/content`, { headers: { authorization: 'Bearer cli-service-token' } });
+      assert.equal(content.status, 200);
+      assert.match(await content.text(), /Subject: Quarterly report/);
+      assert.equal((await fetch(`${second.urls.seal}/readyz`)).status, 200);
+    } finally {
+      assert.equal(await second.stop(), 0);
+    }
+    assert.equal(await readFile(keyFile, 'utf8'), key, 'the same key');
+  });
+});

@@ -1,0 +1,82 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+/** The seal schema (PostgreSQL schema `seal`), as Kysely sees it. */
+export interface SealTables {
+  cluster_configs: ClusterConfigsTable;
+  sealed_messages: SealedMessagesTable;
+  sealed_recipients: SealedRecipientsTable;
+  sealed_pins: SealedPinsTable;
+}
+
+type CreatedAt = ColumnType<Date, Date | undefined, never>;
+
+/** Every configuration stored through POST /v1/ipfs/config; the newest row is "the stored one". */
+export interface ClusterConfigsTable {
+  id: Generated<number>;
+  /** ClusterSettings[] with each `pass` replaced by its secret-box form (encrypted with SEAL_MASTER_KEY). */
+  clusters: ColumnType<StoredCluster[], string, string>;
+  created_at: CreatedAt;
+}
+
+export interface StoredCluster {
+  host: string;
+  port: string;
+  user?: string;
+  /** `v1.<base64url>`: AES-256-GCM under SEAL_MASTER_KEY (crypto/secret-box.ts). */
+  passEncrypted?: string;
+  secure: boolean;
+  timeout: string;
+  addParams?: Record<string, boolean>;
+  pinParams?: { replicationFactorMin?: number; replicationFactorMax?: number; name?: string; expireIn?: string };
+}
+
+export type SignInMethod = 'sms' | 'email';
+export type PinStatus = 'pinned' | 'failed';
+
+export interface SealedMessagesTable {
+  id: string;
+  /** The exchange's envelope id: sealing the same envelope again finds this record (idempotency). */
+  envelope_id: string;
+  /** The root the clusters pin. */
+  cid: string;
+  /** The file sits in a wrapping directory (addParams.wrap): read /ipfs/<cid>/<file_name>. */
+  wrapped: boolean;
+  file_name: string;
+  /** SHA-256 of the plaintext (the raw message as received), hex. */
+  sha256: string;
+  size: number;
+  /** The message key, encrypted with SEAL_MASTER_KEY and bound to this id (crypto/secret-box.ts). */
+  wrapped_key: string;
+  sender: string;
+  subject: string;
+  sealed_at: CreatedAt;
+}
+
+export interface SealedRecipientsTable {
+  sealed_id: string;
+  position: number;
+  /** Normalised address as on record. */
+  email: string;
+  /** Lower-cased email: the lookup key (addresses compare case-insensitively here). */
+  email_key: string;
+  method: SignInMethod;
+  /** E.164 */
+  mobile: string | null;
+}
+
+export interface SealedPinsTable {
+  sealed_id: string;
+  /** `host:port` of the cluster. */
+  cluster: string;
+  position: number;
+  status: PinStatus;
+  error: string | null;
+  attempts: number;
+  /** When a failed pin is tried again (also a lease: a claimed row is pushed ahead while it is tried). */
+  next_attempt_at: Date | null;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export type SealedMessage = Selectable<SealedMessagesTable>;
+export type SealedRecipient = Selectable<SealedRecipientsTable>;
+export type SealedPin = Selectable<SealedPinsTable>;

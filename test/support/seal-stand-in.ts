@@ -1,0 +1,83 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SealedRecord } from '../../src/auth/seal/client.ts';
+
+/**
+ * A stand-in for the seal service (B) in auth tests: just the two service-only reads the auth service
+ * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content with the service
+ * token). Messages are registered directly; an end-to-end test uses the real seal service instead.
+ */
+/** The record as B answers it: the very type the auth service's client reads, so both sides agree. */
+export type StandInRecord = SealedRecord;
+export type SealedRecipientInput = SealedRecord['recipients'][number];
+
+export interface SealStandIn {
+  url: string;
+  /** Registers a sealed message; returns its record (id generated unless given). */
+  register(message: { id?: string; raw: string | Buffer; recipients: SealedRecipientInput[]; sender?: string; subject?: string }): StandInRecord;
+  /** From now on the content of this message fails its hash check (B answers 502, no content). */
+  breakSeal(id: string): void;
+  /** Requests seen, as `GET /v1/sealed/...` with the Authorization header they carried. */
+  requests: Array<{ method: string; url: string; authorization: string | undefined }>;
+  close(): Promise<void>;
+}
+
+export async function startSealStandIn(options: { serviceToken: string }): Promise<SealStandIn> {
+  const messages = new Map<string, { record: StandInRecord; raw: Buffer; broken: boolean }>();
+  const requests: SealStandIn['requests'] = [];
+
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    requests.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization });
+    if (request.headers.authorization !== `Bearer ${options.serviceToken}`) return sendError(response, 401, 'This endpoint needs the service token');
+    const match = /^\/v1\/sealed\/([^/?]+)(\/content)?$/.exec(request.url ?? '');
+    if (request.method !== 'GET' || !match) return sendError(response, 404, 'No such route');
+    const entry = messages.get(decodeURIComponent(match[1]!));
+    if (!entry) return sendError(response, 404, 'No sealed message with this id', 'not_found');
+    if (!match[2]) {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.record));
+      return;
+    }
+    if (entry.broken) return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken');
+    response.writeHead(200, { 'content-type': 'message/rfc822', 'content-length': entry.raw.length }).end(entry.raw);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    register(message) {
+      const raw = Buffer.isBuffer(message.raw) ? message.raw : Buffer.from(message.raw.replace(/\r?\n/g, '\r\n'));
+      const record: StandInRecord = {
+        id: message.id ?? randomBytes(16).toString('base64url'),
+        cid: `bafy${randomBytes(20).toString('hex')}`,
+        sha256: createHash('sha256').update(raw).digest('hex'),
+        sender: message.sender ?? 'sender@example.org',
+        subject: message.subject ?? 'Sealed',
+        sealedAt: new Date().toISOString(),
+        recipients: message.recipients,
+        pins: [
+          { cluster: '127.0.0.1:9094', status: 'pinned' },
+          { cluster: '127.0.0.1:9194', status: 'pinned' },
+        ],
+      };
+      messages.set(record.id, { record, raw, broken: false });
+      return record;
+    },
+    breakSeal(id) {
+      const entry = messages.get(id);
+      if (entry) entry.broken = true;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function sendError(response: ServerResponse, status: number, message: string, errorCode?: string) {
+  const body = { id: randomUUID(), kind: status, ...(errorCode ? { errorCode } : {}), message };
+  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}

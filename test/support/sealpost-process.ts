@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.ts';
+
+export const SEALPOST_BIN = fileURLToPath(new URL('../../bin/sealpost.js', import.meta.url));
+
+export interface SealpostProcess {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  urls: { auth: string; seal: string; exchange: string };
+  ports: { auth: number; seal: number; exchange: number; smtp: number; ipfsProxy: number };
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Runs `sealpost start <which>` as a child process on free loopback ports and waits for its banner.
+ * Tests use it for what only a real process shows: start-up, signals, exit codes, a kill -9.
+ */
+export async function startSealpostProcess(
+  env: Record<string, string>,
+  options: { which?: string; timeoutMs?: number } = {},
+): Promise<SealpostProcess> {
+  const ports = {
+    auth: await freePort(),
+    seal: await freePort(),
+    exchange: await freePort(),
+    smtp: await freePort(),
+    ipfsProxy: await freePort(),
+  };
+  const child = spawn(process.execPath, [SEALPOST_BIN, 'start', options.which ?? 'all'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      LOG_LEVEL: 'info',
+      AUTH_PORT: String(ports.auth),
+      SEAL_PORT: String(ports.seal),
+      EXCHANGE_PORT: String(ports.exchange),
+      INBOUND_SMTP_PORT: String(ports.smtp),
+      IPFS_PROXY_PORT: String(ports.ipfsProxy),
+      SEAL_URL: `http://127.0.0.1:${ports.seal}`,
+      EXCHANGE_URL: `http://127.0.0.1:${ports.exchange}`,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.on('data', (chunk) => (err += chunk));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  while (!out.includes('Sealpost is running.')) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`sealpost exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${err}\n${out}`);
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`sealpost was not ready in time:\n${err}\n${out}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    ports,
+    urls: {
+      auth: `http://127.0.0.1:${ports.auth}`,
+      seal: `http://127.0.0.1:${ports.seal}`,
+      exchange: `http://127.0.0.1:${ports.exchange}`,
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const [code] = await exited;
+      return code;
+    },
+  };
+}
