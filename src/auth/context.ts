@@ -1,0 +1,67 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../kernel/errors.ts';
+import type { DraftAttachments } from './attachments/upload.ts';
+import type { PendingCodes } from './codes/pending-codes.ts';
+import type { CodeSendLimiter } from './codes/rate-limit.ts';
+import type { DraftStore } from './drafts/store.ts';
+import type { SignInMethod } from './methods/method.ts';
+import type { ReplySender } from './reply/send.ts';
+import type { SealClient } from './seal/client.ts';
+import type { RecipientDirectory } from './seal/recipients.ts';
+import type { SessionCookie } from './sessions/cookie.ts';
+import type { SessionStore } from './sessions/store.ts';
+import type { AuthKeys } from './secret.ts';
+import type { SessionRow, SignInMethodName } from './tables.ts';
+
+/** Everything the auth routes use, built once by the service (service.ts) and passed to the plugin. */
+export interface AuthContext {
+  sessions: SessionStore;
+  codes: PendingCodes;
+  limiter: CodeSendLimiter;
+  seal: SealClient;
+  recipients: RecipientDirectory;
+  methods: Record<SignInMethodName, SignInMethod>;
+  cookie: SessionCookie;
+  keys: AuthKeys;
+  trustProxyHops: number;
+  /** Replying: drafts, their files (upload checks, object store) and sending through the exchange engine. */
+  drafts: DraftStore;
+  attachments: DraftAttachments;
+  replies: ReplySender;
+  /** Numbers the reader page shows (GET /v1/config), in seconds where they are times. */
+  settings: {
+    codeExpiresInSeconds: number;
+    maxAttempts: number;
+    rememberMeMaxAgeSeconds: number;
+    limits: { perNumberIntervalSeconds: number; perNumberHourly: number; perIpHourly: number };
+    /** ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes; ATTACHMENTS_RETENTION_PERIOD in ms. */
+    attachments: { maxFileSize: number; maxTotalSize: number; retentionMs: number };
+  };
+}
+
+/** The session a request came with (cookie → live row), or null. */
+export interface LoadedSession {
+  row: SessionRow;
+  /** The cookie's token: the CSRF token is derived from it. Never logged. */
+  token: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    readerSession: LoadedSession | null;
+  }
+}
+
+/** A session signed in for a message; 401 otherwise. */
+export interface SignedInSession extends LoadedSession {
+  messageId: string;
+  email: string;
+}
+
+export function requireSignedIn(request: FastifyRequest): SignedInSession {
+  const session = request.readerSession;
+  if (!session?.row.message_id || !session.row.email) {
+    throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
+  }
+  return { ...session, messageId: session.row.message_id, email: session.row.email };
+}

@@ -1,0 +1,134 @@
+import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
+import sanitizeHtml from 'sanitize-html';
+
+export interface AddressView {
+  name: string;
+  address: string;
+}
+
+export interface AttachmentView {
+  /** Position in the message: GET /v1/message/attachments/{index}. */
+  index: number;
+  filename: string;
+  contentType: string;
+  size: number;
+  /** Part of the HTML body (an embedded image), rather than a file the sender attached. */
+  inline: boolean;
+}
+
+/** What the reader shows of a sealed message. */
+export interface MessageView {
+  subject: string;
+  from: AddressView[];
+  to: AddressView[];
+  cc: AddressView[];
+  replyTo: AddressView[];
+  date: string | null;
+  text: string | null;
+  /** Sanitised: no scripts, styles, forms, event handlers; no remote images unless asked for. */
+  html: string | null;
+  /** Images from the internet in the sender's HTML: left out, or kept (https only) when asked for. */
+  remoteImages: number;
+  attachments: AttachmentView[];
+}
+
+/**
+ * Parses the verified raw message. Only a fixed set of headers is shown: a sealed message also carries
+ * headers the reader must not see (X-Sealpost-Mobile names every recipient's mobile number; a Bcc list
+ * would name the other hidden recipients).
+ */
+export async function readMessage(
+  raw: Buffer,
+  options: { remoteImages?: boolean } = {},
+): Promise<{ view: MessageView; attachments: Attachment[] }> {
+  const parsed: ParsedMail = await simpleParser(raw, { skipTextToHtml: true });
+  const attachments = parsed.attachments;
+  const html = parsed.html ? sanitizeMessageHtml(parsed.html, options) : null;
+  return {
+    view: {
+      subject: parsed.subject ?? '',
+      from: addresses(parsed.from),
+      to: addresses(parsed.to),
+      cc: addresses(parsed.cc),
+      replyTo: addresses(parsed.replyTo),
+      date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
+      text: parsed.text ?? null,
+      html: html?.html ?? null,
+      remoteImages: html?.remoteImages ?? 0,
+      attachments: attachments.map((attachment, index) => ({
+        index,
+        filename: attachmentFilename(attachment, index),
+        contentType: safeContentType(attachment.contentType),
+        size: attachment.size ?? attachment.content.length,
+        inline: attachment.related || attachment.contentDisposition === 'inline',
+      })),
+    },
+    attachments,
+  };
+}
+
+function addresses(field: AddressObject | AddressObject[] | undefined): AddressView[] {
+  const objects = field === undefined ? [] : Array.isArray(field) ? field : [field];
+  return objects.flatMap((object) =>
+    object.value.flatMap((entry) => (entry.group ?? [entry]).map((member) => ({ name: member.name ?? '', address: member.address ?? '' }))),
+  );
+}
+
+const EMBEDDED_IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,/i;
+const REMOTE_IMAGE = /^https?:\/\//i;
+
+/**
+ * The reader shows the sender's HTML inside our origin, so it is cut down to formatting: no scripts,
+ * styles, frames, forms or event handlers; links open in a new tab without referrer; images only when
+ * embedded in the message (remote images would tell the sender when and where the message was read).
+ * With `remoteImages` (the reader pressed "show images") https images are kept; http ones never are.
+ */
+export function sanitizeMessageHtml(html: string, options: { remoteImages?: boolean } = {}): { html: string; remoteImages: number } {
+  let remoteImages = 0;
+  const sanitized = sanitizeHtml(html, {
+    allowedTags: [...sanitizeHtml.defaults.allowedTags, 'img', 'center', 'font', 'span', 'del', 'ins', 'sub', 'sup'],
+    allowedAttributes: {
+      a: ['href', 'name', 'title', 'target', 'rel'],
+      img: ['src', 'alt', 'title', 'width', 'height'],
+      font: ['color', 'size', 'face'],
+      table: ['width', 'border', 'cellpadding', 'cellspacing', 'align'],
+      td: ['colspan', 'rowspan', 'align', 'valign', 'width'],
+      th: ['colspan', 'rowspan', 'align', 'valign', 'width'],
+      '*': ['dir', 'lang'],
+    },
+    allowedSchemes: ['http', 'https', 'mailto'],
+    allowedSchemesByTag: { img: options.remoteImages ? ['data', 'https'] : ['data'] },
+    allowProtocolRelative: false,
+    transformTags: {
+      a: (tagName, attribs) => ({ tagName, attribs: { ...attribs, target: '_blank', rel: 'noopener noreferrer nofollow' } }),
+      img: (tagName, attribs) => {
+        const { src, ...rest } = attribs;
+        if (src && REMOTE_IMAGE.test(src)) remoteImages += 1;
+        const keep = src && (EMBEDDED_IMAGE.test(src) || (options.remoteImages && /^https:\/\//i.test(src)));
+        return { tagName, attribs: keep ? { ...rest, src } : rest };
+      },
+    },
+  });
+  return { html: sanitized, remoteImages };
+}
+
+/** Half of a UTF-16 surrogate pair without its other half (from a broken encoded word, say). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** The attachment's name for a download: no path, no control characters, never empty. */
+export function attachmentFilename(attachment: Attachment, index: number): string {
+  const name = (attachment.filename ?? '')
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .replace(LONE_SURROGATE, '\ufffd')
+    .split(/[\\/]/)
+    .pop()!
+    .trim();
+  // Cut by code points: cutting UTF-16 units can split a character into a lone surrogate, which the
+  // download's Content-Disposition cannot encode (encodeURIComponent throws: a 500, found by
+  // test/security/path-traversal).
+  return name && name !== '.' && name !== '..' ? Array.from(name).slice(0, 255).join('') : `attachment-${index + 1}`;
+}
+
+export function safeContentType(type: string | undefined): string {
+  return type && /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i.test(type) ? type.toLowerCase() : 'application/octet-stream';
+}

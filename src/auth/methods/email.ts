@@ -1,0 +1,33 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { AppError } from '../../kernel/errors.ts';
+import type { CodeMailer } from '../mail/code-mail.ts';
+import { maskEmail } from '../masking.ts';
+import type { SignInMethod } from './method.ts';
+
+/**
+ * Sign-in by a code sent by email, for recipients the sender gave no mobile number. The code goes to
+ * the address on record, whatever spelling the reader typed.
+ */
+export function emailMethod(options: { mailer: CodeMailer; expiresInMinutes: number; logCodes: boolean }): SignInMethod {
+  return {
+    name: 'email',
+    destination: (recipient) => recipient.email,
+    limitKey: (email) => `email:${email.toLowerCase()}`,
+    async send(email, code, log) {
+      const text =
+        `Your Sealpost code is ${code}\r\n\r\n` +
+        `Enter it on the page where you asked for it. It is valid for ${options.expiresInMinutes} minutes.\r\n` +
+        'If you did not ask for a code, you can ignore this email.\r\n';
+      try {
+        await options.mailer.send({ to: email, subject: 'Your Sealpost code', text });
+      } catch (error) {
+        log.error({ mailer: options.mailer.kind, to: maskEmail(email), reason: (error as Error).message }, 'code email could not be sent');
+        throw new AppError('upstream_failed', 502, 'The email could not be sent; try again in a moment');
+      }
+      // With the development SMS provider (log), email codes are printed too, so that `npm start` needs no inbox.
+      if (options.logCodes) log.warn({ mailer: options.mailer.kind, emailTo: email, emailText: text }, 'code email sent (SMS_PROVIDER=log): this is its text');
+      else log.info({ mailer: options.mailer.kind, to: maskEmail(email) }, 'code sent by email');
+    },
+    wrongCode: () => new AppError('invalid_code_or_email', 401, 'The code is not correct for this email address, or there is no code to check'),
+  };
+}

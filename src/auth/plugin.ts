@@ -1,0 +1,44 @@
+import type { App } from '../kernel/http.ts';
+import type { AuthContext } from './context.ts';
+import { configRoutes } from './routes/config.ts';
+import { filesRoutes } from './routes/files.ts';
+import { logoutRoutes } from './routes/logout.ts';
+import { messageRoutes } from './routes/message.ts';
+import { mobileRoutes } from './routes/mobile.ts';
+import { replyRoutes } from './routes/reply.ts';
+import { signInRoutes } from './routes/sign-in.ts';
+import { csrfGuard } from './sessions/csrf.ts';
+
+export interface AuthPluginOptions {
+  auth: AuthContext;
+}
+
+/**
+ * The auth service's routes. Every route registered here or in a plugin registered below (reading,
+ * replies) passes the same two hooks first: the session cookie is looked up, then the CSRF guard
+ * refuses POST, PUT and DELETE without the session's token. Nothing here answers /m/{id}: that path
+ * is the reader page's (issue 7).
+ */
+export async function authPlugin(app: App, options: AuthPluginOptions) {
+  const context = options.auth;
+  app.decorateRequest('readerSession', null);
+  app.addHook('onRequest', async (request) => {
+    const token = context.cookie.read(request.headers.cookie);
+    if (!token) return;
+    const row = await context.sessions.findByToken(token, new Date());
+    if (row) request.readerSession = { row, token };
+  });
+  app.addHook('onRequest', csrfGuard(context.keys.csrfKey));
+  // Answers carry tokens, cookies and private mail: no shared cache may keep them.
+  app.addHook('onSend', async (_request, reply) => {
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  });
+
+  await app.register(configRoutes, context);
+  await app.register(signInRoutes, context);
+  await app.register(mobileRoutes, context);
+  await app.register(logoutRoutes, context);
+  await app.register(messageRoutes, context);
+  await app.register(filesRoutes, context);
+  await app.register(replyRoutes, context);
+}

@@ -1,0 +1,80 @@
+import { Api, ApiError, type ReaderConfig } from './api.ts';
+import { append, h } from './dom.ts';
+import { errorReference, errorText } from './errors.ts';
+import type { Texts } from './texts/index.ts';
+
+/** What every screen gets: the API, the texts, the message of this page and the way to the next screen. */
+export interface Reader {
+  api: Api;
+  t: Texts;
+  messageId: string;
+  config: ReaderConfig;
+  /** Replaces the page's content with a screen and moves the focus to its heading. */
+  show(screen: Screen): void;
+  /** A note shown at the top of the next screen (e.g. "your session has ended"). */
+  notice: string | undefined;
+  /** The address the reader signed in with, once known (for "send me a copy"). */
+  email: string | undefined;
+}
+
+export interface Screen {
+  /** For the document title: "<title> – Sealpost". */
+  title: string;
+  /** Used by the tests and the CSS: <main data-screen="…">. */
+  name: string;
+  render(): HTMLElement;
+}
+
+export function createReader(api: Api, t: Texts, messageId: string, config: ReaderConfig, main: HTMLElement): Reader {
+  const reader: Reader = {
+    api,
+    t,
+    messageId,
+    config,
+    notice: undefined,
+    email: config.email,
+    show(screen) {
+      const content = screen.render();
+      main.replaceChildren(content);
+      main.dataset.screen = screen.name;
+      document.title = `${screen.title} – ${t.appName}`;
+      // Screen readers and keyboards start at the new screen's heading, not at the top of an old page.
+      const heading = main.querySelector('h1');
+      if (heading) {
+        heading.setAttribute('tabindex', '-1');
+        heading.focus({ preventScroll: true });
+      }
+      window.scrollTo(0, 0);
+    },
+  };
+  return reader;
+}
+
+/**
+ * The alert box of a form: empty until an error, then the sentence (role=alert reads it out at once).
+ */
+export function alertBox(): { element: HTMLElement; show(t: Texts, error: unknown): void; say(text: string): void; clear(): void } {
+  const element = h('div', { class: 'alert', role: 'alert', hidden: true });
+  return {
+    element,
+    show(t, error) {
+      const reference = errorReference(t, error);
+      element.replaceChildren(h('p', {}, errorText(t, error)));
+      if (reference) append(element, h('p', { class: 'reference' }, reference));
+      element.hidden = false;
+    },
+    say(text) {
+      element.replaceChildren(h('p', {}, text));
+      element.hidden = false;
+    },
+    clear() {
+      element.replaceChildren();
+      element.hidden = true;
+    },
+  };
+}
+
+/** The session ended under us (401): back to sign-in with a note. */
+export function isSessionGone(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 401 && (error.errorCode === 'unauthenticated' || error.errorCode === undefined);
+}

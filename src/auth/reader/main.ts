@@ -1,0 +1,39 @@
+import './app.css';
+import { Api } from './api.ts';
+import { createReader } from './app.ts';
+import { messageScreen } from './screens/message.ts';
+import { signInScreen } from './screens/sign-in.ts';
+import { fatalScreen, loadingScreen } from './screens/status.ts';
+import { pickTexts } from './texts/index.ts';
+
+/** The page is served at /m/{id} for any id; the id is the sealed message's. */
+const MESSAGE_PATH = /^\/m\/([A-Za-z0-9_-]{1,128})\/?$/;
+
+async function start(): Promise<void> {
+  const t = pickTexts(navigator.languages ?? [navigator.language]);
+  document.documentElement.lang = t.lang;
+  const main = document.getElementById('main')!;
+  const showAlone = (screen: { title: string; name: string; render(): HTMLElement }) => {
+    main.replaceChildren(screen.render());
+    main.dataset.screen = screen.name;
+    document.title = `${screen.title} – ${t.appName}`;
+  };
+  const skip = document.querySelector<HTMLAnchorElement>('.skip-link');
+  if (skip) skip.textContent = t.skipToContent;
+
+  const match = MESSAGE_PATH.exec(window.location.pathname);
+  if (!match) return showAlone(fatalScreen({ t }, undefined, t.fatal.badLink));
+  const messageId = match[1]!;
+  const api = new Api();
+  showAlone(loadingScreen({ t }));
+  try {
+    const config = await api.config(messageId);
+    const reader = createReader(api, t, messageId, config, main);
+    if (config.signedIn) await messageScreen(reader);
+    else reader.show(signInScreen(reader));
+  } catch (error) {
+    showAlone(fatalScreen({ t }, error));
+  }
+}
+
+void start();

@@ -1,0 +1,151 @@
+import type { Address, Draft, SealedMessage } from '../api.ts';
+import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
+import { h } from '../dom.ts';
+import { formatBytes, formatDate } from '../format.ts';
+import { messageFrame } from './message-frame.ts';
+import { busy } from './parts.ts';
+import { replySection } from './reply.ts';
+import { signedOutScreen } from './signed-out.ts';
+import { signInScreen } from './sign-in.ts';
+import { fatalScreen, loadingScreen } from './status.ts';
+
+/** Loads the message and the draft reply, then shows them; back to sign-in when the session is gone. */
+export async function messageScreen(reader: Reader): Promise<void> {
+  reader.show(loadingScreen(reader));
+  try {
+    const [message, draft] = await Promise.all([reader.api.message(), reader.api.draft().catch(() => undefined)]);
+    reader.show(readScreen(reader, message, draft));
+  } catch (error) {
+    if (isSessionGone(error)) {
+      reader.notice = reader.t.sessionEnded;
+      reader.show(signInScreen(reader));
+      return;
+    }
+    reader.show(fatalScreen(reader, error));
+  }
+}
+
+export function readScreen(reader: Reader, message: SealedMessage, draft: Draft | undefined): Screen {
+  const { t } = reader;
+  const subject = message.subject || t.message.noSubject;
+  return {
+    name: 'message',
+    title: subject,
+    render() {
+      const signOut = h('button', { type: 'button', class: 'secondary small' }, t.message.signOut);
+      signOut.addEventListener('click', () => {
+        void busy(signOut, t.message.signOut, async () => {
+          // Signed out or not, the page forgets the session: the server clears the cookie either way.
+          await reader.api.logout().catch(() => undefined);
+          reader.show(signedOutScreen(reader));
+        });
+      });
+
+      const headers = h('dl', { class: 'headers' });
+      const row = (label: string, value: string) => {
+        if (value) headers.append(h('div', {}, h('dt', {}, label), h('dd', {}, value)));
+      };
+      row(t.message.from, addresses(message.from));
+      row(t.message.to, addresses(message.to));
+      row(t.message.cc, addresses(message.cc));
+      if (message.replyTo.length > 0 && addresses(message.replyTo) !== addresses(message.from)) row(t.message.replyTo, addresses(message.replyTo));
+      if (message.date) row(t.message.date, formatDate(message.date, t.lang));
+
+      const seal = message.seal.verified
+        ? h(
+            'section',
+            { class: 'seal', 'aria-label': t.message.sealTitle },
+            h('span', { class: 'seal-mark', 'aria-hidden': 'true' }, '✓'),
+            h(
+              'div',
+              {},
+              sealLine(t.message.sealedOn(formatDate(message.seal.sealedAt, t.lang), message.seal.cid), message.seal.cid),
+              h('p', { class: 'hint' }, t.message.sealExplain),
+            ),
+          )
+        : null;
+
+      const files = message.attachments.filter((a) => !a.inline || !message.html);
+      const attachments =
+        files.length > 0
+          ? h(
+              'section',
+              { class: 'attachments', 'aria-labelledby': 'attachments-title' },
+              h('h2', { id: 'attachments-title' }, t.message.attachments),
+              h(
+                'ul',
+                {},
+                ...files.map((a) =>
+                  h(
+                    'li',
+                    {},
+                    h(
+                      'a',
+                      { href: reader.api.attachmentUrl(a.index), download: a.filename, 'aria-label': t.message.download(a.filename, formatBytes(t, a.size)) },
+                      h('span', { class: 'file-name' }, a.filename),
+                      h('span', { class: 'file-size' }, formatBytes(t, a.size)),
+                    ),
+                  ),
+                ),
+              ),
+            )
+          : null;
+
+      return h(
+        'div',
+        { class: 'reading' },
+        h('div', { class: 'toolbar' }, signOut),
+        h(
+          'article',
+          { class: 'card message', 'aria-labelledby': 'message-subject' },
+          h('h1', { id: 'message-subject' }, subject),
+          headers,
+          seal,
+          messageBody(reader, message),
+          attachments,
+        ),
+        replySection(reader, message, draft),
+      );
+    },
+  };
+}
+
+/** Text in a plain block; HTML in a sandboxed frame, with "show images" when the sender's had some. */
+function messageBody(reader: Reader, message: SealedMessage): HTMLElement {
+  const { t } = reader;
+  if (message.html) {
+    const container = h('div', { class: 'body' });
+    const alert = alertBox();
+    const render = (html: string, remoteImages: boolean) => container.replaceChildren(messageFrame(html, { title: t.message.bodyFrame, remoteImages }));
+    render(message.html, false);
+    const blocked = message.remoteImages ?? 0;
+    if (blocked === 0) return container;
+    const button = h('button', { type: 'button', class: 'secondary small' }, t.message.showImages);
+    const bar = h('div', { class: 'images-bar' }, h('p', {}, t.message.remoteImagesBlocked(blocked)), button, alert.element);
+    button.addEventListener('click', () => {
+      void busy(button, t.loading, async () => {
+        try {
+          const withImages = await reader.api.message({ remoteImages: true });
+          render(withImages.html ?? '', true);
+          bar.remove();
+        } catch (error) {
+          alert.show(t, error);
+        }
+      });
+    });
+    return h('div', {}, bar, container);
+  }
+  if (message.text) return h('div', { class: 'body body-text' }, message.text);
+  return h('p', { class: 'body hint' }, t.message.noBody);
+}
+
+/** The translated sentence, with the CID in it set as code (it is long and breaks anywhere). */
+function sealLine(sentence: string, cid: string): HTMLElement {
+  const at = sentence.indexOf(cid);
+  if (at < 0) return h('p', { class: 'seal-line' }, sentence);
+  return h('p', { class: 'seal-line' }, sentence.slice(0, at), h('code', { class: 'cid' }, cid), sentence.slice(at + cid.length));
+}
+
+function addresses(list: Address[]): string {
+  return list.map((a) => (a.name && a.name !== a.address ? `${a.name} <${a.address}>` : a.address)).join(', ');
+}

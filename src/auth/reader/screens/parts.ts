@@ -1,0 +1,81 @@
+import { h, uid } from '../dom.ts';
+
+/** A labelled input with an optional hint, wired with for/id and aria-describedby. */
+export function field(options: {
+  label: string;
+  hint?: string;
+  input: Record<string, string | number | boolean | undefined>;
+}): { wrapper: HTMLElement; input: HTMLInputElement } {
+  const id = uid('field');
+  const hintId = options.hint ? `${id}-hint` : undefined;
+  const input = h('input', { id, ...options.input, 'aria-describedby': hintId });
+  const wrapper = h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, options.label),
+    options.hint ? h('p', { class: 'hint', id: hintId }, options.hint) : null,
+    input,
+  );
+  return { wrapper, input };
+}
+
+/** Marks the field wrong (for screen readers too) and puts the cursor there. */
+export function flagInvalid(input: HTMLInputElement | HTMLTextAreaElement): void {
+  input.setAttribute('aria-invalid', 'true');
+  input.focus();
+  if (input instanceof HTMLInputElement) input.select();
+}
+
+export function clearInvalid(...inputs: Array<HTMLInputElement | HTMLTextAreaElement>): void {
+  for (const input of inputs) input.removeAttribute('aria-invalid');
+}
+
+/** A button that shows `busyLabel` and cannot be pressed while `work` runs. */
+export async function busy<T>(button: HTMLButtonElement, busyLabel: string, work: () => Promise<T>): Promise<T> {
+  const label = button.textContent;
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  button.textContent = busyLabel;
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+    button.textContent = label;
+  }
+}
+
+/** The sender and subject of the sealed message, as the sign-in screens show them. */
+export function messageCard(from: string, fromLabel: string, subject: string, subjectLabel: string): HTMLElement {
+  return h(
+    'dl',
+    { class: 'message-card' },
+    h('div', {}, h('dt', {}, fromLabel), h('dd', {}, from)),
+    h('div', {}, h('dt', {}, subjectLabel), h('dd', { class: 'subject' }, subject)),
+  );
+}
+
+/**
+ * A countdown to when something may be done again (Retry-After, the per-number interval): calls
+ * `onTick` with the seconds left every second and `onDone` at zero, while `owner` is on the page.
+ * Returns a stop function.
+ */
+export function countdown(seconds: number, owner: Element, onTick: (left: number) => void, onDone: () => void): () => void {
+  const end = Date.now() + seconds * 1000;
+  let timer = 0;
+  const tick = () => {
+    // The screen was left: nothing to update any more.
+    if (!owner.isConnected) return window.clearInterval(timer);
+    const left = Math.ceil((end - Date.now()) / 1000);
+    if (left <= 0) {
+      window.clearInterval(timer);
+      onDone();
+      return;
+    }
+    onTick(left);
+  };
+  timer = window.setInterval(tick, 1000);
+  if (seconds > 0) onTick(Math.ceil(seconds));
+  else onDone();
+  return () => window.clearInterval(timer);
+}

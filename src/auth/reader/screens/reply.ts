@@ -1,0 +1,185 @@
+import type { Draft, DraftFile, SealedMessage } from '../api.ts';
+import { alertBox, isSessionGone, type Reader } from '../app.ts';
+import { announce, h, uid } from '../dom.ts';
+import { errorText } from '../errors.ts';
+import { formatBytes } from '../format.ts';
+import { busy } from './parts.ts';
+import { sentScreen } from './sent.ts';
+import { signInScreen } from './sign-in.ts';
+
+/** What the page shows when the service does not say its limits (the defaults of ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE). */
+const DEFAULT_MAX_FILE = 25 * 1024 * 1024;
+const DEFAULT_MAX_TOTAL = 50 * 1024 * 1024;
+const SAVE_DELAY_MS = 800;
+
+/**
+ * The reply form under the message: text saved as a draft while typing (so it can be continued on
+ * another device), files uploaded one by one with a progress bar, each removable, then send.
+ */
+export function replySection(reader: Reader, message: SealedMessage, draft: Draft | undefined): HTMLElement {
+  const { t, api } = reader;
+  const maxFile = draft?.maxFileSize ?? reader.config.attachments?.maxFileSize ?? DEFAULT_MAX_FILE;
+  const maxTotal = draft?.maxTotalSize ?? reader.config.attachments?.maxTotalSize ?? DEFAULT_MAX_TOTAL;
+  const recipient = message.replyTo[0] ?? message.from[0];
+  const recipientText = recipient ? (recipient.name ? `${recipient.name} <${recipient.address}>` : recipient.address) : '';
+  const files: DraftFile[] = [...(draft?.files ?? [])];
+  let uploading = 0;
+
+  const alert = alertBox();
+  const textId = uid('reply');
+  const text = h('textarea', { id: textId, name: 'text', rows: 7, 'aria-describedby': `${textId}-status` });
+  text.value = draft?.text ?? '';
+  const saveStatus = h('p', { class: 'hint', id: `${textId}-status`, role: 'status' }, draft?.text ? t.reply.draftRestored : '');
+
+  let saveTimer = 0;
+  let saving: Promise<unknown> = Promise.resolve();
+  const saveNow = () => {
+    window.clearTimeout(saveTimer);
+    saveStatus.textContent = t.reply.draftSaving;
+    saving = api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }).then(
+      () => (saveStatus.textContent = t.reply.draftSaved),
+      (error: unknown) => (saveStatus.textContent = errorText(t, error)),
+    );
+    return saving;
+  };
+  text.addEventListener('input', () => {
+    window.clearTimeout(saveTimer);
+    saveTimer = window.setTimeout(() => void saveNow(), SAVE_DELAY_MS);
+  });
+  text.addEventListener('blur', () => {
+    if (saveTimer) void saveNow();
+    saveTimer = 0;
+  });
+
+  const list = h('ul', { class: 'files', 'aria-live': 'polite' });
+  const used = h('p', { class: 'hint' });
+  const total = () => files.reduce((sum, f) => sum + f.size, 0);
+  const updateUsed = () => (used.textContent = t.reply.used(formatBytes(t, total()), formatBytes(t, maxTotal)));
+
+  const fileRow = (file: DraftFile): HTMLElement => {
+    const remove = h('button', { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) }, '✕');
+    const row = h('li', { class: 'file' }, h('span', { class: 'file-name' }, file.name), h('span', { class: 'file-size' }, formatBytes(t, file.size)), remove);
+    remove.addEventListener('click', () => {
+      alert.clear();
+      void busy(remove, '…', async () => {
+        try {
+          await api.removeFile(file.id);
+          files.splice(files.indexOf(file), 1);
+          row.remove();
+          updateUsed();
+          announce(t.reply.removed(file.name));
+          picker.focus();
+        } catch (error) {
+          handle(error);
+        }
+      });
+    });
+    return row;
+  };
+  for (const file of files) list.append(fileRow(file));
+  updateUsed();
+
+  const input = h('input', { type: 'file', multiple: true, class: 'visually-hidden', tabindex: -1, 'aria-hidden': 'true', name: 'files' });
+  const picker = h('button', { type: 'button', class: 'secondary' }, t.reply.addFiles);
+  picker.addEventListener('click', () => input.click());
+  input.addEventListener('change', () => {
+    const chosen = Array.from(input.files ?? []);
+    input.value = '';
+    alert.clear();
+    void uploadAll(chosen);
+  });
+
+  /** One after the other: the limits are checked against what is already attached. */
+  async function uploadAll(chosen: File[]) {
+    for (const file of chosen) await upload(file);
+  }
+
+  async function upload(file: File) {
+    const progress = h('progress', { max: 100, value: 0, 'aria-label': t.reply.uploading(file.name) });
+    const row = h('li', { class: 'file uploading' }, h('span', { class: 'file-name' }, file.name), h('span', { class: 'file-size' }, formatBytes(t, file.size)), progress);
+    const fail = (sentence: string) => {
+      row.classList.replace('uploading', 'failed');
+      const dismiss = h('button', { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) }, '✕');
+      dismiss.addEventListener('click', () => {
+        row.remove();
+        picker.focus();
+      });
+      progress.replaceWith(dismiss);
+      row.append(h('p', { class: 'file-error', role: 'alert' }, sentence));
+    };
+    list.append(row);
+    // The server decides (it counts every byte); checking first spares a long upload bound to fail.
+    if (file.size > maxFile) return fail(`${t.errors.file_too_large} ${t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal))}`);
+    if (total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
+    uploading += 1;
+    try {
+      const stored = await api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)));
+      files.push(stored);
+      row.replaceWith(fileRow(stored));
+      updateUsed();
+      announce(t.reply.uploaded(stored.name));
+    } catch (error) {
+      if (isSessionGone(error)) return handle(error);
+      fail(errorText(t, error));
+    } finally {
+      uploading -= 1;
+    }
+  }
+
+  const copyId = uid('copy');
+  const copy = h('input', { type: 'checkbox', id: copyId, name: 'copy', checked: Boolean(draft?.bcc) });
+  copy.addEventListener('change', () => void saveNow());
+  const copyRow = reader.email ? h('div', { class: 'check' }, copy, h('label', { for: copyId }, t.reply.copyToMe(reader.email))) : null;
+
+  const send = h('button', { type: 'submit', class: 'primary' }, t.reply.send);
+  const form = h(
+    'form',
+    { novalidate: true, class: 'reply-form' },
+    h('p', {}, t.reply.to(recipientText)),
+    h('div', { class: 'field' }, h('label', { for: textId }, t.reply.text), text, saveStatus),
+    h(
+      'fieldset',
+      { class: 'attach' },
+      h('legend', {}, t.reply.files),
+      h('p', { class: 'hint' }, t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal))),
+      list,
+      used,
+      input,
+      picker,
+    ),
+    copyRow,
+    alert.element,
+    send,
+  );
+
+  function handle(error: unknown) {
+    if (isSessionGone(error)) {
+      reader.notice = t.sessionEnded;
+      reader.show(signInScreen(reader));
+      return;
+    }
+    alert.show(t, error);
+  }
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    alert.clear();
+    if (uploading > 0) return alert.say(t.reply.waitForUploads);
+    if (!text.value.trim() && files.length === 0) {
+      alert.say(t.reply.empty);
+      return text.focus();
+    }
+    window.clearTimeout(saveTimer);
+    void busy(send, t.reply.sending, async () => {
+      try {
+        await saving;
+        await api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) });
+        reader.show(sentScreen(reader, recipientText));
+      } catch (error) {
+        handle(error);
+      }
+    });
+  });
+
+  return h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), form);
+}

@@ -1,0 +1,170 @@
+import type { ErrorCode } from '../../../kernel/errors.ts';
+
+/**
+ * Every word the reader page shows, in English. A translation is a copy of this file with the same
+ * keys (`texts/de.ts`), picked in texts/index.ts; TypeScript refuses one with a key missing.
+ * Functions take the values they put into a sentence.
+ */
+export const en = {
+  lang: 'en',
+  appName: 'Sealpost',
+  loading: 'Loading…',
+  skipToContent: 'Skip to content',
+
+  signIn: {
+    title: 'Read your sealed message',
+    from: 'From',
+    subject: 'Subject',
+    noSubject: '(no subject)',
+    introSms: 'To read it, confirm that it is for you: enter your email address and your mobile number. We will send you a one-time code by SMS.',
+    introEmail: 'To read it, confirm that it is for you: enter your email address. We will send you a one-time code by email.',
+    introBoth: 'To read it, confirm that it is for you: enter your email address, and your mobile number if the sender has it. We will send you a one-time code.',
+    email: 'Email address',
+    emailHint: 'The address this message was sent to.',
+    mobile: 'Mobile number',
+    mobileOptional: 'Mobile number (if the sender has it)',
+    mobileHint: 'In international format, for example +41 79 123 45 67.',
+    send: 'Send me a code',
+    sending: 'Sending…',
+  },
+
+  code: {
+    title: 'Enter your code',
+    sentSms: (length: number, to: string) => `We sent a ${length}-digit code by SMS to ${to}.`,
+    sentEmail: (length: number, to: string) => `We sent a ${length}-digit code by email to ${to}.`,
+    validFor: (duration: string) => `The code is valid for ${duration}.`,
+    label: 'Code',
+    remember: 'Keep me signed in on this device',
+    rememberHint: (duration: string) => `For ${duration}, or until you sign out. Do not tick this on a shared computer.`,
+    submit: 'Sign in',
+    checking: 'Checking…',
+    resend: 'Send a new code',
+    resendIn: (duration: string) => `You can ask for a new code in ${duration}.`,
+    resent: 'A new code is on its way. The old one no longer works.',
+    otherAddress: 'Use a different address',
+  },
+
+  message: {
+    from: 'From',
+    to: 'To',
+    cc: 'Cc',
+    replyTo: 'Reply to',
+    date: 'Date',
+    noSubject: '(no subject)',
+    sealedOn: (date: string, cid: string) => `Sealed on ${date} — content verified against IPFS CID ${cid}.`,
+    sealTitle: 'The seal holds',
+    sealExplain: 'This message is exactly as it was sealed: its fingerprint (SHA-256) matches the sealed copy.',
+    sha256: 'SHA-256',
+    bodyFrame: 'Message text',
+    noBody: 'This message has no text.',
+    remoteImagesBlocked: (count: number) =>
+      count === 1 ? 'One image from the internet is not shown, so that the sender cannot see when you read this.' : `${count} images from the internet are not shown, so that the sender cannot see when you read this.`,
+    showImages: 'Show images',
+    attachments: 'Attachments',
+    download: (name: string, size: string) => `Download ${name} (${size})`,
+    signOut: 'Sign out',
+  },
+
+  reply: {
+    title: 'Reply',
+    to: (to: string) => `Your reply goes to ${to}.`,
+    text: 'Your reply',
+    draftSaved: 'Draft saved. You can continue later, also on another device.',
+    draftSaving: 'Saving draft…',
+    draftRestored: 'Your unsent draft was restored.',
+    files: 'Attached files',
+    addFiles: 'Attach files',
+    limits: (perFile: string, total: string) => `Up to ${perFile} per file and ${total} in total.`,
+    used: (used: string, total: string) => `${used} of ${total} used.`,
+    uploading: (name: string) => `Uploading ${name}`,
+    uploaded: (name: string) => `${name} is attached.`,
+    remove: (name: string) => `Remove ${name}`,
+    removed: (name: string) => `${name} was removed.`,
+    copyToMe: (email: string) => `Send me a copy (to ${email})`,
+    send: 'Send reply',
+    sending: 'Sending…',
+    empty: 'Please write a reply or attach a file first.',
+    waitForUploads: 'Please wait until the files are uploaded.',
+  },
+
+  sent: {
+    title: 'Your reply was sent',
+    body: (to: string) => `Your reply is on its way to ${to}.`,
+    back: 'Back to the message',
+  },
+
+  signedOut: {
+    title: 'You are signed out',
+    body: 'Your session on this device has ended. To read the message again, sign in with a new code.',
+    again: 'Sign in again',
+  },
+
+  fatal: {
+    title: 'This message cannot be shown',
+    badLink: 'This link is not complete. Please open the link from your email again.',
+    retry: 'Try again',
+  },
+
+  sessionEnded: 'Your session has ended. Please sign in again.',
+
+  units: {
+    bytes: (n: number) => `${n} bytes`,
+    kb: (n: string) => `${n} KB`,
+    mb: (n: string) => `${n} MB`,
+    gb: (n: string) => `${n} GB`,
+    seconds: (n: number) => (n === 1 ? '1 second' : `${n} seconds`),
+    minutes: (n: number) => (n === 1 ? '1 minute' : `${n} minutes`),
+    hours: (n: number) => (n === 1 ? '1 hour' : `${n} hours`),
+    days: (n: number) => (n === 1 ? '1 day' : `${n} days`),
+  },
+
+  /**
+   * One helpful sentence per errorCode (SEED-SPEC "Errors" and the services' generic codes). The page
+   * never shows the server's `message`: it is for logs, in English, and may be technical.
+   */
+  errors: {
+    expired_code: 'This code has expired. Please ask for a new code and enter that one.',
+    incorrect_code: 'That code is not right. Please check the digits and try again — or ask for a new code.',
+    invalid_code_or_email: 'That code is not right. Please check the digits in the newest email we sent you, or ask for a new code.',
+    invalid_email: 'Please enter a complete email address, like name@example.com.',
+    invalid_mobile: 'Please enter your mobile number in international format, starting with + and the country code, like +41 79 123 45 67.',
+    invalid_bcc_address: 'The address for your copy is not a valid email address.',
+    email_mismatch: 'A copy of the reply can only go to your own address, the one you signed in with.',
+    unauthorized_user: 'This message was not sent to this address or mobile number. Please check them, or ask the sender.',
+    forbidden_auth_method: 'This address signs in another way. Please check whether the sender has your mobile number.',
+    forbidden_file_type: 'This kind of file cannot be attached (for example programs and scripts). Please attach a document or picture instead.',
+    malware_detected: 'This file seems to contain a virus, so it was not attached.',
+    file_too_large: 'This file is too large to attach.',
+    upload_limit_reached: 'Together with the files already attached, this file is too large. Remove a file or send fewer.',
+    new_mobile_conflict: 'This is already your mobile number.',
+    sms_rate_limit: 'Too many codes were asked for. Please wait a little before asking for a new one.',
+    email_and_mobile_mismatch: 'This email address and mobile number do not belong together. Please check both.',
+    validation_failed: 'Something in the form is not filled in correctly. Please check it and try again.',
+    not_found: 'This message does not exist or is no longer available. Please check the link, or ask the sender.',
+    unauthenticated: 'Your session has ended. Please sign in again.',
+    forbidden: 'This is not allowed.',
+    csrf_token_invalid: 'This page was open for a long time. Please reload it and try again.',
+    conflict: 'Something changed in the meantime. Please reload the page and try again.',
+    payload_too_large: 'This is too large to send.',
+    unavailable: 'The service is busy right now. Please try again in a minute.',
+    upstream_failed: 'The message cannot be fetched right now. Please try again in a few minutes.',
+    internal: 'Something went wrong on our side. Please try again later.',
+  } satisfies Record<ErrorCode, string>,
+
+  /** For answers without a known errorCode, by situation. */
+  errorFallback: {
+    network: 'No connection to the server. Please check your internet connection and try again.',
+    status: (status: number) =>
+      status >= 500 ? 'Something went wrong on our side. Please try again later.' : 'That did not work. Please try again.',
+    retryIn: (duration: string) => `Please try again in ${duration}.`,
+    reference: (id: string) => `Reference: ${id}`,
+  },
+
+  /** forbidden_auth_method, made precise by what the reader tried. */
+  methodHint: {
+    needsMobile: 'For this address, the code comes by SMS. Please enter the mobile number the sender has for you.',
+    needsEmail: 'For this address, the code comes by email. Please leave the mobile number empty.',
+  },
+};
+
+export type Texts = typeof en;

@@ -1,0 +1,102 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { normalizeEmail } from '../../kernel/email.ts';
+import { AppError } from '../../kernel/errors.ts';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { DraftAttachments } from '../attachments/upload.ts';
+import type { SignedInSession } from '../context.ts';
+import type { DraftStore } from '../drafts/store.ts';
+import type { ExchangeClient } from '../exchange/client.ts';
+import type { SealClient } from '../seal/client.ts';
+import { emailKey, type RecipientDirectory } from '../seal/recipients.ts';
+import { composeReply, originalHeaders } from './compose.ts';
+
+export interface ReplyInput {
+  text: string;
+  html?: string;
+  bcc?: string;
+}
+
+export interface SentReply {
+  envelopeId: string;
+  messageId: string;
+  files: number;
+}
+
+/**
+ * Sending a reply (POST /v1/message/reply): the text is saved into the draft first, so whatever goes
+ * wrong after, nothing the reader wrote is lost; the draft is claimed so a second click cannot send it
+ * twice; the reply is built and handed to the exchange engine as a JSON message whose envelope sender
+ * is the recipient (a reply rule with `channel: json` and `sender` routes it). Only once the engine
+ * answered 202 is the draft marked sent and its files deleted.
+ */
+export class ReplySender {
+  constructor(
+    private readonly deps: {
+      drafts: DraftStore;
+      attachments: DraftAttachments;
+      objects: ObjectStore;
+      recipients: RecipientDirectory;
+      seal: SealClient;
+      exchange: ExchangeClient;
+    },
+  ) {}
+
+  async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger): Promise<SentReply> {
+    const { drafts, attachments, objects, recipients, seal, exchange } = this.deps;
+    const bcc = checkBcc(input.bcc, session.email);
+
+    const found = await recipients.find(session.messageId, session.email);
+    if (!found) throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
+    const to = normalizeEmail(found.record.sender);
+    if (!to) throw new AppError('conflict', 409, 'The sealed message has no sender address a reply could go to');
+    const from = found.recipient.email;
+
+    const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
+    const saved = await drafts.save(owner, { text: input.text, html: input.html ?? null, bcc: input.bcc ?? null }, new Date());
+    if (saved === 'sending' || !(await drafts.claimForSending(saved.id, new Date()))) {
+      throw new AppError('conflict', 409, 'This reply is being sent already');
+    }
+    const draftId = saved.id;
+
+    let sent: { envelopeId: string; messageId: string; files: number };
+    try {
+      const files = await drafts.files(draftId);
+      const original = await originalHeaders(await seal.content(session.messageId), found.record.subject);
+      const { messageId, stream } = composeReply({
+        from,
+        to,
+        original,
+        text: input.text,
+        ...(input.html !== undefined ? { html: input.html } : {}),
+        attachments: files.map((file) => ({ filename: file.filename, contentType: file.content_type, open: () => objects.get(file.object_key) })),
+        date: new Date(),
+      });
+      // The copy to oneself is an envelope recipient only: no Bcc header is written.
+      const { envelopeId } = await exchange.submitRaw({ from, to: [to], ...(bcc ? { bcc: [bcc] } : {}) }, stream);
+      sent = { envelopeId, messageId, files: files.length };
+    } catch (error) {
+      await drafts.releaseSending(draftId).catch((release: unknown) => log.warn({ err: release, draftId }, 'could not release the send claim of a draft'));
+      throw error;
+    }
+
+    await drafts.markSent(draftId, new Date());
+    log.info({ draftId, envelopeId: sent.envelopeId, files: sent.files, bcc: Boolean(bcc) }, 'reply handed to the exchange engine');
+    // What is left of a sent draft is the watcher's if this fails (it deletes sent drafts on its next run).
+    await attachments.deleteDraft(draftId).catch((error: unknown) => log.warn({ err: error, draftId }, 'could not delete the sent draft yet; the watcher will'));
+    return sent;
+  }
+}
+
+/**
+ * The bcc of a reply is a copy to oneself (SEED-SPEC: email_mismatch when the normalised bcc differs
+ * from the signed-in recipient's address). Empty means none.
+ */
+function checkBcc(bcc: string | undefined, recipient: string): string | undefined {
+  if (bcc === undefined || bcc.trim() === '') return undefined;
+  const normalized = normalizeEmail(bcc);
+  if (!normalized) throw new AppError('invalid_bcc_address', 400, 'The bcc address is not a valid email address');
+  if (emailKey(normalized) !== emailKey(recipient)) {
+    throw new AppError('email_mismatch', 403, 'The bcc address must be your own address (a copy to yourself)');
+  }
+  return normalized;
+}

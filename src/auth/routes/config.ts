@@ -1,0 +1,89 @@
+import { Type } from 'typebox';
+import { notFound } from '../../kernel/errors.ts';
+import type { App } from '../../kernel/http.ts';
+import type { AuthContext } from '../context.ts';
+import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
+import { csrfToken } from '../sessions/csrf.ts';
+import { TAGS, errorResponses } from './errors.ts';
+
+const ReaderConfig = Type.Object({
+  messageId: Type.Optional(Type.String()),
+  methods: Type.Optional(
+    Type.Array(Type.Union([Type.Literal('sms'), Type.Literal('email')]), {
+      description: 'sign-in methods the recipients of this message may use (sms: they were given a mobile number; email: not)',
+    }),
+  ),
+  sender: Type.Optional(Type.String({ description: "the sealed message's sender, shown by the reader page before sign-in" })),
+  subject: Type.Optional(Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" })),
+  signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
+  email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
+  codeLength: Type.Integer(),
+  codeExpiresIn: Type.Integer({ description: 'seconds a code stays valid (SMS_CODE_EXPIRATION)' }),
+  maxAttempts: Type.Integer({ description: 'wrong tries after which a code is void' }),
+  rememberMeMaxAge: Type.Integer({ description: "seconds a 'keep me signed in' session lasts" }),
+  limits: Type.Object({
+    perNumberInterval: Type.Integer({ description: 'seconds between two codes to one number (or address)' }),
+    perNumberHourly: Type.Integer(),
+    perIpHourly: Type.Integer(),
+  }),
+});
+
+/**
+ * GET /v1/config (SEED-SPEC A): the reader page's settings and the CSRF token (X-CSRF-Token header).
+ * Starts a server-side session when the request has none, with a browser-session cookie.
+ */
+export async function configRoutes(app: App, context: AuthContext) {
+  app.get(
+    '/v1/config',
+    {
+      schema: {
+        tags: TAGS.signIn,
+        summary: 'Reader settings and the CSRF token; starts a session',
+        description:
+          'The X-CSRF-Token response header carries the token that every POST, PUT and DELETE must send back. ' +
+          'Without a session cookie, a session is started (Set-Cookie, browser session). Recipients are not listed: ' +
+          'only which methods the message\'s recipients use.',
+        querystring: Type.Object({ messageId: Type.Optional(Type.String({ pattern: MESSAGE_ID_PATTERN })) }, { additionalProperties: false }),
+        response: { 200: ReaderConfig, ...errorResponses(400, 404, 502) },
+      },
+    },
+    async (request, reply) => {
+      const { messageId } = request.query;
+      let methods: Array<'sms' | 'email'> | undefined;
+      let about: { sender: string; subject: string } | undefined;
+      if (messageId !== undefined) {
+        const record = await context.seal.sealed(messageId);
+        if (!record) throw notFound('No sealed message with this id');
+        methods = [...new Set(record.recipients.map((r) => r.method))].sort();
+        // The reader page shows who wrote about what before sign-in (issue 7): the link is the key to
+        // these two, while the content and the recipients stay behind the code.
+        about = { sender: record.sender, subject: record.subject };
+      }
+      let session = request.readerSession;
+      if (!session) {
+        const issued = await context.sessions.create(new Date());
+        session = { row: issued.session, token: issued.token };
+        request.readerSession = session;
+        reply.header('set-cookie', context.cookie.set(issued.token));
+      }
+      reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
+      const signedIn = Boolean(session.row.message_id) && (messageId === undefined || session.row.message_id === messageId);
+      const { settings } = context;
+      return {
+        ...(messageId !== undefined ? { messageId, methods, ...about } : {}),
+        signedIn,
+        ...(signedIn && session.row.email ? { email: session.row.email } : {}),
+        codeLength: CODE_LENGTH,
+        codeExpiresIn: settings.codeExpiresInSeconds,
+        maxAttempts: settings.maxAttempts,
+        rememberMeMaxAge: settings.rememberMeMaxAgeSeconds,
+        limits: {
+          perNumberInterval: settings.limits.perNumberIntervalSeconds,
+          perNumberHourly: settings.limits.perNumberHourly,
+          perIpHourly: settings.limits.perIpHourly,
+        },
+      };
+    },
+  );
+}

@@ -1,0 +1,105 @@
+import { Type } from 'typebox';
+import { AppError, notFound } from '../../kernel/errors.ts';
+import type { App } from '../../kernel/http.ts';
+import { requireSignedIn, type AuthContext } from '../context.ts';
+import { readMessage, type AttachmentView } from '../message/read.ts';
+import { TAGS, errorResponses } from './errors.ts';
+
+const Address = Type.Object({ name: Type.String(), address: Type.String() });
+const MessageResponse = Type.Object({
+  id: Type.String(),
+  subject: Type.String(),
+  from: Type.Array(Address),
+  to: Type.Array(Address),
+  cc: Type.Array(Address),
+  replyTo: Type.Array(Address),
+  date: Type.Union([Type.String(), Type.Null()]),
+  text: Type.Union([Type.String(), Type.Null()]),
+  html: Type.Union([Type.String(), Type.Null()], { description: 'sanitised HTML body' }),
+  remoteImages: Type.Integer({ description: 'images from the internet in the HTML: left out, or with images=remote kept (https only)' }),
+  attachments: Type.Array(
+    Type.Object({ index: Type.Integer(), filename: Type.String(), contentType: Type.String(), size: Type.Integer(), inline: Type.Boolean() }),
+  ),
+  seal: Type.Object({
+    verified: Type.Boolean({ description: 'the seal service checked the SHA-256 of the content against the seal' }),
+    cid: Type.String(),
+    sha256: Type.String(),
+    sealedAt: Type.String(),
+    pins: Type.Array(Type.Object({ cluster: Type.String(), status: Type.String(), error: Type.Optional(Type.String()) })),
+  }),
+});
+
+/**
+ * Reading the sealed message of the signed-in session. The content comes from the seal service only
+ * after it verified the SHA-256; when it cannot, the answer is a 502 and nothing of the content is shown.
+ */
+export async function messageRoutes(app: App, context: AuthContext) {
+  async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
+    const record = await context.seal.sealed(messageId);
+    if (!record) throw notFound('The sealed message is no longer available');
+    const raw = await context.seal.content(messageId);
+    const { view, attachments } = await readMessage(raw, options).catch((error: unknown) => {
+      // Verified content that the MIME parser refuses (e.g. a header block over its size limit) cannot be
+      // shown: a 502 like other content that cannot be shown, not a 500 (found by test/security/oversized-headers).
+      throw new AppError('upstream_failed', 502, `The sealed message cannot be shown: ${(error as Error).message}`, { cause: error });
+    });
+    return { record, view, attachments };
+  }
+
+  app.get(
+    '/v1/message',
+    {
+      schema: {
+        tags: TAGS.reading,
+        summary: 'The sealed message of the signed-in session: headers, text, sanitised HTML, attachments, seal status',
+        description:
+          'Images from the internet are left out of the HTML (they would tell the sender when and where it was read); ' +
+          'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them.',
+        querystring: Type.Object({ images: Type.Optional(Type.Literal('remote')) }, { additionalProperties: false }),
+        response: { 200: MessageResponse, ...errorResponses(401, 404, 502) },
+      },
+    },
+    async (request) => {
+      const session = requireSignedIn(request);
+      const { record, view } = await load(session.messageId, { remoteImages: request.query.images === 'remote' });
+      return {
+        id: record.id,
+        ...view,
+        seal: { verified: true, cid: record.cid, sha256: record.sha256, sealedAt: record.sealedAt, pins: record.pins },
+      };
+    },
+  );
+
+  app.get(
+    '/v1/message/attachments/:n',
+    {
+      schema: {
+        tags: TAGS.reading,
+        summary: 'Download one attachment of the sealed message (index from GET /v1/message)',
+        params: Type.Object({ n: Type.String({ pattern: '^(0|[1-9][0-9]{0,3})$' }) }),
+        response: errorResponses(401, 404, 502),
+      },
+    },
+    async (request, reply) => {
+      const session = requireSignedIn(request);
+      const { view, attachments } = await load(session.messageId);
+      const index = Number(request.params.n);
+      const attachment = attachments[index];
+      const meta = view.attachments[index] as AttachmentView | undefined;
+      if (!attachment || !meta) throw notFound('No attachment with this index');
+      // Served from our origin, a sender's HTML or SVG must never render here: always a download, no sniffing.
+      return reply
+        .header('content-type', meta.contentType)
+        .header('content-disposition', contentDisposition(meta.filename))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .send(attachment.content);
+    },
+  );
+}
+
+/** RFC 6266: an ASCII fallback name and the exact name in UTF-8 (RFC 8187). */
+function contentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+}

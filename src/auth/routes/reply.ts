@@ -1,0 +1,116 @@
+import { Type } from 'typebox';
+import { AppError } from '../../kernel/errors.ts';
+import type { App } from '../../kernel/http.ts';
+import { fileView } from '../attachments/upload.ts';
+import { requireSignedIn, type AuthContext } from '../context.ts';
+import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { FileSchema, draftOwner } from './files.ts';
+import type { DraftRow } from '../tables.ts';
+
+/** Bodies are bounded by the service's JSON body limit (1 MiB); the text fields need no limit of their own. */
+const ReplyBody = Type.Object(
+  {
+    text: Type.String({ description: 'plain-text body' }),
+    html: Type.Optional(Type.String({ description: 'HTML body, sent beside the text' })),
+    bcc: Type.Optional(Type.String({ maxLength: 320, description: 'a copy to oneself: must be the signed-in recipient\'s own address' })),
+  },
+  { additionalProperties: false },
+);
+
+const Draft = Type.Object({
+  text: Type.String(),
+  html: Type.Union([Type.String(), Type.Null()]),
+  bcc: Type.Union([Type.String(), Type.Null()]),
+  files: Type.Array(FileSchema),
+  updatedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'last change; null when nothing was saved yet' }),
+  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'from then on the watcher may delete the draft and its files (last change + ATTACHMENTS_RETENTION_PERIOD)',
+  }),
+});
+
+/**
+ * The reply to the sealed message: one draft per message and recipient (so another device, signed in
+ * as the same recipient, continues it), saved with PUT and sent with POST.
+ */
+export async function replyRoutes(app: App, context: AuthContext) {
+  const retentionMs = context.settings.attachments.retentionMs;
+  /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
+  const draftView = async (draft: DraftRow) => ({
+    text: draft.text,
+    html: draft.html,
+    bcc: draft.bcc,
+    files: (await context.drafts.files(draft.id)).map(fileView),
+    updatedAt: draft.updated_at.toISOString(),
+    expiresAt: new Date(draft.updated_at.getTime() + retentionMs).toISOString(),
+  });
+
+  app.get(
+    '/v1/message/reply',
+    {
+      schema: {
+        tags: TAGS.replying,
+        summary: 'The draft reply: text, html, bcc and files',
+        response: { 200: Draft, ...errorResponses(401) },
+      },
+    },
+    async (request) => {
+      const session = requireSignedIn(request);
+      const draft = await context.drafts.findOpen(draftOwner(session));
+      if (!draft) return { text: '', html: null, bcc: null, files: [], updatedAt: null, expiresAt: null };
+      return draftView(draft);
+    },
+  );
+
+  app.put(
+    '/v1/message/reply',
+    {
+      schema: {
+        tags: TAGS.replying,
+        summary: 'Save the draft reply (text, html, bcc); starts the draft when there is none',
+        description: 'Saving moves the draft\'s last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ' + CSRF_NOTE,
+        body: ReplyBody,
+        response: { 200: Draft, ...errorResponses(400, 401, 403, 409) },
+      },
+    },
+    async (request) => {
+      const session = requireSignedIn(request);
+      const { text, html, bcc } = request.body;
+      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date());
+      if (saved === 'sending') throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
+      return draftView(saved);
+    },
+  );
+
+  app.post(
+    '/v1/message/reply',
+    {
+      schema: {
+        tags: TAGS.replying,
+        summary: 'Send the reply with the draft\'s files to the sender of the sealed message',
+        description:
+          'From the recipient, to the sealed message\'s sender, "Re: <subject>", In-Reply-To and References set to the sealed ' +
+          'message, with the draft\'s files; submitted to the exchange engine as a JSON message whose sender is the recipient ' +
+          '(a rule with params {channel: json, sender} routes it). bcc: invalid_bcc_address (400) when malformed, ' +
+          'email_mismatch (403) when it is not the recipient\'s own address; it becomes an envelope recipient, not a header. ' +
+          'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: 503 when ' +
+          'the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached (403) when the reply is larger ' +
+          'than it accepts, 409 while the same draft is being sent. ' +
+          CSRF_NOTE,
+        body: ReplyBody,
+        response: {
+          202: Type.Object({
+            envelopeId: Type.String({ description: "the exchange engine's id of the reply (its status: GET {EXCHANGE_URL}/v1/messages/{id}/status)" }),
+            messageId: Type.String({ description: 'the Message-ID header of the reply' }),
+            files: Type.Integer({ description: 'attachments sent' }),
+          }),
+          ...errorResponses(400, 401, 403, 409, 502, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = requireSignedIn(request);
+      const sent = await context.replies.send(session, request.body, request.log);
+      return reply.code(202).send(sent);
+    },
+  );
+}

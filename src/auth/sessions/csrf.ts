@@ -1,0 +1,40 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../../kernel/errors.ts';
+
+export const CSRF_HEADER = 'x-csrf-token';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The per-session CSRF token is an HMAC of the session token (SEED-SPEC "Authentication" 4): nothing to
+ * store, different for every session, and new whenever the session token is rotated at sign-in.
+ */
+export function csrfToken(csrfKey: Buffer, sessionToken: string): string {
+  return createHmac('sha256', csrfKey).update(sessionToken, 'utf8').digest('base64url');
+}
+
+/**
+ * onRequest guard for every route of the auth service: each POST, PUT, DELETE (and PATCH) needs the
+ * session's token in X-CSRF-Token, else 403 with an error object. It runs before the body is read, so
+ * a forged request costs no parsing, upload or database write.
+ */
+export function csrfGuard(csrfKey: Buffer) {
+  return async (request: FastifyRequest) => {
+    if (SAFE_METHODS.has(request.method)) return;
+    const presented = request.headers[CSRF_HEADER];
+    const session = request.readerSession;
+    if (!session || typeof presented !== 'string' || !sameSecret(presented, csrfToken(csrfKey, session.token))) {
+      throw new AppError(
+        'csrf_token_invalid',
+        403,
+        `${request.method} requests need the X-CSRF-Token header with the token of this session (from GET /v1/config or GET /v1/message/files)`,
+      );
+    }
+  };
+}
+
+/** Constant-time equality of two strings of any lengths (digests first: timingSafeEqual wants equal sizes). */
+export function sameSecret(a: string, b: string): boolean {
+  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+  return timingSafeEqual(digest(a), digest(b));
+}

@@ -1,0 +1,130 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely, Transaction, Updateable } from 'kysely';
+import type { AuthTables, SessionRow, SessionsTable } from '../tables.ts';
+
+export interface SessionTimeouts {
+  idleMs: number;
+  absoluteMs: number;
+  rememberMeMs: number;
+}
+
+/** A new or rotated session: the row and the token that only the cookie carries. */
+export interface IssuedSession {
+  session: SessionRow;
+  token: string;
+}
+
+/** Database work on sessions; `now` is always passed in so that every decision uses one clock reading. */
+export class SessionStore {
+  constructor(
+    private readonly db: Kysely<AuthTables>,
+    private readonly timeouts: SessionTimeouts,
+  ) {}
+
+  async create(now: Date): Promise<IssuedSession> {
+    const token = newToken();
+    const session = await this.db
+      .insertInto('sessions')
+      .values({
+        token_hash: tokenHash(token),
+        created_at: now,
+        last_seen_at: now,
+        expires_at: new Date(now.getTime() + this.timeouts.absoluteMs),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { session, token };
+  }
+
+  /**
+   * The live session the token names, or undefined when there is none or it is over (past its end,
+   * or idle too long without remember-me). Use is recorded at most every so often, to spare writes.
+   */
+  async findByToken(token: string, now: Date): Promise<SessionRow | undefined> {
+    const row = await this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('token_hash', '=', tokenHash(token))
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    if (!row || !this.alive(row, now)) return undefined;
+    if (now.getTime() - row.last_seen_at.getTime() > Math.min(60_000, this.timeouts.idleMs / 4)) {
+      await this.db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', row.id).execute();
+      return { ...row, last_seen_at: now };
+    }
+    return row;
+  }
+
+  alive(row: SessionRow, now: Date): boolean {
+    if (row.expires_at <= now) return false;
+    return row.remember_me || now.getTime() - row.last_seen_at.getTime() < this.timeouts.idleMs;
+  }
+
+  /**
+   * Runs `work` with the session row locked (FOR UPDATE): concurrent requests on one session, such
+   * as a burst of code guesses, are taken one at a time, so none can skip the count of wrong tries.
+   */
+  async locked<T>(sessionId: string, work: (trx: Transaction<AuthTables>, row: SessionRow) => Promise<T>): Promise<T | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('sessions').selectAll().where('id', '=', sessionId).forUpdate().executeTakeFirst();
+      return row ? work(trx, row) : undefined;
+    });
+  }
+
+  async update(trx: Transaction<AuthTables>, sessionId: string, values: Updateable<SessionsTable>): Promise<void> {
+    await trx.updateTable('sessions').set(values).where('id', '=', sessionId).execute();
+  }
+
+  /**
+   * Signs the session in and gives it a new token (no session fixation: a token planted or seen before
+   * sign-in is worthless after it). The session's end starts again from now.
+   */
+  async signIn(
+    trx: Transaction<AuthTables>,
+    sessionId: string,
+    who: { messageId: string; email: string; method: 'sms' | 'email'; rememberMe: boolean },
+    now: Date,
+  ): Promise<{ token: string; expiresAt: Date }> {
+    const token = newToken();
+    const lifetime = who.rememberMe ? this.timeouts.rememberMeMs : this.timeouts.absoluteMs;
+    const expiresAt = new Date(now.getTime() + lifetime);
+    await this.update(trx, sessionId, {
+      token_hash: tokenHash(token),
+      message_id: who.messageId,
+      email: who.email,
+      method: who.method,
+      signed_in_at: now,
+      remember_me: who.rememberMe,
+      last_seen_at: now,
+      expires_at: expiresAt,
+    });
+    return { token, expiresAt };
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    await this.db.deleteFrom('sessions').where('id', '=', sessionId).execute();
+  }
+
+  /** Removes sessions past their end or idle too long; returns how many. */
+  async deleteExpired(now: Date): Promise<number> {
+    const idleSince = new Date(now.getTime() - this.timeouts.idleMs);
+    const result = await this.db
+      .deleteFrom('sessions')
+      .where((eb) => eb.or([eb('expires_at', '<=', now), eb.and([eb('remember_me', '=', false), eb('last_seen_at', '<=', idleSince)])]))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
+
+/** 256 random bits, base64url (43 characters). */
+function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/**
+ * A plain SHA-256 is enough here (no salt, no key): the token is 256 random bits, so the hash cannot be
+ * reversed by guessing, and it must be looked up by equality.
+ */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}

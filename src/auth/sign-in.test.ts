@@ -1,0 +1,394 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { assertError } from '../../test/support/auth-assert.ts';
+import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
+import type { Reader } from '../../test/support/auth-reader.ts';
+import { tokenHash } from './sessions/store.ts';
+
+const SESSION_COOKIE = /^sealpost_session=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Lax$/;
+const REMEMBER_ME_COOKIE = /^sealpost_session=([A-Za-z0-9_-]{43}); Max-Age=2592000; Path=\/; HttpOnly; SameSite=Lax$/;
+
+describe('auth service: sign-in by code', () => {
+  let harness: AuthHarness;
+  /** Every code and session token the tests saw: none may ever appear in the service's log. */
+  const secrets = new Set<string>();
+  const remember = (reader: Reader) => {
+    if (reader.token) secrets.add(reader.token).add(tokenHash(reader.token));
+  };
+
+  before(async () => {
+    // Rate limits are tested on their own (rate-limit.test.ts); here they must not get in the way.
+    harness = await startAuthHarness({ env: { SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '1000', SMS_LIMIT_IP_HOURLY: '1000' } });
+  });
+  after(async () => {
+    await harness?.stop();
+  });
+
+  async function requestSmsCode(reader: Reader, messageId: string, body: Record<string, unknown> = {}) {
+    return reader.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms', ...body } });
+  }
+  async function lastSmsCode(): Promise<string> {
+    const code = harness.sms.lastCodeTo(ALICE.mobile);
+    secrets.add(code);
+    return code;
+  }
+  /** A different six-digit code than the right one. */
+  const wrong = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+  describe('sessions and cookies', () => {
+    it('starts a session on GET /v1/config: browser-session cookie, CSRF token, the methods of the message', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      const first = await reader.get(`/v1/config?messageId=${record.id}`);
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.match(first.setCookie!, SESSION_COOKIE);
+      assert.match(first.headers.get('x-csrf-token')!, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(first.headers.get('cache-control'), 'no-store');
+      assert.deepEqual(first.body, {
+        messageId: record.id,
+        methods: ['email', 'sms'],
+        sender: record.sender,
+        subject: record.subject,
+        signedIn: false,
+        codeLength: 6,
+        codeExpiresIn: 900,
+        maxAttempts: 5,
+        rememberMeMaxAge: 2592000,
+        limits: { perNumberInterval: 0, perNumberHourly: 1000, perIpHourly: 1000 },
+      });
+      // The same session next time: no new cookie, the same token.
+      const token = reader.csrf;
+      const second = await reader.get(`/v1/config?messageId=${record.id}`);
+      assert.equal(second.setCookie, undefined);
+      assert.equal(second.headers.get('x-csrf-token'), token);
+      remember(reader);
+    });
+
+    it('answers 404 with an error object for a message the seal service does not know', async () => {
+      assertError(await harness.reader().get('/v1/config?messageId=no-such-message'), 404, 'not_found');
+    });
+
+    it('sends the code by SMS through the provider, with the configured text', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      const before = harness.sms.messages.length;
+      const sent = await requestSmsCode(reader, record.id, { mobile: '+41 79 123 45 67' });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      assert.deepEqual(sent.body, { method: 'sms', codeLength: 6, expiresIn: 900 });
+      assert.equal(harness.sms.messages.length, before + 1);
+      const sms = harness.sms.messages.at(-1)!;
+      assert.equal(sms.to, ALICE.mobile);
+      assert.equal(sms.from, 'Sealpost');
+      assert.match(sms.text, /^Your Sealpost code is \d{6}$/);
+      assert.deepEqual([sms.user, sms.password, sms.path, sms.contentType], ['sms-user', 'sms-password', '/sms', 'application/json']);
+      await lastSmsCode();
+      remember(reader);
+    });
+
+    it('signs in with the right code, rotating the session id and the CSRF token (browser-session cookie)', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      const before = { cookie: reader.cookie!, token: reader.token!, csrf: reader.csrf! };
+      await requestSmsCode(reader, record.id);
+      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: await lastSmsCode(), rememberMe: false } });
+      assert.equal(verified.status, 200, JSON.stringify(verified.body));
+      assert.equal(verified.body.signedIn, true);
+      assert.equal(verified.body.messageId, record.id);
+      assert.equal(verified.body.email, ALICE.email);
+      assert.equal(verified.body.rememberMe, false);
+      const [, newToken] = SESSION_COOKIE.exec(verified.setCookie!) ?? assert.fail(`unexpected Set-Cookie ${verified.setCookie}`);
+      assert.notEqual(newToken, before.token);
+      assert.notEqual(verified.headers.get('x-csrf-token'), before.csrf);
+      remember(reader);
+
+      // Same row, new token: the old token is worth nothing.
+      const rows = await harness.auth.database.db.withSchema('auth').selectFrom('sessions').select(['id', 'token_hash']).execute();
+      assert.equal(rows.filter((row) => row.token_hash === tokenHash(before.token)).length, 0);
+      assert.equal(rows.filter((row) => row.token_hash === tokenHash(newToken!)).length, 1);
+      assert.equal((await reader.get('/v1/message')).status, 200);
+      const old = harness.reader();
+      old.cookie = before.cookie;
+      assertError(await old.get('/v1/message'), 401, 'unauthenticated');
+      // The CSRF token of before sign-in does not go with the new session.
+      assertError(await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797654321' }, csrf: before.csrf }), 403, 'csrf_token_invalid');
+      // GET /v1/config now says so.
+      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.signedIn, true);
+    });
+
+    it("sets a persistent cookie with Max-Age for 'keep me signed in'", async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      const verified = await signInAlice(harness, reader, record.id, true);
+      assert.match(verified.setCookie!, REMEMBER_ME_COOKIE);
+      assert.equal(verified.body.rememberMe, true);
+      const lifetime = Date.parse(verified.body.expiresAt) - Date.now();
+      assert.ok(lifetime > 719 * 3600_000 && lifetime <= 720 * 3600_000, verified.body.expiresAt);
+      remember(reader);
+    });
+
+    it('logs out: deletes the session row and clears the cookie with an empty value and a negative Max-Age', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await signInAlice(harness, reader, record.id, true);
+      const cookie = reader.cookie!;
+      const token = reader.token!;
+      remember(reader);
+      const out = await reader.get('/logout');
+      assert.equal(out.status, 200);
+      assert.deepEqual(out.body, { signedOut: true });
+      assert.equal(out.setCookie, 'sealpost_session=; Max-Age=-1; Path=/; HttpOnly; SameSite=Lax');
+      const rows = await harness.auth.database.db.withSchema('auth').selectFrom('sessions').select('id').where('token_hash', '=', tokenHash(token)).execute();
+      assert.equal(rows.length, 0);
+      const replay = harness.reader();
+      replay.cookie = cookie;
+      assertError(await replay.get('/v1/message'), 401, 'unauthenticated');
+      // Without a session, logout still clears the cookie.
+      assert.equal((await harness.reader().get('/logout')).setCookie, 'sealpost_session=; Max-Age=-1; Path=/; HttpOnly; SameSite=Lax');
+    });
+  });
+
+  describe('refusals, each with its error code', () => {
+    let record: { id: string };
+    let reader: Reader;
+    before(async () => {
+      record = harness.sealSample();
+      reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+    });
+
+    it('invalid_email (400) for an address that is not one', async () => {
+      assertError(await requestSmsCode(reader, record.id, { email: 'alice at example.com' }), 400, 'invalid_email');
+      assertError(await requestSmsCode(reader, record.id, { email: 'alice@exa mple.com' }), 400, 'invalid_email');
+    });
+
+    it('invalid_mobile (400) for a number that is not valid or missing', async () => {
+      assertError(await requestSmsCode(reader, record.id, { mobile: '12345' }), 400, 'invalid_mobile');
+      assertError(await requestSmsCode(reader, record.id, { mobile: '+41 79' }), 400, 'invalid_mobile');
+      assertError(await requestSmsCode(reader, record.id, { mobile: undefined }), 400, 'invalid_mobile');
+    });
+
+    it('unauthorized_user (403) for an address that is not a recipient, or a message that does not exist', async () => {
+      assertError(await requestSmsCode(reader, record.id, { email: 'eve@example.com' }), 403, 'unauthorized_user');
+      assertError(await requestSmsCode(reader, 'unknown-message', {}), 403, 'unauthorized_user');
+    });
+
+    it('matches recipients by normalised address: case of the domain, spaces, IDN', async () => {
+      const idn = harness.seal.register({ raw: 'Subject: x\n\nx\n', recipients: [{ email: 'zoe@xn--mller-kva.example', method: 'sms', mobile: '+41791112233' }] });
+      const zoe = harness.reader();
+      await zoe.get('/v1/config');
+      const sent = await zoe.request('POST', '/v1/auth/code', { body: { messageId: idn.id, email: ' zoe@MÜLLER.example ', mobile: '+41791112233', method: 'sms' } });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      const aliceUpper = await requestSmsCode(reader, record.id, { email: 'Alice@EXAMPLE.com' });
+      assert.equal(aliceUpper.status, 200, JSON.stringify(aliceUpper.body));
+    });
+
+    it('forbidden_auth_method (403) when the recipient signs in the other way', async () => {
+      assertError(await requestSmsCode(reader, record.id, { method: 'email', mobile: undefined }), 403, 'forbidden_auth_method');
+      assertError(await requestSmsCode(reader, record.id, { email: BOB.email }), 403, 'forbidden_auth_method');
+    });
+
+    it('email_and_mobile_mismatch (403) when the number is not the one on record for the address', async () => {
+      assertError(await requestSmsCode(reader, record.id, { mobile: '+41797654321' }), 403, 'email_and_mobile_mismatch');
+    });
+
+    it('incorrect_code (401) without any code, and for a wrong one', async () => {
+      const fresh = harness.reader();
+      await fresh.get('/v1/config');
+      assertError(await fresh.request('POST', '/v1/auth/verify', { body: { code: '123456', rememberMe: false } }), 401, 'incorrect_code');
+      assert.equal((await requestSmsCode(reader, record.id)).status, 200);
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastSmsCode()) } }), 401, 'incorrect_code');
+    });
+
+    it('sends nothing for refused requests', async () => {
+      const before = harness.sms.messages.length;
+      await requestSmsCode(reader, record.id, { mobile: '+41797654321' });
+      await requestSmsCode(reader, record.id, { email: 'eve@example.com' });
+      assert.equal(harness.sms.messages.length, before);
+    });
+
+    it('401 on the reading routes without sign-in', async () => {
+      assertError(await reader.get('/v1/message'), 401, 'unauthenticated');
+      assertError(await reader.get('/v1/message/attachments/0'), 401, 'unauthenticated');
+      assertError(await reader.get('/v1/message/files'), 401, 'unauthenticated');
+      assertError(await harness.reader().get('/v1/message'), 401, 'unauthenticated');
+    });
+  });
+
+  describe('brute force', () => {
+    it('voids the code after 5 wrong tries: even the right code is then refused, and only a new code helps', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      await requestSmsCode(reader, record.id);
+      const code = await lastSmsCode();
+      for (let i = 0; i < 5; i++) {
+        assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code) } }), 401, 'incorrect_code');
+      }
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+      await requestSmsCode(reader, record.id);
+      const next = await lastSmsCode();
+      assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code: next } })).status, 200);
+      remember(reader);
+    });
+
+    it('does not restore tries when a new code is requested: the count carries over to the replacing code', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      await requestSmsCode(reader, record.id);
+      const first = await lastSmsCode();
+      for (let i = 0; i < 3; i++) await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(first) } });
+      await requestSmsCode(reader, record.id);
+      const second = await lastSmsCode();
+      for (let i = 0; i < 2; i++) {
+        assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } }), 401, 'incorrect_code');
+      }
+      // 3 + 2 = 5 wrong tries: the second code is void too.
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: second } }), 401, 'incorrect_code');
+    });
+
+    it('counts parallel guesses one by one', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      await requestSmsCode(reader, record.id);
+      const code = await lastSmsCode();
+      const guesses = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => reader.request('POST', '/v1/auth/verify', { body: { code: String((Number(code) + 1 + i) % 1e6).padStart(6, '0') } })),
+      );
+      assert.ok(guesses.every((g) => g.status === 401));
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+    });
+
+    it('binds the code to its session: another session cannot use it', async () => {
+      const record = harness.sealSample();
+      const victim = harness.reader();
+      await victim.get(`/v1/config?messageId=${record.id}`);
+      await requestSmsCode(victim, record.id);
+      const code = await lastSmsCode();
+      const attacker = harness.reader();
+      await attacker.get(`/v1/config?messageId=${record.id}`);
+      assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+      remember(victim);
+      remember(attacker);
+    });
+  });
+
+  describe('sign-in by email code', () => {
+    async function lastEmailCode(): Promise<string> {
+      const outbox = join(harness.auth.config.dataDir, 'outbox');
+      const files = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort();
+      const mail = await readFile(join(outbox, files.at(-1)!), 'utf8');
+      assert.match(mail, /^To: bob@example\.com$/m);
+      const code = /Your Sealpost code is (\d{6})/.exec(mail)?.[1] ?? assert.fail('no code in the mail');
+      secrets.add(code);
+      return code;
+    }
+
+    it('sends the code to the address on record (outbox without OUTBOUND_SMTP_URL) and signs in with it', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      const sms = harness.sms.messages.length;
+      const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: 'BOB@example.com', method: 'email' } });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      assert.equal(sent.body.method, 'email');
+      assert.equal(harness.sms.messages.length, sms);
+      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: await lastEmailCode(), rememberMe: false } });
+      assert.equal(verified.status, 200, JSON.stringify(verified.body));
+      assert.equal(verified.body.email, BOB.email);
+      remember(reader);
+    });
+
+    it('invalid_code_or_email (401) for a wrong email code', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: BOB.email, method: 'email' } });
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastEmailCode()) } }), 401, 'invalid_code_or_email');
+    });
+  });
+
+  describe('what the service exposes', () => {
+    it('counts sent SMS in sent_sms_messages_total and every route in the HTTP metrics', async () => {
+      const metrics = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const sent = Number(/^sent_sms_messages_total\{[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
+      assert.equal(sent, harness.sms.messages.length);
+      assert.match(metrics, /^http_requests_total\{[^}]*operation="POST \/v1\/auth\/code",code="200"[^}]*\} \d+$/m);
+      assert.match(metrics, /^http_requests_total\{[^}]*operation="POST \/v1\/auth\/verify",code="401"[^}]*\} \d+$/m);
+      assert.match(metrics, /^http_request_duration_seconds_count\{[^}]*operation="GET \/v1\/config",code="200"[^}]*\} \d+$/m);
+    });
+
+    it('never writes a code, a session token or its hash to the log', async () => {
+      assert.ok(secrets.size > 20, `the tests above should have seen codes and tokens (${secrets.size})`);
+      const log = harness.auth.logs.map((line) => JSON.stringify(line)).join('\n');
+      assert.ok(harness.auth.logs.length > 50);
+      for (const secret of secrets) assert.ok(!log.includes(secret), `the log holds a secret: ${secret}`);
+      assert.match(log, /code sent by SMS/);
+    });
+  });
+});
+
+describe('auth service: code expiry', () => {
+  let harness: AuthHarness;
+  before(async () => {
+    harness = await startAuthHarness({ env: { SMS_CODE_EXPIRATION: '2s' } });
+  });
+  after(async () => {
+    await harness?.stop();
+  });
+
+  it('answers expired_code (401) for the right code after SMS_CODE_EXPIRATION, and incorrect_code for a wrong one', async () => {
+    const record = harness.sealSample();
+    const reader = harness.reader();
+    await reader.get(`/v1/config?messageId=${record.id}`);
+    await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    const code = harness.sms.lastCodeTo(ALICE.mobile);
+    await new Promise((resolve) => setTimeout(resolve, 2200));
+    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: code === '000000' ? '000001' : '000000' } }), 401, 'incorrect_code');
+    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
+    // Used up: the same code is then simply not there.
+    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+  });
+});
+
+describe('auth service: cookies over HTTPS', () => {
+  let harness: AuthHarness;
+  before(async () => {
+    harness = await startAuthHarness({ env: { AUTH_PUBLIC_URL: 'https://reader.example.test', SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
+  });
+  after(async () => {
+    await harness?.stop();
+  });
+
+  it('marks the cookies Secure and uses the __Host- prefix when AUTH_PUBLIC_URL is https', async () => {
+    const record = harness.sealSample();
+    const reader = harness.reader();
+    const config = await reader.get(`/v1/config?messageId=${record.id}`);
+    assert.match(config.setCookie!, /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile), rememberMe: true } });
+    assert.match(verified.setCookie!, /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    assert.equal((await reader.get('/v1/message')).status, 200);
+    const out = await reader.get('/logout');
+    assert.equal(out.setCookie, '__Host-sealpost_session=; Max-Age=-1; Path=/; HttpOnly; Secure; SameSite=Lax');
+  });
+
+  it('ignores a cookie under the plain-http name', async () => {
+    const record = harness.sealSample();
+    const reader = harness.reader();
+    await signInAlice(harness, reader, record.id);
+    const plain = harness.reader();
+    plain.cookie = `sealpost_session=${reader.token}`;
+    assertError(await plain.get('/v1/message'), 401, 'unauthenticated');
+  });
+});

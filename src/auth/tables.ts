@@ -1,0 +1,113 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+/** The auth schema (PostgreSQL schema `auth`), as Kysely sees it. */
+export interface AuthTables {
+  sessions: SessionsTable;
+  code_sends: CodeSendsTable;
+  mobile_overrides: MobileOverridesTable;
+  drafts: DraftsTable;
+  draft_files: DraftFilesTable;
+}
+
+export type SignInMethodName = 'sms' | 'email';
+/** What a pending code proves when it is entered: a sign-in, or the ownership of a new mobile number. */
+export type CodePurpose = 'sign_in' | 'mobile_change';
+
+/**
+ * One server-side session. The cookie carries a random 256-bit token; only its SHA-256 is stored, so a
+ * copy of this table signs nobody in. `id` is the row's stable name: rotating the token at sign-in
+ * changes `token_hash` and keeps the row.
+ */
+export interface SessionsTable {
+  id: Generated<string>;
+  token_hash: string;
+  created_at: ColumnType<Date, Date, never>;
+  last_seen_at: Date;
+  /** The absolute end: creation or sign-in plus SESSION_ABSOLUTE_TIMEOUT, or plus the remember-me age. */
+  expires_at: Date;
+  /** Remember-me sessions last until expires_at; the others also end after SESSION_IDLE_TIMEOUT unused. */
+  remember_me: ColumnType<boolean, boolean | undefined, boolean>;
+  /** The signed-in reader: sealed-message id and recipient address as on record; null before sign-in. */
+  message_id: string | null;
+  email: string | null;
+  method: SignInMethodName | null;
+  signed_in_at: Date | null;
+  /** The pending code: HMAC only, bound to this session, the message, the recipient and the destination. */
+  code_hmac: string | null;
+  code_purpose: CodePurpose | null;
+  code_method: SignInMethodName | null;
+  code_message_id: string | null;
+  code_email: string | null;
+  /** Where the code went: E.164 number or email address. */
+  code_destination: string | null;
+  code_created_at: Date | null;
+  /** Wrong tries; it stays with the session when a resend replaces the code (DESIGN.md, at most 5). */
+  code_failed_attempts: ColumnType<number, number | undefined, number>;
+}
+
+/** One code sent (SMS or email): the rows the rate limits count, per destination and per client. */
+export interface CodeSendsTable {
+  id: Generated<number>;
+  /** `sms:+41791234567` or `email:alice@example.com` (lower-cased). */
+  destination: string;
+  /** Client IP (IPv6 cut to its /64). */
+  client: string;
+  sent_at: Date;
+}
+
+/**
+ * A recipient's confirmed new mobile number (PUT /v1/mobile). The seal service's record is immutable,
+ * so the change lives here, keyed by message and recipient, and wins over the number on record.
+ */
+export interface MobileOverridesTable {
+  message_id: string;
+  /** The recipient's address, lower-cased (the seal service compares addresses the same way). */
+  email_key: string;
+  mobile: string;
+  updated_at: Date;
+}
+
+/**
+ * The reply a recipient is writing to a sealed message: one open draft per (message, recipient), so a
+ * second device signed in as the same recipient continues it. `updated_at` is its last change (text saved,
+ * file added or removed): the retention period (ATTACHMENTS_RETENTION_PERIOD) counts from it.
+ */
+export interface DraftsTable {
+  id: Generated<string>;
+  message_id: string;
+  /** The recipient's address, lower-cased (as in mobile_overrides). */
+  email_key: string;
+  text: ColumnType<string, string | undefined, string>;
+  html: string | null;
+  bcc: string | null;
+  created_at: ColumnType<Date, Date, never>;
+  updated_at: Date;
+  /** Set while POST /v1/message/reply submits it, so a second click does not send it twice. */
+  sending_since: Date | null;
+  /** Set once the exchange engine accepted it; the watcher removes what is left of a sent draft. */
+  sent_at: Date | null;
+}
+
+/** `uploading`: the row exists before the object, so a crash mid-upload leaves a row the watcher finds. */
+export type DraftFileState = 'uploading' | 'stored';
+
+export interface DraftFilesTable {
+  id: string;
+  draft_id: string;
+  object_key: string;
+  /** The name the reader gave, cleaned (no path, no control characters). */
+  filename: string;
+  size: ColumnType<number, number | undefined, number>;
+  /** What the reply will carry: the detected type, or one guessed from the name when the content has no signature. */
+  content_type: string;
+  /** The MIME type file-type found in the content's magic bytes; null when it found none. */
+  detected_type: string | null;
+  /** clamd scanned it and found nothing (false: scanning is off, or clamd was down and not required). */
+  scanned: ColumnType<boolean, boolean | undefined, boolean>;
+  state: DraftFileState;
+  created_at: ColumnType<Date, Date, never>;
+}
+
+export type SessionRow = Selectable<SessionsTable>;
+export type DraftRow = Selectable<DraftsTable>;
+export type DraftFileRow = Selectable<DraftFilesTable>;
