@@ -1,0 +1,117 @@
+import { ConfigError, loadConfig, variablesMarkdown, type Config } from './kernel/config.ts';
+import { durationToMs } from './kernel/duration.ts';
+import { createLogger } from './kernel/logger.ts';
+import { migrate, openStores, startSealpost, type ServiceName } from './start.ts';
+
+const USAGE = `Usage: sealpost <command>
+
+  start [all|auth|seal|exchange]   start services (default: all three in one process)
+  migrate                          apply the database migrations of every service, then exit
+  config --markdown                print the table of environment variables
+  devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
+                                   run the IPFS Cluster stand-in alone (development)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+      return start(rest[0] ?? 'all');
+    case 'migrate':
+      return migrateOnly();
+    case 'config':
+      process.stdout.write(`${variablesMarkdown()}\n`);
+      return 0;
+    case 'devstack':
+      if (rest[0] === 'ipfs-cluster') {
+        const { runIpfsClusterStandIn } = await import('./devstack/ipfs-cluster/index.ts');
+        await runIpfsClusterStandIn(rest.slice(1));
+        return 0;
+      }
+      break;
+    case undefined:
+    case 'help':
+    case '--help':
+      process.stdout.write(USAGE);
+      return 0;
+  }
+  process.stderr.write(`Unknown command: ${argv.join(' ')}\n\n${USAGE}`);
+  return 2;
+}
+
+function readConfig(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`sealpost: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+async function start(which: string): Promise<number> {
+  const names: ServiceName[] =
+    which === 'all' ? ['seal', 'exchange', 'auth'] : (['auth', 'seal', 'exchange'] as const).filter((n) => n === which);
+  if (names.length === 0) {
+    process.stderr.write(`sealpost: unknown service ${JSON.stringify(which)}; expected all, auth, seal or exchange\n`);
+    return 2;
+  }
+  const config = readConfig();
+  const logger = createLogger({ level: config.logLevel, name: 'sealpost' });
+  const started = Date.now();
+  const embedded = which === 'all' && !config.production;
+  const sealpost = await startSealpost(config, names, logger, {
+    ipfsStandIn: embedded && !config.seal.envCluster,
+    embedded,
+  });
+  logger.info({ services: names, startupMs: Date.now() - started }, 'sealpost started');
+  process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      // A shutdown that hangs (a stuck connection, a dead dependency) must not keep the process forever.
+      setTimeout(() => {
+        logger.error('graceful shutdown timed out; exiting');
+        process.exit(1);
+      }, durationToMs(config.shutdownTimeout)).unref();
+      sealpost.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  logger.info('stopped');
+  return 0;
+}
+
+async function migrateOnly(): Promise<number> {
+  const config = readConfig();
+  const logger = createLogger({ level: config.logLevel, name: 'sealpost' });
+  const { database, objects } = await openStores(config);
+  try {
+    await migrate(database, ['seal', 'exchange', 'auth'], logger);
+    logger.info('migrations up to date');
+  } finally {
+    await objects.close();
+    await database.close();
+  }
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`sealpost: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

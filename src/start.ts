@@ -1,0 +1,117 @@
+import { join, resolve } from 'node:path';
+import type { Config } from './kernel/config.ts';
+import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
+import type { Logger } from './kernel/logger.ts';
+import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
+import type { RunningService, ServiceDefinition } from './kernel/service.ts';
+export type ServiceName = 'auth' | 'seal' | 'exchange';
+/**
+ * Loaded on demand: a process that runs one service (production) does not load the other two, nor the
+ * devstack, which keeps its memory and start-up to what it uses.
+ */
+const SERVICES: Record<ServiceName, () => Promise<ServiceDefinition>> = {
+  seal: async () => (await import('./seal/service.ts')).sealService,
+  exchange: async () => (await import('./exchange/service.ts')).exchangeService,
+  auth: async () => (await import('./auth/service.ts')).authService,
+};
+/** Start order: seal first (exchange delivers to it), auth last (it reads from seal, replies to exchange). */
+const START_ORDER: ServiceName[] = ['seal', 'exchange', 'auth'];
+
+export interface Sealpost {
+  config: Config;
+  services: RunningService[];
+  /** Human lines telling where everything listens and what runs embedded. */
+  banner: string[];
+  stop(): Promise<void>;
+}
+
+export async function openStores(config: Config): Promise<{ database: Database; objects: ObjectStore }> {
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    pgliteDir: join(resolve(config.dataDir), 'pg'),
+    poolSize: config.databasePoolSize,
+  });
+  const objects = createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) });
+  return { database, objects };
+}
+
+export async function migrate(database: Database, names: ServiceName[], logger: Logger): Promise<void> {
+  for (const name of names) {
+    const applied = await migrateSchema(database.db, (await SERVICES[name]()).migrations);
+    if (applied.length > 0) logger.info({ schema: name, applied }, 'migrations applied');
+  }
+}
+
+/**
+ * Starts the named services in this process. `all` on a machine with nothing configured is the
+ * embedded default (DESIGN.md "Running it"): PGlite, local-disk objects and an IPFS Cluster stand-in.
+ */
+export interface StartOptions {
+  /** Start the IPFS Cluster stand-in and point the seal service at it (the embedded default). */
+  ipfsStandIn?: boolean;
+  /** The embedded default (`start all`, not production): services may create starter data. */
+  embedded?: boolean;
+}
+
+export async function startSealpost(
+  baseConfig: Config,
+  names: ServiceName[],
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<Sealpost> {
+  let config = baseConfig;
+  const { database, objects } = await openStores(config);
+  const cleanups: Array<() => Promise<void>> = [() => database.close(), () => objects.close()];
+  const services: RunningService[] = [];
+  const embedded: string[] = [];
+  const stop = async () => {
+    for (const service of [...services].reverse()) await service.stop();
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  };
+  try {
+    await migrate(database, names, logger);
+    if (database.kind === 'pglite') embedded.push(`PGlite database in ${join(resolve(config.dataDir), 'pg')}`);
+    if (objects.driver === 'local') embedded.push(`objects on local disk in ${join(resolve(config.dataDir), 'objects')}`);
+
+    // The seal service needs an IPFS cluster; on the embedded default a stand-in plays it (no Kubo here).
+    if (options.ipfsStandIn && names.includes('seal')) {
+      const { startIpfsClusterStandIn } = await import('./devstack/ipfs-cluster/index.ts');
+      const standIn = await startIpfsClusterStandIn({
+        host: '127.0.0.1',
+        port: 0, // any free port: only the proxy port is configuration (IPFS_PROXY_PORT)
+        proxyPort: config.seal.ipfsProxyPort,
+        dataDir: join(resolve(config.dataDir), 'ipfs-cluster'),
+      });
+      cleanups.push(() => standIn.close());
+      config = { ...config, seal: { ...config.seal, envCluster: { host: '127.0.0.1', port: String(standIn.port), secure: false } } };
+      embedded.push(`IPFS Cluster stand-in at ${standIn.url} (IPFS proxy ${standIn.proxyUrl})`);
+    }
+
+    for (const name of START_ORDER.filter((n) => names.includes(n))) {
+      const definition = await SERVICES[name]();
+      services.push(await definition.start({ config, database, objects, logger, embedded: options.embedded ?? false }));
+    }
+  } catch (error) {
+    await stop().catch(() => {});
+    throw error;
+  }
+  return { config, services, banner: banner(config, services, embedded), stop };
+}
+
+function banner(config: Config, services: RunningService[], embedded: string[]): string[] {
+  const lines = ['Sealpost is running.'];
+  for (const service of services) {
+    for (const [kind, url] of Object.entries(service.listening)) {
+      const note =
+        kind === 'http' ? `API description ${url}/swagger/` : kind === 'smtp' ? 'inbound mail' : '';
+      lines.push(`  ${service.name.padEnd(9)} ${url.padEnd(26)} ${note}`);
+    }
+  }
+  if (services.some((s) => s.name === 'auth')) lines.push(`  reader links: ${config.auth.publicUrl}/m/{id}`);
+  if (embedded.length > 0) lines.push('Embedded defaults:', ...embedded.map((line) => `  ${line}`));
+  for (const name of config.generatedTokens) {
+    const value = name === 'ADMIN_TOKEN' ? config.adminToken : config.serviceToken;
+    lines.push(`Generated ${name}=${value} (for this run only; set ${name} to choose your own)`);
+  }
+  return lines;
+}

@@ -1,0 +1,453 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { buildReader } from '../src/auth/reader-assets.ts';
+import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
+import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
+import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+
+/**
+ * The reader page in a real browser (Debian's Chromium through playwright-core) against Sealpost
+ * started as `sealpost start all` on its embedded defaults: mail in over SMTP, the link from the
+ * notification, sign-in with the code from the SMS capture, reading, a reply with an attachment that
+ * arrives at the SMTP sink byte for byte. Screenshots of every screen go to test-output/screenshots.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
+const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
+const WIDTHS = [1280, 360] as const;
+
+const SENDER = 'Dana Sender <dana@sender.example>';
+const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
+const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
+const DAVE = { email: 'dave@example.com', mobile: '+41791234569' };
+const ERIN = { email: 'erin@example.com', mobile: '+41791234560' };
+const SUBJECT = 'Your contract, sealed';
+const BODY_LINE = 'Please find the signed contract attached.';
+
+/** A PNG header and then pseudo-random bytes: passes a magic-byte check, and any change shows. */
+function sampleFile(size: number): Buffer {
+  const bytes = Buffer.alloc(size);
+  Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').copy(bytes);
+  let x = 0x2545f491;
+  for (let i = 16; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bytes[i] = x & 0xff;
+  }
+  return bytes;
+}
+
+async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+async function launchPersistent(userDataDir: string): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 900 },
+  });
+}
+
+/** Full-page screenshots of what the page shows now, at each width; back to 1280 after. */
+async function shoot(page: Page, name: string): Promise<void> {
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
+    await page.waitForTimeout(50);
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function sendSealedMail(smtpPort: number, recipients: Array<{ email: string; mobile: string }>, attachment: Buffer): Promise<void> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  try {
+    await transport.sendMail({
+      from: SENDER,
+      to: recipients.map((r) => r.email),
+      subject: SUBJECT,
+      text: `Hello,\n\n${BODY_LINE}\n\nKind regards,\nDana`,
+      html:
+        `<p>Hello,</p><p><strong>${BODY_LINE}</strong></p>` +
+        // A remote image: the reader must not load it unless asked (it is never asked to here).
+        '<p><img src="https://images.example.invalid/logo.png" alt="Logo"></p><p>Kind regards,<br>Dana</p>',
+      headers: recipients.map((r) => ({ key: 'X-Sealpost-Mobile', value: `${r.email}=${r.mobile}` })),
+      attachments: [{ filename: 'contract.png', content: attachment, contentType: 'image/png' }],
+    });
+  } finally {
+    transport.close();
+  }
+}
+
+/** The reader link of the notification that reached `to`. */
+async function readerLink(sink: SmtpSink, to: string): Promise<string> {
+  let link: string | undefined;
+  await sink.waitUntil(
+    () => sink.messages.some((m) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString())),
+    30_000,
+    `the notification to ${to}`,
+  );
+  const raw = sink.messages.find((m) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString()))!.raw;
+  const parsed = await simpleParser(raw);
+  link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
+  assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
+  return link;
+}
+
+/** Waits until the SMS capture has a code for `to` beyond the `before` first messages. */
+async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  while (sms.messages.slice(before).every((m) => m.to !== to)) {
+    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return sms.lastCodeTo(to);
+}
+
+const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
+const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+/** From the link to the code screen: email, mobile, "send me a code". */
+async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
+  await page.goto(link);
+  await page.getByLabel('Email address').fill(who.email);
+  await page.getByLabel(/Mobile number/).fill(who.mobile);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+}
+
+async function signIn(page: Page, sms: SmsCapture, link: string, who: { email: string; mobile: string }, remember: boolean): Promise<void> {
+  const before = sms.messages.length;
+  await requestCode(page, link, who);
+  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+  await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, who.mobile, before));
+  if (remember) await page.getByLabel('Keep me signed in on this device').check();
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: SUBJECT }).waitFor();
+}
+
+describe('the reader page in Chromium', () => {
+  let sms: SmsCapture;
+  let sink: SmtpSink;
+  let sealpost: SealpostProcess;
+  let browser: Browser;
+  let link: string;
+  const dirs: string[] = [];
+  const attachment = sampleFile(180_000);
+
+  before(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    // The page under test is the one in the sources, not an older build.
+    await buildReader();
+    sms = await startSmsCapture();
+    sink = await startSmtpSink();
+    const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
+    dirs.push(dataDir);
+    sealpost = await startSealpostProcess({
+      SEALPOST_DATA_DIR: dataDir,
+      SMS_PROVIDER: 'http',
+      SMS_PROVIDER_URL: `${sms.url}/sms`,
+      OUTBOUND_SMTP_URL: sink.url,
+      DELIVERY_POLL_INTERVAL: '100ms',
+      DELIVERY_RETRY_BASE: '1s',
+    });
+    browser = await launchBrowser();
+    await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL, DAVE, ERIN], attachment);
+    link = await readerLink(sink, ALICE.email);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await sealpost?.stop();
+    await sink?.close();
+    await sms?.close();
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves the page at /m/{id} with a strict Content-Security-Policy and its files with long caching', async () => {
+    const page = await fetch(link);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.equal(page.headers.get('cache-control'), 'no-cache');
+    const html = await page.text();
+    const script = /src="(\/reader\/app-[A-Z0-9]+\.js)"/.exec(html)?.[1];
+    assert.ok(script, html);
+    const asset = await fetch(new URL(script, link));
+    assert.equal(asset.status, 200);
+    assert.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    await asset.arrayBuffer();
+  });
+
+  it('says so in a sentence when the link names no sealed message', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(new URL('/m/no-such-message', link).href);
+      await page.getByRole('heading', { name: 'This message cannot be shown' }).waitFor();
+      await page.getByRole('alert').filter({ hasText: 'This message does not exist or is no longer available' }).waitFor();
+      assert.doesNotMatch(await page.locator('main').innerText(), /[{}]|not_found/, 'no raw error object on the page');
+      await shoot(page, 'not-found');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('signs in with the SMS code (a wrong code first), reads the verified message and replies with an attachment that arrives intact', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const blockedRequests: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(new URL(link).origin) && !request.url().startsWith('data:')) blockedRequests.push(request.url());
+    });
+    try {
+      await page.goto(link);
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
+      // Sender and subject before sign-in, from GET /v1/config.
+      await assertVisibleText(page, 'dana@sender.example');
+      await assertVisibleText(page, SUBJECT);
+      await shoot(page, 'sign-in');
+
+      const before = sms.messages.length;
+      await page.getByLabel('Email address').fill(ALICE.email);
+      await page.getByLabel(/Mobile number/).fill('+41 79 123 45 67');
+      await page.getByRole('button', { name: 'Send me a code' }).click();
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      const code = await nextCode(sms, ALICE.mobile, before);
+      const codeInput = page.getByLabel('Code', { exact: true });
+      assert.equal(await codeInput.getAttribute('inputmode'), 'numeric');
+      assert.equal(await codeInput.getAttribute('autocomplete'), 'one-time-code');
+      // The focus moved to the new screen's heading.
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Enter your code');
+      // Resend waits out the per-number interval (SMS_LIMIT_NUMBER_INTERVAL, 60 s by default).
+      assert.equal(await page.getByRole('button', { name: 'Send a new code' }).isDisabled(), true);
+      await assertVisibleText(page, /You can ask for a new code in \d+ seconds?\./);
+      await shoot(page, 'code');
+
+      await codeInput.fill(wrongCode(code));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'That code is not right' }).waitFor();
+      assert.equal(await codeInput.getAttribute('aria-invalid'), 'true');
+      await shoot(page, 'code-wrong');
+
+      await codeInput.fill(code);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: SUBJECT }).waitFor();
+      await assertVisibleText(page, /Sealed on .+ — content verified against IPFS CID (Qm|bafy)[A-Za-z0-9]+\./);
+      const frame = page.frameLocator('iframe.body-frame');
+      await frame.getByText(BODY_LINE).waitFor();
+      assert.equal(await page.locator('iframe.body-frame').getAttribute('sandbox'), 'allow-same-origin allow-popups allow-popups-to-escape-sandbox');
+      await assertVisibleText(page, /One image from the internet is not shown/);
+      await page.getByRole('link', { name: /Download contract\.png/ }).waitFor();
+      await shoot(page, 'message');
+
+      // Remote images only when asked for; answered here by the test, so nothing leaves the machine.
+      assert.deepEqual(blockedRequests, [], 'nothing was loaded from elsewhere before "show images"');
+      await page.route('https://images.example.invalid/**', (route) => route.fulfill({ contentType: 'image/png', body: TINY_PNG }));
+      await page.getByRole('button', { name: 'Show images' }).click();
+      await page.waitForFunction(() => {
+        const frame = document.querySelector<HTMLIFrameElement>('iframe.body-frame');
+        const image = frame?.contentDocument?.querySelector('img');
+        return image !== null && image !== undefined && image.complete && image.naturalWidth > 0;
+      });
+      assert.deepEqual(blockedRequests, ['https://images.example.invalid/logo.png']);
+      blockedRequests.length = 0;
+
+      // Start a reply, attach a file, leave and come back: the draft is still there.
+      await page.getByLabel('Your reply').fill('Thank you, signed copy attached.');
+      // A slow uplink (Chromium's network emulation) so that the progress bar is seen moving.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 120 * 1024 });
+      await page.locator('input[type=file]').setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: attachment });
+      await page.waitForFunction(() => {
+        const bar = document.querySelector<HTMLProgressElement>('li.file.uploading progress');
+        return bar !== null && bar.value > 0 && bar.value < 100;
+      });
+      await page.screenshot({ path: join(SCREENSHOTS, 'reply-uploading-1280.png') });
+      await page.locator('li.file').filter({ hasText: 'signed.png' }).getByRole('button', { name: 'Remove signed.png' }).waitFor();
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await page.getByLabel('Your reply').blur();
+      await page.getByText('Draft saved.').waitFor();
+      await shoot(page, 'reply');
+      await page.reload();
+      await page.getByRole('heading', { name: SUBJECT }).waitFor();
+      assert.equal(await page.getByLabel('Your reply').inputValue(), 'Thank you, signed copy attached.');
+      await page.getByRole('button', { name: 'Remove signed.png' }).waitFor();
+
+      const mailsBefore = sink.messages.length;
+      await page.getByRole('button', { name: 'Send reply' }).click();
+      await page.getByRole('heading', { name: 'Your reply was sent' }).waitFor();
+      await shoot(page, 'sent');
+
+      await sink.waitUntil(() => sink.messages.slice(mailsBefore).some((m) => m.to.includes('dana@sender.example')), 30_000, 'the reply at the sink');
+      const reply = await simpleParser(sink.messages.slice(mailsBefore).find((m) => m.to.includes('dana@sender.example'))!.raw);
+      assert.match(reply.text ?? '', /Thank you, signed copy attached\./);
+      assert.equal(reply.attachments.length, 1);
+      assert.equal(reply.attachments[0]!.filename, 'signed.png');
+      assert.ok(reply.attachments[0]!.content.equals(attachment), 'the attachment arrived byte for byte');
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+      await shoot(page, 'signed-out');
+      assert.deepEqual(blockedRequests, [], 'nothing else was loaded from elsewhere');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows the rate limit with the wait from Retry-After when a new code is asked for too soon', async () => {
+    // ALICE got a code moments ago: the per-number interval (60 s) has not passed.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await requestCode(page, link, ALICE);
+      await page.getByRole('alert').filter({ hasText: 'Too many codes were asked for' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Send me a code' }).isDisabled(), true);
+      await assertVisibleText(page, /You can ask for a new code in \d+ seconds?\./);
+      await shoot(page, 'rate-limit');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('keeps a "keep me signed in" session across a browser restart, but not a plain one', async () => {
+    const rememberedDir = await mkdtemp(join(tmpdir(), 'sealpost-chromium-'));
+    const plainDir = await mkdtemp(join(tmpdir(), 'sealpost-chromium-'));
+    dirs.push(rememberedDir, plainDir);
+
+    let context = await launchPersistent(rememberedDir);
+    await signIn(context.pages()[0] ?? (await context.newPage()), sms, link, CAROL, true);
+    await context.close();
+    context = await launchPersistent(rememberedDir);
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(link);
+      await page.getByRole('heading', { name: SUBJECT }).waitFor();
+    } finally {
+      await context.close();
+    }
+
+    context = await launchPersistent(plainDir);
+    await signIn(context.pages()[0] ?? (await context.newPage()), sms, link, DAVE, false);
+    await context.close();
+    context = await launchPersistent(plainDir);
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(link);
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('the reader page with short-lived codes and no resend interval', () => {
+  let sms: SmsCapture;
+  let sink: SmtpSink;
+  let sealpost: SealpostProcess;
+  let browser: Browser;
+  let dataDir: string;
+  let link: string;
+  const file = sampleFile(4000);
+
+  before(async () => {
+    sms = await startSmsCapture();
+    sink = await startSmtpSink();
+    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
+    sealpost = await startSealpostProcess({
+      SEALPOST_DATA_DIR: dataDir,
+      SMS_PROVIDER: 'http',
+      SMS_PROVIDER_URL: `${sms.url}/sms`,
+      OUTBOUND_SMTP_URL: sink.url,
+      SMS_CODE_EXPIRATION: '3s',
+      SMS_LIMIT_NUMBER_INTERVAL: '0s',
+      DELIVERY_POLL_INTERVAL: '100ms',
+    });
+    browser = await launchBrowser();
+    await sendSealedMail(sealpost.ports.smtp, [ALICE], sampleFile(2000));
+    link = await readerLink(sink, ALICE.email);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await sealpost?.stop();
+    await sink?.close();
+    await sms?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('says the code has expired, sends a new one on request, and signs in with that', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      let before = sms.messages.length;
+      await requestCode(page, link, ALICE);
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await assertVisibleText(page, 'The code is valid for 3 seconds.');
+      const expired = await nextCode(sms, ALICE.mobile, before);
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      const codeInput = page.getByLabel('Code', { exact: true });
+      await codeInput.fill(expired);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'This code has expired' }).waitFor();
+      // The way on is the resend button, and the focus is on it.
+      const resend = page.getByRole('button', { name: 'Send a new code' });
+      assert.equal(await resend.evaluate((button) => button === document.activeElement), true);
+      await shoot(page, 'code-expired');
+
+      before = sms.messages.length;
+      await resend.click();
+      await page.getByText('A new code is on its way.').waitFor();
+      await codeInput.fill(await nextCode(sms, ALICE.mobile, before));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: SUBJECT }).waitFor();
+
+      // A draft to continue on the other device (next test).
+      await page.getByLabel('Your reply').fill('Started on my laptop.');
+      await page.locator('input[type=file]').setInputFiles({ name: 'scan.png', mimeType: 'image/png', buffer: file });
+      await page.getByRole('button', { name: 'Remove scan.png' }).waitFor();
+      await page.getByLabel('Your reply').blur();
+      await page.getByText('Draft saved.').waitFor();
+
+      // A file the service refuses, with the sentence for its errorCode (forbidden_file_type).
+      const program = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(62, 0), Buffer.from('PE\0\0'), Buffer.alloc(512, 1)]);
+      await page.locator('input[type=file]').setInputFiles({ name: 'tool.exe', mimeType: 'application/octet-stream', buffer: program });
+      await page.locator('li.file.failed').getByText('This kind of file cannot be attached').waitFor();
+      await shoot(page, 'reply-refused-file');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('restores the draft, text and files, when the reader signs in on another device', async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await context.newPage();
+    try {
+      await signIn(page, sms, link, ALICE, false);
+      await page.getByText('Your unsent draft was restored.').waitFor();
+      assert.equal(await page.getByLabel('Your reply').inputValue(), 'Started on my laptop.');
+      await page.getByRole('button', { name: 'Remove scan.png' }).waitFor();
+      assert.equal(await page.locator('li.file').count(), 1, 'the refused file was not kept');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+async function assertVisibleText(page: Page, text: string | RegExp): Promise<void> {
+  await page.getByText(text).first().waitFor({ state: 'visible', timeout: 5000 });
+}
