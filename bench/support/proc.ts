@@ -1,0 +1,91 @@
+// Readings from /proc (Linux) for the benchmarks: memory and CPU of a process or a process tree, and
+// a one-line description of the machine and how busy it is.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+
+const MiB = 1024 * 1024;
+
+function status(pid: number): string {
+  return readFileSync(`/proc/${pid}/status`, 'utf8');
+}
+
+/** Resident set size now, in MiB. */
+export function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status(pid))?.[1] ?? 0) / 1024;
+}
+
+/** Highest resident set size since start (or since resetPeakRss), in MiB. */
+export function peakRssMb(pid: number): number {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status(pid))?.[1] ?? 0) / 1024;
+}
+
+/** Starts the peak (VmHWM) over from the current RSS, so a reading covers one phase only. Root only. */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function statFields(pid: number): string[] | undefined {
+  try {
+    const raw = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+function children(pid: number): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const fields = statFields(Number(name));
+    if (fields && Number(fields[1]) === pid) found.push(Number(name));
+  }
+  return found;
+}
+
+/**
+ * CPU time (user + system) of a process and all its descendants, in ms, counting children that have
+ * already exited (their time is added to the parent when it reaps them).
+ */
+export function treeCpuMs(pid: number): number {
+  const fields = statFields(pid);
+  if (!fields) return 0;
+  // Fields after the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+  let total = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
+  for (const child of children(pid)) total += treeCpuMs(child);
+  return total;
+}
+
+/** RSS of a process and its descendants, in MiB (shared pages counted in each: an upper bound). */
+export function treeRssMb(pid: number): number {
+  let total = 0;
+  try {
+    total = rssMb(pid);
+  } catch {
+    return 0;
+  }
+  for (const child of children(pid)) total += treeRssMb(child);
+  return total;
+}
+
+export function loadAverage(): string {
+  return loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
+}
+
+/** Cores, CPU model, RAM, Node version, date and load average: the context every figure needs. */
+export function machineLine(): string {
+  const model = cpus()[0]?.model.replace(/\s+/g, ' ').trim() ?? 'unknown CPU';
+  return (
+    `${cpus().length} cores (${model}), ${(totalmem() / 1024 / MiB).toFixed(1)} GiB RAM, Node ${process.version}, ` +
+    `${new Date().toISOString()}, load average ${loadAverage()}`
+  );
+}
