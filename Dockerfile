@@ -1,4 +1,15 @@
 # Sealpost: one image, one service per container (`sealpost start auth|seal|exchange`).
+# The image runs the compiled server (`npm run build`: src → dist/server by tsc, the reader page → dist/reader
+# by esbuild) with plain node: no TypeScript loader in memory (about 50 MB less RSS per process than tsx).
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY scripts ./scripts
+RUN npm run build
+
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -8,14 +19,10 @@ FROM node:22-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 SEALPOST_DATA_DIR=/var/lib/sealpost
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
-COPY bin ./bin
-COPY src ./src
-COPY scripts ./scripts
-# The reader page is built into the image: the container user cannot write to /app at start.
-RUN node node_modules/tsx/dist/cli.mjs scripts/build-reader.ts \
- && mkdir -p /var/lib/sealpost && chown node:node /var/lib/sealpost
+COPY package.json ./
+COPY --from=build /app/dist ./dist
+RUN mkdir -p /var/lib/sealpost && chown node:node /var/lib/sealpost
 USER node
 EXPOSE 8081 8082 8083 2525
-ENTRYPOINT ["node", "bin/sealpost.js"]
+ENTRYPOINT ["node", "dist/server/cli.js"]
 CMD ["start", "exchange"]

@@ -4,9 +4,13 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../kernel/logger.ts';
 
+// This module runs from src/auth (through tsx) or from dist/server/auth (the compiled server of
+// `npm run build`): both name the same project folder.
+const PROJECT_ROOT = new URL(import.meta.url.includes('/dist/server/') ? '../../../' : '../../', import.meta.url);
+
 /** Sources of the reader page (browser TypeScript and CSS) and where `npm run build` puts the page. */
-export const READER_SOURCE_DIR = fileURLToPath(new URL('./reader/', import.meta.url));
-export const READER_DIST_DIR = fileURLToPath(new URL('../../dist/reader/', import.meta.url));
+export const READER_SOURCE_DIR = fileURLToPath(new URL('src/auth/reader/', PROJECT_ROOT));
+export const READER_DIST_DIR = fileURLToPath(new URL('dist/reader/', PROJECT_ROOT));
 
 export interface BuiltReader {
   outDir: string;

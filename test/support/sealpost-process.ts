@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './ports.ts';
 
 export const SEALPOST_BIN = fileURLToPath(new URL('../../bin/sealpost.js', import.meta.url));
+/** The compiled server of `npm run build`, run by plain node (what the Dockerfile runs). */
+export const SEALPOST_BUILT = fileURLToPath(new URL('../../dist/server/cli.js', import.meta.url));
 
 export interface SealpostProcess {
   child: ChildProcess;
@@ -21,7 +23,7 @@ export interface SealpostProcess {
  */
 export async function startSealpostProcess(
   env: Record<string, string>,
-  options: { which?: string; timeoutMs?: number } = {},
+  options: { which?: string; timeoutMs?: number; built?: boolean } = {},
 ): Promise<SealpostProcess> {
   const ports = {
     auth: await freePort(),
@@ -30,7 +32,7 @@ export async function startSealpostProcess(
     smtp: await freePort(),
     ipfsProxy: await freePort(),
   };
-  const child = spawn(process.execPath, [SEALPOST_BIN, 'start', options.which ?? 'all'], {
+  const child = spawn(process.execPath, [options.built ? SEALPOST_BUILT : SEALPOST_BIN, 'start', options.which ?? 'all'], {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
