@@ -91,8 +91,8 @@ const sealpost = await startSealpostProcess(
     DATABASE_URL: database.url,
     ADMIN_TOKEN: 'bench-admin',
     SERVICE_TOKEN: 'bench-service',
-    // Ingest only: workers stay idle so delivery does not compete for the CPU.
-    DELIVERY_POLL_INTERVAL: '1h',
+    // Ingest only: no delivery competing for the CPU.
+    DELIVERY_ENABLED: 'false',
     SMTP_MAX_CONNECTIONS: '1000',
     LOG_LEVEL: 'info',
     ...(s3

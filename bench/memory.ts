@@ -29,6 +29,16 @@ import { stopOnExit } from './support/cleanup.ts';
 import { loadAverage, machineLine, peakRssMb, resetPeakRss, rssMb } from './support/proc.ts';
 import { authBenchEnv } from './support/auth-env.ts';
 
+/** `tsc -p tsconfig.build.json` (the server half of `npm run build`): what the production runs below start. */
+async function buildServer(): Promise<void> {
+  const tsc = spawn(process.execPath, [fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: 'inherit',
+  });
+  const [code] = await once(tsc, 'exit');
+  if (code !== 0) throw new Error(`tsc -p tsconfig.build.json exited with ${code}`);
+}
+
 const { values } = parseArgs({
   options: {
     sessions: { type: 'string', default: '1000' },
@@ -101,7 +111,7 @@ const bare = stopOnExit(
 );
 await once(bare.stdout!, 'data');
 const exchange = await startSealpostProcess(
-  { DATABASE_URL: database.url, ADMIN_TOKEN: 'bench-admin', SERVICE_TOKEN: 'bench-service', DELIVERY_POLL_INTERVAL: '1h' },
+  { DATABASE_URL: database.url, ADMIN_TOKEN: 'bench-admin', SERVICE_TOKEN: 'bench-service', DELIVERY_ENABLED: 'false' },
   { which: 'exchange' },
 );
 stopOnExit(exchange.child);
@@ -138,7 +148,7 @@ const limit = `${Math.ceil(UPLOAD_BYTES / 1024 / 1024) + 16}MiB`;
 const reader = { email: 'alice@example.com', method: 'sms' as const, mobile: '+41791234567' };
 
 /** Starts the auth service, signs in, uploads the file once to warm up and once measured. */
-async function uploadRun(nodeOptions: string | undefined): Promise<{ idle: number; peak: number; seconds: number; how: string }> {
+async function uploadRun(nodeOptions: string | undefined, built: boolean): Promise<{ idle: number; peak: number; seconds: number; how: string }> {
   // A message of its own for each run, so that each starts with an empty draft (REPLY_MAX_TOTAL_SIZE).
   const sealed = seal.register({ raw: 'From: sender@example.org\r\nTo: alice@example.com\r\nSubject: Upload\r\n\r\nHi.\r\n', recipients: [reader], subject: 'Upload' });
   const auth = await startSealpostProcess(
@@ -152,7 +162,7 @@ async function uploadRun(nodeOptions: string | undefined): Promise<{ idle: numbe
         ? { S3_ENDPOINT: s3.endpoint, S3_BUCKET: bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey }
         : {}),
     },
-    { which: 'auth' },
+    { which: 'auth', built },
   );
   stopOnExit(auth.child);
   try {
@@ -186,10 +196,13 @@ async function uploadRun(nodeOptions: string | undefined): Promise<{ idle: numbe
 
 const mib = UPLOAD_BYTES / 1024 / 1024;
 const uploadLines: string[] = [];
-// Node's defaults, then with V8's young generation capped (an operator's NODE_OPTIONS, not a default).
-for (const nodeOptions of [undefined, '--max-semi-space-size=2']) {
-  const run = await uploadRun(nodeOptions);
-  const flags = nodeOptions ? `NODE_OPTIONS=${nodeOptions}` : 'Node defaults';
+// The TypeScript through tsx (`npm start`, bin/sealpost.js), then the compiled server of `npm run build`
+// (what the Dockerfile runs) with Node's defaults and with V8's young generation capped (an operator's
+// NODE_OPTIONS, not a default).
+await buildServer();
+for (const [nodeOptions, built] of [[undefined, false], [undefined, true], ['--max-semi-space-size=2', true]] as const) {
+  const run = await uploadRun(nodeOptions, built);
+  const flags = `${built ? 'node dist/server/cli.js' : 'bin/sealpost.js through tsx'}${nodeOptions ? `, NODE_OPTIONS=${nodeOptions}` : ''}`;
   console.log(
     `${mib} MiB upload  auth (${flags}) RSS ${run.idle.toFixed(0)} MB before, peak ${run.peak.toFixed(0)} MB during (${run.how}), ` +
       `${(mib / run.seconds).toFixed(0)} MiB/s, to ${s3 ? 'S3 (Swift, multipart)' : 'local disk'}${clamd ? ', scanned by clamd' : ', not scanned'}`,

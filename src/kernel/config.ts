@@ -183,7 +183,8 @@ export const VARIABLES = {
   DELIVERY_RETRY_BASE: v({ name: 'DELIVERY_RETRY_BASE', component: 'C', meaning: 'delay before the first retry; doubles each time, with jitter', default: '1m', parse: positiveDuration, expected: DURATION }),
   DELIVERY_RETRY_MAX: v({ name: 'DELIVERY_RETRY_MAX', component: 'C', meaning: 'longest delay between two retries', default: '1h', parse: positiveDuration, expected: DURATION }),
   DELIVERY_LEASE: v({ name: 'DELIVERY_LEASE', component: 'C', meaning: "how long a worker owns a message; a crashed worker's message is taken again after it", default: '5m', parse: positiveDuration, expected: DURATION }),
-  DELIVERY_POLL_INTERVAL: v({ name: 'DELIVERY_POLL_INTERVAL', component: 'C', meaning: 'how often idle workers look for due messages', default: '1s', parse: positiveDuration, expected: DURATION }),
+  DELIVERY_ENABLED: v({ name: 'DELIVERY_ENABLED', component: 'C', meaning: 'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances on the same database that do (an intake-only instance, or delivery held for maintenance)', default: 'true', parse: boolean, expected: BOOLEAN }),
+  DELIVERY_POLL_INTERVAL: v({ name: 'DELIVERY_POLL_INTERVAL', component: 'C', meaning: 'how often idle workers look for due messages (retries, and mail taken by other instances); mail this instance takes is claimed at once', default: '1s', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_AFTER: v({ name: 'STATUS_ARCHIVE_AFTER', component: 'C', meaning: 'age at which status history rows move to message_status_archive', default: '720h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_RETENTION: v({ name: 'STATUS_ARCHIVE_RETENTION', component: 'C', meaning: 'age at which archived status rows are deleted (10 years)', default: '87600h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_INTERVAL: v({ name: 'STATUS_ARCHIVE_INTERVAL', component: 'C', meaning: 'how often the archive job runs', default: '1h', parse: positiveDuration, expected: DURATION }),
@@ -318,6 +319,7 @@ export interface Config {
     outboundSmtpUrl: string | undefined;
     notifyFrom: string;
     delivery: {
+      enabled: boolean;
       concurrency: number;
       maxRetries: number;
       retryBase: bigint;
@@ -481,6 +483,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       notifyFrom: read('NOTIFY_FROM')!,
       delivery: {
+        enabled: read('DELIVERY_ENABLED')!,
         concurrency: read('DELIVERY_CONCURRENCY')!,
         maxRetries: read('DELIVERY_MAX_RETRIES')!,
         retryBase: read('DELIVERY_RETRY_BASE')!,

@@ -13,7 +13,7 @@ import { SmtpTalk } from './smtp-talk.ts';
  */
 export async function startQuietExchange(env: Record<string, string> = {}): Promise<ServiceUnderTest> {
   const exchange = await startServiceForTest(exchangeService, {
-    env: { DELIVERY_POLL_INTERVAL: '1h', SEAL_URL: 'http://127.0.0.1:9', ...env },
+    env: { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9', ...env },
   });
   try {
     for (const channel of ['smtp', 'json']) {

@@ -80,7 +80,7 @@ export async function startServiceForTest(definition: ServiceDefinition, options
   );
   const database = await openDatabase({ url: config.databaseUrl, poolSize: 8 });
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
-  const objects = createObjectStore({ s3: config.s3, dataDir });
+  const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });
   await migrateSchema(database.db, definition.migrations);
   const service = await definition.start({ config, database, objects, logger, embedded: options.embedded ?? false });
   return {

@@ -33,7 +33,7 @@ export function startDeliveryEngine(deps: {
   config: Config;
   db: Kysely<ExchangeTables>;
   objects: ObjectStore;
-  intake: Pick<MessageIntake, 'accept'>;
+  intake: Pick<MessageIntake, 'accept' | 'onAccepted'>;
   metrics: ExchangeMetrics;
   logger: Logger;
 }): DeliveryEngine {
@@ -75,15 +75,19 @@ export function startDeliveryEngine(deps: {
     baseMs: durationToMs(delivery.retryBase),
     maxMs: durationToMs(delivery.retryMax),
   };
-  const workers = startDelivery({
-    queue,
-    finisher,
-    deliver: (claim) => deliverClaim(claim, { queue, objects, outbounds, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
-    concurrency: delivery.concurrency,
-    pollIntervalMs: durationToMs(delivery.pollInterval),
-    leaseMs,
-    logger,
-  });
+  const workers = delivery.enabled
+    ? startDelivery({
+        queue,
+        finisher,
+        deliver: (claim) => deliverClaim(claim, { queue, objects, outbounds, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
+        concurrency: delivery.concurrency,
+        pollIntervalMs: durationToMs(delivery.pollInterval),
+        leaseMs,
+        logger,
+      })
+    : heldDelivery(logger);
+  // Mail this instance takes (and the bounces it writes) is claimed at once, not at the next poll.
+  deps.intake.onAccepted(() => workers.wake());
   // Payloads of intakes cut short between the object store and the envelope row (a crash, kill -9).
   const orphans = new OrphanPayloadSweep({ db, objects, graceMs: leaseMs, logger });
   const orphanSweep = every(leaseMs, async () => {
@@ -110,4 +114,10 @@ export function startDeliveryEngine(deps: {
       await transport.close();
     },
   };
+}
+
+/** DELIVERY_ENABLED=false: no claims, so the mail waits for an instance that delivers. */
+function heldDelivery(logger: Logger): DeliveryWorkers {
+  logger.info('delivery disabled on this instance (DELIVERY_ENABLED=false): mail is taken and left for the instances that deliver');
+  return { inFlight: 0, wake() {}, async stop() {} };
 }

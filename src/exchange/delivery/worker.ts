@@ -20,6 +20,12 @@ export interface DeliveryOptions {
 export interface DeliveryWorkers {
   /** Envelopes in delivery right now. */
   readonly inFlight: number;
+  /**
+   * New mail is due: an idle loop claims at once instead of at its next poll. Wakes that arrive while
+   * a claim is running make one more claim after it, so a burst of accepted messages costs a few
+   * claims, not one each.
+   */
+  wake(): void;
   /** Stops claiming and waits for the deliveries in flight. */
   stop(): Promise<void>;
 }
@@ -28,7 +34,7 @@ export interface DeliveryWorkers {
  * The delivery workers of one engine instance: a single claim loop keeps up to `concurrency`
  * deliveries running. It claims as many due envelopes as there are free slots; a full batch means more
  * may be due, so it claims again as soon as a slot frees; a short batch means the queue is drained for
- * now, so it sleeps for the poll interval.
+ * now, so it sleeps for the poll interval, or until this instance accepts a message (wake()).
  *
  * While deliveries run, their leases are renewed every third of the lease, so a slow relay or a large
  * message never lets a lease run out under a live worker; only a dead worker's envelopes are taken over.
@@ -39,6 +45,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const inFlight = new Map<string, Claim>();
   const slotFreed = new Signal();
   const woken = new Signal();
+  let wakePending = false;
   let stopping = false;
   let claimFailing = false;
 
@@ -64,6 +71,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         continue;
       }
       let claims: Claim[];
+      wakePending = false;
       try {
         claims = await queue.claimDue(free);
         if (claimFailing) logger.info('delivery queue reachable again');
@@ -75,7 +83,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         continue;
       }
       for (const claim of claims) run(claim);
-      if (claims.length < free) await woken.wait(options.pollIntervalMs);
+      if (claims.length < free && !wakePending) await woken.wait(options.pollIntervalMs);
     }
   })();
 
@@ -103,6 +111,10 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   return {
     get inFlight() {
       return inFlight.size;
+    },
+    wake() {
+      wakePending = true;
+      woken.notify();
     },
     async stop() {
       stopping = true;

@@ -41,6 +41,7 @@ export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeI
  */
 export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+  private readonly acceptedListeners: Array<() => void> = [];
 
   constructor(
     private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; rules: RuleStore; logger: Logger },
@@ -91,7 +92,10 @@ export class MessageIntake {
         await deletePayload();
         throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
       }
-      if (written) return { envelopeId, size, outbound: written.outbound };
+      if (written) {
+        for (const listener of this.acceptedListeners) listener();
+        return { envelopeId, size, outbound: written.outbound };
+      }
       // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender).
       try {
         await this.route(message);
@@ -104,6 +108,11 @@ export class MessageIntake {
         throw new AppError('unavailable', 503, 'Delivery rules changed while the message was being accepted; try again later');
       }
     }
+  }
+
+  /** Called after each message is durable (envelope committed), before accept() resolves. */
+  onAccepted(listener: () => void): void {
+    this.acceptedListeners.push(listener);
   }
 
   private async route(message: IncomingMessage) {

@@ -58,7 +58,7 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
       s3,
       env: {
         // Keeps delivery workers (when the service runs them) away from the envelopes these tests inspect.
-        DELIVERY_POLL_INTERVAL: '1h',
+        DELIVERY_ENABLED: 'false',
         SEAL_URL: 'http://127.0.0.1:9',
         SMTP_MAX_MESSAGE_SIZE: String(LIMIT),
         SMTP_MAX_RECIPIENTS: String(MAX_RECIPIENTS),
@@ -208,7 +208,7 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
 
   it('accepts raw messages and attachments of several megabytes (a base64 schema pattern once overflowed the regex stack)', async () => {
     const big = await startServiceForTest(exchangeService, {
-      env: { DELIVERY_POLL_INTERVAL: '1h', SEAL_URL: 'http://127.0.0.1:9', SMTP_MAX_MESSAGE_SIZE: '16MiB' },
+      env: { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9', SMTP_MAX_MESSAGE_SIZE: '16MiB' },
     });
     try {
       await new RuleStore(big.database.db.withSchema('exchange') as Kysely<ExchangeTables>).create({

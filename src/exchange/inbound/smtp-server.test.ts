@@ -33,7 +33,7 @@ const MAX_RECIPIENTS = 3;
 const MAX_CONNECTIONS = 4;
 
 /** Keeps delivery workers (when the service runs them) away from the envelopes these tests inspect. */
-const QUIET_DELIVERY = { DELIVERY_POLL_INTERVAL: '1h', SEAL_URL: 'http://127.0.0.1:9' };
+const QUIET_DELIVERY = { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9' };
 
 const exchangeDb = (service: ServiceUnderTest) => service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
 const smtpPort = (service: ServiceUnderTest) => Number(new URL(service.service.listening.smtp!).port);
