@@ -3,6 +3,7 @@ import type { Config } from './kernel/config.ts';
 import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
 import type { Logger } from './kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
+import { replySizeWarning } from './auth/reply/exchange-limit.ts';
 import type { RunningService, ServiceDefinition } from './kernel/service.ts';
 export type ServiceName = 'auth' | 'seal' | 'exchange';
 /**
@@ -60,6 +61,8 @@ export async function startSealpost(
   options: StartOptions = {},
 ): Promise<Sealpost> {
   let config = baseConfig;
+  const warnings = startWarnings(config, names);
+  for (const warning of warnings) logger.warn(warning);
   const { database, objects } = await openStores(config);
   const cleanups: Array<() => Promise<void>> = [() => database.close(), () => objects.close()];
   const services: RunningService[] = [];
@@ -95,10 +98,23 @@ export async function startSealpost(
     await stop().catch(() => {});
     throw error;
   }
-  return { config, services, banner: banner(config, services, embedded), stop };
+  return { config, services, banner: banner(config, services, embedded, warnings), stop };
 }
 
-function banner(config: Config, services: RunningService[], embedded: string[]): string[] {
+/**
+ * Settings that each pass their own check but do not fit together. Only a process that runs both
+ * services knows both values; split across processes, README's "Limits to line up" says it.
+ */
+export function startWarnings(config: Config, names: ServiceName[]): string[] {
+  const warnings: string[] = [];
+  if (names.includes('auth') && names.includes('exchange')) {
+    const replies = replySizeWarning(config.auth.attachments.replyMaxTotalSize, config.exchange.smtpMaxMessageSize);
+    if (replies) warnings.push(replies);
+  }
+  return warnings;
+}
+
+function banner(config: Config, services: RunningService[], embedded: string[], warnings: string[]): string[] {
   const lines = ['Sealpost is running.'];
   for (const service of services) {
     for (const [kind, url] of Object.entries(service.listening)) {
@@ -109,6 +125,7 @@ function banner(config: Config, services: RunningService[], embedded: string[]):
   }
   if (services.some((s) => s.name === 'auth')) lines.push(`  reader links: ${config.auth.publicUrl}/m/{id}`);
   if (embedded.length > 0) lines.push('Embedded defaults:', ...embedded.map((line) => `  ${line}`));
+  for (const warning of warnings) lines.push(`Warning: ${warning}`);
   for (const name of config.generatedTokens) {
     const value = name === 'ADMIN_TOKEN' ? config.adminToken : config.serviceToken;
     lines.push(`Generated ${name}=${value} (for this run only; set ${name} to choose your own)`);

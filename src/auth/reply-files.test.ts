@@ -146,6 +146,29 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await assertNothingKeptBeyond([]);
   });
 
+  it('refuses EICAR at the start of a 6 MiB file with malware_detected once S3 has parts of it, leaving no object and no multipart upload', async () => {
+    const size = 6 * MiB;
+    const held = 512 * 1024;
+    let multipartSeen = false;
+    // The last 512 KiB wait until S3 shows the multipart upload under way, so the refusal has parts to abort.
+    async function* content() {
+      yield EICAR;
+      yield* generatedBytes(size - held - EICAR.length);
+      const deadline = Date.now() + 20_000;
+      while ((await pendingMultipartUploads()).length === 0) {
+        if (Date.now() > deadline) throw new Error('no multipart upload was started');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      multipartSeen = true;
+      yield* generatedBytes(held);
+    }
+    const refused = await uploadFile(alice, { filename: 'scan.bin', content: content(), size });
+    assert.ok(multipartSeen, 'the upload had become a multipart upload before it was refused');
+    assertRefused(refused, 403, 'malware_detected');
+    assert.match(refused.body.message, /Eicar-Test-Signature/);
+    await assertNothingKeptBeyond([]);
+  });
+
   it('cuts an oversize upload off as soon as ATTACHMENT_MAX_SIZE is passed, with file_too_large and no object left', async () => {
     const size = 200 * MiB;
     const refused = await uploadFile(alice, { filename: 'huge.bin', content: generatedBytes(size), size });

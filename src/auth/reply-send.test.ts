@@ -122,16 +122,25 @@ describe('sending a reply through the exchange engine', () => {
     assert.deepEqual(await draftKeys(), []);
   });
 
-  it('refuses a malformed bcc with invalid_bcc_address and another address with email_mismatch, sending nothing', async () => {
-    await alice.request('PUT', '/v1/message/reply', { body: { text: 'Draft kept' } });
+  it('refuses a malformed bcc with invalid_bcc_address and another address with email_mismatch, sending nothing and keeping the text', async () => {
+    await alice.request('PUT', '/v1/message/reply', { body: { text: 'Draft kept', bcc: ALICE.email } });
     const before = sink.messages.length;
-    for (const bcc of ['not an address', 'alice@', '<alice@example.com>']) {
-      assertError(await alice.request('POST', '/v1/message/reply', { body: { text: 'x', bcc } }), 400, 'invalid_bcc_address');
+    // 400 characters: too long for an address, refused as one (not by the body schema).
+    const overLong = `${'a'.repeat(388)}@example.com`;
+    const refusals = [
+      ...['not an address', 'alice@', '<alice@example.com>', overLong].map((bcc) => [bcc, 400, 'invalid_bcc_address'] as const),
+      ...[BOB.email, 'alice@example.org', 'alice+copy@example.com'].map((bcc) => [bcc, 403, 'email_mismatch'] as const),
+    ];
+    for (const [i, [bcc, status, errorCode]] of refusals.entries()) {
+      const text = `Rewritten before the refusal no. ${i}`;
+      assertError(await alice.request('POST', '/v1/message/reply', { body: { text, html: `<p>${text}</p>`, bcc } }), status, errorCode);
+      // What the reader wrote is saved all the same; the refused bcc is not.
+      const draft = (await alice.get('/v1/message/reply')).body;
+      assert.deepEqual([draft.text, draft.html, draft.bcc], [text, `<p>${text}</p>`, ALICE.email], `after ${JSON.stringify(bcc.slice(0, 40))}`);
     }
-    for (const bcc of [BOB.email, 'alice@example.org', 'alice+copy@example.com']) {
-      assertError(await alice.request('POST', '/v1/message/reply', { body: { text: 'x', bcc } }), 403, 'email_mismatch');
-    }
-    assert.equal((await alice.get('/v1/message/reply')).body.text, 'Draft kept');
+    // A bcc that is not a string is a malformed request, refused before anything is saved.
+    assertError(await alice.request('POST', '/v1/message/reply', { body: { text: 'not saved', bcc: 42 } }), 400, 'validation_failed');
+    assert.equal((await alice.get('/v1/message/reply')).body.text, `Rewritten before the refusal no. ${refusals.length - 1}`);
     assert.equal(sink.messages.length, before);
   });
 

@@ -10,7 +10,8 @@ export interface DraftOwner {
 export interface DraftContent {
   text: string;
   html: string | null;
-  bcc: string | null;
+  /** Left out: the draft keeps the bcc it has (a send saves the text before the bcc is checked). */
+  bcc?: string | null;
 }
 
 /** A file row being written: it exists (state `uploading`) before its object does. */
@@ -55,7 +56,7 @@ export class DraftStore {
       if (this.isSending(draft, now)) return 'sending' as const;
       return trx
         .updateTable('drafts')
-        .set({ text: content.text, html: content.html, bcc: content.bcc, updated_at: now })
+        .set({ text: content.text, html: content.html, ...(content.bcc !== undefined ? { bcc: content.bcc } : {}), updated_at: now })
         .where('id', '=', draft.id)
         .returningAll()
         .executeTakeFirstOrThrow();

@@ -153,7 +153,8 @@ describe('the expired-attachments watcher', () => {
   });
 
   it('runs in the service every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: an uploaded file stays for the period, then goes', async () => {
-    const harness = await startAuthHarness({ s3, env: { ATTACHMENTS_RETENTION_PERIOD: '3s', EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: '200ms' } });
+    const intervalMs = 200;
+    const harness = await startAuthHarness({ s3, env: { ATTACHMENTS_RETENTION_PERIOD: '3s', EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: `${intervalMs}ms` } });
     try {
       const reader = harness.reader();
       await signInAlice(harness, reader, harness.sealSample().id);
@@ -161,22 +162,25 @@ describe('the expired-attachments watcher', () => {
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
       const expiresAt = Date.parse((await reader.get('/v1/message/reply')).body.expiresAt);
       const [row] = await harness.auth.database.db.withSchema('auth').selectFrom('draft_files').select('object_key').execute();
+      const listed = async () => ((await reader.get('/v1/message/files')).body.files as unknown[]).length;
 
-      // Poll until it is gone; whenever it is seen gone, the period must have passed by then.
-      let seenPresent = 0;
-      const deadline = Date.now() + 20_000;
+      // Just before the period ends, the watcher (which has run many times by then) has left it alone.
+      await sleep(Math.max(0, expiresAt - 300 - Date.now()));
+      assert.equal(await listed(), 1, 'the file is still there 300 ms before the period ends');
+      assert.notEqual(await harness.auth.objects.head(row!.object_key), undefined, 'and so is its object');
+
+      // Gone by the end of the period + one interval, with a margin for a sweep under way; never before the end.
+      const dueBy = expiresAt + intervalMs + 1_500;
       for (;;) {
-        const files = (await reader.get('/v1/message/files')).body.files as unknown[];
+        const count = await listed();
         const seenAt = Date.now();
-        if (files.length === 0) {
+        if (count === 0) {
           assert.ok(seenAt >= expiresAt, `deleted ${expiresAt - seenAt} ms before the period ended`);
           break;
         }
-        seenPresent++;
-        assert.ok(Date.now() < deadline, 'the watcher did not delete the file within 20 s');
-        await sleep(100);
+        assert.ok(seenAt <= dueBy, `still there ${seenAt - expiresAt} ms after the period ended (interval ${intervalMs} ms)`);
+        await sleep(50);
       }
-      assert.ok(seenPresent > 0, 'the file was there after the upload');
       assert.equal(await harness.auth.objects.head(row!.object_key), undefined, 'its object is gone too');
       assert.equal((await reader.get('/v1/message/reply')).body.text, '');
     } finally {

@@ -23,8 +23,9 @@ export interface SentReply {
 }
 
 /**
- * Sending a reply (POST /v1/message/reply): the text is saved into the draft first, so whatever goes
- * wrong after, nothing the reader wrote is lost; the draft is claimed so a second click cannot send it
+ * Sending a reply (POST /v1/message/reply): the text is saved into the draft first, before anything is
+ * checked, so whatever is refused or goes wrong after, nothing the reader wrote is lost (a refused bcc is
+ * not saved: the draft keeps its earlier one); the draft is claimed so a second click cannot send it
  * twice; the reply is built and handed to the exchange engine as a JSON message whose envelope sender
  * is the recipient (a reply rule with `channel: json` and `sender` routes it). Only once the engine
  * answered 202 is the draft marked sent and its files deleted.
@@ -43,6 +44,9 @@ export class ReplySender {
 
   async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger): Promise<SentReply> {
     const { drafts, attachments, objects, recipients, seal, exchange } = this.deps;
+    const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
+    const text = { text: input.text, html: input.html ?? null };
+    if ((await drafts.save(owner, text, new Date())) === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
     const bcc = checkBcc(input.bcc, session.email);
 
     const found = await recipients.find(session.messageId, session.email);
@@ -51,8 +55,7 @@ export class ReplySender {
     if (!to) throw new AppError('conflict', 409, 'The sealed message has no sender address a reply could go to');
     const from = found.recipient.email;
 
-    const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
-    const saved = await drafts.save(owner, { text: input.text, html: input.html ?? null, bcc: input.bcc ?? null }, new Date());
+    const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date());
     if (saved === 'sending' || !(await drafts.claimForSending(saved.id, new Date()))) {
       throw new AppError('conflict', 409, 'This reply is being sent already');
     }
@@ -87,12 +90,19 @@ export class ReplySender {
   }
 }
 
+/** The longest address RFC 5321 allows: a 64-character local part, @, a 255-character domain. */
+const MAX_BCC_LENGTH = 320;
+
 /**
  * The bcc of a reply is a copy to oneself (SEED-SPEC: email_mismatch when the normalised bcc differs
- * from the signed-in recipient's address). Empty means none.
+ * from the signed-in recipient's address). Empty means none. The length is checked here, not in the
+ * body schema, so that an over-long address is answered as what it is: invalid_bcc_address.
  */
 function checkBcc(bcc: string | undefined, recipient: string): string | undefined {
   if (bcc === undefined || bcc.trim() === '') return undefined;
+  if (bcc.length > MAX_BCC_LENGTH) {
+    throw new AppError('invalid_bcc_address', 400, `The bcc address is longer than ${MAX_BCC_LENGTH} characters; it cannot be a valid email address`);
+  }
   const normalized = normalizeEmail(bcc);
   if (!normalized) throw new AppError('invalid_bcc_address', 400, 'The bcc address is not a valid email address');
   if (emailKey(normalized) !== emailKey(recipient)) {

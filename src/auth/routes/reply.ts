@@ -7,12 +7,23 @@ import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
 import { FileSchema, draftOwner } from './files.ts';
 import type { DraftRow } from '../tables.ts';
 
-/** Bodies are bounded by the service's JSON body limit (1 MiB); the text fields need no limit of their own. */
+/**
+ * Bodies are bounded by the service's JSON body limit (1 MiB); the text fields need no limit of their own.
+ * The bcc's content (its length included) is checked when sending, so that every bad address gets
+ * invalid_bcc_address; a bcc that is not a string at all is a malformed request (validation_failed).
+ */
 const ReplyBody = Type.Object(
   {
     text: Type.String({ description: 'plain-text body' }),
     html: Type.Optional(Type.String({ description: 'HTML body, sent beside the text' })),
-    bcc: Type.Optional(Type.String({ maxLength: 320, description: 'a copy to oneself: must be the signed-in recipient\'s own address' })),
+    bcc: Type.Optional(
+      Type.String({
+        description:
+          "a copy to oneself: must be the signed-in recipient's own address. Checked when sending: invalid_bcc_address (400) " +
+          'when it is not an address (longer than 320 characters included), email_mismatch (403) when it is another address; ' +
+          'a bcc that is not a string is validation_failed (400)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -90,8 +101,10 @@ export async function replyRoutes(app: App, context: AuthContext) {
         description:
           'From the recipient, to the sealed message\'s sender, "Re: <subject>", In-Reply-To and References set to the sealed ' +
           'message, with the draft\'s files; submitted to the exchange engine as a JSON message whose sender is the recipient ' +
-          '(a rule with params {channel: json, sender} routes it). bcc: invalid_bcc_address (400) when malformed, ' +
-          'email_mismatch (403) when it is not the recipient\'s own address; it becomes an envelope recipient, not a header. ' +
+          '(a rule with params {channel: json, sender} routes it). The text and html are saved to the draft first, so no ' +
+          'refusal loses them. bcc: invalid_bcc_address (400) when malformed or longer than 320 characters, ' +
+          'email_mismatch (403) when it is not the recipient\'s own address (the draft keeps its earlier bcc then); it becomes ' +
+          'an envelope recipient, not a header. ' +
           'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: 503 when ' +
           'the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached (403) when the reply is larger ' +
           'than it accepts, 409 while the same draft is being sent. ' +
