@@ -72,6 +72,7 @@ export const sealService: ServiceDefinition = {
       ...running,
       async stop() {
         await repin.stop();
+        await sealer.settle();
         await running.stop();
       },
     };

@@ -425,6 +425,26 @@ describe('IPFS Cluster stand-in with Basic auth and TLS', () => {
     assert.equal(allowed.status, 200);
     assert.deepEqual(allowed.body, data);
   });
+
+  test('proxyAuth false: the REST API keeps its Basic auth, the proxy serves cat without credentials (Kubo without API.Authorizations)', async () => {
+    const open = await startIpfsClusterStandIn({ port: 0, proxyPort: 0, dataDir: join(dir, 'open'), user: 'seal', pass: 'p4ss', proxyAuth: false });
+    try {
+      const data = Buffer.from('readable through an open proxy');
+      const upload = (authorization?: string) => {
+        const body = multipart([{ name: 'o', data }]);
+        const headers = { 'Content-Type': body.contentType, ...(authorization ? { Authorization: authorization } : {}) };
+        return send(`${open.url}/add`, { method: 'POST', headers, body: Readable.from(body.parts) });
+      };
+      assert.equal((await upload()).status, 401);
+      const added = await upload(basic('seal', 'p4ss'));
+      assert.equal(added.status, 200);
+      const cat = await send(`${open.proxyUrl}/api/v0/cat?arg=${String(ndjson(added.body)[0]?.cid)}`, { method: 'POST' });
+      assert.equal(cat.status, 200);
+      assert.deepEqual(cat.body, data);
+    } finally {
+      await open.close();
+    }
+  });
 });
 
 describe('IPFS Cluster stand-in persistence', () => {

@@ -31,6 +31,11 @@ export interface IpfsClusterStandInOptions {
   /** Basic auth for the REST API (and Kubo's API.Authorizations behind the proxy). Both or neither. */
   user?: string;
   pass?: string;
+  /**
+   * Whether the Kubo behind the proxy checks `user`/`pass` (API.Authorizations). Default true;
+   * false plays a Kubo without API.Authorizations (Kubo's default), open to whoever reaches the proxy.
+   */
+  proxyAuth?: boolean;
   /** Serve the REST API over HTTPS with this certificate (PEM). The proxy stays plain HTTP, as the real one. */
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** The cluster peer's name (service.json `peername`). */
@@ -113,6 +118,8 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
     restAddress: () => ({ host, port: restPort }),
   };
 
+  const proxyContext = options.proxyAuth === false ? { blocks } : { blocks, user: options.user, pass: options.pass };
+
   /** Records the request, then hangs or dispatches it. */
   const handler =
     (listener: RecordedRequest['listener']) =>
@@ -135,7 +142,7 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
       const done =
         listener === 'rest'
           ? handleRest(ctx, req, res, path, parsed)
-          : handleProxy({ blocks, user: options.user, pass: options.pass }, req, res, safeDecode(path), parsed);
+          : handleProxy(proxyContext, req, res, safeDecode(path), parsed);
       done.catch((err: unknown) => {
         if (!res.headersSent) sendError(res, 500, err instanceof Error ? err.message : String(err));
         else res.destroy();

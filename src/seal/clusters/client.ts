@@ -65,6 +65,8 @@ interface AddedOutput {
 }
 
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+const PROXY_CREDENTIALS_HINT =
+  "a secure cluster's credentials are not sent to its plain-HTTP IPFS proxy: let the IPFS node behind the proxy serve cat without them, on a private network";
 const TLS_CODES = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -213,10 +215,21 @@ export class ClusterClient {
     });
   }
 
+  /** DELETE /pins/{cid}. A 404 (not in the pinset) counts as done: the pin is gone either way. */
+  async unpin(cid: string): Promise<void> {
+    await this.call('DELETE', `/pins/${encodeURIComponent(cid)}`, {}, async (res) => {
+      if (res.statusCode === 404) return void res.resume();
+      await this.readJsonAnswer(res, `DELETE /pins/${cid}`);
+    });
+  }
+
   /**
    * Reads content through the peer's IPFS proxy (`POST /api/v0/cat?arg=...`, IPFS_PROXY_PORT) into
-   * `sink`. The proxy is plain HTTP (it has no TLS of its own); Basic auth is sent when configured,
-   * which Kubo's API.Authorizations checks. Returns the byte count.
+   * `sink`. Always plain HTTP: the real proxy cannot serve TLS (api/ipfsproxy's config has a listen
+   * address and timeouts, no certificate; it calls http.Server.Serve). So the cluster's Basic
+   * credentials go to the proxy (where Kubo's API.Authorizations may check them) only for a cluster
+   * with `secure: false`, whose REST calls carry them in clear anyway; a `secure` cluster's password
+   * is never sent unencrypted. Returns the byte count.
    */
   async cat(path: string, sink: Writable): Promise<number> {
     return this.call(
@@ -224,7 +237,10 @@ export class ClusterClient {
       `/api/v0/cat?arg=${encodeURIComponent(path)}`,
       {},
       async (res) => {
-        if (res.statusCode !== 200) throw await this.httpError(res, 'POST /api/v0/cat (IPFS proxy)');
+        if (res.statusCode !== 200) {
+          const denied = (res.statusCode === 401 || res.statusCode === 403) && this.withholdsProxyCredentials();
+          throw await this.httpError(res, 'POST /api/v0/cat (IPFS proxy)', denied ? PROXY_CREDENTIALS_HINT : undefined);
+        }
         let bytes = 0;
         res.on('data', (chunk: Buffer) => (bytes += chunk.length));
         await pipeline(res, sink);
@@ -252,13 +268,14 @@ export class ClusterClient {
   ): Promise<T> {
     const secure = !proxy && this.settings.secure;
     const transport = secure ? https : http;
+    const authorization = proxy && this.withholdsProxyCredentials() ? undefined : this.authorization;
     let timedOut = false;
     const req = transport.request({
       host: this.settings.host,
       port: proxy ? this.options.proxyPort : Number(this.settings.port),
       method,
       path,
-      headers: { ...(this.authorization ? { authorization: this.authorization } : {}), ...headers },
+      headers: { ...(authorization ? { authorization } : {}), ...headers },
       ...(secure && this.options.ca ? { ca: this.options.ca } : {}),
     });
     const timer = setTimeout(() => {
@@ -288,6 +305,11 @@ export class ClusterClient {
       clearTimeout(timer);
       if (!req.destroyed && !req.writableFinished) req.destroy();
     }
+  }
+
+  /** A secure cluster's credentials would travel in clear to its plain-HTTP IPFS proxy: not sent. */
+  private withholdsProxyCredentials(): boolean {
+    return this.authorization !== undefined && this.settings.secure;
   }
 
   private toClusterError(error: unknown, timedOut: boolean, method: string, path: string): ClusterError {
@@ -321,7 +343,7 @@ export class ClusterClient {
   }
 
   /** The REST API's `{"code":N,"message":"..."}` (Kubo: `{"Message":...}`, or text) as a ClusterError. */
-  private async httpError(res: IncomingMessage, what: string): Promise<ClusterError> {
+  private async httpError(res: IncomingMessage, what: string, hint?: string): Promise<ClusterError> {
     const status = res.statusCode ?? 0;
     let detail = '';
     try {
@@ -335,7 +357,7 @@ export class ClusterClient {
     } catch {
       // the status is enough
     }
-    return new ClusterError(this.name, 'http', `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}`, status);
+    return new ClusterError(this.name, 'http', `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}${hint ? ` (${hint})` : ''}`, status);
   }
 }
 

@@ -202,7 +202,7 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
   it('speaks HTTPS with Basic auth to a cluster with a self-signed certificate trusted through IPFS_CLUSTER_CA_FILE', async () => {
     const certificate = await createTestCertificate();
     try {
-      const secured = await r.standIn({ user: 'sealer', pass: 's3cret:pass', tls: { cert: certificate.cert, key: certificate.key } });
+      const secured = await r.standIn({ user: 'sealer', pass: 's3cret:pass', tls: { cert: certificate.cert, key: certificate.key }, proxyAuth: false });
       const env = {
         IPFS_CLUSTER_PORT: String(secured.port),
         IPFS_CLUSTER_SECURE: 'true',
@@ -217,10 +217,13 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       assert.equal(response.status, 201, await response.clone().text());
       const { id } = await response.json();
       const content = await get(seal, `/v1/sealed/${id}/content`);
-      assert.equal(content.status, 200, 'read through the proxy with the same credentials');
+      assert.equal(content.status, 200, 'read through the plain-HTTP proxy');
       assert.equal(sha256(Buffer.from(await content.arrayBuffer())), sha256(raw));
-      assert.ok(secured.requests.length >= 4);
-      assert.ok(secured.requests.every((req) => req.authorization), 'every call carried Basic auth');
+      const rest = secured.requests.filter((req) => req.listener === 'rest');
+      const proxied = secured.requests.filter((req) => req.listener === 'proxy');
+      assert.ok(rest.length >= 3 && proxied.length === 1);
+      assert.ok(rest.every((req) => req.authorization), 'every REST call carried Basic auth, over HTTPS');
+      assert.equal(proxied[0]!.authorization, false, 'the password of a secure cluster never travels in clear to the proxy');
       assert.ok(!JSON.stringify(seal.logs).includes('s3cret'), 'the password is never logged');
 
       const untrusting = await r.sealOn(secured, env);
@@ -232,6 +235,40 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       const denied = await postSeal(wrongPassword, rawMessage());
       assert.equal(denied.status, 502, 'the cluster refused: not a retryable outage of IPFS, but still 5xx');
       assert.match((await denied.json()).message, /answered 401: unauthorized: access denied/);
+    } finally {
+      await certificate.remove();
+    }
+  });
+
+  it('sends Basic credentials to the plain-HTTP IPFS proxy only for a secure: false cluster', async () => {
+    const certificate = await createTestCertificate();
+    try {
+      const credentials = { user: 'sealer', pass: 's3cret:pass' };
+      const plain = await r.standIn(credentials);
+      const plainSeal = await r.seal([standInCluster(plain, credentials)], { IPFS_PROXY_PORT: String(plain.proxyPort) });
+      const raw = rawMessage();
+      const { id } = await (await postSeal(plainSeal, raw)).json();
+      const content = await get(plainSeal, `/v1/sealed/${id}/content`);
+      assert.equal(content.status, 200, 'the proxy\'s IPFS node checks the credentials and lets the read through');
+      assert.equal(sha256(Buffer.from(await content.arrayBuffer())), sha256(raw));
+      assert.ok(plain.requests.every((req) => req.authorization), 'REST and proxy alike: they travel in clear to the REST API anyway');
+
+      // A secure cluster whose proxy's IPFS node demands the credentials cannot be read: they are not sent in clear.
+      const demanding = await r.standIn({ ...credentials, tls: { cert: certificate.cert, key: certificate.key } });
+      const secureSeal = await r.sealOn(demanding, {
+        IPFS_CLUSTER_PORT: String(demanding.port),
+        IPFS_CLUSTER_SECURE: 'true',
+        IPFS_CLUSTER_USER: credentials.user,
+        IPFS_CLUSTER_PASS: credentials.pass,
+        IPFS_PROXY_PORT: String(demanding.proxyPort),
+        IPFS_CLUSTER_CA_FILE: certificate.certPath,
+      });
+      const sealed = await postSeal(secureSeal, rawMessage());
+      assert.equal(sealed.status, 201, 'adding and pinning over HTTPS with the credentials work');
+      const refused = await get(secureSeal, `/v1/sealed/${(await sealed.json()).id}/content`);
+      assert.equal(refused.status, 503);
+      assert.match((await refused.json()).message, /answered 403: Kubo RPC Access Denied.*credentials are not sent to its plain-HTTP IPFS proxy/);
+      assert.deepEqual(demanding.requests.filter((req) => req.listener === 'proxy').map((req) => req.authorization), [false]);
     } finally {
       await certificate.remove();
     }

@@ -50,9 +50,21 @@ export const ClusterInputSchema = Type.Object(
       // No JSON type here: a string (the spec's type) or a number, checked with its own message in config.ts.
       Type.Unsafe<string | number>({ description: 'REST API port 1-65535, a string (a JSON number is accepted too); default "9094"' }),
     ),
-    user: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Basic auth user; needs pass' })),
+    user: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1000,
+        description:
+          'Basic auth user; needs pass. Sent on every REST API call; sent to the plain-HTTP IPFS proxy (reads) only when secure is false, so a secure cluster\'s password never travels unencrypted',
+      }),
+    ),
     pass: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Basic auth password; needs user; stored encrypted with SEAL_MASTER_KEY, never shown again' })),
-    secure: Type.Optional(Type.Boolean({ description: 'HTTPS; default true' })),
+    secure: Type.Optional(
+      Type.Boolean({
+        description:
+          'HTTPS to the REST API; default true. Reads go through the IPFS proxy (IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster\'s proxy has no TLS; with secure true the credentials are not sent there',
+      }),
+    ),
     timeout: Type.Optional(Type.String({ maxLength: 100, description: 'time limit of every call to this cluster (a duration string above zero); default "30s"' })),
     addParams: Type.Optional(AddParamsSchema),
     pinParams: Type.Optional(PinParamsSchema),

@@ -122,7 +122,7 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         ...common,
         summary: 'The verified plaintext of a sealed message',
         description:
-          'The raw message (message/rfc822) as it was sealed. It is fetched by CID through the IPFS proxy of each cluster in order, decrypted, ' +
+          'The raw message (message/rfc822) as it was sealed. It is fetched by CID through the IPFS proxy of each cluster in order (the next when one fails or exceeds its timeout), decrypted, ' +
           'and its SHA-256 checked against the sealed record before a byte is sent: content that fails verification is never served ' +
           '(502 when every cluster gave content that fails; 503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash.',
         params: SealedParams,

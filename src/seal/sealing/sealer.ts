@@ -52,6 +52,8 @@ export interface VerifiedContent {
  * message whole; the size limit is counted on the way.
  */
 export class Sealer {
+  private readonly releasing = new Set<Promise<void>>();
+
   constructor(private readonly options: SealerOptions) {}
 
   private get primary(): ClusterClient {
@@ -114,22 +116,28 @@ export class Sealer {
       throw new AppError('unavailable', 503, `No IPFS cluster pinned the sealed message: ${failed.map((pin) => pin.error).join('; ')}`);
     }
 
-    const result = await store.insert(
-      {
-        id,
-        envelopeId: input.envelopeId,
-        cid: added.cid,
-        wrapped: added.wrapped,
-        fileName,
-        sha256,
-        size,
-        wrappedKey: sealSecret(masterKey, key, messageKeyLabel(id)),
-        sender: facts.sender,
-        subject: facts.subject,
-      },
-      facts.recipients,
-      pins,
-    );
+    let result: { created: boolean; record: SealedRecord };
+    try {
+      result = await store.insert(
+        {
+          id,
+          envelopeId: input.envelopeId,
+          cid: added.cid,
+          wrapped: added.wrapped,
+          fileName,
+          sha256,
+          size,
+          wrappedKey: sealSecret(masterKey, key, messageKeyLabel(id)),
+          sender: facts.sender,
+          subject: facts.subject,
+        },
+        facts.recipients,
+        pins,
+      );
+    } catch (error) {
+      this.releaseInBackground(added.cid, input.envelopeId, 'the sealed record could not be stored');
+      throw error;
+    }
     if (result.created) {
       logger.info(
         { sealedId: id, envelopeId: input.envelopeId, cid: added.cid, size, recipients: facts.recipients.length, failedPins: failed.map((pin) => pin.cluster) },
@@ -137,8 +145,52 @@ export class Sealer {
       );
     } else {
       logger.warn({ envelopeId: input.envelopeId, cid: added.cid }, 'envelope was sealed concurrently by another request; its record stands');
+      if (result.record.message.cid !== added.cid) this.releaseInBackground(added.cid, input.envelopeId, 'another request sealed this envelope first');
     }
     return result;
+  }
+
+  /** Resolves once the unpins of orphaned content started so far have ended (for shutdown). */
+  async settle(): Promise<void> {
+    while (this.releasing.size > 0) await Promise.allSettled([...this.releasing]);
+  }
+
+  /**
+   * Unpins (best effort) content that was added and pinned but that no record points at: the loser
+   * of two requests racing for one envelope, or a seal whose record failed to store. It runs behind
+   * the answer, so a slow cluster does not hold the sender; a failure is logged and leaves the pin.
+   */
+  private releaseInBackground(cid: string, envelopeId: string, reason: string): void {
+    const task = this.release(cid, envelopeId, reason)
+      .catch((error: unknown) => this.options.logger.warn({ cid, envelopeId, err: error }, 'unpinning orphaned content failed'))
+      .finally(() => this.releasing.delete(task));
+    this.releasing.add(task);
+  }
+
+  private async release(cid: string, envelopeId: string, reason: string): Promise<void> {
+    const { store, clusters, logger } = this.options;
+    // A failed insert may still have committed (the connection broke on the way back): unpinning
+    // content a record points at would lose the message, so a stored record is checked first.
+    let record: SealedRecord | undefined;
+    try {
+      record = await store.findByEnvelope(envelopeId);
+    } catch (error) {
+      logger.warn({ cid, envelopeId, err: error }, 'orphaned content left pinned: could not check that no record points at it');
+      return;
+    }
+    if (record?.message.cid === cid) return;
+    const failed: string[] = [];
+    await Promise.all(
+      clusters.map(async (cluster) => {
+        try {
+          await cluster.unpin(cid);
+        } catch (error) {
+          failed.push(cluster.name);
+          logger.warn({ cluster: cluster.name, cid, envelopeId, err: error instanceof Error ? error.message : String(error) }, 'unpinning orphaned content failed on this cluster; it stays pinned there');
+        }
+      }),
+    );
+    logger.info({ cid, envelopeId, reason, failed }, 'orphaned content unpinned');
   }
 
   /** POST /pins/{cid} on every cluster, the primary included, at once; each outcome is recorded. */
