@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,20 +15,26 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
 /**
  * The reader page in a real browser (Debian's Chromium through playwright-core) against Sealpost
  * started as `sealpost start all` on its embedded defaults: mail in over SMTP, the link from the
- * notification, sign-in with the code from the SMS capture, reading, a reply with an attachment that
- * arrives at the SMTP sink byte for byte. Screenshots of every screen go to test-output/screenshots.
+ * notification, sign-in with the code from the SMS capture (or, for a recipient without a mobile
+ * number, from the code email at the SMTP sink), reading, a reply with an attachment that arrives at the
+ * SMTP sink byte for byte. Screenshots of every screen go to test-output/screenshots; at 360 px each
+ * screen must fit without sideways scrolling.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 const WIDTHS = [1280, 360] as const;
+/** Start-up runs the migrations of three services: generous, for a busy test machine. */
+const STARTUP = { timeoutMs: 120_000 };
 
 const SENDER = 'Dana Sender <dana@sender.example>';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
 const DAVE = { email: 'dave@example.com', mobile: '+41791234569' };
 const ERIN = { email: 'erin@example.com', mobile: '+41791234560' };
+/** No mobile number on record: signs in with a code by email. */
+const FRANK = { email: 'frank@example.com' };
 const SUBJECT = 'Your contract, sealed';
 const BODY_LINE = 'Please find the signed contract attached.';
 
@@ -59,14 +65,34 @@ async function launchPersistent(userDataDir: string): Promise<BrowserContext> {
   });
 }
 
-/** Full-page screenshots of what the page shows now, at each width; back to 1280 after. */
-async function shoot(page: Page, name: string): Promise<void> {
-  for (const width of WIDTHS) {
+/**
+ * Full-page screenshots of what the page shows now, at each width; back to 1280 after. At 360 px the
+ * screen must fit: nothing wider than the phone, no sideways scrolling.
+ */
+async function shoot(page: Page, name: string, widths: readonly number[] = WIDTHS): Promise<void> {
+  for (const width of widths) {
     await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
     await page.waitForTimeout(50);
+    if (width === 360) assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${name}: wider than 360 px`);
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/** Clicks a download link and returns the bytes the browser saved. */
+async function download(page: Page, name: RegExp): Promise<Buffer> {
+  const [saved] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name }).click()]);
+  const path = await saved.path();
+  return readFile(path);
+}
+
+/** The draft as the service has it, asked by the page itself (its session cookie). */
+async function draftFileNames(page: Page): Promise<string[]> {
+  return page.evaluate(async () => {
+    const response = await fetch('/v1/message/reply', { headers: { accept: 'application/json' } });
+    const draft = (await response.json()) as { files: Array<{ name: string }> };
+    return draft.files.map((file) => file.name).sort();
+  });
 }
 
 async function sendSealedMail(smtpPort: number, recipients: Array<{ email: string; mobile: string }>, attachment: Buffer): Promise<void> {
@@ -88,6 +114,47 @@ async function sendSealedMail(smtpPort: number, recipients: Array<{ email: strin
     transport.close();
   }
 }
+
+const INVOICE_SUBJECT = 'Your invoice, sealed';
+const INVOICE_PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
+const PHOTO = sampleFile(3000);
+
+/**
+ * HTML with a picture it shows (cid:) and, as Apple Mail sends them, a PDF and a photo with
+ * Content-Disposition: inline that the HTML does not show: those two must be offered for download.
+ */
+async function sendInvoiceMail(smtpPort: number, to: string): Promise<void> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  try {
+    await transport.sendMail({
+      from: SENDER,
+      to,
+      subject: INVOICE_SUBJECT,
+      text: 'Your invoice is attached.',
+      html: '<p>Your invoice is attached.</p><p><img src="cid:logo@sender.example" alt="Sender logo"></p>',
+      attachments: [
+        { filename: 'logo.png', content: TINY_PNG, contentType: 'image/png', cid: 'logo@sender.example' },
+        { filename: 'invoice.pdf', content: INVOICE_PDF, contentType: 'application/pdf', contentDisposition: 'inline' },
+        { filename: 'photo.png', content: PHOTO, contentType: 'image/png', contentDisposition: 'inline' },
+      ],
+    });
+  } finally {
+    transport.close();
+  }
+}
+
+/** The code of the newest code email to `to` beyond the `before` first messages at the sink. */
+async function nextEmailCode(sink: SmtpSink, to: string, before: number): Promise<string> {
+  const isCodeMail = (m: SmtpSink['messages'][number]) => m.to.includes(to) && m.raw.toString().includes('Your Sealpost code is');
+  await sink.waitUntil(() => sink.messages.slice(before).some(isCodeMail), 10_000, `the code email to ${to}`);
+  const parsed = await simpleParser(sink.messages.slice(before).filter(isCodeMail).at(-1)!.raw);
+  const code = /Your Sealpost code is (\d+)/.exec(parsed.text ?? '')?.[1];
+  assert.ok(code, parsed.text);
+  return code;
+}
+
+/** The name attribute of the focused element. */
+const focusedName = (page: Page) => page.evaluate(() => document.activeElement?.getAttribute('name') ?? document.activeElement?.textContent ?? '');
 
 /** The reader link of the notification that reached `to`. */
 async function readerLink(sink: SmtpSink, to: string): Promise<string> {
@@ -142,6 +209,7 @@ describe('the reader page in Chromium', () => {
   let sealpost: SealpostProcess;
   let browser: Browser;
   let link: string;
+  let invoiceLink: string;
   const dirs: string[] = [];
   const attachment = sampleFile(180_000);
 
@@ -160,10 +228,12 @@ describe('the reader page in Chromium', () => {
       OUTBOUND_SMTP_URL: sink.url,
       DELIVERY_POLL_INTERVAL: '100ms',
       DELIVERY_RETRY_BASE: '1s',
-    });
+    }, STARTUP);
     browser = await launchBrowser();
     await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL, DAVE, ERIN], attachment);
+    await sendInvoiceMail(sealpost.ports.smtp, FRANK.email);
     link = await readerLink(sink, ALICE.email);
+    invoiceLink = await readerLink(sink, FRANK.email);
   });
 
   after(async () => {
@@ -253,6 +323,7 @@ describe('the reader page in Chromium', () => {
       await assertVisibleText(page, /One image from the internet is not shown/);
       await page.getByRole('link', { name: /Download contract\.png/ }).waitFor();
       await shoot(page, 'message');
+      assert.ok((await download(page, /Download contract\.png/)).equals(attachment), 'the download is the attachment byte for byte');
 
       // Remote images only when asked for; answered here by the test, so nothing leaves the machine.
       assert.deepEqual(blockedRequests, [], 'nothing was loaded from elsewhere before "show images"');
@@ -267,19 +338,29 @@ describe('the reader page in Chromium', () => {
       blockedRequests.length = 0;
 
       // Start a reply, attach a file, leave and come back: the draft is still there.
+      await assertVisibleText(page, 'Up to 25 MB per file and 50 MB in total.');
       await page.getByLabel('Your reply').fill('Thank you, signed copy attached.');
       // A slow uplink (Chromium's network emulation) so that the progress bar is seen moving.
       const cdp = await context.newCDPSession(page);
       await cdp.send('Network.enable');
-      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 120 * 1024 });
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 60 * 1024 });
       await page.locator('input[type=file]').setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: attachment });
       await page.waitForFunction(() => {
         const bar = document.querySelector<HTMLProgressElement>('li.file.uploading progress');
         return bar !== null && bar.value > 0 && bar.value < 100;
       });
-      await page.screenshot({ path: join(SCREENSHOTS, 'reply-uploading-1280.png') });
+      await shoot(page, 'reply-uploading');
       await page.locator('li.file').filter({ hasText: 'signed.png' }).getByRole('button', { name: 'Remove signed.png' }).waitFor();
       await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+
+      // A second file, removed again: gone from the page and from the draft on the server.
+      await page.locator('input[type=file]').setInputFiles({ name: 'wrong-page.png', mimeType: 'image/png', buffer: sampleFile(3000) });
+      await page.getByRole('button', { name: 'Remove wrong-page.png' }).waitFor();
+      assert.deepEqual(await draftFileNames(page), ['signed.png', 'wrong-page.png']);
+      await page.getByRole('button', { name: 'Remove wrong-page.png' }).click();
+      await page.locator('li.file').filter({ hasText: 'wrong-page.png' }).waitFor({ state: 'detached' });
+      assert.deepEqual(await draftFileNames(page), ['signed.png']);
+
       await page.getByLabel('Your reply').blur();
       await page.getByText('Draft saved.').waitFor();
       await shoot(page, 'reply');
@@ -287,6 +368,7 @@ describe('the reader page in Chromium', () => {
       await page.getByRole('heading', { name: SUBJECT }).waitFor();
       assert.equal(await page.getByLabel('Your reply').inputValue(), 'Thank you, signed copy attached.');
       await page.getByRole('button', { name: 'Remove signed.png' }).waitFor();
+      assert.equal(await page.locator('li.file').count(), 1, 'the removed file did not come back');
 
       const mailsBefore = sink.messages.length;
       await page.getByRole('button', { name: 'Send reply' }).click();
@@ -300,10 +382,68 @@ describe('the reader page in Chromium', () => {
       assert.equal(reply.attachments[0]!.filename, 'signed.png');
       assert.ok(reply.attachments[0]!.content.equals(attachment), 'the attachment arrived byte for byte');
 
+      // Signing out that did not reach the server says so: the session is still alive.
+      const logout = `${new URL(link).origin}/logout`;
+      await page.route(logout, (route) => route.abort('connectionrefused'));
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('alert').filter({ hasText: 'You are still signed in' }).waitFor();
+      assert.equal(await page.getByRole('heading', { name: 'You are signed out' }).count(), 0);
+      await page.unroute(logout);
+
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
       await shoot(page, 'signed-out');
+      // The server ended the session: the same link asks for a code again.
+      await page.reload();
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
       assert.deepEqual(blockedRequests, [], 'nothing else was loaded from elsewhere');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('signs in by keyboard alone with a code by email, and lists the inline files the HTML does not show', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(invoiceLink);
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
+      // No mobile number on record: no field for one, and the code comes by email.
+      assert.equal(await page.getByLabel(/Mobile number/).count(), 0);
+      await assertVisibleText(page, 'We will send you a one-time code by email.');
+      await shoot(page, 'sign-in-email');
+
+      // Only Tab, typing and Enter, from the heading the page focuses.
+      const before = sink.messages.length;
+      await page.keyboard.press('Tab');
+      assert.equal(await focusedName(page), 'email');
+      await page.keyboard.type(FRANK.email);
+      await page.keyboard.press('Tab');
+      assert.equal(await focusedName(page), 'Send me a code');
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await assertVisibleText(page, `We sent a 6-digit code by email to ${FRANK.email}.`);
+      const code = await nextEmailCode(sink, FRANK.email, before);
+      await page.keyboard.press('Tab');
+      assert.equal(await focusedName(page), 'code');
+      await page.keyboard.type(code);
+      await page.keyboard.press('Tab');
+      assert.equal(await focusedName(page), 'rememberMe');
+      await page.keyboard.press('Tab');
+      assert.equal(await focusedName(page), 'Sign in');
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: INVOICE_SUBJECT }).waitFor();
+
+      // The picture the HTML shows is in the frame and not listed again; the inline PDF and photo are.
+      await page.waitForFunction(() => {
+        const image = document.querySelector<HTMLIFrameElement>('iframe.body-frame')?.contentDocument?.querySelector('img');
+        return image !== null && image !== undefined && image.complete && image.naturalWidth > 0;
+      });
+      await page.getByRole('link', { name: /Download invoice\.pdf/ }).waitFor();
+      await page.getByRole('link', { name: /Download photo\.png/ }).waitFor();
+      assert.equal(await page.getByRole('link', { name: /Download logo\.png/ }).count(), 0);
+      await shoot(page, 'message-inline-files');
+      assert.ok((await download(page, /Download invoice\.pdf/)).equals(INVOICE_PDF), 'the inline PDF downloads byte for byte');
     } finally {
       await context.close();
     }
@@ -376,7 +516,10 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       SMS_CODE_EXPIRATION: '3s',
       SMS_LIMIT_NUMBER_INTERVAL: '0s',
       DELIVERY_POLL_INTERVAL: '100ms',
-    });
+      // Limits of its own: the page must show the service's, not the defaults.
+      ATTACHMENT_MAX_SIZE: '3MiB',
+      REPLY_MAX_TOTAL_SIZE: '5MiB',
+    }, STARTUP);
     browser = await launchBrowser();
     await sendSealedMail(sealpost.ports.smtp, [ALICE], sampleFile(2000));
     link = await readerLink(sink, ALICE.email);
@@ -437,11 +580,32 @@ describe('the reader page with short-lived codes and no resend interval', () => 
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
     try {
+      // The draft does not load at first: no form that could overwrite it, a way to try again.
+      const draftUrl = `${new URL(link).origin}/v1/message/reply`;
+      await page.route(draftUrl, (route) =>
+        route.request().method() === 'GET'
+          ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ id: 'e2e', kind: 503, errorCode: 'unavailable', message: 'test' }) })
+          : route.continue(),
+      );
       await signIn(page, sms, link, ALICE, false);
+      await page.getByRole('alert').filter({ hasText: 'Your saved reply could not be loaded' }).waitFor();
+      assert.equal(await page.getByLabel('Your reply').count(), 0, 'no reply box to autosave from');
+      assert.equal(await page.getByRole('button', { name: 'Send reply' }).count(), 0, 'no sending without the draft');
+      await page.unroute(draftUrl);
+      await page.getByRole('button', { name: 'Try again' }).click();
+
       await page.getByText('Your unsent draft was restored.').waitFor();
       assert.equal(await page.getByLabel('Your reply').inputValue(), 'Started on my laptop.');
       await page.getByRole('button', { name: 'Remove scan.png' }).waitFor();
       assert.equal(await page.locator('li.file').count(), 1, 'the refused file was not kept');
+      await assertVisibleText(page, 'Up to 3 MB per file and 5 MB in total.');
+      await shoot(page, 'reply-restored', [360]);
+
+      // Signing out from the message itself; the link then asks for a code again.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+      await page.reload();
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
     } finally {
       await context.close();
     }

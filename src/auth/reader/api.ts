@@ -20,8 +20,6 @@ export interface ReaderConfig {
   maxAttempts: number;
   rememberMeMaxAge: number;
   limits: { perNumberInterval: number; perNumberHourly: number; perIpHourly: number };
-  /** Reply attachment limits in bytes, when the service announces them. */
-  attachments?: { maxFileSize?: number; maxTotalSize?: number };
 }
 
 export interface CodeSent {
@@ -79,7 +77,7 @@ export interface Draft {
   text: string;
   /** The copy-to-self address saved with the draft. */
   bcc?: string;
-  /** Limits in bytes, when the service says them. */
+  /** ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes, from GET /v1/message/files (the only answer that says them). */
   maxFileSize?: number;
   maxTotalSize?: number;
 }

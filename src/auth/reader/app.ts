@@ -53,13 +53,14 @@ export function createReader(api: Api, t: Texts, messageId: string, config: Read
 /**
  * The alert box of a form: empty until an error, then the sentence (role=alert reads it out at once).
  */
-export function alertBox(): { element: HTMLElement; show(t: Texts, error: unknown): void; say(text: string): void; clear(): void } {
+export function alertBox(): { element: HTMLElement; show(t: Texts, error: unknown, lead?: string): void; say(text: string): void; clear(): void } {
   const element = h('div', { class: 'alert', role: 'alert', hidden: true });
   return {
     element,
-    show(t, error) {
+    /** The error's sentence; `lead` first when the error alone would not say what failed. */
+    show(t, error, lead) {
       const reference = errorReference(t, error);
-      element.replaceChildren(h('p', {}, errorText(t, error)));
+      element.replaceChildren(h('p', {}, lead ? `${lead} ${errorText(t, error)}` : errorText(t, error)));
       if (reference) append(element, h('p', { class: 'reference' }, reference));
       element.hidden = false;
     },

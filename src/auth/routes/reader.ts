@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { Type } from 'typebox';
-import { AppError } from '../../kernel/errors.ts';
+import { AppError, errorObject } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 
 export interface ReaderPageOptions {
@@ -45,8 +45,21 @@ export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
         params: Type.Object({ id: Type.String({ maxLength: 200 }) }),
       },
     },
-    async (_request, reply) => {
-      if (!page) throw new AppError('unavailable', 503, 'The reader page is not built: run `npm run build` and restart the auth service');
+    async (request, reply) => {
+      if (!page) {
+        const message = 'The reader page is not built: run `npm run build` and restart the auth service';
+        // The reader followed a link in a browser: a page, not an error object shown as raw JSON.
+        if (!/\btext\/html\b/i.test(request.headers.accept ?? '')) throw new AppError('unavailable', 503, message);
+        const error = errorObject(503, message, 'unavailable');
+        request.log.error({ errorId: error.id }, message);
+        return reply
+          .code(503)
+          .type('text/html; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('content-security-policy', "default-src 'none'; frame-ancestors 'none'")
+          .header('x-content-type-options', 'nosniff')
+          .send(unavailablePage(error.id));
+      }
       // Read each time (a few KB): after a rebuild the page names the new asset files at once.
       const html = await readFile(join(page.dir, 'index.html'), 'utf8');
       return reply
@@ -79,4 +92,17 @@ export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
       response.setHeader('x-content-type-options', 'nosniff');
     },
   });
+}
+
+/** The whole page when the reader page is missing: no script or style, so it needs nothing else. */
+function unavailablePage(errorId: string): string {
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<meta name="robots" content="noindex, nofollow"><title>Sealpost – please try again later</title></head><body>',
+    '<h1>This message cannot be shown right now</h1>',
+    '<p>Sealpost is being set up or updated. Please open the link from your email again in a few minutes.</p>',
+    `<p><small>Reference: ${errorId}</small></p>`,
+    '</body></html>',
+  ].join('\n');
 }

@@ -1,19 +1,24 @@
-import type { Address, Draft, SealedMessage } from '../api.ts';
+import type { Address, SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
+import { listedAttachments } from './embedded-images.ts';
 import { messageFrame } from './message-frame.ts';
 import { busy } from './parts.ts';
-import { replySection } from './reply.ts';
-import { signedOutScreen } from './signed-out.ts';
+import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
+import { signOutControl } from './signed-out.ts';
 import { signInScreen } from './sign-in.ts';
 import { fatalScreen, loadingScreen } from './status.ts';
 
-/** Loads the message and the draft reply, then shows them; back to sign-in when the session is gone. */
+/**
+ * Loads the message and the draft reply, then shows them; back to sign-in when the session is gone. A
+ * draft that fails to load does not stop the reading: the reply form waits for it (reply.ts).
+ */
 export async function messageScreen(reader: Reader): Promise<void> {
   reader.show(loadingScreen(reader));
   try {
-    const [message, draft] = await Promise.all([reader.api.message(), reader.api.draft().catch(() => undefined)]);
+    const [message, draft] = await Promise.all([reader.api.message(), loadDraft(reader)]);
+    if ('error' in draft && isSessionGone(draft.error)) throw draft.error;
     reader.show(readScreen(reader, message, draft));
   } catch (error) {
     if (isSessionGone(error)) {
@@ -25,21 +30,14 @@ export async function messageScreen(reader: Reader): Promise<void> {
   }
 }
 
-export function readScreen(reader: Reader, message: SealedMessage, draft: Draft | undefined): Screen {
+export function readScreen(reader: Reader, message: SealedMessage, draft: DraftOutcome): Screen {
   const { t } = reader;
   const subject = message.subject || t.message.noSubject;
   return {
     name: 'message',
     title: subject,
     render() {
-      const signOut = h('button', { type: 'button', class: 'secondary small' }, t.message.signOut);
-      signOut.addEventListener('click', () => {
-        void busy(signOut, t.message.signOut, async () => {
-          // Signed out or not, the page forgets the session: the server clears the cookie either way.
-          await reader.api.logout().catch(() => undefined);
-          reader.show(signedOutScreen(reader));
-        });
-      });
+      const signOut = signOutControl(reader, 'secondary small');
 
       const headers = h('dl', { class: 'headers' });
       const row = (label: string, value: string) => {
@@ -65,7 +63,7 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: Draft 
           )
         : null;
 
-      const files = message.attachments.filter((a) => !a.inline || !message.html);
+      const files = listedAttachments(message);
       const attachments =
         files.length > 0
           ? h(
@@ -94,7 +92,8 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: Draft 
       return h(
         'div',
         { class: 'reading' },
-        h('div', { class: 'toolbar' }, signOut),
+        h('div', { class: 'toolbar' }, signOut.button),
+        signOut.alert,
         h(
           'article',
           { class: 'card message', 'aria-labelledby': 'message-subject' },

@@ -7,29 +7,68 @@ import { busy } from './parts.ts';
 import { sentScreen } from './sent.ts';
 import { signInScreen } from './sign-in.ts';
 
-/** What the page shows when the service does not say its limits (the defaults of ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE). */
-const DEFAULT_MAX_FILE = 25 * 1024 * 1024;
-const DEFAULT_MAX_TOTAL = 50 * 1024 * 1024;
 const SAVE_DELAY_MS = 800;
 
+export type DraftOutcome = { draft: Draft } | { error: unknown };
+
+export function loadDraft(reader: Reader): Promise<DraftOutcome> {
+  return reader.api.draft().then(
+    (draft) => ({ draft }),
+    (error: unknown) => ({ error }),
+  );
+}
+
 /**
- * The reply form under the message: text saved as a draft while typing (so it can be continued on
- * another device), files uploaded one by one with a progress bar, each removable, then send.
+ * The reply under the message. Without its saved draft there is no form: an empty one would overwrite
+ * the draft at the first autosave, and a send would go without the draft's files. The reader gets the
+ * reason and a button that tries again.
  */
-export function replySection(reader: Reader, message: SealedMessage, draft: Draft | undefined): HTMLElement {
+export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome): HTMLElement {
+  return 'draft' in outcome ? replyForm(reader, message, outcome.draft) : draftFailed(reader, message, outcome.error);
+}
+
+function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HTMLElement {
+  const { t } = reader;
+  const alert = alertBox();
+  alert.show(t, error, t.reply.draftFailed);
+  const retry = h('button', { type: 'button', class: 'secondary' }, t.reply.retry);
+  const section = h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), alert.element, retry);
+  retry.addEventListener('click', () => {
+    void busy(retry, t.loading, async () => {
+      const again = await loadDraft(reader);
+      if ('error' in again && isSessionGone(again.error)) {
+        reader.notice = t.sessionEnded;
+        return reader.show(signInScreen(reader));
+      }
+      if ('error' in again) return alert.show(t, again.error, t.reply.draftFailed);
+      const form = replySection(reader, message, again);
+      section.replaceWith(form);
+      form.querySelector('textarea')?.focus();
+    });
+  });
+  return section;
+}
+
+/**
+ * The reply form: text saved as a draft while typing (so it can be continued on another device), files
+ * uploaded one by one with a progress bar, each removable, then send. The limits are the service's
+ * (GET /v1/message/files); the page checks them first only to spare a long upload bound to fail.
+ */
+function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLElement {
   const { t, api } = reader;
-  const maxFile = draft?.maxFileSize ?? reader.config.attachments?.maxFileSize ?? DEFAULT_MAX_FILE;
-  const maxTotal = draft?.maxTotalSize ?? reader.config.attachments?.maxTotalSize ?? DEFAULT_MAX_TOTAL;
+  const maxFile = draft.maxFileSize;
+  const maxTotal = draft.maxTotalSize;
+  const limitsText = maxFile !== undefined && maxTotal !== undefined ? t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal)) : undefined;
   const recipient = message.replyTo[0] ?? message.from[0];
   const recipientText = recipient ? (recipient.name ? `${recipient.name} <${recipient.address}>` : recipient.address) : '';
-  const files: DraftFile[] = [...(draft?.files ?? [])];
+  const files: DraftFile[] = [...draft.files];
   let uploading = 0;
 
   const alert = alertBox();
   const textId = uid('reply');
   const text = h('textarea', { id: textId, name: 'text', rows: 7, 'aria-describedby': `${textId}-status` });
-  text.value = draft?.text ?? '';
-  const saveStatus = h('p', { class: 'hint', id: `${textId}-status`, role: 'status' }, draft?.text ? t.reply.draftRestored : '');
+  text.value = draft.text;
+  const saveStatus = h('p', { class: 'hint', id: `${textId}-status`, role: 'status' }, draft.text ? t.reply.draftRestored : '');
 
   let saveTimer = 0;
   let saving: Promise<unknown> = Promise.resolve();
@@ -54,7 +93,9 @@ export function replySection(reader: Reader, message: SealedMessage, draft: Draf
   const list = h('ul', { class: 'files', 'aria-live': 'polite' });
   const used = h('p', { class: 'hint' });
   const total = () => files.reduce((sum, f) => sum + f.size, 0);
-  const updateUsed = () => (used.textContent = t.reply.used(formatBytes(t, total()), formatBytes(t, maxTotal)));
+  const updateUsed = () => {
+    if (maxTotal !== undefined) used.textContent = t.reply.used(formatBytes(t, total()), formatBytes(t, maxTotal));
+  };
 
   const fileRow = (file: DraftFile): HTMLElement => {
     const remove = h('button', { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) }, '✕');
@@ -109,8 +150,8 @@ export function replySection(reader: Reader, message: SealedMessage, draft: Draf
     };
     list.append(row);
     // The server decides (it counts every byte); checking first spares a long upload bound to fail.
-    if (file.size > maxFile) return fail(`${t.errors.file_too_large} ${t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal))}`);
-    if (total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
+    if (maxFile !== undefined && file.size > maxFile) return fail(`${t.errors.file_too_large} ${limitsText ?? ''}`.trim());
+    if (maxTotal !== undefined && total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
     uploading += 1;
     try {
       const stored = await api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)));
@@ -127,7 +168,7 @@ export function replySection(reader: Reader, message: SealedMessage, draft: Draf
   }
 
   const copyId = uid('copy');
-  const copy = h('input', { type: 'checkbox', id: copyId, name: 'copy', checked: Boolean(draft?.bcc) });
+  const copy = h('input', { type: 'checkbox', id: copyId, name: 'copy', checked: Boolean(draft.bcc) });
   copy.addEventListener('change', () => void saveNow());
   const copyRow = reader.email ? h('div', { class: 'check' }, copy, h('label', { for: copyId }, t.reply.copyToMe(reader.email))) : null;
 
@@ -141,7 +182,7 @@ export function replySection(reader: Reader, message: SealedMessage, draft: Draf
       'fieldset',
       { class: 'attach' },
       h('legend', {}, t.reply.files),
-      h('p', { class: 'hint' }, t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal))),
+      limitsText ? h('p', { class: 'hint' }, limitsText) : null,
       list,
       used,
       input,

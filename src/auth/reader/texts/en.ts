@@ -63,6 +63,8 @@ export const en = {
     attachments: 'Attachments',
     download: (name: string, size: string) => `Download ${name} (${size})`,
     signOut: 'Sign out',
+    signingOut: 'Signing out…',
+    signOutFailed: 'You are still signed in: signing out did not work.',
   },
 
   reply: {
@@ -72,6 +74,8 @@ export const en = {
     draftSaved: 'Draft saved. You can continue later, also on another device.',
     draftSaving: 'Saving draft…',
     draftRestored: 'Your unsent draft was restored.',
+    draftFailed: 'Your saved reply could not be loaded. So that nothing of it is lost, you can reply once it is loaded.',
+    retry: 'Try again',
     files: 'Attached files',
     addFiles: 'Attach files',
     limits: (perFile: string, total: string) => `Up to ${perFile} per file and ${total} in total.`,
