@@ -39,9 +39,9 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-function readConfig(): Config {
+function readConfig(services: ServiceName[] = []): Config {
   try {
-    return loadConfig(process.env);
+    return loadConfig(process.env, { services });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`sealpost: ${error.message}\n`);
@@ -58,7 +58,7 @@ async function start(which: string): Promise<number> {
     process.stderr.write(`sealpost: unknown service ${JSON.stringify(which)}; expected all, auth, seal or exchange\n`);
     return 2;
   }
-  const config = readConfig();
+  const config = readConfig(names);
   const logger = createLogger({ level: config.logLevel, name: 'sealpost' });
   const started = Date.now();
   const embedded = which === 'all' && !config.production;

@@ -1,12 +1,22 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { migrations as authMigrations } from '../src/auth/migrations/index.ts';
+import { migrations as exchangeMigrations } from '../src/exchange/migrations/index.ts';
+import { openDatabase } from '../src/kernel/db/index.ts';
+import { migrations as sealMigrations } from '../src/seal/migrations/index.ts';
+import { freePort } from './support/ports.ts';
 import { SEALPOST_BIN, startSealpostProcess } from './support/sealpost-process.ts';
 import { createTestDatabase } from './support/postgres.ts';
+import { SmtpTalk } from './support/smtp-talk.ts';
 
 const run = promisify(execFile);
 
@@ -46,6 +56,80 @@ describe('sealpost start all on the embedded defaults', () => {
   });
 });
 
+describe('graceful shutdown', () => {
+  const dirs: string[] = [];
+  after(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+  async function dataDir(): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), 'sealpost-shutdown-'));
+    dirs.push(dir);
+    return dir;
+  }
+
+  it('lets a message in transfer when SIGTERM arrives finish and be queued, then exits 0', async () => {
+    // The embedded default's starter rule takes SMTP mail, so the message has somewhere to go.
+    const sealpost = await startSealpostProcess({ SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '30s' }, { timeoutMs: 120_000 });
+    const { talk } = await SmtpTalk.open(sealpost.ports.smtp);
+    try {
+      await talk.send('EHLO test.local');
+      await talk.send('MAIL FROM:<alice@example.com>');
+      await talk.send('RCPT TO:<bob@example.com>');
+      assert.match(await talk.send('DATA'), /^354 /);
+      talk.write('Subject: sent across a shutdown\r\n\r\nfirst half\r\n');
+
+      const exited = once(sealpost.child, 'exit') as Promise<[number | null]>;
+      sealpost.child.kill('SIGTERM');
+      await waitFor(() => /waiting for messages in transfer/.test(sealpost.stdout()), 'the SMTP server waits for the transfer');
+      await assert.rejects(
+        new Promise((resolve, reject) => connect(sealpost.ports.smtp, '127.0.0.1').once('connect', resolve).once('error', reject)),
+        /ECONNREFUSED/,
+        'no new connections once shutting down',
+      );
+
+      talk.write('second half\r\n.\r\n');
+      assert.match(await talk.reply(), /^250 2\.6\.0 Ok: queued as [0-9a-f-]{36}$/);
+      const [code] = await exited;
+      assert.equal(code, 0);
+      assert.match(sealpost.stdout(), /"msg":"stopped"/);
+      assert.doesNotMatch(sealpost.stdout(), /graceful shutdown timed out/);
+    } finally {
+      talk.close();
+      await sealpost.stop('SIGKILL');
+    }
+  });
+
+  it('exits with 1 once SHUTDOWN_TIMEOUT has passed while a request still holds the shutdown', async () => {
+    const sealpost = await startSealpostProcess(
+      { SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '1s', SERVICE_TOKEN: 'cli-service-token' },
+      { which: 'exchange', timeoutMs: 120_000 },
+    );
+    // An upload that stops halfway: the server waits for the rest of the body, so closing the HTTP
+    // side cannot finish until the client does (or Node's 5-minute request timeout).
+    const upload = connect(sealpost.ports.exchange, '127.0.0.1');
+    let answer = '';
+    upload.on('data', (chunk) => (answer += chunk));
+    upload.on('error', () => {});
+    try {
+      await once(upload, 'connect');
+      upload.write(
+        'POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer cli-service-token\r\n' +
+          'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"from": "alice@example.com", ',
+      );
+      await waitFor(() => /"url":"\/v1\/messages".*"msg":"incoming request"/.test(sealpost.stdout()), 'the request reaches the server');
+      // Generous against a loaded machine, far below the 5 minutes the upload could otherwise hold it.
+      const deadline = sleep(30_000, 'still running', { ref: false });
+      assert.equal(await Promise.race([sealpost.stop('SIGTERM'), deadline]), 1, 'SHUTDOWN_TIMEOUT ended the process');
+      assert.match(sealpost.stdout(), /graceful shutdown timed out; exiting/);
+      assert.doesNotMatch(sealpost.stdout(), /"msg":"stopped"/);
+      assert.equal(answer, '', 'the upload was never answered: it is what held the shutdown');
+    } finally {
+      upload.destroy();
+      await sealpost.stop('SIGKILL');
+    }
+  });
+});
+
 describe('sealpost command line', () => {
   it('refuses to start with a bad variable and names it, its value and what was expected', async () => {
     await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'all'], { env: { ...process.env, SMS_CODE_EXPIRATION: '15 minutes' } }), (error: any) => {
@@ -53,6 +137,20 @@ describe('sealpost command line', () => {
       assert.match(error.stderr, /SMS_CODE_EXPIRATION="15 minutes" is not valid: expected a duration string/);
       return true;
     });
+  });
+
+  it('refuses to start auth in production without an https AUTH_PUBLIC_URL', async () => {
+    const production = { ...process.env, NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+    for (const [extra, expected] of [
+      [{}, /AUTH_PUBLIC_URL is not set: production needs the public https:\/\/ address/],
+      [{ AUTH_PUBLIC_URL: 'http://mail.example.com' }, /AUTH_PUBLIC_URL="http:\/\/mail\.example\.com" is not valid in production: expected an https:\/\/ URL/],
+    ] as const) {
+      await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'auth'], { env: { ...production, ...extra } }), (error: any) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stderr, expected);
+        return true;
+      });
+    }
   });
 
   it('refuses an unknown service name', async () => {
@@ -66,13 +164,85 @@ describe('sealpost command line', () => {
   it('runs the migrations alone with `sealpost migrate`', async () => {
     const database = await createTestDatabase('cli');
     try {
-      const { stdout } = await run(process.execPath, [SEALPOST_BIN, 'migrate'], {
-        env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'info' },
-      });
+      const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'info' };
+      const { stdout } = await run(process.execPath, [SEALPOST_BIN, 'migrate'], { env });
       assert.match(stdout, /migrations up to date/);
+
+      const db = await openDatabase({ url: database.url, poolSize: 1 });
+      try {
+        for (const [schema, migrations] of [['auth', authMigrations], ['seal', sealMigrations], ['exchange', exchangeMigrations]] as const) {
+          const applied = await sql<{ name: string }>`select name from ${sql.id(schema, 'kysely_migration')} order by name`.execute(db.db);
+          assert.deepEqual(applied.rows.map((row) => row.name), Object.keys(migrations).sort(), `every ${schema} migration is recorded`);
+          const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = ${schema}`.execute(db.db);
+          const own = tables.rows.map((row) => row.table_name).filter((name) => !name.startsWith('kysely_migration'));
+          assert.ok(own.length > 0, `the ${schema} schema has its tables: ${JSON.stringify(own)}`);
+        }
+      } finally {
+        await db.close();
+      }
+
+      const again = await run(process.execPath, [SEALPOST_BIN, 'migrate'], { env });
+      assert.match(again.stdout, /migrations up to date/);
+      assert.doesNotMatch(again.stdout, /migrations applied/, 'a second run has nothing to apply');
     } finally {
       await database.drop();
     }
+  });
+
+  describe('devstack ipfs-cluster', () => {
+    const dirs: string[] = [];
+    after(async () => {
+      for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('serves the REST API behind Basic auth on the given ports and stops with 0 on SIGTERM', async () => {
+      const data = await mkdtemp(join(tmpdir(), 'sealpost-cluster-'));
+      dirs.push(data);
+      const [port, proxyPort] = [await freePort(), await freePort()];
+      const child = spawn(
+        process.execPath,
+        [SEALPOST_BIN, 'devstack', 'ipfs-cluster', '--port', String(port), '--proxy-port', String(proxyPort), '--data', data, '--user', 'admin', '--pass', 'cluster-pass'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.stderr.on('data', (chunk) => (out += chunk));
+      const exited = once(child, 'exit') as Promise<[number | null]>;
+      try {
+        await waitFor(() => out.includes('IPFS Cluster stand-in: REST API'), `the stand-in starts: ${out}`);
+        assert.match(out, new RegExp(`REST API http://127\\.0\\.0\\.1:${port}, IPFS proxy http://127\\.0\\.0\\.1:${proxyPort}`));
+
+        const anonymous = await fetch(`http://127.0.0.1:${port}/version`);
+        assert.equal(anonymous.status, 401);
+        assert.deepEqual(await anonymous.json(), { code: 401, message: 'unauthorized: no auth provided' });
+        const wrong = await fetch(`http://127.0.0.1:${port}/version`, { headers: { authorization: basic('admin', 'nope') } });
+        assert.equal(wrong.status, 401);
+        await wrong.body?.cancel();
+        const allowed = await fetch(`http://127.0.0.1:${port}/version`, { headers: { authorization: basic('admin', 'cluster-pass') } });
+        assert.equal(allowed.status, 200);
+        assert.match((await allowed.json()).version, /^\d+\.\d+\.\d+$/);
+
+        child.kill('SIGTERM');
+        const [code] = await exited;
+        assert.equal(code, 0);
+        assert.match(out, /SIGTERM: stopping the IPFS Cluster stand-in/);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    });
+
+    it('refuses --user without --pass', async () => {
+      const data = await mkdtemp(join(tmpdir(), 'sealpost-cluster-'));
+      dirs.push(data);
+      await assert.rejects(
+        run(process.execPath, [SEALPOST_BIN, 'devstack', 'ipfs-cluster', '--port', String(await freePort()), '--data', data, '--user', 'admin'], { timeout: 30_000 }),
+        (error: any) => {
+          assert.equal(error.code, 1);
+          assert.match(error.stderr, /--user and --pass go together/);
+          return true;
+        },
+      );
+    });
   });
 
   it('prints the variable table', async () => {
@@ -80,3 +250,15 @@ describe('sealpost command line', () => {
     assert.match(stdout, /\| `SMS_CODE_EXPIRATION` \| A \|/);
   });
 });
+
+function basic(user: string, pass: string): string {
+  return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,11 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig, variablesMarkdown } from './config.ts';
+import { ConfigError, loadConfig, variablesMarkdown, type LoadOptions } from './config.ts';
 import { parseDuration } from './duration.ts';
 
-function problemsOf(env: Record<string, string>): string[] {
+function problemsOf(env: Record<string, string>, options?: LoadOptions): string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, options);
   } catch (error) {
     assert.ok(error instanceof ConfigError);
     return error.problems;
@@ -29,6 +29,107 @@ describe('configuration', () => {
     assert.equal(config.exchange.inboundSmtpTls, undefined, 'inbound SMTP TLS is disabled by default');
     assert.equal(config.seal.envCluster, undefined);
     assert.equal(config.auth.publicUrl, 'http://127.0.0.1:8081');
+    assert.equal(config.env, 'development');
+    assert.equal(config.production, false);
+    const { delivery, statusArchive } = config.exchange;
+    assert.equal(delivery.maxRetries, 10);
+    assert.equal(delivery.retryBase, parseDuration('1m'));
+    assert.equal(delivery.retryMax, parseDuration('1h'));
+    assert.equal(statusArchive.after, parseDuration('720h'));
+    assert.equal(statusArchive.retention, parseDuration('87600h'));
+    assert.equal(config.auth.attachments.maxSize, 25 * 1024 * 1024);
+    assert.equal(config.auth.attachments.replyMaxTotalSize, 50 * 1024 * 1024);
+    const forbidden = config.auth.attachments.forbiddenTypes;
+    for (const type of ['exe', 'dll', 'msi', 'bat', 'ps1', 'jar', 'sh', 'apk', 'application/x-msdownload', 'application/x-sh']) {
+      assert.ok(forbidden.includes(type), `${type} is forbidden by default`);
+    }
+    for (const type of ['pdf', 'png', 'docx', 'application/pdf']) assert.ok(!forbidden.includes(type), `${type} is allowed by default`);
+  });
+
+  it('reads an ATTACHMENT_FORBIDDEN_TYPES override as lower-case entries without dots or duplicates', () => {
+    const config = loadConfig({ ATTACHMENT_FORBIDDEN_TYPES: ' .EXE, iso ,application/X-ISO9660-Image,exe' });
+    assert.deepEqual(config.auth.attachments.forbiddenTypes, ['exe', 'iso', 'application/x-iso9660-image']);
+    assert.deepEqual(loadConfig({ ATTACHMENT_FORBIDDEN_TYPES: '' }).auth.attachments.forbiddenTypes, [], 'empty allows all');
+    assert.match(problemsOf({ ATTACHMENT_FORBIDDEN_TYPES: 'exe,not a type' })[0]!, /^ATTACHMENT_FORBIDDEN_TYPES="exe,not a type" is not valid/);
+  });
+
+  it('takes NODE_ENV only as development, production or test', () => {
+    assert.equal(loadConfig({ NODE_ENV: 'test' }).env, 'test');
+    const production = loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' });
+    assert.deepEqual([production.env, production.production], ['production', true]);
+    // A capital letter must not quietly give development's generated tokens and log SMS provider.
+    assert.deepEqual(problemsOf({ NODE_ENV: 'Production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' }), [
+      'NODE_ENV="Production" is not valid: expected development, production or test',
+    ]);
+    assert.match(problemsOf({ NODE_ENV: 'prod' })[0]!, /^NODE_ENV="prod" is not valid/);
+  });
+
+  it('checks that each URL variable has the scheme its meaning calls for', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgresql://u@db.internal:5432/sealpost',
+      S3_ENDPOINT: 'https://s3.example.com/',
+      OUTBOUND_SMTP_URL: 'smtps://u:p@relay.example.com:465',
+      SEAL_URL: 'https://seal.internal',
+      EXCHANGE_URL: 'http://exchange.internal:8083',
+      AUTH_PUBLIC_URL: 'https://mail.example.com/',
+      SMS_PROVIDER_URL: 'https://sms.example.com/send',
+    });
+    assert.equal(config.databaseUrl, 'postgresql://u@db.internal:5432/sealpost');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://u@db/x' }).databaseUrl, 'postgres://u@db/x');
+    assert.equal(config.s3.endpoint, 'https://s3.example.com', 'a trailing slash is dropped');
+    assert.equal(config.exchange.outboundSmtpUrl, 'smtps://u:p@relay.example.com:465');
+    assert.equal(loadConfig({ OUTBOUND_SMTP_URL: 'smtp://relay:25' }).exchange.outboundSmtpUrl, 'smtp://relay:25');
+    assert.deepEqual([config.exchange.sealUrl, config.auth.exchangeUrl, config.auth.publicUrl], ['https://seal.internal', 'http://exchange.internal:8083', 'https://mail.example.com']);
+    assert.equal(config.auth.sms.url, 'https://sms.example.com/send');
+
+    const problems = problemsOf({
+      DATABASE_URL: 'mysql://u@db/x',
+      S3_ENDPOINT: 'ftp://s3.example.com',
+      OUTBOUND_SMTP_URL: 'http://relay.example.com',
+      SEAL_URL: 'smtp://seal.internal',
+      EXCHANGE_URL: 'file:///tmp/exchange',
+      AUTH_PUBLIC_URL: 'javascript:alert(1)',
+      SMS_PROVIDER_URL: 'mailto:sms@example.com',
+    });
+    assert.deepEqual([...problems].sort(), [
+      'DATABASE_URL=(value hidden) is not valid: expected a postgres:// or postgresql:// URL',
+      'S3_ENDPOINT="ftp://s3.example.com" is not valid: expected an http:// or https:// URL',
+      'OUTBOUND_SMTP_URL=(value hidden) is not valid: expected an smtp:// or smtps:// URL',
+      'AUTH_PUBLIC_URL="javascript:alert(1)" is not valid: expected an http:// or https:// URL',
+      'SMS_PROVIDER_URL="mailto:sms@example.com" is not valid: expected an http:// or https:// URL',
+      'SEAL_URL="smtp://seal.internal" is not valid: expected an http:// or https:// URL',
+      'EXCHANGE_URL="file:///tmp/exchange" is not valid: expected an http:// or https:// URL',
+    ].sort());
+  });
+
+  describe('AUTH_PUBLIC_URL in production', () => {
+    const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+    const forAuth = { services: ['auth'] as const };
+
+    it('is required when the auth service starts, so reader links and cookies never fall back to http://HOST:PORT', () => {
+      assert.deepEqual(problemsOf(production, forAuth), [
+        'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links, Secure session cookies)',
+      ]);
+      assert.match(problemsOf({ ...production, AUTH_PUBLIC_URL: '' }, { services: ['seal', 'exchange', 'auth'] })[0]!, /^AUTH_PUBLIC_URL is not set/);
+      assert.equal(loadConfig({ ...production, AUTH_PUBLIC_URL: 'https://mail.example.com' }, forAuth).auth.publicUrl, 'https://mail.example.com');
+    });
+
+    it('refuses plain http: except on a loopback host', () => {
+      assert.deepEqual(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth), [
+        'AUTH_PUBLIC_URL="http://mail.example.com" is not valid in production: expected an https:// URL (over http: session cookies lose Secure; http: is accepted only for localhost)',
+      ]);
+      assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://10.0.0.5:8081' }, forAuth).length, 1);
+      assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://localhost.example.com' }, forAuth).length, 1);
+      for (const local of ['http://localhost:8081', 'http://LOCALHOST', 'http://app.localhost', 'http://127.0.0.1:8081', 'http://[::1]:8081']) {
+        assert.equal(loadConfig({ ...production, AUTH_PUBLIC_URL: local }, forAuth).auth.publicUrl, local, local);
+      }
+    });
+
+    it('is not asked of processes that do not start auth, nor outside production', () => {
+      assert.equal(loadConfig(production, { services: ['seal', 'exchange'] }).auth.publicUrl, 'http://127.0.0.1:8081');
+      assert.equal(loadConfig({ AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth).auth.publicUrl, 'http://mail.example.com');
+      assert.equal(loadConfig({ NODE_ENV: 'test' }, forAuth).auth.publicUrl, 'http://127.0.0.1:8081');
+    });
   });
 
   it('reads durations in every Go form', () => {

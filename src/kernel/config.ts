@@ -62,14 +62,21 @@ function positiveDuration(raw: string): bigint {
   return value;
 }
 
-function url(raw: string): string {
-  try {
-    new URL(raw);
+/** A URL whose scheme fits what the variable points at: a relay is not reached over http:, nor a database. */
+function url(...schemes: string[]) {
+  return (raw: string): string => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new ValueError();
+    }
+    if (!schemes.includes(parsed.protocol)) throw new ValueError();
     return raw.replace(/\/+$/, '');
-  } catch {
-    throw new ValueError();
-  }
+  };
 }
+const httpUrl = url('http:', 'https:');
+const HTTP_URL = 'an http:// or https:// URL';
 
 function oneOf<T extends string>(...values: T[]) {
   return (raw: string) => {
@@ -107,7 +114,7 @@ function v<T>(spec: VariableSpec<T>): VariableSpec<T> {
 
 /** Every variable Sealpost reads, in the order the README lists them. */
 export const VARIABLES = {
-  NODE_ENV: v({ name: 'NODE_ENV', component: 'all', meaning: '`production` turns off generated tokens, the log SMS provider and starter rules', default: 'development', parse: text, expected: 'development, production or test' }),
+  NODE_ENV: v({ name: 'NODE_ENV', component: 'all', meaning: '`production` turns off generated tokens, the log SMS provider and starter rules', default: 'development', parse: oneOf('development', 'production', 'test'), expected: 'development, production or test' }),
   LOG_LEVEL: v({ name: 'LOG_LEVEL', component: 'all', meaning: 'pino log level', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'), expected: 'fatal, error, warn, info, debug, trace or silent' }),
   HOST: v({ name: 'HOST', component: 'all', meaning: 'address every listener binds to', default: '127.0.0.1', parse: nonEmpty, expected: 'a host name or IP address' }),
   AUTH_PORT: v({ name: 'AUTH_PORT', component: 'A', meaning: 'HTTP port of the auth service', default: '8081', parse: port, expected: PORT }),
@@ -115,9 +122,9 @@ export const VARIABLES = {
   EXCHANGE_PORT: v({ name: 'EXCHANGE_PORT', component: 'C', meaning: 'HTTP port of the exchange engine', default: '8083', parse: port, expected: PORT }),
   INBOUND_SMTP_PORT: v({ name: 'INBOUND_SMTP_PORT', component: 'C', meaning: 'port of the inbound SMTP server', default: '2525', parse: port, expected: PORT }),
   SEALPOST_DATA_DIR: v({ name: 'SEALPOST_DATA_DIR', component: 'all', meaning: 'folder of the embedded defaults (PGlite database, local objects, outbox)', default: './data', parse: nonEmpty, expected: 'a folder path' }),
-  DATABASE_URL: v({ name: 'DATABASE_URL', component: 'all', meaning: 'PostgreSQL connection string; unset: embedded PGlite in `$SEALPOST_DATA_DIR/pg`', secret: true, parse: url, expected: 'a postgres:// URL' }),
+  DATABASE_URL: v({ name: 'DATABASE_URL', component: 'all', meaning: 'PostgreSQL connection string; unset: embedded PGlite in `$SEALPOST_DATA_DIR/pg`', secret: true, parse: url('postgres:', 'postgresql:'), expected: 'a postgres:// or postgresql:// URL' }),
   DATABASE_POOL_SIZE: v({ name: 'DATABASE_POOL_SIZE', component: 'all', meaning: 'PostgreSQL connections per process', default: '10', parse: integer(1, 1000), expected: 'an integer from 1 to 1000' }),
-  S3_ENDPOINT: v({ name: 'S3_ENDPOINT', component: 'all', meaning: 'S3 endpoint URL; unset: AWS', parse: url, expected: 'an http(s) URL' }),
+  S3_ENDPOINT: v({ name: 'S3_ENDPOINT', component: 'all', meaning: 'S3 endpoint URL; unset: AWS', parse: httpUrl, expected: HTTP_URL }),
   S3_BUCKET: v({ name: 'S3_BUCKET', component: 'all', meaning: 'bucket for payloads and attachments; unset: local disk in `$SEALPOST_DATA_DIR/objects`', parse: nonEmpty, expected: 'a bucket name' }),
   S3_REGION: v({ name: 'S3_REGION', component: 'all', meaning: 'S3 region', default: 'us-east-1', parse: nonEmpty, expected: 'a region name' }),
   S3_ACCESS_KEY_ID: v({ name: 'S3_ACCESS_KEY_ID', component: 'all', meaning: 'S3 access key; unset: the AWS default credential chain', parse: text, expected: 'an access key id' }),
@@ -127,7 +134,7 @@ export const VARIABLES = {
   SERVICE_TOKEN: v({ name: 'SERVICE_TOKEN', component: 'all', meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production', secret: true, parse: nonEmpty, expected: 'a non-empty token' }),
   SHUTDOWN_TIMEOUT: v({ name: 'SHUTDOWN_TIMEOUT', component: 'all', meaning: 'how long a graceful shutdown may take before the process exits anyway', default: '10s', parse: positiveDuration, expected: DURATION }),
 
-  AUTH_PUBLIC_URL: v({ name: 'AUTH_PUBLIC_URL', component: 'A', meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`)', parse: url, expected: 'an http(s) URL' }),
+  AUTH_PUBLIC_URL: v({ name: 'AUTH_PUBLIC_URL', component: 'A', meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`', parse: httpUrl, expected: HTTP_URL }),
   SMS_CODE_EXPIRATION: v({ name: 'SMS_CODE_EXPIRATION', component: 'A', meaning: 'lifetime of an SMS verification code', default: '15m', parse: positiveDuration, expected: DURATION }),
   ATTACHMENTS_RETENTION_PERIOD: v({ name: 'ATTACHMENTS_RETENTION_PERIOD', component: 'A', meaning: 'minimum time unsent attachment files are kept before they may be deleted', default: '336h', parse: positiveDuration, expected: DURATION }),
   EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: v({ name: 'EXPIRED_ATTACHMENTS_WATCHER_INTERVAL', component: 'A', meaning: 'interval of the process that deletes expired attachments', default: '1h', parse: positiveDuration, expected: DURATION }),
@@ -142,7 +149,7 @@ export const VARIABLES = {
   AUTH_TRUST_PROXY: v({ name: 'AUTH_TRUST_PROXY', component: 'A', meaning: 'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; true or a number N trusts that many proxy hops (the N-th address from the right)', default: 'false', parse: proxyHops, expected: 'a boolean or a number of proxy hops from 0 to 10' }),
   AUTH_MAIL_FROM: v({ name: 'AUTH_MAIL_FROM', component: 'A', meaning: 'From address of sign-in codes sent by email', default: 'Sealpost <no-reply@localhost>', parse: nonEmpty, expected: 'an address, optionally with a display name' }),
   SMS_PROVIDER: v({ name: 'SMS_PROVIDER', component: 'A', meaning: 'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` (prints the code; refused in production); default `log` outside production, required in production', parse: oneOf('http', 'twilio', 'log'), expected: 'http, twilio or log' }),
-  SMS_PROVIDER_URL: v({ name: 'SMS_PROVIDER_URL', component: 'A', meaning: 'http: the URL codes are POSTed to; twilio: the API base URL (default https://api.twilio.com)', parse: url, expected: 'an http(s) URL' }),
+  SMS_PROVIDER_URL: v({ name: 'SMS_PROVIDER_URL', component: 'A', meaning: 'http: the URL codes are POSTed to; twilio: the API base URL (default https://api.twilio.com)', parse: httpUrl, expected: HTTP_URL }),
   SMS_PROVIDER_USER: v({ name: 'SMS_PROVIDER_USER', component: 'A', meaning: 'http: Basic auth user; twilio: the account SID', parse: text, expected: 'a user name or account SID' }),
   SMS_PROVIDER_PASSWORD: v({ name: 'SMS_PROVIDER_PASSWORD', component: 'A', meaning: 'http: Basic auth password; twilio: the auth token', secret: true, parse: text, expected: 'a password or auth token' }),
   SMS_SENDER: v({ name: 'SMS_SENDER', component: 'A', meaning: 'sender of the SMS (`from`; for twilio a number, or a messaging service SID starting with MG)', default: 'Sealpost', parse: nonEmpty, expected: 'a sender name or number' }),
@@ -176,7 +183,7 @@ export const VARIABLES = {
   SMTP_MAX_CONNECTIONS: v({ name: 'SMTP_MAX_CONNECTIONS', component: 'C', meaning: 'concurrent inbound SMTP connections (421 above it)', default: '1000', parse: integer(1, 1000000), expected: 'an integer from 1 to 1000000' }),
   SMTP_HOSTNAME: v({ name: 'SMTP_HOSTNAME', component: 'C', meaning: 'name in the SMTP greeting, Received headers and bounces', default: 'localhost', parse: nonEmpty, expected: 'a host name' }),
   SMTP_REVERSE_LOOKUP: v({ name: 'SMTP_REVERSE_LOOKUP', component: 'C', meaning: "look up the client's reverse DNS name for the Received header", default: 'false', parse: boolean, expected: BOOLEAN }),
-  OUTBOUND_SMTP_URL: v({ name: 'OUTBOUND_SMTP_URL', component: 'C', meaning: 'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`', secret: true, parse: url, expected: 'an smtp:// or smtps:// URL' }),
+  OUTBOUND_SMTP_URL: v({ name: 'OUTBOUND_SMTP_URL', component: 'C', meaning: 'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`', secret: true, parse: url('smtp:', 'smtps:'), expected: 'an smtp:// or smtps:// URL' }),
   NOTIFY_FROM: v({ name: 'NOTIFY_FROM', component: 'C', meaning: 'From address of reader-link notifications and bounces', default: 'Sealpost <no-reply@localhost>', parse: nonEmpty, expected: 'an address, optionally with a display name' }),
   DELIVERY_CONCURRENCY: v({ name: 'DELIVERY_CONCURRENCY', component: 'C', meaning: 'messages delivered at once by one engine instance (also the most relay connections it opens)', default: '32', parse: integer(1, 1000), expected: 'an integer from 1 to 1000' }),
   DELIVERY_MAX_RETRIES: v({ name: 'DELIVERY_MAX_RETRIES', component: 'C', meaning: 'retries after the first attempt before a message fails and bounces', default: '10', parse: integer(0, 1000), expected: 'an integer from 0 to 1000' }),
@@ -188,8 +195,8 @@ export const VARIABLES = {
   STATUS_ARCHIVE_AFTER: v({ name: 'STATUS_ARCHIVE_AFTER', component: 'C', meaning: 'age at which status history rows move to message_status_archive', default: '720h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_RETENTION: v({ name: 'STATUS_ARCHIVE_RETENTION', component: 'C', meaning: 'age at which archived status rows are deleted (10 years)', default: '87600h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_INTERVAL: v({ name: 'STATUS_ARCHIVE_INTERVAL', component: 'C', meaning: 'how often the archive job runs', default: '1h', parse: positiveDuration, expected: DURATION }),
-  SEAL_URL: v({ name: 'SEAL_URL', component: 'C', meaning: 'base URL of the seal service (C seals through it; A reads sealed messages from it)', default: 'http://127.0.0.1:8082', parse: url, expected: 'an http(s) URL' }),
-  EXCHANGE_URL: v({ name: 'EXCHANGE_URL', component: 'A', meaning: 'base URL of the exchange engine (reply submission)', default: 'http://127.0.0.1:8083', parse: url, expected: 'an http(s) URL' }),
+  SEAL_URL: v({ name: 'SEAL_URL', component: 'C', meaning: 'base URL of the seal service (C seals through it; A reads sealed messages from it)', default: 'http://127.0.0.1:8082', parse: httpUrl, expected: HTTP_URL }),
+  EXCHANGE_URL: v({ name: 'EXCHANGE_URL', component: 'A', meaning: 'base URL of the exchange engine (reply submission)', default: 'http://127.0.0.1:8083', parse: httpUrl, expected: HTTP_URL }),
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -229,6 +236,29 @@ function masterKey(raw: string): Buffer {
   return value;
 }
 
+/**
+ * The fallback `http://HOST:AUTH_PORT` suits a developer's machine only: in production the reader links
+ * must point where readers really go, and a plain http: address drops `Secure` from the session cookies
+ * (src/auth/sessions/cookie.ts). http: stays allowed for a loopback address, where nothing crosses a
+ * network (compose's default is http://localhost:8081).
+ */
+function productionPublicUrlProblem(raw: string | undefined, parsed: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') {
+    return 'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links, Secure session cookies)';
+  }
+  if (parsed === undefined) return undefined; // Already reported as not a URL.
+  const { protocol, hostname } = new URL(parsed);
+  if (protocol === 'http:' && !isLoopback(hostname)) {
+    return `AUTH_PUBLIC_URL=${JSON.stringify(raw)} is not valid in production: expected an https:// URL (over http: session cookies lose Secure; http: is accepted only for localhost)`;
+  }
+  return undefined;
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -236,8 +266,19 @@ export class ConfigError extends Error {
   }
 }
 
+/** The services a process can start; loadConfig checks the requirements of those it is told about. */
+export type ServiceName = 'auth' | 'seal' | 'exchange';
+
+export interface LoadOptions {
+  /**
+   * The services this process starts, so that what only they need is required (AUTH_PUBLIC_URL in
+   * production for auth). Callers that only read values (tests, `sealpost migrate`) leave it out.
+   */
+  services?: readonly ServiceName[];
+}
+
 export interface Config {
-  env: string;
+  env: 'development' | 'production' | 'test';
   production: boolean;
   logLevel: string;
   host: string;
@@ -335,7 +376,7 @@ export interface Config {
  * Reads and validates every variable; collects all problems before failing so an operator fixes them
  * in one go. Throws ConfigError naming each variable, its value (unless secret) and what was expected.
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env, options: LoadOptions = {}): Config {
   const problems: string[] = [];
 
   function read<N extends VariableName>(name: N): Parsed<N> | undefined {
@@ -346,7 +387,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       return spec.parse(raw);
     } catch {
       const shown = spec.secret ? '(value hidden)' : JSON.stringify(raw);
-      problems.push(`${name}=${shown} is not valid: expected ${spec.expected}`);
+      const problem = `${name}=${shown} is not valid: expected ${spec.expected}`;
+      // Some variables are read for two services (SEAL_URL, OUTBOUND_SMTP_URL): report them once.
+      if (!problems.includes(problem)) problems.push(problem);
       return undefined;
     }
   }
@@ -392,6 +435,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('IPFS_CLUSTER_USER and IPFS_CLUSTER_PASS must be set together (Basic auth needs both)');
   }
 
+  const authPublicUrl = read('AUTH_PUBLIC_URL');
+  if (production && options.services?.includes('auth')) {
+    const problem = productionPublicUrlProblem(env.AUTH_PUBLIC_URL, authPublicUrl);
+    if (problem) problems.push(problem);
+  }
+
   const config: Config = {
     env: nodeEnv,
     production,
@@ -414,7 +463,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeout: read('SHUTDOWN_TIMEOUT')!,
     auth: {
       port: authPort,
-      publicUrl: read('AUTH_PUBLIC_URL') ?? `http://${host.includes(':') ? `[${host}]` : host}:${authPort}`,
+      publicUrl: authPublicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${authPort}`,
       exchangeUrl: read('EXCHANGE_URL')!,
       smsCodeExpiration: read('SMS_CODE_EXPIRATION')!,
       attachmentsRetentionPeriod: read('ATTACHMENTS_RETENTION_PERIOD')!,

@@ -127,6 +127,27 @@ describe('HTTP server factory', () => {
     assert.equal(big.json().errorCode, 'payload_too_large');
   });
 
+  it("answers the router's own refusals (bad percent-encoding, an over-long path parameter) with logged error objects", async () => {
+    logLines.length = 0;
+    const badUrl = await app.inject({ method: 'GET', url: '/x/%E0%A4%A' });
+    const longParam = await app.inject({ method: 'GET', url: `/things/${'a'.repeat(101)}` });
+    for (const [res, status, message] of [
+      [badUrl, 400, 'The URL is not valid: a percent-encoded part does not decode'],
+      [longParam, 414, 'A part of the URL path is longer than the server accepts'],
+    ] as const) {
+      assert.equal(res.statusCode, status);
+      const body = res.json();
+      assert.deepEqual(Object.keys(body).sort(), ['errorCode', 'id', 'kind', 'message']);
+      assert.deepEqual([body.kind, body.errorCode, body.message], [status, 'validation_failed', message]);
+      assert.match(body.id, UUID);
+      assert.doesNotMatch(res.body, /FST_ERR/);
+      const line = logLines.find((l) => l.errorId === body.id);
+      assert.ok(line, `the error id of the ${status} is in the log`);
+      assert.equal(line.status, status);
+      assert.equal(line.reqId, res.headers['x-request-id'], 'the log line carries the request id the client got');
+    }
+  });
+
   it('reports readiness per dependency', async () => {
     const ready = await app.inject('/readyz');
     assert.equal(ready.statusCode, 200);

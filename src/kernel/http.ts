@@ -69,6 +69,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addSchema(ErrorObjectSchema);
@@ -193,6 +194,27 @@ function handleError(error: FastifyError | AppError | Error, request: FastifyReq
   // Anything else is our fault: log it whole, answer without stack traces or SQL.
   request.log.error({ err: error, errorId: id }, 'internal error');
   void reply.code(500).send(errorObject(500, `Internal error (reference ${id})`, 'internal', id));
+}
+
+/**
+ * What Fastify's router refuses before any route runs (a URL whose percent-encoding does not decode, a
+ * path parameter over maxParamLength) skips the error handler and, by default, leaves in Fastify's own
+ * shape without an id and without a log line. This gives it the spec's error object like the rest.
+ */
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const status = error.statusCode ?? 400;
+  const message =
+    error.code === 'FST_ERR_BAD_URL'
+      ? 'The URL is not valid: a percent-encoded part does not decode'
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? 'A part of the URL path is longer than the server accepts'
+        : undefined;
+  // No route matched, so the onSend hook that sets it does not run.
+  reply.header('x-request-id', request.id);
+  if (message === undefined) return handleError(error, request, reply);
+  const body = errorObject(status, message, 'validation_failed');
+  logErrorLine(request, status, body.id, error);
+  void reply.code(status).send(body);
 }
 
 /**

@@ -54,7 +54,7 @@ export async function startSealpostProcess(
   child.stderr!.on('data', (chunk) => (err += chunk));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
 
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   while (!out.includes('Sealpost is running.')) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`sealpost exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${err}\n${out}`);

@@ -14,8 +14,8 @@ import { constants } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { AppError, unavailable } from '../errors.ts';
-import { assertValidKey, ObjectNotFoundError, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+import { AppError } from '../errors.ts';
+import { assertValidKey, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
 
 /** The temp folder's name inside `dir` (exported for tests). */
 export const LOCAL_TEMP_DIR = '~tmp';
@@ -135,7 +135,7 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
         await init();
         await access(root, constants.R_OK | constants.W_OK);
       } catch (error) {
-        throw unavailable(`Object folder ${root} is not usable (${(error as Error).message})`, error);
+        throw storeUnavailable(`Object folder ${root} is not usable (${(error as Error).message})`, error);
       }
     },
 

@@ -1,7 +1,7 @@
 /**
  * The S3 driver (AWS S3 or any S3-compatible store: tested against OpenStack Swift's s3api).
- * Streams go through lib-storage's Upload: multipart in 8 MiB parts, at most `queueSize` parts in
- * flight, so memory stays around (queueSize + 1) × 8 MiB whatever the object's size.
+ * Streams go through lib-storage's Upload: multipart in 5 MiB parts (PART_SIZE), at most QUEUE_SIZE parts
+ * in flight, so memory stays around (QUEUE_SIZE + 1) × 5 MiB whatever the object's size.
  */
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import {
@@ -16,9 +16,9 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { AppError, unavailable } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import { assertValidPrefix } from './local.ts';
-import { assertValidKey, ObjectNotFoundError, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+import { assertValidKey, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
 
 export interface S3ObjectStoreOptions {
   endpoint?: string;
@@ -63,7 +63,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
         ? { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey }
         : undefined,
     // A dead server must fail a call within seconds (readiness checks and fault tests rely on it):
-    // connect within 3 s, the response headers within 30 s for uploads (an 8 MiB part included; small
+    // connect within 3 s, the response headers within 30 s for uploads (a 5 MiB part included; small
     // calls pass a shorter per-call limit below), and no socket may sit idle for 30 s (covers response
     // bodies that stall mid-stream; long enough that a reader slowed by backpressure is not cut off).
     // One retry only.
@@ -262,10 +262,10 @@ function isNotFound(error: unknown): boolean {
 
 /**
  * Anything else S3 answers (or fails to answer: refused, timed out) means the store is unavailable to
- * us right now: a 503 the HTTP layer can pass on, with the SDK error kept as the cause for the logs.
+ * us right now: a 503 the HTTP layer can pass on; what failed and the SDK error stay in the log.
  */
 function storeError(error: unknown, message: string): AppError {
   if (error instanceof AppError) return error;
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return unavailable(`${message} (${detail})`, error);
+  return storeUnavailable(`${message} (${detail})`, error);
 }

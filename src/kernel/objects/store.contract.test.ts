@@ -13,7 +13,7 @@ import { startS3Server, uniqueBucket, type S3TestServer } from '../../../test/su
 import { AppError } from '../errors.ts';
 import { createLocalObjectStore, LOCAL_TEMP_DIR } from './local.ts';
 import { createS3ObjectStore } from './s3.ts';
-import { ObjectNotFoundError, type ObjectStore } from './store.ts';
+import { ObjectNotFoundError, STORE_UNAVAILABLE, type ObjectStore } from './store.ts';
 
 const MiB = 1024 * 1024;
 
@@ -108,7 +108,7 @@ function objectStoreContract(driver: DriverUnderTest): void {
 
     it('streams a 20 MB body of unknown length and reads back identical bytes', async () => {
       const store = await fresh();
-      const size = 20 * MiB + 12_345; // Not a multiple of the 8 MiB part size: a short last part.
+      const size = 20 * MiB + 12_345; // Not a multiple of the 5 MiB part size: a short last part.
       const source = generatedStream(size);
       const info = await store.put('big/blob', source.stream);
       assert.equal(info.size, size);
@@ -120,7 +120,7 @@ function objectStoreContract(driver: DriverUnderTest): void {
 
     it('a stream that fails halfway rejects and stores nothing under the key', async () => {
       const store = await fresh();
-      const { stream } = generatedStream(12 * MiB, 9 * MiB); // Past the first 8 MiB part for S3.
+      const { stream } = generatedStream(12 * MiB, 9 * MiB); // Past the first 5 MiB part for S3.
       await assert.rejects(store.put('broken/blob', stream), /source failed halfway/);
       assert.equal(await store.head('broken/blob'), undefined);
       assert.deepEqual(await collect(store.list('broken/')), []);
@@ -205,12 +205,18 @@ function objectStoreContract(driver: DriverUnderTest): void {
       }
     });
 
-    it('ping succeeds on a working store and fails fast on an unreachable one', async () => {
+    it('ping succeeds on a working store and fails fast on an unreachable one, telling the client nothing of its setup', async () => {
       const store = await fresh();
       await store.ping();
       const unreachable = driver.createUnreachable();
       const started = Date.now();
-      await assert.rejects(unreachable.ping(), (error: unknown) => error instanceof AppError && error.status === 503);
+      await assert.rejects(unreachable.ping(), (error: unknown) => {
+        assert.ok(error instanceof AppError && error.status === 503, String(error));
+        // No folder path, bucket, endpoint or SDK error name in what the client sees; all of it in the log.
+        assert.equal(error.message, STORE_UNAVAILABLE);
+        assert.match(String((error.cause as Error).message), /\/dev\/null\/objects|unreachable/);
+        return true;
+      });
       assert.ok(Date.now() - started < 5_000, 'ping of an unreachable store took too long');
       await unreachable.close();
     });

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AppError } from '../errors.ts';
+import { AppError, unavailable } from '../errors.ts';
 
 export interface ObjectInfo {
   key: string;
@@ -33,6 +33,17 @@ export interface ObjectStore {
   /** Throws when the store cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What a client is told when the store fails, whichever driver and whatever the reason. */
+export const STORE_UNAVAILABLE = 'Object storage is unavailable; try again later';
+
+/**
+ * A 503 for a store that cannot serve us. The SDK's error, the bucket, the key or a folder path would
+ * describe the deployment to whoever sent the request, so they go on `cause`, which the HTTP layer logs.
+ */
+export function storeUnavailable(detail: string, cause: unknown): AppError {
+  return unavailable(STORE_UNAVAILABLE, new Error(detail, { cause }));
 }
 
 export class ObjectNotFoundError extends AppError {
