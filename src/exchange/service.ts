@@ -8,7 +8,8 @@ import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { exchangePlugin } from './plugin.ts';
-import { RuleStore, STARTER_RULES } from './rules/store.ts';
+import { createStarterRules } from './rules/starter.ts';
+import { RuleStore } from './rules/store.ts';
 import { StatusHistory } from './status/history.ts';
 import type { ExchangeTables } from './tables.ts';
 
@@ -25,12 +26,7 @@ export const exchangeService: ServiceDefinition = {
     const rules = new RuleStore(db);
     const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
 
-    if (context.embedded && (await rules.list()).length === 0) {
-      for (const body of STARTER_RULES) {
-        const rule = await rules.create(body);
-        logger.info({ ruleId: rule.id, rule: body }, 'created starter delivery rule (embedded default)');
-      }
-    }
+    await createStarterRules(db, { embedded: context.embedded ?? false, production: config.production, logger });
 
     // SMTP first: its TLS files are checked before anything listens, so a bad one stops start-up cleanly.
     const smtp = await startInboundSmtpServer({

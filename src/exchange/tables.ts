@@ -6,6 +6,8 @@ export interface ExchangeTables {
   envelopes: EnvelopesTable;
   message_status: MessageStatusTable;
   message_status_archive: MessageStatusArchiveTable;
+  /** One-off work for the first start of a brand-new schema (see migration 0003). */
+  pending_setup: { task: 'starter_rules' };
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -16,7 +18,10 @@ export type OutboundPath = 'seal' | 'smtp';
 export const CHANNELS: Channel[] = ['smtp', 'json'];
 export const OUTBOUND_PATHS: OutboundPath[] = ['seal', 'smtp'];
 
-/** DESIGN.md "The exchange engine's API": the envelope's life, in order. */
+/**
+ * DESIGN.md "The exchange engine's API": the envelope's life, in order. `routed` is a history entry
+ * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it.
+ */
 export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
 
 export interface RulesTable {

@@ -18,6 +18,12 @@ export interface SmtpSinkOptions {
    * Settable later through `sink.failWith`.
    */
   failWith?: (recipient: string, session: SMTPServerSession) => number | undefined;
+  /**
+   * A reply to refuse a message with at the end of DATA (e.g. `{code: 554, text: '5.7.1 refused as
+   * spam'}`), after the whole message was read; undefined accepts it. Settable later through
+   * `sink.refuseData`. A refused message is not kept.
+   */
+  refuseData?: (message: SinkMessage, session: SMTPServerSession) => { code: number; text: string } | undefined;
 }
 
 export interface SmtpSink {
@@ -27,6 +33,7 @@ export interface SmtpSink {
   /** Messages accepted (answered 250 after DATA), in order. */
   messages: SinkMessage[];
   failWith: SmtpSinkOptions['failWith'];
+  refuseData: SmtpSinkOptions['refuseData'];
   /** From now on, each DATA is read in full and then held without an answer until release(). */
   hold(): void;
   /** Answers every held DATA (250) and stops holding. */
@@ -40,8 +47,8 @@ export interface SmtpSink {
 
 /**
  * A real SMTP server on 127.0.0.1 that keeps what it receives (envelope and raw bytes), for delivery
- * tests. It can refuse recipients with a chosen code, and hold DATA open to keep deliveries in flight
- * (to kill a sender mid-delivery). A message whose client went away before its answer is not kept:
+ * tests. It can refuse recipients with a chosen code, refuse messages at the end of DATA, and hold DATA
+ * open to keep deliveries in flight (to kill a sender mid-delivery). A message whose client went away before its answer is not kept:
  * the sender never heard "250", so for it the message was not delivered.
  */
 export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
@@ -71,13 +78,16 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
         const accept = () => {
           if (closedSessions.has(session.id)) return callback(new Error('gone'));
           const raw = Buffer.concat(chunks);
-          messages.push({
+          const message: SinkMessage = {
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
             to: session.envelope.rcptTo.map((r) => r.address),
             raw,
             receivedAt: Date.now(),
             messageId: /^message-id:\s*(\S+)/im.exec(raw.subarray(0, raw.indexOf('\r\n\r\n') + 2 || undefined).toString())?.[1],
-          });
+          };
+          const refusal = sink.refuseData?.(message, session);
+          if (refusal) return callback(Object.assign(new Error(refusal.text), { responseCode: refusal.code }));
+          messages.push(message);
           callback(null, 'Ok: queued');
         };
         if (!holding) return accept();
@@ -103,6 +113,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     url: `smtp://127.0.0.1:${port}`,
     messages,
     failWith: options.failWith,
+    refuseData: options.refuseData,
     hold() {
       holding = true;
     },

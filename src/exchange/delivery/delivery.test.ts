@@ -58,6 +58,8 @@ describe('delivery through the smtp path', () => {
       if (flaky && attempts <= Number(flaky[1])) return 450;
       return undefined;
     };
+    // Content the relay refuses only once it has read it: spam-trap@ gets 554 at the end of DATA.
+    sink.refuseData = (message) => (message.to.some((to) => to.startsWith('spam-trap@')) ? { code: 554, text: '5.7.1 message refused as spam' } : undefined);
   });
 
   const bouncesTo = (address: string): SinkMessage[] => sink.messages.filter((m) => m.from === '' && m.to.includes(address));
@@ -78,8 +80,8 @@ describe('delivery through the smtp path', () => {
     const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bob@rcpt.example', 'hidden-bcc@rcpt.example'], payload: raw });
 
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'delivered']);
-    assert.match(history[2]!.detail!, /^smtp: 250 /);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
+    assert.match(history[3]!.detail!, /^smtp: 250 /);
 
     const received = sink.messages.filter((m) => m.messageId === '<byte-for-byte@sender.example>');
     assert.equal(received.length, 1);
@@ -102,15 +104,15 @@ describe('delivery through the smtp path', () => {
     const history = await settled(exchange, envelopeId, 'delivered');
     assert.deepEqual(
       history.map((s) => s.status),
-      ['accepted', 'delivering', 'retrying', 'delivering', 'retrying', 'delivering', 'delivered'],
+      ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'retrying', 'delivering', 'delivered'],
     );
     const delays = history
       .filter((s) => s.status === 'retrying')
       .map((s) => Number(parseDuration(/ in (\S+)$/.exec(s.detail!)![1]!)) / 1e6);
-    // Base 50ms, doubling, up to 20 % shorter at random: 40–50 ms, then 80–100 ms.
-    assert.ok(delays[0]! >= 40 && delays[0]! <= 50, `first retry after about DELIVERY_RETRY_BASE: ${delays}`);
-    assert.ok(delays[1]! >= 80 && delays[1]! <= 100 && delays[1]! > delays[0]!, `the delay grows: ${delays}`);
-    assert.match(history[2]!.detail!, /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /);
+    // Base 50ms, doubling, up to 20 % longer at random: 50–60 ms, then 100–120 ms.
+    assert.ok(delays[0]! >= 50 && delays[0]! <= 60, `first retry after DELIVERY_RETRY_BASE: ${delays}`);
+    assert.ok(delays[1]! >= 100 && delays[1]! <= 120 && delays[1]! > delays[0]!, `the delay grows: ${delays}`);
+    assert.match(history[3]!.detail!, /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /);
     assert.equal(sink.messages.filter((m) => m.messageId === '<flaky@sender.example>').length, 1);
   });
 
@@ -161,15 +163,45 @@ describe('delivery through the smtp path', () => {
       payload: sampleMessage({ from: 'dave@sender.example', to: 'nobody@rcpt.example', subject: 'To nobody', messageId: '<nobody@sender.example>' }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'failed', 'bounced']);
-    assert.match(history[2]!.detail!, /^permanent failure \(smtp\): relay: 550 5\.1\.1 mailbox unavailable/);
-    const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history[3]!.detail!)![1]!;
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced']);
+    assert.match(history[3]!.detail!, /^permanent failure \(smtp\): relay: 550 5\.1\.1 mailbox unavailable/);
+    const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history[4]!.detail!)![1]!;
     await settled(exchange, bounceId, 'delivered');
     const bounces = bouncesTo('dave@sender.example');
     assert.equal(bounces.length, 1);
     const dsn = bounces[0]!.raw.toString();
     assert.match(dsn, /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; 127\.0\.0\.1\r\nDiagnostic-Code: smtp; 550 5\.1\.1 mailbox unavailable/);
     assert.match(dsn, /In-Reply-To: <nobody@sender\.example>/);
+  });
+
+  it('fails at once on a 5xx at the end of DATA and bounces once with the relay’s status', async () => {
+    const [failedBefore, bouncesBefore] = [await metric(exchange, 'failed_messages_total'), await metric(exchange, 'bounce_replies_total')];
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'spammer@sender.example',
+      recipients: ['spam-trap@rcpt.example', 'other@rcpt.example'],
+      payload: sampleMessage({ from: 'spammer@sender.example', to: 'spam-trap@rcpt.example', subject: 'Buy now', messageId: '<spam@sender.example>' }),
+    });
+    const history = await settled(exchange, envelopeId, 'failed');
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced'], 'no retry');
+    assert.match(history[3]!.detail!, /^permanent failure \(smtp\): relay: 554 5\.7\.1 message refused as spam/);
+    const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history[4]!.detail!)![1]!;
+    const bounceHistory = await settled(exchange, bounceId, 'delivered');
+    assert.deepEqual(bounceHistory.slice(0, 2).map((s) => [s.status, s.detail!.replace(/^\d+/, 'N')]), [
+      ['accepted', 'N bytes over smtp, a bounce of ours'],
+      ['routed', 'to smtp, without a rule (a bounce)'],
+    ]);
+    const bounces = bouncesTo('spammer@sender.example');
+    assert.equal(bounces.length, 1, 'exactly one bounce');
+    const dsn = bounces[0]!.raw.toString();
+    for (const recipient of ['spam-trap@rcpt\\.example', 'other@rcpt\\.example']) {
+      assert.match(dsn, new RegExp(`Final-Recipient: rfc822; ${recipient}\\r\\nAction: failed\\r\\nStatus: 5\\.7\\.1\\r\\n`), 'the whole message was refused');
+    }
+    assert.match(dsn, /Diagnostic-Code: smtp; 554 5\.7\.1 message refused as spam/);
+    assert.equal(sink.messages.filter((m) => m.messageId === '<spam@sender.example>').length, 0, 'the relay kept nothing');
+    assert.equal(await metric(exchange, 'failed_messages_total'), failedBefore + 1);
+    assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1);
+    assert.equal(await exchange.objects.head(payloadKey(envelopeId)), undefined, 'payload deleted');
   });
 
   it('never bounces a message from the null sender', async () => {
@@ -181,7 +213,7 @@ describe('delivery through the smtp path', () => {
       payload: sampleMessage({ from: 'MAILER-DAEMON@elsewhere.example', to: 'nobody@rcpt.example', subject: 'Notice', messageId: '<null-sender@elsewhere.example>' }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'failed']);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed']);
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore);
   });
 
@@ -197,7 +229,7 @@ describe('delivery through the smtp path', () => {
     const history = await settled(exchange, envelopeId, 'failed');
     const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history.at(-1)!.detail!)![1]!;
     const bounceHistory = await settled(exchange, bounceId, 'failed');
-    assert.deepEqual(bounceHistory.map((s) => s.status), ['accepted', 'delivering', 'failed']);
+    assert.deepEqual(bounceHistory.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed']);
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1, 'one bounce, none for the bounce');
     assert.equal(sink.messages.filter((m) => m.from === '').filter((m) => m.to.includes('ghost@sender.example')).length, 0);
   });
@@ -210,8 +242,8 @@ describe('delivery through the smtp path', () => {
       payload: sampleMessage({ from: 'erin@sender.example', to: 'ok@rcpt.example, nobody@rcpt.example', subject: 'Half', messageId: '<half@sender.example>' }),
     });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'delivered', 'bounced']);
-    assert.match(history[2]!.detail!, /refused: nobody@rcpt\.example$/);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered', 'bounced']);
+    assert.match(history[3]!.detail!, /refused: nobody@rcpt\.example$/);
     const delivered = sink.messages.filter((m) => m.messageId === '<half@sender.example>');
     assert.deepEqual(delivered.map((m) => m.to), [['ok@rcpt.example']]);
     await eventually('the bounce reaches the sender', async () => bouncesTo('erin@sender.example').length, (n) => n === 1);
@@ -229,7 +261,7 @@ describe('delivery through the smtp path', () => {
     });
     await settled(exchange, envelopeId, 'delivered');
     const asAdmin = await statusHistory(exchange, envelopeId, exchange.adminToken);
-    assert.deepEqual(asAdmin.map((s) => s.status), ['accepted', 'delivering', 'delivered']);
+    assert.deepEqual(asAdmin.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
     assert.ok(asAdmin.every((s) => !Number.isNaN(Date.parse(s.at))));
   });
 

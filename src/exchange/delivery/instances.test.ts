@@ -155,7 +155,7 @@ describe('several engine instances on one database', () => {
         .execute();
       assert.equal(envelopesTakenOver.length, inFlight);
       const history = await statusHistory(survivor, envelopesTakenOver[0]!.envelope_id);
-      assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'delivering', 'delivered']);
+      assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivering', 'delivered']);
     } finally {
       await child?.stop('SIGKILL');
       await survivor?.stop();

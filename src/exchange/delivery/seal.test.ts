@@ -118,7 +118,7 @@ describe('delivery through the seal path', () => {
     const recipients = ['sms-ann@rcpt.example', 'bo@rcpt.example', 'bcc-cy@rcpt.example'];
     const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients, payload: raw });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'delivered']);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
 
     const calls = seal.calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId);
     assert.equal(calls.length, 1);
@@ -127,8 +127,8 @@ describe('delivery through the seal path', () => {
     assert.equal(call.headers['content-type'], 'message/rfc822');
     assert.equal(call.headers['x-sealpost-envelope-recipients'], recipients.join(', '));
     assert.ok(call.body.equals(raw), 'the seal service receives the raw message unchanged');
-    const sealedId = /^seal: sealed as ([0-9a-f-]{36}), 3 recipient\(s\) notified$/.exec(history[2]!.detail!)?.[1];
-    assert.ok(sealedId, history[2]!.detail!);
+    const sealedId = /^seal: sealed as ([0-9a-f-]{36}), 3 recipient\(s\) notified$/.exec(history[3]!.detail!)?.[1];
+    assert.ok(sealedId, history[3]!.detail!);
 
     const notifications = sink.messages.filter((m) => m.raw.toString().toLowerCase().includes(`x-sealpost-sealed-id: ${sealedId}`));
     assert.deepEqual(notifications.map((m) => m.to).sort(), recipients.map((r) => [r]).sort());
@@ -150,8 +150,8 @@ describe('delivery through the seal path', () => {
     seal.respond = () => 400;
     const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: confidential('<sealed-400@sender.example>') });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'failed', 'bounced']);
-    assert.match(history[2]!.detail!, /^permanent failure \(seal\): seal service answered 400: not a MIME message$/);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced']);
+    assert.match(history[3]!.detail!, /^permanent failure \(seal\): seal service answered 400: not a MIME message$/);
     await sink.waitUntil(() => sink.messages.some((m) => m.from === '' && m.raw.includes('<sealed-400@sender.example>')), 20_000, 'the bounce');
     const dsn = sink.messages.find((m) => m.from === '' && m.raw.includes('<sealed-400@sender.example>'))!;
     assert.deepEqual(dsn.to, ['alice@sender.example']);
@@ -163,8 +163,8 @@ describe('delivery through the seal path', () => {
     seal.respond = (_id, attempt) => (attempt === 1 ? 503 : 201);
     const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: confidential('<sealed-503@sender.example>') });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'retrying', 'delivering', 'delivered']);
-    assert.match(history[2]!.detail!, /seal service answered 503: IPFS cluster unavailable/);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered']);
+    assert.match(history[3]!.detail!, /seal service answered 503: IPFS cluster unavailable/);
     assert.equal(seal.calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId).length, 2);
   });
 
@@ -173,8 +173,8 @@ describe('delivery through the seal path', () => {
     const raw = confidential('<both-paths@sender.example>', 'bo@rcpt.example');
     const { envelopeId } = await intake.accept({ channel: 'json', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: raw });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'delivering', 'retrying', 'delivering', 'delivered']);
-    assert.match(history[4]!.detail!, /^smtp: done in an earlier attempt; seal: sealed as /);
+    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered']);
+    assert.match(history[5]!.detail!, /^smtp: done in an earlier attempt; seal: sealed as /);
     const relayed = sink.messages.filter((m) => m.raw.equals(raw));
     assert.equal(relayed.length, 1, 'the smtp copy went out once');
   });

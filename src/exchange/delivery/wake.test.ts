@@ -71,7 +71,7 @@ describe('delivery of mail an instance takes: at once, or not at all with DELIVE
     const id = await sendOverSmtp(intakeOnly, 'held');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     assert.equal(sink.messages.length, 0, 'nothing delivered by the intake-only instance');
-    assert.deepEqual((await statusHistory(intakeOnly, id)).map((s) => s.status), ['accepted']);
+    assert.deepEqual((await statusHistory(intakeOnly, id)).map((s) => s.status), ['accepted', 'routed']);
 
     await start({ DELIVERY_POLL_INTERVAL: '50ms' });
     await eventually('delivered by the other instance', async () => sink.messages.length, (n) => n === 1, 10_000);

@@ -11,6 +11,8 @@ import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/i
 import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
+import { OrphanPayloadSweep } from '../delivery/orphans.ts';
+import { refuseConnections } from '../../../test/support/db-faults.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { MessageIntake, payloadKey } from './accept.ts';
 
@@ -57,9 +59,15 @@ describe('MessageIntake with concurrent messages', () => {
       assert.deepEqual(row.recipients, [`rcpt${i}@example.net`]);
       assert.equal(row.size, result.size);
       assert.equal(row.status, 'accepted');
-      const history = await db.selectFrom('message_status').select(['status', 'detail']).where('envelope_id', '=', result.envelopeId).execute();
+      const history = await db
+        .selectFrom('message_status')
+        .select(['status', 'detail'])
+        .where('envelope_id', '=', result.envelopeId)
+        .orderBy('id')
+        .execute();
       assert.deepEqual(history, [
-        { status: 'accepted', detail: i % 4 === 0 ? 'routed by rule "from carol" to seal' : 'routed by rule "all mail" to smtp, seal' },
+        { status: 'accepted', detail: `${result.size} bytes over smtp` },
+        { status: 'routed', detail: i % 4 === 0 ? 'by rule "from carol" to seal' : 'by rule "all mail" to smtp, seal' },
       ]);
       assert.ok(await objects.head(payloadKey(result.envelopeId)));
     }
@@ -90,5 +98,33 @@ describe('MessageIntake with concurrent messages', () => {
     assert.match(((json as PromiseRejectedResult).reason as Error).message, /^No delivery rule matches channel json and sender app@example\.com/);
     assert.equal(smtp.status, 'fulfilled');
     assert.equal(await payloadCount(), before + 1);
+  });
+
+  it('keeps the payload when the write\'s outcome is unknown (connection lost), and the orphan sweep deletes it after its grace', async () => {
+    // An intake with a pool of its own, so that it meets the outage with no connection at hand.
+    const other = await openDatabase({ url: testDb.url, poolSize: 1 });
+    const otherDb = other.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    const cutOff = new MessageIntake({ db: otherDb, objects, rules: new RuleStore(otherDb), logger: createLogger({ level: 'silent' }) });
+    const envelopeId = '00000000-0000-4000-8000-00000000dead';
+    const restore = await refuseConnections(testDb.url);
+    try {
+      await assert.rejects(
+        cutOff.accept({ channel: 'smtp', sender: 'x@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('maybe'), envelopeId }),
+        (error: unknown) => error instanceof AppError && error.status === 503,
+      );
+    } finally {
+      await restore();
+      await other.close();
+    }
+    assert.ok(await objects.head(payloadKey(envelopeId)), 'payload kept: the row might have been committed');
+    assert.equal(await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(), undefined);
+
+    const GRACE_MS = 300;
+    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }) });
+    assert.equal(await sweep.sweep(), 0, 'first seen without a row: still within its grace');
+    assert.ok(await objects.head(payloadKey(envelopeId)));
+    await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 50));
+    assert.equal(await sweep.sweep(), 1);
+    assert.equal(await objects.head(payloadKey(envelopeId)), undefined, 'deleted by the sweep once its grace passed');
   });
 });

@@ -35,9 +35,10 @@ export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeI
  * store the payload, then write the envelope row with its first status — and only then resolve, so
  * the caller acknowledges nothing that is not durable. The delivery rule is matched in the same
  * statement that writes the row (see createEnvelopeWriter); with no matching rule nothing is written,
- * the payload is deleted again, and accept() fails with RuleStore.match's 503. If the row cannot be
- * written the payload is deleted again too, so no orphan stays behind. Failures of either store are
- * 503 AppErrors (the SMTP handler turns them into 451).
+ * the payload is deleted again, and accept() fails with RuleStore.match's 503. If the database refused
+ * the row the payload is deleted again too; if the outcome of the write is unknown (connection lost) the
+ * payload stays, and OrphanPayloadSweep deletes it once it is sure no row came. Failures of either store
+ * are 503 AppErrors (the SMTP handler turns them into 451).
  */
 export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
@@ -89,7 +90,12 @@ export class MessageIntake {
       try {
         written = await this.writeEnvelope(envelope);
       } catch (error) {
-        await deletePayload();
+        // The payload goes only if the row certainly does not exist. Otherwise (the connection lost,
+        // perhaps after the commit) deleting it could leave an envelope without payload, which would
+        // bounce a message whose sender got 451 and sent again; OrphanPayloadSweep removes it later
+        // if no row appears.
+        if (statementRolledBack(error)) await deletePayload();
+        else logger.warn({ err: error, envelopeId, key }, 'envelope write failed with its outcome unknown; the payload stays for the orphan sweep');
         throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
       }
       if (written) {
@@ -123,6 +129,16 @@ export class MessageIntake {
       throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
     }
   }
+}
+
+/**
+ * The server answered the statement with an error of severity ERROR: its implicit transaction was
+ * rolled back (PostgreSQL turns any error after a commit record into a PANIC, which ends the connection).
+ * Data errors (kernel isDataError), a missing table, a lock timeout are such errors; a lost connection,
+ * a FATAL termination or a client-side timeout leave the outcome unknown.
+ */
+function statementRolledBack(error: unknown): boolean {
+  return (error as { severity?: unknown } | undefined)?.severity === 'ERROR';
 }
 
 /** The sender as RuleStore.match compares it with a rule's sender. */

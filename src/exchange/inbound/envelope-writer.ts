@@ -25,12 +25,12 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
 
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
- * one statement matches each message to its delivery rule, inserts the envelope and its first status
- * row `accepted`, so a message costs a fraction of one round trip and one commit instead of two round
- * trips (rule lookup, insert) of its own. The rule is chosen exactly as RuleStore.match does: same
- * channel, no sender or the same sender compared lower-cased, lowest priority, then creation order.
- * Atomic per statement like a transaction: a message's row and its status row exist together or not
- * at all.
+ * one statement matches each message to its delivery rule, inserts the envelope (status `accepted`) and
+ * its first status rows, `accepted` and `routed` (the rule and paths in its detail), so a message
+ * costs a fraction of one round trip and one commit instead of two round trips (rule lookup, insert)
+ * of its own. The rule is chosen exactly as RuleStore.match does: same channel, no sender or the same
+ * sender compared lower-cased, lowest priority, then creation order. Atomic per statement like a
+ * transaction: a message's row and its status rows exist together or not at all.
  */
 export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
   const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]');
@@ -69,7 +69,7 @@ async function insertEnvelopes(
   });
 }
 
-/** Matches each incoming message to its rule and writes its envelope and `accepted` status rows. */
+/** Matches each incoming message to its rule and writes its envelope and its `accepted` and `routed` status rows. */
 function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
   const incoming = sql<{
     id: string;
@@ -112,8 +112,10 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.is_bounce',
           'rule.id as rule_id',
           sql<OutboundPath[]>`case when incoming.is_bounce then array['smtp']::text[] else rule.outbound end`.as('outbound'),
-          sql<string>`case when incoming.is_bounce then 'bounce, routed to smtp'
-            else 'routed by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('detail'),
+          sql<string>`incoming.size || ' bytes over ' || incoming.channel
+            || case when incoming.is_bounce then ', a bounce of ours' else '' end`.as('accepted_detail'),
+          sql<string>`case when incoming.is_bounce then 'to smtp, without a rule (a bounce)'
+            else 'by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('routed_detail'),
         ]),
     )
     .with('envelope', (qc) =>
@@ -146,7 +148,13 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           eb
             .selectFrom('envelope')
             .innerJoin('routed', 'routed.id', 'envelope.id')
-            .select(['envelope.id', sql.lit('accepted').as('status'), 'routed.detail']),
+            // Two rows per envelope, `accepted` then `routed`: unnest emits them in array order, so their
+            // ids (the history's order within one timestamp) follow that order.
+            .select([
+              'envelope.id',
+              sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
+              sql<string>`unnest(array[routed.accepted_detail, routed.routed_detail])`.as('detail'),
+            ]),
         )
         .returning('message_status.id'),
     )

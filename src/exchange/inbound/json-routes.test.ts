@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { simpleParser } from 'mailparser';
+import { createLogger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
@@ -19,6 +21,12 @@ async function readObject(objects: ObjectStore, key: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+async function payloadKeys(objects: ObjectStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
+  return keys;
 }
 
 async function countPayloads(objects: ObjectStore): Promise<number> {
@@ -136,8 +144,8 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual(envelope.outbound, ['smtp']);
     assert.equal(envelope.status, 'accepted');
     assert.ok(envelope.created_at instanceof Date && envelope.updated_at instanceof Date);
-    const history = await db.selectFrom('message_status').select('status').where('envelope_id', '=', body.id).execute();
-    assert.deepEqual(history.map((row) => row.status), ['accepted']);
+    const history = await db.selectFrom('message_status').select('status').where('envelope_id', '=', body.id).orderBy('id').execute();
+    assert.deepEqual(history.map((row) => row.status), ['accepted', 'routed']);
   });
 
   it('stores a raw message unchanged, with X-Sealpost-Mobile headers in front in its own line-break style', async () => {
@@ -312,8 +320,9 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.equal((await submit(message())).status, 202);
   });
 
-  it('answers 503 while the database refuses connections, and 202 again after', async () => {
-    const payloads = await countPayloads(exchange.objects);
+  it('answers 503 while the database refuses connections, leaves the payload to the orphan sweep, and 202 again after', async () => {
+    const before = await counts();
+    const keysBefore = new Set(await payloadKeys(exchange.objects));
     const restore = await refuseConnections(exchange.config.databaseUrl!);
     let status: number;
     let error: { kind: number; message: string };
@@ -326,7 +335,12 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     }
     assert.equal(status, 503);
     assert.deepEqual([error.kind, error.message], [503, 'Message database is unavailable; try again later']);
-    assert.equal(await countPayloads(exchange.objects), payloads);
+    // A connection-level error leaves unknown whether the row was committed: the payload stays until the
+    // orphan sweep has seen it without a row for its grace period (none here).
+    assert.deepEqual(await counts(), { ...before, payloads: before.payloads + 1 }, 'the payload is kept; no envelope, no status row');
+    const kept = (await payloadKeys(exchange.objects)).filter((key) => !keysBefore.has(key));
+    await new OrphanPayloadSweep({ db, objects: exchange.objects, graceMs: 0, logger: createLogger({ level: 'silent' }) }).sweep();
+    assert.equal(await exchange.objects.head(kept[0]!), undefined, 'the orphan sweep deleted it');
     assert.equal((await submit(message())).status, 202);
   });
 

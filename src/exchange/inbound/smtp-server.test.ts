@@ -13,6 +13,7 @@ import { Registry } from 'prom-client';
 import { ConfigError } from '../../kernel/config.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { createExchangeMetrics } from '../metrics.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
@@ -42,6 +43,12 @@ async function readObject(objects: ObjectStore, key: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+async function payloadKeys(objects: ObjectStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
+  return keys;
 }
 
 async function countPayloads(objects: ObjectStore): Promise<number> {
@@ -201,9 +208,11 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     assert.equal(envelope.rule_id, rule.id);
     assert.equal(envelope.status, 'accepted');
     assert.ok(envelope.created_at.getTime() >= before - 5_000 && envelope.updated_at.getTime() >= envelope.created_at.getTime() - 1);
-    const history = await db.selectFrom('message_status').selectAll().where('envelope_id', '=', id).execute();
-    assert.deepEqual(history.map((row) => row.status), ['accepted']);
-    assert.match(history[0]!.detail ?? '', /seal inbound mail/);
+    const history = await db.selectFrom('message_status').selectAll().where('envelope_id', '=', id).orderBy('id').execute();
+    assert.deepEqual(history.map((row) => [row.status, row.detail]), [
+      ['accepted', `${envelope.size} bytes over smtp`],
+      ['routed', `by rule "${rule.name}" to seal`],
+    ]);
   });
 
   it('takes a message from swaks over STARTTLS', async () => {
@@ -393,8 +402,9 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     queuedId(await transact(sampleMessage('table back')));
   });
 
-  it('answers 451 while the database refuses connections and takes mail again once it is back', async () => {
-    const payloads = await countPayloads(exchange.objects);
+  it('answers 451 while the database refuses connections, leaves the payload to the orphan sweep, and takes mail again once it is back', async () => {
+    const before = new Set(await payloadKeys(exchange.objects));
+    const [envelopes, statuses] = [await envelopeCount(), await statusCount()];
     const restore = await refuseConnections(exchange.config.databaseUrl!);
     let reply: string;
     try {
@@ -403,7 +413,14 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       await restore();
     }
     assert.match(reply, /^451 4\.3\.0 Message database is unavailable; try again later$/);
-    assert.equal(await countPayloads(exchange.objects), payloads, 'no orphan payload in the bucket');
+    assert.deepEqual([await envelopeCount(), await statusCount()], [envelopes, statuses], 'no envelope, no status row');
+    // Whether the row was committed is unknown to the intake (connection-level error): the payload stays,
+    // and the sweep removes it once it has had no row for its grace period (none here).
+    const kept = (await payloadKeys(exchange.objects)).filter((key) => !before.has(key));
+    assert.equal(kept.length, 1, 'the payload of the refused message is kept');
+    const sweep = new OrphanPayloadSweep({ db, objects: exchange.objects, graceMs: 0, logger: createLogger({ level: 'silent' }) });
+    await sweep.sweep();
+    assert.equal(await exchange.objects.head(kept[0]!), undefined, 'the orphan sweep deleted it');
     queuedId(await transact(sampleMessage('database back')));
   });
 

@@ -99,9 +99,3 @@ export function ruleView(rule: Rule): RuleView {
     updated_at: rule.updated_at.toISOString(),
   };
 }
-
-/** DESIGN.md / issue: the embedded default's starter rules, so a first email is sealed and replies go out. */
-export const STARTER_RULES: RuleBody[] = [
-  { name: 'starter: seal inbound mail', priority: 100, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } },
-  { name: 'starter: relay replies', priority: 100, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } },
-];

@@ -7,7 +7,11 @@ import type { StatusHistory } from './history.ts';
 const StatusEntrySchema = Type.Object({
   status: Type.Union(
     ['accepted', 'routed', 'delivering', 'delivered', 'retrying', 'failed', 'bounced'].map((s) => Type.Literal(s)),
-    { description: 'accepted → delivering → delivered, or → retrying → … → failed (→ bounced)' },
+    {
+      description:
+        'accepted → routed → delivering → delivered, or → retrying → … → failed (→ bounced). ' +
+        '`accepted` and `routed` are written together when the message is stored; the detail of `routed` names the rule and the outbound paths.',
+    },
   ),
   detail: Type.Union([Type.String(), Type.Null()], { description: 'what happened: attempt number, relay reply, error, bounce id' }),
   at: Type.String({ format: 'date-time' }),
