@@ -163,3 +163,34 @@ describe('the seal service out of reach', () => {
     assertError(code, 502, 'upstream_failed');
   });
 });
+
+describe('a sealed message larger than SEAL_MAX_MESSAGE_SIZE', () => {
+  let harness: AuthHarness;
+  before(async () => {
+    harness = await startAuthHarness({ env: { SEAL_MAX_MESSAGE_SIZE: '64KiB' } });
+  });
+  after(async () => {
+    await harness?.stop();
+  });
+
+  it('is not held whole for GET /v1/message (502), while its attachments still stream', async () => {
+    const file = Buffer.alloc(100 * 1024, 'x');
+    const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+    const info = await composer.sendMail({
+      from: 'sender@example.org',
+      to: ALICE.email,
+      subject: 'Large',
+      text: 'See attached.',
+      attachments: [{ filename: 'large.txt', content: file, contentType: 'text/plain' }],
+    });
+    const record = harness.seal.register({ raw: info.message as Buffer, recipients: [ALICE] });
+    const reader = harness.reader();
+    await signInAlice(harness, reader, record.id);
+    const shown = await reader.get('/v1/message');
+    assertError(shown, 502, 'upstream_failed');
+    assert.match(shown.body.message, /SEAL_MAX_MESSAGE_SIZE/);
+    const download = await reader.get('/v1/message/attachments/0');
+    assert.equal(download.status, 200);
+    assert.deepEqual(download.body, file);
+  });
+});

@@ -60,7 +60,8 @@ export const authService: ServiceDefinition = {
       destinationHourly: auth.limits.numberHourly,
       clientHourly: auth.limits.ipHourly,
     });
-    const seal = new SealClient({ baseUrl: auth.sealUrl, serviceToken: config.serviceToken });
+    // GET /v1/message holds a whole message: no more than the seal service seals (SEAL_MAX_MESSAGE_SIZE).
+    const seal = new SealClient({ baseUrl: auth.sealUrl, serviceToken: config.serviceToken, maxContentBytes: config.seal.maxMessageSize });
     const recipients = new RecipientDirectory(db, seal);
     // A send claim outlives the exchange request's own time limit (10 min), so it is never taken over mid-send.
     const drafts = new DraftStore(db, 15 * 60_000);

@@ -1,10 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash, createHmac } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
+import { ALICE, BOB, TEST_AUTH_SECRET, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
 import type { Reader } from '../../test/support/auth-reader.ts';
+import { deriveKeys } from './secret.ts';
 import { tokenHash } from './sessions/store.ts';
 
 const SESSION_COOKIE = /^sealpost_session=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Lax$/;
@@ -282,6 +284,81 @@ describe('auth service: sign-in by code', () => {
     });
   });
 
+  describe('stored codes: replaced by a resend, kept only as a keyed hash, bound to their message', () => {
+    /** Requests codes until one differs from `previous` (two equal random codes: one in a million). */
+    async function newCodeFor(reader: Reader, messageId: string, previous?: string): Promise<string> {
+      for (let i = 0; i < 3; i++) {
+        const sent = await requestSmsCode(reader, messageId);
+        assert.equal(sent.status, 200, JSON.stringify(sent.body));
+        const code = await lastSmsCode();
+        if (code !== previous) return code;
+      }
+      return assert.fail('the same code three times');
+    }
+    const sessionRow = (reader: Reader) =>
+      harness.auth.database.db.withSchema('auth').selectFrom('sessions').selectAll().where('token_hash', '=', tokenHash(reader.token!)).executeTakeFirstOrThrow();
+
+    it('replaces the earlier code with a resend: the first code is then incorrect_code, the second signs in', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      const first = await newCodeFor(reader, record.id);
+      const second = await newCodeFor(reader, record.id, first);
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: first } }), 401, 'incorrect_code');
+      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: second } });
+      assert.equal(verified.status, 200, JSON.stringify(verified.body));
+      remember(reader);
+    });
+
+    it('stores only the HMAC of the code under the key derived from AUTH_SECRET, never the code itself', async () => {
+      const record = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${record.id}`);
+      remember(reader);
+      const code = await newCodeFor(reader, record.id);
+      const row = await sessionRow(reader);
+      assert.match(row.code_hmac!, /^[0-9a-f]{64}$/);
+      for (const [column, value] of Object.entries(row)) {
+        const text = value instanceof Date ? value.toISOString() : String(value);
+        assert.ok(!text.includes(code), `${column} holds the code in clear: ${text}`);
+      }
+      // Without the key, a copy of the table gives nothing: not even a plain hash over the 10^6 codes.
+      assert.notEqual(row.code_hmac, createHash('sha256').update(code).digest('hex'));
+      const bound = [row.id, 'sign_in', 'sms', record.id, ALICE.email, ALICE.mobile, code].join('\n');
+      assert.equal(row.code_hmac, createHmac('sha256', deriveKeys(TEST_AUTH_SECRET).codeKey).update(bound).digest('hex'));
+      assert.deepEqual([row.code_message_id, row.code_email, row.code_destination], [record.id, ALICE.email, ALICE.mobile]);
+    });
+
+    it('binds the code to its message: pointed at another message in the database, the right code fails', async () => {
+      const x = harness.sealSample();
+      const y = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${x.id}`);
+      remember(reader);
+      const code = await newCodeFor(reader, x.id);
+      await harness.auth.database.db.withSchema('auth').updateTable('sessions').set({ code_message_id: y.id }).where('token_hash', '=', tokenHash(reader.token!)).execute();
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+      assertError(await reader.get('/v1/message'), 401, 'unauthenticated');
+    });
+
+    it('signs in for the message the code was sent for: a code for X, replaced by one for Y, does not open X', async () => {
+      const x = harness.sealSample();
+      const y = harness.sealSample();
+      const reader = harness.reader();
+      await reader.get(`/v1/config?messageId=${x.id}`);
+      remember(reader);
+      const forX = await newCodeFor(reader, x.id);
+      const forY = await newCodeFor(reader, y.id, forX);
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: forX } }), 401, 'incorrect_code');
+      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: forY } });
+      assert.equal(verified.status, 200, JSON.stringify(verified.body));
+      assert.equal(verified.body.messageId, y.id);
+      assert.equal((await reader.get('/v1/message')).body.id, y.id);
+      remember(reader);
+    });
+  });
+
   describe('sign-in by email code', () => {
     async function lastEmailCode(): Promise<string> {
       const outbox = join(harness.auth.config.dataDir, 'outbox');
@@ -332,7 +409,11 @@ describe('auth service: sign-in by code', () => {
       assert.ok(secrets.size > 20, `the tests above should have seen codes and tokens (${secrets.size})`);
       const log = harness.auth.logs.map((line) => JSON.stringify(line)).join('\n');
       assert.ok(harness.auth.logs.length > 50);
-      for (const secret of secrets) assert.ok(!log.includes(secret), `the log holds a secret: ${secret}`);
+      for (const secret of secrets) {
+        // A code is six digits: as a word of its own, not inside a longer number (a timestamp) or hex string.
+        const found = /^\d+$/.test(secret) ? new RegExp(`(?<![0-9a-z])${secret}(?![0-9a-z])`, 'i').test(log) : log.includes(secret);
+        assert.ok(!found, `the log holds a secret: ${secret}`);
+      }
       assert.match(log, /code sent by SMS/);
     });
   });

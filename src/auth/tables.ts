@@ -4,6 +4,7 @@ import type { ColumnType, Generated, Selectable } from 'kysely';
 export interface AuthTables {
   sessions: SessionsTable;
   code_sends: CodeSendsTable;
+  code_refusals: CodeRefusalsTable;
   mobile_overrides: MobileOverridesTable;
   drafts: DraftsTable;
   draft_files: DraftFilesTable;
@@ -53,6 +54,19 @@ export interface CodeSendsTable {
   /** Client IP (IPv6 cut to its /64). */
   client: string;
   sent_at: Date;
+}
+
+/**
+ * One code request checked against the refusal limits: written before the recipient is looked up and
+ * deleted again unless the request was refused (unauthorized_user, forbidden_auth_method,
+ * email_and_mobile_mismatch), so the rows that stay are the refusals, per message and per client.
+ */
+export interface CodeRefusalsTable {
+  id: Generated<number>;
+  message_id: string;
+  /** Client IP (IPv6 cut to its /64), as in code_sends. */
+  client: string;
+  refused_at: Date;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import { AppError } from '../../kernel/errors.ts';
 import type { AuthTables } from '../tables.ts';
+import { HOUR_MS, hourlyWait, rateLimited } from './hourly-window.ts';
+import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR, RefusalLimiter } from './refusal-limit.ts';
 
 export interface SendLimits {
   /** Shortest gap between two codes to one destination; 0 turns it off. */
@@ -14,20 +15,26 @@ export interface Reservation {
   release(): Promise<void>;
 }
 
-const HOUR_MS = 3_600_000;
-
 /**
  * The SMS rate limits (DESIGN.md "Recipients and sign-in"), counted in PostgreSQL so that they hold
  * across instances: per destination (mobile number, or address for email codes) and per client IP.
  * A send is first reserved — checked and recorded in one transaction under advisory locks on its two
  * keys, so two instances cannot both take the last slot — and released again if the provider fails
- * (a provider outage must not lock users out).
+ * (a provider outage must not lock users out). Refused requests have limits of their own, derived from
+ * the per-IP limit (`refusals`).
  */
 export class CodeSendLimiter {
+  readonly refusals: RefusalLimiter;
+
   constructor(
     private readonly db: Kysely<AuthTables>,
     private readonly limits: SendLimits,
-  ) {}
+  ) {
+    this.refusals = new RefusalLimiter(db, {
+      perClientHourly: limits.clientHourly * REFUSALS_PER_CLIENT_FACTOR,
+      perMessageHourly: limits.clientHourly * REFUSALS_PER_MESSAGE_FACTOR,
+    });
+  }
 
   async reserve(destination: string, client: string, now: Date): Promise<Reservation> {
     const id = await this.db.transaction().execute(async (trx) => {
@@ -45,12 +52,7 @@ export class CodeSendLimiter {
       waits.push(hourlyWait(toDestination.limitTh, now));
       waits.push(hourlyWait(fromClient.limitTh, now));
       const wait = Math.max(...waits);
-      if (wait > 0) {
-        const seconds = Math.max(1, Math.ceil(wait / 1000));
-        throw new AppError('sms_rate_limit', 429, `Too many codes requested; try again in ${seconds} s`, {
-          headers: { 'retry-after': String(seconds) },
-        });
-      }
+      if (wait > 0) throw rateLimited(wait);
       const row = await trx
         .insertInto('code_sends')
         .values({ destination, client, sent_at: now })
@@ -65,13 +67,13 @@ export class CodeSendLimiter {
     };
   }
 
-  /** Records older than an hour no longer count for anything. */
+  /** Records older than an hour no longer count for anything (sends and refusals). */
   async deleteOld(now: Date): Promise<number> {
     const result = await this.db
       .deleteFrom('code_sends')
       .where('sent_at', '<=', new Date(now.getTime() - HOUR_MS))
       .executeTakeFirst();
-    return Number(result.numDeletedRows);
+    return Number(result.numDeletedRows) + (await this.refusals.deleteOld(now));
   }
 }
 
@@ -93,11 +95,4 @@ async function recentSends(
     .selectNoFrom([newest().limit(1).as('latest'), newest().offset(limit - 1).limit(1).as('limit_th')])
     .executeTakeFirstOrThrow();
   return { latest: row.latest ?? undefined, limitTh: row.limit_th ?? undefined };
-}
-
-/** How long until fewer than the limit of sends lie within the last hour (≤ 0: now), from the
- * limit-th newest send of the hour (none: the limit is not reached). */
-function hourlyWait(limitTh: Date | undefined, now: Date): number {
-  if (!limitTh) return 0;
-  return limitTh.getTime() + HOUR_MS - now.getTime();
 }

@@ -1,4 +1,4 @@
-import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
+import { simpleParser, type AddressObject, type AttachmentCommon, type ParsedMail } from 'mailparser';
 import sanitizeHtml from 'sanitize-html';
 
 export interface AddressView {
@@ -32,38 +32,49 @@ export interface MessageView {
   attachments: AttachmentView[];
 }
 
+/** The MIME parser's options, the same wherever a message is parsed, so attachment indexes agree. */
+export const PARSER_OPTIONS = { skipTextToHtml: true } as const;
+
 /**
- * Parses the verified raw message. Only a fixed set of headers is shown: a sealed message also carries
+ * Parses the verified raw message, held whole in memory (the seal service seals nothing larger than
+ * SEAL_MAX_MESSAGE_SIZE, and the seal client refuses more); a single attachment is streamed instead
+ * (attachment-stream.ts). Only a fixed set of headers is shown: a sealed message also carries
  * headers the reader must not see (X-Sealpost-Mobile names every recipient's mobile number; a Bcc list
  * would name the other hidden recipients).
  */
 export async function readMessage(
   raw: Buffer,
   options: { remoteImages?: boolean } = {},
-): Promise<{ view: MessageView; attachments: Attachment[] }> {
-  const parsed: ParsedMail = await simpleParser(raw, { skipTextToHtml: true });
-  const attachments = parsed.attachments;
+): Promise<MessageView> {
+  const parsed: ParsedMail = await simpleParser(raw, PARSER_OPTIONS);
   const html = parsed.html ? sanitizeMessageHtml(parsed.html, options) : null;
   return {
-    view: {
-      subject: parsed.subject ?? '',
-      from: addresses(parsed.from),
-      to: addresses(parsed.to),
-      cc: addresses(parsed.cc),
-      replyTo: addresses(parsed.replyTo),
-      date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
-      text: parsed.text ?? null,
-      html: html?.html ?? null,
-      remoteImages: html?.remoteImages ?? 0,
-      attachments: attachments.map((attachment, index) => ({
-        index,
-        filename: attachmentFilename(attachment, index),
-        contentType: safeContentType(attachment.contentType),
-        size: attachment.size ?? attachment.content.length,
-        inline: attachment.related || attachment.contentDisposition === 'inline',
-      })),
-    },
-    attachments,
+    subject: parsed.subject ?? '',
+    from: addresses(parsed.from),
+    to: addresses(parsed.to),
+    cc: addresses(parsed.cc),
+    replyTo: addresses(parsed.replyTo),
+    date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
+    text: parsed.text ?? null,
+    html: html?.html ?? null,
+    remoteImages: html?.remoteImages ?? 0,
+    attachments: parsed.attachments.map((attachment, index) => ({
+      index,
+      ...describeAttachment(attachment, index),
+      size: attachment.size ?? attachment.content.length,
+    })),
+  };
+}
+
+/** What the list and the download say about an attachment, known from its headers alone. */
+export function describeAttachment(
+  attachment: Pick<AttachmentCommon, 'filename' | 'contentType' | 'related' | 'contentDisposition'>,
+  index: number,
+): Omit<AttachmentView, 'index' | 'size'> {
+  return {
+    filename: attachmentFilename(attachment, index),
+    contentType: safeContentType(attachment.contentType),
+    inline: attachment.related === true || attachment.contentDisposition === 'inline',
   };
 }
 
@@ -116,7 +127,7 @@ export function sanitizeMessageHtml(html: string, options: { remoteImages?: bool
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** The attachment's name for a download: no path, no control characters, never empty. */
-export function attachmentFilename(attachment: Attachment, index: number): string {
+export function attachmentFilename(attachment: Pick<AttachmentCommon, 'filename'>, index: number): string {
   const name = (attachment.filename ?? '')
     .replace(/[\u0000-\u001f\u007f]/g, '')
     .replace(LONE_SURROGATE, '\ufffd')

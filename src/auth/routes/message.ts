@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
-import { readMessage, type AttachmentView } from '../message/read.ts';
+import { findAttachment } from '../message/attachment-stream.ts';
+import { readMessage } from '../message/read.ts';
 import { TAGS, errorResponses } from './errors.ts';
 
 const Address = Type.Object({ name: Type.String(), address: Type.String() });
@@ -32,18 +33,16 @@ const MessageResponse = Type.Object({
 /**
  * Reading the sealed message of the signed-in session. The content comes from the seal service only
  * after it verified the SHA-256; when it cannot, the answer is a 502 and nothing of the content is shown.
+ * GET /v1/message parses the whole message in memory (at most SEAL_MAX_MESSAGE_SIZE); an attachment
+ * download streams its one part from the seal service's answer to ours.
  */
 export async function messageRoutes(app: App, context: AuthContext) {
   async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
     const record = await context.seal.sealed(messageId);
     if (!record) throw notFound('The sealed message is no longer available');
     const raw = await context.seal.content(messageId);
-    const { view, attachments } = await readMessage(raw, options).catch((error: unknown) => {
-      // Verified content that the MIME parser refuses (e.g. a header block over its size limit) cannot be
-      // shown: a 502 like other content that cannot be shown, not a 500 (found by test/security/oversized-headers).
-      throw new AppError('upstream_failed', 502, `The sealed message cannot be shown: ${(error as Error).message}`, { cause: error });
-    });
-    return { record, view, attachments };
+    const view = await readMessage(raw, options).catch(unreadable);
+    return { record, view };
   }
 
   app.get(
@@ -82,20 +81,32 @@ export async function messageRoutes(app: App, context: AuthContext) {
     },
     async (request, reply) => {
       const session = requireSignedIn(request);
-      const { view, attachments } = await load(session.messageId);
-      const index = Number(request.params.n);
-      const attachment = attachments[index];
-      const meta = view.attachments[index] as AttachmentView | undefined;
-      if (!attachment || !meta) throw notFound('No attachment with this index');
+      const record = await context.seal.sealed(session.messageId);
+      if (!record) throw notFound('The sealed message is no longer available');
+      const { stream } = await context.seal.contentStream(session.messageId);
+      const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
+      if (!attachment) throw notFound('No attachment with this index');
       // Served from our origin, a sender's HTML or SVG must never render here: always a download, no sniffing.
+      // No Content-Length: the decoded size is known only at the part's end; chunked encoding lets a
+      // download that breaks off show as broken, not as a shorter file.
       return reply
-        .header('content-type', meta.contentType)
-        .header('content-disposition', contentDisposition(meta.filename))
+        .header('content-type', attachment.contentType)
+        .header('content-disposition', contentDisposition(attachment.filename))
         .header('x-content-type-options', 'nosniff')
         .header('content-security-policy', "default-src 'none'; sandbox")
         .send(attachment.content);
     },
   );
+}
+
+/**
+ * Verified content that the MIME parser refuses (e.g. a header block over its size limit), or that broke
+ * off on its way from the seal service, cannot be shown: a 502 like other content that cannot be shown,
+ * not a 500 (found by test/security/oversized-headers).
+ */
+function unreadable(error: unknown): never {
+  if (error instanceof AppError) throw error;
+  throw new AppError('upstream_failed', 502, `The sealed message cannot be shown: ${(error as Error).message}`, { cause: error });
 }
 
 /** RFC 6266: an ASCII fallback name and the exact name in UTF-8 (RFC 8187). */

@@ -4,7 +4,10 @@ import { normalizeEmail } from '../../kernel/email.ts';
 import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { isProbeRefusal } from '../codes/refusal-limit.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
+import type { SignInMethod } from '../methods/method.ts';
+import type { Recipient } from '../seal/recipients.ts';
 import { normalizeMobile } from '../mobile.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
@@ -51,9 +54,11 @@ export async function signInRoutes(app: App, context: AuthContext) {
         tags: TAGS.signIn,
         summary: 'Send a one-time code to a recipient of a sealed message',
         description:
-          'Checks, in this order: invalid_email, invalid_mobile (400); unauthorized_user, forbidden_auth_method, ' +
-          'email_and_mobile_mismatch (403); sms_rate_limit (429, Retry-After). A provider failure is a 502 and does not count ' +
-          'against the limits. The code replaces any earlier code of this session. ' +
+          'Checks, in this order: invalid_email, invalid_mobile (400); sms_rate_limit (429, Retry-After) once too many ' +
+          'requests from this client or for this message were refused in the last hour; unauthorized_user, ' +
+          'forbidden_auth_method, email_and_mobile_mismatch (403, each counted as a refusal); sms_rate_limit (429, ' +
+          'Retry-After) for the limits on sending. A provider failure is a 502 and does not count against the limits. ' +
+          'The code replaces any earlier code of this session. ' +
           CSRF_NOTE,
         body: CodeRequest,
         response: { 200: CodeSent, ...errorResponses(400, 403, 429, 502) },
@@ -69,16 +74,15 @@ export async function signInRoutes(app: App, context: AuthContext) {
         mobile = normalizeMobile(body.mobile);
         if (!mobile) throw new AppError('invalid_mobile', 400, 'This is not a valid mobile number in international format (+41 79 123 45 67)');
       }
-      const found = await context.recipients.find(body.messageId, email);
-      if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
-      const { recipient } = found;
-      if (recipient.method !== body.method) {
-        throw new AppError('forbidden_auth_method', 403, `This recipient signs in by ${recipient.method}, not by ${body.method}`);
-      }
-      const method = context.methods[body.method];
-      const destination = method.destination(recipient, mobile);
-
       const client = clientKey(clientAddress(request, context.trustProxyHops));
+      // Counted before the lookup, so that probing for recipients and their numbers meets a limit too.
+      const checked = await context.limiter.refusals.check(body.messageId, client, new Date());
+      const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(async (error: unknown) => {
+        if (!isProbeRefusal(error)) await checked.notRefused();
+        throw error;
+      });
+      await checked.notRefused();
+
       const reservation = await context.limiter.reserve(method.limitKey(destination), client, new Date());
       const code = context.codes.newCode();
       try {
@@ -133,4 +137,24 @@ export async function signInRoutes(app: App, context: AuthContext) {
       return { signedIn: true as const, messageId: checked.target.messageId, email: checked.target.email, rememberMe, expiresAt: expiresAt.toISOString() };
     },
   );
+}
+
+/**
+ * The recipient the request names, the method they sign in by, and where their code goes; throws
+ * unauthorized_user, forbidden_auth_method or email_and_mobile_mismatch (the answers a prober learns from).
+ */
+async function matchRecipient(
+  context: AuthContext,
+  body: { messageId: string; method: 'sms' | 'email' },
+  email: string,
+  mobile: string | undefined,
+): Promise<{ recipient: Recipient; method: SignInMethod; destination: string }> {
+  const found = await context.recipients.find(body.messageId, email);
+  if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
+  const { recipient } = found;
+  if (recipient.method !== body.method) {
+    throw new AppError('forbidden_auth_method', 403, `This recipient signs in by ${recipient.method}, not by ${body.method}`);
+  }
+  const method = context.methods[body.method];
+  return { recipient, method, destination: method.destination(recipient, mobile) };
 }

@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { AppError } from '../../kernel/errors.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
@@ -23,7 +25,15 @@ const TIMEOUT_MS = 30_000;
  * token. Any failure is a 502 error object for our client; B's own message is logged, not passed on.
  */
 export class SealClient {
-  constructor(private readonly options: { baseUrl: string; serviceToken: string; timeoutMs?: number }) {}
+  constructor(
+    private readonly options: {
+      baseUrl: string;
+      serviceToken: string;
+      timeoutMs?: number;
+      /** The most content() holds in memory: SEAL_MAX_MESSAGE_SIZE, the most B seals. */
+      maxContentBytes?: number;
+    },
+  ) {}
 
   /** The record, or undefined when B does not know the id. */
   async sealed(id: string): Promise<SealedRecord | undefined> {
@@ -44,26 +54,76 @@ export class SealClient {
 
   /**
    * The plaintext raw message, which B hands out only after its SHA-256 matched the seal. Anything but
-   * a 200 means there is nothing we may show (DESIGN.md: the reader shows that the seal holds).
+   * a 200 means there is nothing we may show (DESIGN.md: the reader shows that the seal holds). Held
+   * whole in memory, so refused above `maxContentBytes` (SEAL_MAX_MESSAGE_SIZE: B seals nothing larger).
    */
   async content(id: string): Promise<Buffer> {
-    if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
-    const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`);
-    if (response.status !== 200) throw await upstreamError(response, 'read and verify the sealed message');
-    return Buffer.from(await response.arrayBuffer());
+    // Read at once, so the time limit covers the whole message.
+    const { stream, length } = await this.openContent(id, AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS));
+    const limit = this.options.maxContentBytes ?? Number.POSITIVE_INFINITY;
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    try {
+      if (length !== undefined && length > limit) throw tooLarge(limit);
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > limit) throw tooLarge(limit);
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      stream.destroy();
+      if (error instanceof AppError) throw error;
+      throw new AppError('upstream_failed', 502, 'The seal service broke off the sealed message; nothing is shown', { cause: error });
+    }
+    return Buffer.concat(chunks, bytes);
   }
 
-  private async get(path: string): Promise<Response> {
+  /**
+   * The same plaintext as a stream, for a reader of one part that need not hold the rest. B verifies the
+   * whole content before its first byte (it spools and hashes it, then decrypts it again into the
+   * answer), so every byte of a 200 is verified; a stream that breaks off midway is a transport failure,
+   * which the stream reports as an error (B declares the length), never as a short but complete message.
+   * The time limit covers the wait for B's answer only: the body then flows at the pace of our client.
+   */
+  async contentStream(id: string): Promise<{ stream: Readable; length: number | undefined }> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('no answer from the seal service in time')), this.options.timeoutMs ?? TIMEOUT_MS);
+    try {
+      const opened = await this.openContent(id, controller.signal);
+      // Destroying the stream (our client went away) also ends the request to B.
+      opened.stream.once('close', () => controller.abort());
+      return opened;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async openContent(id: string, signal: AbortSignal): Promise<{ stream: Readable; length: number | undefined }> {
+    if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
+    const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
+    if (response.status !== 200 || !response.body) throw await upstreamError(response, 'read and verify the sealed message');
+    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    return {
+      stream: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+      length: Number.isSafeInteger(declared) ? declared : undefined,
+    };
+  }
+
+  private async get(path: string, signal?: AbortSignal): Promise<Response> {
     try {
       return await fetch(`${this.options.baseUrl}${path}`, {
         headers: { authorization: `Bearer ${this.options.serviceToken}` },
         redirect: 'error',
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
+        signal: signal ?? AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
       });
     } catch (error) {
       throw new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', { cause: error });
     }
   }
+}
+
+function tooLarge(limit: number): AppError {
+  return new AppError('upstream_failed', 502, `The sealed message is larger than SEAL_MAX_MESSAGE_SIZE (${limit} bytes) and cannot be shown`);
 }
 
 async function upstreamError(response: Response, what: string): Promise<AppError> {

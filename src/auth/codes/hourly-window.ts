@@ -1,0 +1,19 @@
+import { AppError } from '../../kernel/errors.ts';
+
+/** The window every code-request limit counts in. */
+export const HOUR_MS = 3_600_000;
+
+/** How long until fewer than the limit of records lie within the last hour (≤ 0: now), from the
+ * limit-th newest record of the hour (none: the limit is not reached). */
+export function hourlyWait(limitTh: Date | undefined, now: Date): number {
+  if (!limitTh) return 0;
+  return limitTh.getTime() + HOUR_MS - now.getTime();
+}
+
+/** The one answer of every code-request limit (DESIGN.md): 429 sms_rate_limit with Retry-After in seconds. */
+export function rateLimited(waitMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new AppError('sms_rate_limit', 429, `Too many codes requested; try again in ${seconds} s`, {
+    headers: { 'retry-after': String(seconds) },
+  });
+}
