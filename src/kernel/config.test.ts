@@ -108,7 +108,7 @@ describe('configuration', () => {
 
     it('is required when the auth service starts, so reader links and cookies never fall back to http://HOST:PORT', () => {
       assert.deepEqual(problemsOf(production, forAuth), [
-        'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links, Secure session cookies)',
+        'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links from seal, Secure session cookies in auth)',
       ]);
       assert.match(problemsOf({ ...production, AUTH_PUBLIC_URL: '' }, { services: ['seal', 'exchange', 'auth'] })[0]!, /^AUTH_PUBLIC_URL is not set/);
       assert.equal(loadConfig({ ...production, AUTH_PUBLIC_URL: 'https://mail.example.com' }, forAuth).auth.publicUrl, 'https://mail.example.com');
@@ -125,8 +125,13 @@ describe('configuration', () => {
       }
     });
 
-    it('is not asked of processes that do not start auth, nor outside production', () => {
-      assert.equal(loadConfig(production, { services: ['seal', 'exchange'] }).auth.publicUrl, 'http://127.0.0.1:8081');
+    it('is required when the seal service starts: it writes the reader links', () => {
+      assert.match(problemsOf(production, { services: ['seal'] })[0]!, /^AUTH_PUBLIC_URL is not set/);
+      assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://mail.example.com' }, { services: ['seal'] }).length, 1);
+    });
+
+    it('is not asked of processes that start neither auth nor seal, nor outside production', () => {
+      assert.equal(loadConfig(production, { services: ['exchange'] }).auth.publicUrl, 'http://127.0.0.1:8081');
       assert.equal(loadConfig({ AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth).auth.publicUrl, 'http://mail.example.com');
       assert.equal(loadConfig({ NODE_ENV: 'test' }, forAuth).auth.publicUrl, 'http://127.0.0.1:8081');
     });

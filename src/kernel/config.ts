@@ -134,7 +134,7 @@ export const VARIABLES = {
   SERVICE_TOKEN: v({ name: 'SERVICE_TOKEN', component: 'all', meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production', secret: true, parse: nonEmpty, expected: 'a non-empty token' }),
   SHUTDOWN_TIMEOUT: v({ name: 'SHUTDOWN_TIMEOUT', component: 'all', meaning: 'how long a graceful shutdown may take before the process exits anyway', default: '10s', parse: positiveDuration, expected: DURATION }),
 
-  AUTH_PUBLIC_URL: v({ name: 'AUTH_PUBLIC_URL', component: 'A', meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`', parse: httpUrl, expected: HTTP_URL }),
+  AUTH_PUBLIC_URL: v({ name: 'AUTH_PUBLIC_URL', component: 'A', meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production by auth and seal, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`', parse: httpUrl, expected: HTTP_URL }),
   SMS_CODE_EXPIRATION: v({ name: 'SMS_CODE_EXPIRATION', component: 'A', meaning: 'lifetime of an SMS verification code', default: '15m', parse: positiveDuration, expected: DURATION }),
   ATTACHMENTS_RETENTION_PERIOD: v({ name: 'ATTACHMENTS_RETENTION_PERIOD', component: 'A', meaning: 'minimum time unsent attachment files are kept before they may be deleted', default: '336h', parse: positiveDuration, expected: DURATION }),
   EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: v({ name: 'EXPIRED_ATTACHMENTS_WATCHER_INTERVAL', component: 'A', meaning: 'interval of the process that deletes expired attachments', default: '1h', parse: positiveDuration, expected: DURATION }),
@@ -244,7 +244,7 @@ function masterKey(raw: string): Buffer {
  */
 function productionPublicUrlProblem(raw: string | undefined, parsed: string | undefined): string | undefined {
   if (raw === undefined || raw === '') {
-    return 'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links, Secure session cookies)';
+    return 'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links from seal, Secure session cookies in auth)';
   }
   if (parsed === undefined) return undefined; // Already reported as not a URL.
   const { protocol, hostname } = new URL(parsed);
@@ -436,7 +436,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const authPublicUrl = read('AUTH_PUBLIC_URL');
-  if (production && options.services?.includes('auth')) {
+  // auth sets its cookies from it; seal writes it into every reader link it hands out.
+  if (production && options.services?.some((service) => service === 'auth' || service === 'seal')) {
     const problem = productionPublicUrlProblem(env.AUTH_PUBLIC_URL, authPublicUrl);
     if (problem) problems.push(problem);
   }

@@ -52,6 +52,7 @@ describe('sealpost start seal', () => {
     const env = {
       ...(await baseEnv()),
       NODE_ENV: 'production',
+      AUTH_PUBLIC_URL: 'https://read.example',
       ADMIN_TOKEN: 'a',
       SERVICE_TOKEN: 's',
       IPFS_CLUSTER_HOST: '127.0.0.1',
