@@ -3,7 +3,7 @@ import { MailParser, type AttachmentStream, type MessageText } from 'mailparser'
 import { AppError } from '../../kernel/errors.ts';
 import { PARSER_OPTIONS, describeAttachment, type AttachmentView } from './read.ts';
 
-export interface FoundAttachment extends Omit<AttachmentView, 'index' | 'size'> {
+export interface FoundAttachment extends Omit<AttachmentView, 'index' | 'size' | 'embedded'> {
   /** The decoded bytes of the part; an error on it means the download broke off. */
   content: Readable;
 }

@@ -12,8 +12,10 @@ export interface AttachmentView {
   filename: string;
   contentType: string;
   size: number;
-  /** Part of the HTML body (an embedded image), rather than a file the sender attached. */
+  /** Sent inline (Content-Disposition: inline, or a part of a multipart/related body). */
   inline: boolean;
+  /** A picture the HTML body shows itself (cid: reference); the reader page does not list it again. */
+  embedded: boolean;
 }
 
 /** What the reader shows of a sealed message. */
@@ -46,8 +48,10 @@ export async function readMessage(
   raw: Buffer,
   options: { remoteImages?: boolean } = {},
 ): Promise<MessageView> {
-  const parsed: ParsedMail = await simpleParser(raw, PARSER_OPTIONS);
-  const html = parsed.html ? sanitizeMessageHtml(parsed.html, options) : null;
+  // keepCidLinks: the cid: references are resolved below, where it is known which parts they name.
+  const parsed: ParsedMail = await simpleParser(raw, { ...PARSER_OPTIONS, keepCidLinks: true });
+  const embedded = new Set<number>();
+  const html = parsed.html ? sanitizeMessageHtml(inlineCidImages(parsed.html, parsed.attachments, embedded), options) : null;
   return {
     subject: parsed.subject ?? '',
     from: addresses(parsed.from),
@@ -62,6 +66,7 @@ export async function readMessage(
       index,
       ...describeAttachment(attachment, index),
       size: attachment.size ?? attachment.content.length,
+      embedded: embedded.has(index),
     })),
   };
 }
@@ -70,12 +75,42 @@ export async function readMessage(
 export function describeAttachment(
   attachment: Pick<AttachmentCommon, 'filename' | 'contentType' | 'related' | 'contentDisposition'>,
   index: number,
-): Omit<AttachmentView, 'index' | 'size'> {
+): Omit<AttachmentView, 'index' | 'size' | 'embedded'> {
   return {
     filename: attachmentFilename(attachment, index),
     contentType: safeContentType(attachment.contentType),
     inline: attachment.related === true || attachment.contentDisposition === 'inline',
   };
+}
+
+/** The total length of data: URLs written into one HTML body, as mailparser bounds its own inlining:
+ * a small message repeating a reference to one picture thousands of times must not grow the HTML
+ * without end. References past it stay cid: links, which the sanitiser drops. */
+const MAX_INLINED_IMAGES_SIZE = 20 * 1024 * 1024;
+
+/**
+ * Replaces each `cid:` reference to a picture of the message with a data: URL of its bytes, as
+ * mailparser's simpleParser does by default, and records which attachments were shown that way
+ * (`embedded`), which simpleParser does not say.
+ */
+function inlineCidImages(html: string, attachments: ParsedMail['attachments'], embedded: Set<number>): string {
+  const byCid = new Map<string, number>();
+  attachments.forEach((attachment, index) => {
+    if (attachment.cid && EMBEDDED_IMAGE.test(`data:${attachment.contentType};base64,`) && !byCid.has(attachment.cid)) byCid.set(attachment.cid, index);
+  });
+  const urls = new Map<number, string>();
+  let budget = MAX_INLINED_IMAGES_SIZE;
+  return html.replace(/\bcid:([^'"\s]{1,256})/g, (reference, cid: string) => {
+    const index = byCid.get(cid);
+    if (index === undefined) return reference;
+    const attachment = attachments[index]!;
+    const url = urls.get(index) ?? `data:${attachment.contentType.toLowerCase()};base64,${attachment.content.toString('base64')}`;
+    if (url.length > budget) return reference;
+    budget -= url.length;
+    urls.set(index, url);
+    embedded.add(index);
+    return url;
+  });
 }
 
 function addresses(field: AddressObject | AddressObject[] | undefined): AddressView[] {

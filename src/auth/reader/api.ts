@@ -47,6 +47,8 @@ export interface MessageAttachment {
   contentType: string;
   size: number;
   inline: boolean;
+  /** A picture the HTML body shows itself: not listed again. */
+  embedded: boolean;
 }
 
 export interface SealedMessage {

@@ -19,7 +19,14 @@ const MessageResponse = Type.Object({
   html: Type.Union([Type.String(), Type.Null()], { description: 'sanitised HTML body' }),
   remoteImages: Type.Integer({ description: 'images from the internet in the HTML: left out, or with images=remote kept (https only)' }),
   attachments: Type.Array(
-    Type.Object({ index: Type.Integer(), filename: Type.String(), contentType: Type.String(), size: Type.Integer(), inline: Type.Boolean() }),
+    Type.Object({
+      index: Type.Integer(),
+      filename: Type.String(),
+      contentType: Type.String(),
+      size: Type.Integer(),
+      inline: Type.Boolean({ description: 'sent inline (Content-Disposition: inline, or part of a multipart/related body)' }),
+      embedded: Type.Boolean({ description: 'a picture the HTML body shows itself (cid: reference, written into `html` as a data: URL); everything else is a file to offer' }),
+    }),
   ),
   seal: Type.Object({
     verified: Type.Boolean({ description: 'the seal service checked the SHA-256 of the content against the seal' }),

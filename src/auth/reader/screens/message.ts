@@ -2,7 +2,6 @@ import type { Address, SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
-import { listedAttachments } from './embedded-images.ts';
 import { messageFrame } from './message-frame.ts';
 import { busy } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
@@ -63,7 +62,8 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
           )
         : null;
 
-      const files = listedAttachments(message);
+      // Pictures the HTML shows are in the frame already; every other part, inline or not, is a file.
+      const files = message.attachments.filter((attachment) => !attachment.embedded);
       const attachments =
         files.length > 0
           ? h(

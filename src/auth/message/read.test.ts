@@ -1,0 +1,61 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { readMessage } from './read.ts';
+
+// A 1×1 PNG.
+const PIXEL = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const PDF = Buffer.from('%PDF-1.4\n%%EOF\n');
+
+async function compose(options: ConstructorParameters<typeof MailComposer>[0]): Promise<Buffer> {
+  return new MailComposer({ from: 'sender@example.org', to: 'alice@example.com', subject: 'Pictures', ...options }).compile().build();
+}
+
+describe('readMessage: which attachments the HTML shows itself', () => {
+  it('marks the picture a cid: reference shows as embedded and writes it into the HTML; inline files it does not show stay files', async () => {
+    const raw = await compose({
+      html: '<p>Logo: <img src="cid:logo@example.org" alt="logo"></p>',
+      attachments: [
+        { filename: 'logo.png', content: PIXEL, contentType: 'image/png', cid: 'logo@example.org' },
+        { filename: 'invoice.pdf', content: PDF, contentType: 'application/pdf', contentDisposition: 'inline' },
+        { filename: 'photo.png', content: PIXEL, contentType: 'image/png', contentDisposition: 'inline' },
+      ],
+    });
+    const view = await readMessage(raw);
+    const byName = Object.fromEntries(view.attachments.map((a) => [a.filename, a]));
+    assert.deepEqual(
+      Object.fromEntries(view.attachments.map((a) => [a.filename, { inline: a.inline, embedded: a.embedded }])),
+      {
+        'logo.png': { inline: true, embedded: true },
+        'invoice.pdf': { inline: true, embedded: false },
+        'photo.png': { inline: true, embedded: false },
+      },
+    );
+    assert.ok(view.html!.includes(`src="data:image/png;base64,${PIXEL.toString('base64')}"`), view.html!);
+    assert.ok(!view.html!.includes('cid:'));
+    assert.equal(byName['logo.png']!.size, PIXEL.length);
+  });
+
+  it('does not count a cid: reference to something that is not a picture, and drops it from the HTML', async () => {
+    const raw = await compose({
+      html: '<p><img src="cid:doc@example.org"></p>',
+      attachments: [{ filename: 'doc.pdf', content: PDF, contentType: 'application/pdf', cid: 'doc@example.org' }],
+    });
+    const view = await readMessage(raw);
+    assert.equal(view.attachments[0]!.embedded, false);
+    assert.ok(!view.html!.includes('cid:') && !view.html!.includes('data:'), view.html!);
+  });
+
+  it('bounds the data: URLs it writes: a picture referenced thousands of times is written only up to 20 MiB', async () => {
+    const big = Buffer.alloc(300 * 1024, 7); // 400 KiB as base64: about 50 copies fit in the budget
+    const raw = await compose({
+      html: '<img src="cid:big@example.org">'.repeat(2_000),
+      attachments: [{ filename: 'big.png', content: big, contentType: 'image/png', cid: 'big@example.org' }],
+    });
+    const view = await readMessage(raw);
+    assert.equal(view.attachments[0]!.embedded, true);
+    const written = view.html!.split('data:image/png;base64,').length - 1;
+    assert.ok(written > 10 && written < 60, `${written} copies written`);
+    assert.ok(view.html!.length < 25 * 1024 * 1024, `${view.html!.length} characters`);
+  });
+});
