@@ -36,6 +36,13 @@ describe('auth service: sign-in by code', () => {
     secrets.add(code);
     return code;
   }
+  /** A reader who opened message `messageId`'s link (a session, no sign-in yet). */
+  async function openedLink(messageId: string): Promise<Reader> {
+    const reader = harness.reader();
+    await reader.get(`/v1/config?messageId=${messageId}`);
+    remember(reader);
+    return reader;
+  }
   /** A different six-digit code than the right one. */
   const wrong = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
 
@@ -224,9 +231,7 @@ describe('auth service: sign-in by code', () => {
   describe('brute force', () => {
     it('voids the code after 5 wrong tries: even the right code is then refused, and only a new code helps', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
       const code = await lastSmsCode();
       for (let i = 0; i < 5; i++) {
@@ -241,9 +246,7 @@ describe('auth service: sign-in by code', () => {
 
     it('does not restore tries when a new code is requested: the count carries over to the replacing code', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
       const first = await lastSmsCode();
       for (let i = 0; i < 3; i++) await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(first) } });
@@ -258,9 +261,7 @@ describe('auth service: sign-in by code', () => {
 
     it('counts parallel guesses one by one', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
       const code = await lastSmsCode();
       const guesses = await Promise.all(
@@ -300,9 +301,7 @@ describe('auth service: sign-in by code', () => {
 
     it('replaces the earlier code with a resend: the first code is then incorrect_code, the second signs in', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       const first = await newCodeFor(reader, record.id);
       const second = await newCodeFor(reader, record.id, first);
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: first } }), 401, 'incorrect_code');
@@ -313,9 +312,7 @@ describe('auth service: sign-in by code', () => {
 
     it('stores only the HMAC of the code under the key derived from AUTH_SECRET, never the code itself', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       const code = await newCodeFor(reader, record.id);
       const row = await sessionRow(reader);
       assert.match(row.code_hmac!, /^[0-9a-f]{64}$/);
@@ -333,9 +330,7 @@ describe('auth service: sign-in by code', () => {
     it('binds the code to its message: pointed at another message in the database, the right code fails', async () => {
       const x = harness.sealSample();
       const y = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${x.id}`);
-      remember(reader);
+      const reader = await openedLink(x.id);
       const code = await newCodeFor(reader, x.id);
       await harness.auth.database.db.withSchema('auth').updateTable('sessions').set({ code_message_id: y.id }).where('token_hash', '=', tokenHash(reader.token!)).execute();
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
@@ -345,9 +340,7 @@ describe('auth service: sign-in by code', () => {
     it('signs in for the message the code was sent for: a code for X, replaced by one for Y, does not open X', async () => {
       const x = harness.sealSample();
       const y = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${x.id}`);
-      remember(reader);
+      const reader = await openedLink(x.id);
       const forX = await newCodeFor(reader, x.id);
       const forY = await newCodeFor(reader, y.id, forX);
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: forX } }), 401, 'incorrect_code');
@@ -387,9 +380,7 @@ describe('auth service: sign-in by code', () => {
 
     it('invalid_code_or_email (401) for a wrong email code', async () => {
       const record = harness.sealSample();
-      const reader = harness.reader();
-      await reader.get(`/v1/config?messageId=${record.id}`);
-      remember(reader);
+      const reader = await openedLink(record.id);
       await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: BOB.email, method: 'email' } });
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastEmailCode()) } }), 401, 'invalid_code_or_email');
     });
