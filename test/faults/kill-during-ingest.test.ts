@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { openDatabase, type Database } from '../../src/kernel/db/index.ts';
-import { createS3ObjectStore, type S3ObjectStore } from '../../src/kernel/objects/index.ts';
+import { createS3ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { ExchangeTables } from '../../src/exchange/tables.ts';
-import { eventually } from '../support/exchange-delivery.ts';
+import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
 import { createTestDatabase } from '../support/postgres.ts';
 import { startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
@@ -28,15 +28,6 @@ const CONNECTIONS = 8;
 const KILL_AFTER_QUEUED = 1000;
 /** Deliveries one engine runs at once (the default); at most these can be in flight at the kill. */
 const DELIVERY_CONCURRENCY = 8;
-
-const envelopeCount = async (db: Kysely<ExchangeTables>) =>
-  Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-
-async function payloadKeys(objects: S3ObjectStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
-  return keys;
-}
 
 describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { timeout: 150_000 }, () => {
   let s3: S3TestServer;

@@ -1,11 +1,10 @@
 import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
 import { exchangeService } from '../../src/exchange/service.ts';
-import type { ExchangeTables } from '../../src/exchange/tables.ts';
 import { refuseConnections } from '../support/db-faults.ts';
-import { eventually, exchangeDb, metric } from '../support/exchange-delivery.ts';
+import { envelopeCount, eventually, exchangeDb, metric, payloadKeys } from '../support/exchange-delivery.ts';
 import { startS3Server, type S3TestServer } from '../support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../support/services.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
@@ -39,15 +38,6 @@ const ENV = {
   // A delivery cut off by the database outage is taken again 3 s after its last lease renewal.
   DELIVERY_LEASE: '3s',
 };
-
-const envelopeCount = async (db: Kysely<ExchangeTables>) =>
-  Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-
-async function payloadKeys(service: ServiceUnderTest): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const object of service.objects.list('exchange/payloads/')) keys.push(object.key);
-  return keys;
-}
 
 interface OutageRun {
   sent: SentMessage[];
@@ -135,7 +125,7 @@ async function assertPromisesKept(t: TestContext, exchange: ServiceUnderTest, si
   const statusIds = await db.selectFrom('message_status').select('envelope_id').distinct().execute();
   assert.ok(statusIds.every((row) => envelopeIds.has(row.envelope_id)), 'every history belongs to a 250');
 
-  await eventually('no payload left in the bucket', () => payloadKeys(exchange), (keys) => keys.length === 0, 30_000);
+  await eventually('no payload left in the bucket', () => payloadKeys(exchange.objects), (keys) => keys.length === 0, 30_000);
 
   const extraCopies = [...byId.values()].reduce((sum, n) => sum + n - 1, 0);
   t.diagnostic(`sent ${JSON.stringify(counts)}; sink ${sink.messages.length} messages, ${byId.size} distinct, ${extraCopies} extra copies`);

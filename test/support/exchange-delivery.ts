@@ -11,6 +11,24 @@ import type { ServiceUnderTest } from './services.ts';
 
 export const exchangeDb = (service: ServiceUnderTest) => service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
 
+export const envelopeCount = async (db: Kysely<ExchangeTables>) =>
+  Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+/** The keys of every stored payload. */
+export async function payloadKeys(objects: ObjectStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
+  return keys;
+}
+
+export const payloadCount = async (objects: ObjectStore) => (await payloadKeys(objects)).length;
+
+export async function readObject(objects: ObjectStore, key: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 /** A MessageIntake on the service's database and object store: envelopes as SMTP or JSON would create them. */
 export function intakeFor(service: ServiceUnderTest) {
   return intakeOn(exchangeDb(service), service.objects);

@@ -1,4 +1,3 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
 import type { CodeMailer } from '../mail/code-mail.ts';
 import { maskEmail } from '../masking.ts';

@@ -10,12 +10,12 @@ import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
-import { eventually, exchangeDb, intakeFor, intakeOn, metric, sampleMessage, statusHistory } from '../../../test/support/exchange-delivery.ts';
+import { envelopeCount, eventually, exchangeDb, intakeFor, intakeOn, metric, payloadCount, sampleMessage, statusHistory } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { startS3Server, uniqueBucket, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startSealpostProcess } from '../../../test/support/sealpost-process.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
-import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts';
+import { startSmtpSink } from '../../../test/support/smtp-sink.ts';
 
 /** Accepts `count` small messages, `parallel` at a time; returns their Message-IDs. */
 async function acceptMany(intake: ReturnType<typeof intakeOn>, count: number, tag: string, parallel = 32): Promise<string[]> {
@@ -32,15 +32,6 @@ async function acceptMany(intake: ReturnType<typeof intakeOn>, count: number, ta
   );
   return ids;
 }
-
-async function payloadCount(objects: { list(prefix: string): AsyncIterable<unknown> }): Promise<number> {
-  let count = 0;
-  for await (const _ of objects.list('exchange/payloads/')) count++;
-  return count;
-}
-
-const envelopeCount = async (db: Kysely<ExchangeTables>) =>
-  Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
 
 describe('several engine instances on one database', () => {
   let s3: S3TestServer;

@@ -13,7 +13,7 @@ import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { OrphanPayloadSweep } from './orphans.ts';
-import { intakeOn } from '../../../test/support/exchange-delivery.ts';
+import { intakeOn, payloadKeys } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
 const GRACE_MS = 60_000;
@@ -40,11 +40,7 @@ describe('the orphan payload sweep', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const keys = async () => {
-    const found: string[] = [];
-    for await (const object of objects.list('exchange/payloads/')) found.push(object.key);
-    return found.sort();
-  };
+  const keys = async () => (await payloadKeys(objects)).sort();
   const accept = (envelopeId: string) =>
     intakeOn(db, objects).accept({ channel: 'smtp', sender: 'a@sender.example', recipients: ['b@rcpt.example'], payload: Buffer.from('Subject: x\r\n\r\nx\r\n'), envelopeId });
 

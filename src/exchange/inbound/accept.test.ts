@@ -13,6 +13,7 @@ import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
+import { payloadCount } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { MessageIntake, payloadKey } from './accept.ts';
 
@@ -42,12 +43,6 @@ describe('MessageIntake with concurrent messages', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const payloadCount = async () => {
-    let n = 0;
-    for await (const _ of objects.list('exchange/payloads/')) n++;
-    return n;
-  };
-
   it('routes each of many messages accepted at once by its own rule, with its first status row', async () => {
     const senders = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? 'CAROL@example.com' : `user${i}@example.com`));
     const accepted = await Promise.all(
@@ -74,7 +69,7 @@ describe('MessageIntake with concurrent messages', () => {
   });
 
   it('a message the database refuses fails alone (503, payload deleted) while the others of its batch are accepted', async () => {
-    const before = await payloadCount();
+    const before = await payloadCount(objects);
     const results = await Promise.allSettled(
       ['good1@example.com', 'bad\u0000@example.com', 'good2@example.com'].map((sender) =>
         intake.accept({ channel: 'smtp', sender, recipients: ['rcpt@example.net'], payload: Buffer.from('hello') }),
@@ -85,11 +80,11 @@ describe('MessageIntake with concurrent messages', () => {
     assert.equal(results[1]!.status, 'rejected');
     const refused = (results[1] as PromiseRejectedResult).reason;
     assert.ok(refused instanceof AppError && refused.status === 503, String(refused));
-    assert.equal(await payloadCount(), before + 2);
+    assert.equal(await payloadCount(objects), before + 2);
   });
 
   it('with no matching rule, accepts nothing for that message and keeps no payload, while others are accepted', async () => {
-    const before = await payloadCount();
+    const before = await payloadCount(objects);
     const [json, smtp] = await Promise.allSettled([
       intake.accept({ channel: 'json', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('json') }),
       intake.accept({ channel: 'smtp', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('smtp') }),
@@ -97,7 +92,7 @@ describe('MessageIntake with concurrent messages', () => {
     assert.equal(json.status, 'rejected');
     assert.match(((json as PromiseRejectedResult).reason as Error).message, /^No delivery rule matches channel json and sender app@example\.com/);
     assert.equal(smtp.status, 'fulfilled');
-    assert.equal(await payloadCount(), before + 1);
+    assert.equal(await payloadCount(objects), before + 1);
   });
 
   it('keeps the payload when the write\'s outcome is unknown (connection lost), and the orphan sweep deletes it after its grace', async () => {

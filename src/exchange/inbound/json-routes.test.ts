@@ -4,36 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { simpleParser } from 'mailparser';
 import { createLogger } from '../../kernel/logger.ts';
-import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { payloadKey } from './accept.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
+import { payloadCount, payloadKeys, readObject } from '../../../test/support/exchange-delivery.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
 
 const LIMIT = 256 * 1024;
 const MAX_RECIPIENTS = 5;
-
-async function readObject(objects: ObjectStore, key: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-async function payloadKeys(objects: ObjectStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
-  return keys;
-}
-
-async function countPayloads(objects: ObjectStore): Promise<number> {
-  let count = 0;
-  for await (const _ of objects.list('exchange/payloads/')) count++;
-  return count;
-}
 
 describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
   let s3: S3TestServer;
@@ -55,7 +37,7 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     ...extra,
   });
   const counts = async () => ({
-    payloads: await countPayloads(exchange.objects),
+    payloads: await payloadCount(exchange.objects),
     envelopes: Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
     statuses: Number((await db.selectFrom('message_status').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
   });

@@ -12,7 +12,6 @@ import nodemailer from 'nodemailer';
 import { Registry } from 'prom-client';
 import { ConfigError } from '../../kernel/config.ts';
 import { createLogger } from '../../kernel/logger.ts';
-import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { createExchangeMetrics } from '../metrics.ts';
 import { RuleStore } from '../rules/store.ts';
@@ -22,6 +21,7 @@ import { MessageIntake, payloadKey } from './accept.ts';
 import { startInboundSmtpServer } from './smtp-server.ts';
 import { loadInboundTls } from './smtp-tls.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
+import { exchangeDb, payloadCount, payloadKeys, readObject } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startSealpostProcess } from '../../../test/support/sealpost-process.ts';
@@ -36,26 +36,7 @@ const MAX_CONNECTIONS = 4;
 /** Keeps delivery workers (when the service runs them) away from the envelopes these tests inspect. */
 const QUIET_DELIVERY = { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9' };
 
-const exchangeDb = (service: ServiceUnderTest) => service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
 const smtpPort = (service: ServiceUnderTest) => Number(new URL(service.service.listening.smtp!).port);
-
-async function readObject(objects: ObjectStore, key: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-async function payloadKeys(objects: ObjectStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const object of objects.list('exchange/payloads/')) keys.push(object.key);
-  return keys;
-}
-
-async function countPayloads(objects: ObjectStore): Promise<number> {
-  let count = 0;
-  for await (const _ of objects.list('exchange/payloads/')) count++;
-  return count;
-}
 
 /** Splits a stored payload into our Received header (with its folded lines) and the sender's bytes. */
 function splitReceived(stored: Buffer): { received: string; rest: Buffer } {
@@ -255,7 +236,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   });
 
   it('refuses a message over SMTP_MAX_MESSAGE_SIZE with 552 5.3.4 as soon as the limit is passed, keeping neither payload nor envelope', async () => {
-    const [payloads, envelopes] = [await countPayloads(exchange.objects), await envelopeCount()];
+    const [payloads, envelopes] = [await payloadCount(exchange.objects), await envelopeCount()];
     const lines = (kib: number) => `${'y'.repeat(1022)}\r\n`.repeat(kib);
     const refused = () =>
       exchange.logs.some((line) => line.msg === 'message refused' && /larger than the limit of/.test(String(line.reason)));
@@ -282,7 +263,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     } finally {
       talk.close();
     }
-    assert.equal(await countPayloads(exchange.objects), payloads + 1, 'only the small message was stored');
+    assert.equal(await payloadCount(exchange.objects), payloads + 1, 'only the small message was stored');
     assert.equal(await envelopeCount(), envelopes + 1);
   });
 
@@ -352,12 +333,12 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
 
   it('answers 451 saying a rule must be created first when there is no rule, and stores nothing', async () => {
     await db.deleteFrom('rules').execute();
-    const [payloads, statuses] = [await countPayloads(exchange.objects), await statusCount()];
+    const [payloads, statuses] = [await payloadCount(exchange.objects), await statusCount()];
     await assert.rejects(sendRaw(sampleMessage('no rule')), (error: { response?: string }) => {
       assert.equal(error.response, '451 4.3.0 No delivery rule exists yet: create one with POST /v1/config before sending messages');
       return true;
     });
-    assert.equal(await countPayloads(exchange.objects), payloads);
+    assert.equal(await payloadCount(exchange.objects), payloads);
     assert.equal(await statusCount(), statuses);
   });
 
@@ -390,7 +371,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   });
 
   it('answers 451 when the envelope cannot be written and deletes the payload it had stored', async () => {
-    const payloads = await countPayloads(exchange.objects);
+    const payloads = await payloadCount(exchange.objects);
     await sql`alter table exchange.envelopes rename to envelopes_offline`.execute(exchange.database.db);
     try {
       const reply = await transact(sampleMessage('table gone'));
@@ -398,7 +379,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     } finally {
       await sql`alter table exchange.envelopes_offline rename to envelopes`.execute(exchange.database.db);
     }
-    assert.equal(await countPayloads(exchange.objects), payloads, 'no orphan payload in the bucket');
+    assert.equal(await payloadCount(exchange.objects), payloads, 'no orphan payload in the bucket');
     queuedId(await transact(sampleMessage('table back')));
   });
 
