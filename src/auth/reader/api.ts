@@ -4,6 +4,9 @@
  * and DELETE (SEED-SPEC "Authentication" 4). Failures become ApiError values, never raw bodies.
  */
 
+import type { Static } from 'typebox';
+import type { MessageResponse } from '../routes/message.ts';
+
 export type Method = 'sms' | 'email';
 
 export interface ReaderConfig {
@@ -36,36 +39,11 @@ export interface SignedIn {
   expiresAt: string;
 }
 
-export interface Address {
-  name: string;
-  address: string;
-}
-
-export interface MessageAttachment {
-  index: number;
-  filename: string;
-  contentType: string;
-  size: number;
-  inline: boolean;
-  /** A picture the HTML body shows itself: not listed again. */
-  embedded: boolean;
-}
-
-export interface SealedMessage {
-  id: string;
-  subject: string;
-  from: Address[];
-  to: Address[];
-  cc: Address[];
-  replyTo: Address[];
-  date: string | null;
-  text: string | null;
-  html: string | null;
-  /** Images from the internet the sanitiser left out (or, with images allowed, kept). */
-  remoteImages?: number;
-  attachments: MessageAttachment[];
-  seal: { verified: boolean; cid: string; sha256: string; sealedAt: string; pins: Array<{ cluster: string; status: string }> };
-}
+// The server's response schema is the one definition of the message; a type-only import, so the
+// bundle takes nothing from the server's code.
+export type SealedMessage = Static<typeof MessageResponse>;
+export type Address = SealedMessage['from'][number];
+export type MessageAttachment = SealedMessage['attachments'][number];
 
 export interface DraftFile {
   id: string;

@@ -7,7 +7,8 @@ import { readMessage } from '../message/read.ts';
 import { TAGS, errorResponses } from './errors.ts';
 
 const Address = Type.Object({ name: Type.String(), address: Type.String() });
-const MessageResponse = Type.Object({
+/** GET /v1/message: the reader page reads its type from here (src/auth/reader/api.ts). */
+export const MessageResponse = Type.Object({
   id: Type.String(),
   subject: Type.String(),
   from: Type.Array(Address),
