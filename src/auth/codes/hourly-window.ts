@@ -1,3 +1,4 @@
+import { sql, type Kysely } from 'kysely';
 import { AppError } from '../../kernel/errors.ts';
 
 /** The window every code-request limit counts in. */
@@ -16,4 +17,15 @@ export function rateLimited(waitMs: number): AppError {
   return new AppError('sms_rate_limit', 429, `Too many codes requested; try again in ${seconds} s`, {
     headers: { 'retry-after': String(seconds) },
   });
+}
+
+/**
+ * Takes a transaction-scoped advisory lock on each key of `namespace`, so that the check and the
+ * record of one request are atomic against other instances. Sorted, so that two requests needing the
+ * same locks take them in the same order (no deadlock).
+ */
+export async function lockKeys(trx: Kysely<any>, namespace: string, keys: string[]): Promise<void> {
+  for (const key of [...keys].sort()) {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`${namespace}.${key}`}, 0))`.execute(trx);
+  }
 }

@@ -1,6 +1,6 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { AuthTables } from '../tables.ts';
-import { HOUR_MS, hourlyWait, rateLimited } from './hourly-window.ts';
+import { HOUR_MS, hourlyWait, lockKeys, rateLimited } from './hourly-window.ts';
 import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR, RefusalLimiter } from './refusal-limit.ts';
 
 export interface SendLimits {
@@ -38,10 +38,7 @@ export class CodeSendLimiter {
 
   async reserve(destination: string, client: string, now: Date): Promise<Reservation> {
     const id = await this.db.transaction().execute(async (trx) => {
-      // Sorted, so that two requests needing the same two locks take them in the same order (no deadlock).
-      for (const key of [`destination:${destination}`, `client:${client}`].sort()) {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`sealpost.auth.code_sends.${key}`}, 0))`.execute(trx);
-      }
+      await lockKeys(trx, 'sealpost.auth.code_sends', [`destination:${destination}`, `client:${client}`]);
       const hourAgo = new Date(now.getTime() - HOUR_MS);
       const toDestination = await recentSends(trx, 'destination', destination, hourAgo, this.limits.destinationHourly);
       const fromClient = await recentSends(trx, 'client', client, hourAgo, this.limits.clientHourly);

@@ -1,7 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { AppError, type ErrorCode } from '../../kernel/errors.ts';
 import type { AuthTables } from '../tables.ts';
-import { HOUR_MS, hourlyWait, rateLimited } from './hourly-window.ts';
+import { HOUR_MS, hourlyWait, lockKeys, rateLimited } from './hourly-window.ts';
 
 /**
  * Refused code requests a client IP may make per hour, as a multiple of SMS_LIMIT_IP_HOURLY (default
@@ -47,9 +47,7 @@ export class RefusalLimiter {
 
   async check(messageId: string, client: string, now: Date): Promise<CheckedRequest> {
     const id = await this.db.transaction().execute(async (trx) => {
-      for (const key of [`client:${client}`, `message:${messageId}`].sort()) {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`sealpost.auth.code_refusals.${key}`}, 0))`.execute(trx);
-      }
+      await lockKeys(trx, 'sealpost.auth.code_refusals', [`client:${client}`, `message:${messageId}`]);
       const hourAgo = new Date(now.getTime() - HOUR_MS);
       const wait = Math.max(
         hourlyWait(await limitTh(trx, 'client', client, hourAgo, this.limits.perClientHourly), now),
