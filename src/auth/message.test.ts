@@ -144,6 +144,15 @@ describe('reading the sealed message', () => {
     assert.ok(!JSON.stringify(response.body).includes('Please sign'));
     assertError(await other.get('/v1/message/attachments/0'), 502, 'upstream_failed');
   });
+
+  it('answers 404 not_found on both reading routes once the seal service no longer has the message', async () => {
+    const gone = harness.seal.register({ raw: await composeMessage(), recipients: [ALICE] });
+    const other = harness.reader();
+    await signInAlice(harness, other, gone.id);
+    harness.seal.forget(gone.id);
+    assertError(await other.get('/v1/message'), 404, 'not_found');
+    assertError(await other.get('/v1/message/attachments/0'), 404, 'not_found');
+  });
 });
 
 describe('the seal service out of reach', () => {

@@ -18,6 +18,8 @@ export interface SealStandIn {
   register(message: { id?: string; raw: string | Buffer; recipients: SealedRecipientInput[]; sender?: string; subject?: string }): StandInRecord;
   /** From now on the content of this message fails its hash check (B answers 502, no content). */
   breakSeal(id: string): void;
+  /** From now on this message is gone (B answers 404, as after its retention). */
+  forget(id: string): void;
   /** Requests seen, as `GET /v1/sealed/...` with the Authorization header they carried. */
   requests: Array<{ method: string; url: string; authorization: string | undefined }>;
   close(): Promise<void>;
@@ -68,6 +70,9 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
     breakSeal(id) {
       const entry = messages.get(id);
       if (entry) entry.broken = true;
+    },
+    forget(id) {
+      messages.delete(id);
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -101,6 +101,10 @@ export class SealClient {
   private async openContent(id: string, signal: AbortSignal): Promise<{ stream: Readable; length: number | undefined }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
+    if (response.status === 404) {
+      await response.arrayBuffer().catch(() => undefined);
+      throw new AppError('not_found', 404, 'The sealed message is no longer available');
+    }
     if (response.status !== 200 || !response.body) throw await upstreamError(response, 'read and verify the sealed message');
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
     return {
