@@ -27,6 +27,8 @@ export interface AddContext {
   /** This peer's ID: the allocations of everything added here. */
   self: string;
   failPins(): boolean;
+  /** The IPFS daemon's error ('' when it answers): the real adder writes every block to it. */
+  ipfsError(): string;
   sendError(res: ServerResponse, status: number, message: string): void;
 }
 
@@ -154,6 +156,7 @@ export async function handleAdd(ctx: AddContext, req: IncomingMessage, res: Serv
   try {
     const problem = unsupported(params);
     if (problem) throw new Error(problem);
+    if (ctx.ipfsError()) throw new Error(ctx.ipfsError());
     const root = await importParts(ctx, req, contentType, params, emit);
     if (!params.noPin) {
       // single.DAGService.Finalize: pin the root with the request's pin options, recursively.

@@ -10,6 +10,7 @@
  * equal `ipfs add`'s (checked against Debian's ipfs_cid up to 50 MiB).
  */
 import { join } from 'node:path';
+import * as dagPb from '@ipld/dag-pb';
 import { FsBlockstore } from 'blockstore-fs';
 import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import {
@@ -100,6 +101,34 @@ export class BlockStorage {
     return this.store.has(cid);
   }
 
+  /**
+   * Copies the DAG under `root` from the first peer that has each block, as Kubo's bitswap fetches a
+   * pinned DAG from its peers. Returns false when some block is nowhere to be had.
+   */
+  async fetchDag(root: CID, peers: BlockStorage[]): Promise<boolean> {
+    const pending = [root];
+    const missing: Array<[CID, Uint8Array]> = [];
+    while (pending.length > 0) {
+      const cid = pending.pop()!;
+      let bytes: Uint8Array | undefined;
+      if (await this.store.has(cid)) bytes = await collect(this.store.get(cid));
+      else {
+        for (const peer of peers) {
+          if (await peer.store.has(cid)) {
+            bytes = await collect(peer.store.get(cid));
+            missing.push([cid, bytes]);
+            break;
+          }
+        }
+      }
+      if (!bytes) return false;
+      if (cid.code === dagPb.code) pending.push(...dagPb.decode(bytes).Links.map((link) => link.Hash));
+    }
+    // The root last: a root block here then means the whole DAG is (what the pin status asks).
+    for (const [cid, bytes] of missing.reverse()) await this.store.put(cid, bytes);
+    return true;
+  }
+
   /** Resolves a CID or an /ipfs/CID/sub/path to a UnixFS entry (file content streams from disk). */
   resolve(path: CID | string): Promise<UnixFSEntry> {
     return exporter(path, this.store);
@@ -108,4 +137,13 @@ export class BlockStorage {
   close(): Promise<void> {
     return this.store.close();
   }
+}
+
+/** A block as one buffer, whether the store hands it over whole or in pieces. */
+async function collect(value: Uint8Array | AsyncIterable<Uint8Array> | Promise<Uint8Array>): Promise<Uint8Array> {
+  const resolved = await value;
+  if (resolved instanceof Uint8Array) return resolved;
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of resolved) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }

@@ -29,6 +29,8 @@ const NOT_FOUND = 'pin is not part of the pinset'; // state.ErrNotFound
 
 export interface RestContext extends AddContext {
   identity: Identity;
+  /** Where this peer's IPFS daemon stands: fetching a pinned DAG, or failed to pin it. */
+  ipfs: IpfsPinning;
   peerName: string;
   user?: string;
   pass?: string;
@@ -74,6 +76,21 @@ function checkAuth(ctx: RestContext, req: IncomingMessage, res: ServerResponse, 
   return false;
 }
 
+/**
+ * The IPFS daemon's side of pinning, which the real cluster delegates to Kubo: a pin is accepted at
+ * once, then the daemon fetches the DAG from its peers (pinning) and holds it (pinned), or fails
+ * (pin_error) - when it is down, or when no peer has the blocks.
+ */
+export interface IpfsPinning {
+  /** The daemon's error as /id reports it ('' when it answers). */
+  error(): string;
+  /** Starts pinning a CID the cluster accepted; a CID pinned while the daemon is down fails. */
+  pin(cid: string): void;
+  /** Why the daemon failed to pin the CID, if it did. */
+  problem(cid: string): string | undefined;
+  forget(cid: string): void;
+}
+
 /** api.ID of this one-peer cluster. */
 function idJson(ctx: RestContext) {
   const { host, port } = ctx.restAddress();
@@ -87,23 +104,26 @@ function idJson(ctx: RestContext) {
     commit: '',
     rpc_protocol_version: RPC_PROTOCOL,
     error: '',
-    ipfs: { id: ctx.identity.ipfsId, addresses: [], error: '' },
+    ipfs: { id: ctx.identity.ipfsId, addresses: [], error: ctx.ipfs.error() },
     peername: ctx.peerName,
   };
 }
 
 /**
- * api.GlobalPinInfo for one CID. Status "pinned" when the root block is here,
- * "pinning" when pinned but not (yet) here (the real IPFS would be fetching it),
- * "unpinned" when not in the pinset (Cluster.globalPinInfoCid does the same, 200).
+ * api.GlobalPinInfo for one CID. Status "pin_error" when the daemon failed to pin it, "pinning" while
+ * it fetches the DAG (or has not got the root block), "pinned" once it holds it, "unpinned" when not
+ * in the pinset (Cluster.globalPinInfoCid does the same, 200). A CID not in the pinset has
+ * `allocations: null`, as Go encodes the nil slice of an empty api.Pin.
  */
 async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | undefined) {
   let status = 'unpinned';
-  if (pin) status = (await ctx.blocks.has(decodeCid(cid))) ? 'pinned' : 'pinning';
+  const problem = pin ? ctx.ipfs.problem(cid) : undefined;
+  if (problem) status = 'pin_error';
+  else if (pin) status = (await ctx.blocks.has(decodeCid(cid))) ? 'pinned' : 'pinning';
   return {
     cid,
     name: pin?.name ?? '',
-    allocations: pin?.allocations ?? [],
+    allocations: pin ? pin.allocations : null,
     origins: pin?.origins ?? [],
     created: pin?.timestamp ?? GO_ZERO_TIME,
     metadata: pin?.metadata ?? null,
@@ -113,7 +133,7 @@ async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | un
         ipfs_peer_id: ctx.identity.ipfsId,
         status,
         timestamp: goTime(Date.now()),
-        error: '',
+        error: problem ?? '',
         attempt_count: 0,
         priority_pin: false,
       },
@@ -218,7 +238,21 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
       const bad = replicationError(pin);
       if (bad) return sendError(res, 500, bad);
       await ctx.pins.set(pin);
+      ctx.ipfs.pin(cid);
       sendJson(res, 200, pin);
+    },
+  },
+  {
+    // RecoverHandler: the peers try a pin in error again; answers the GlobalPinInfo.
+    method: 'POST',
+    pattern: /^\/pins\/([^/]+)\/recover$/,
+    handler: async (ctx, _req, res, q, hash) => {
+      const { cid } = parseCidAndOptions(hash!, q);
+      if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
+      const pin = ctx.pins.get(cid);
+      if (!pin) return sendError(res, 404, NOT_FOUND);
+      if (ctx.ipfs.problem(cid)) ctx.ipfs.pin(cid);
+      sendJson(res, 200, await globalPinInfo(ctx, cid, pin));
     },
   },
   {
@@ -230,6 +264,7 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
       const pin = ctx.pins.get(cid);
       if (!pin) return sendError(res, 404, NOT_FOUND); // Cluster.Unpin -> PinGet -> state.ErrNotFound
       await ctx.pins.delete(cid);
+      ctx.ipfs.forget(cid);
       sendJson(res, 200, pin);
     },
   },

@@ -16,7 +16,8 @@ import type { AddressInfo } from 'node:net';
 import { BlockStorage } from './blocks.ts';
 import { GoQuery } from './go-compat.ts';
 import { handleProxy } from './kubo-proxy.ts';
-import { handleRest, sendError, type RestContext } from './rest-api.ts';
+import { decodeCid } from './params.ts';
+import { handleRest, sendError, type IpfsPinning, type RestContext } from './rest-api.ts';
 import { loadIdentity, PinStore, type ClusterPin } from './state.ts';
 
 export interface IpfsClusterStandInOptions {
@@ -44,7 +45,16 @@ export interface IpfsClusterStandInOptions {
   hang?: boolean;
   /** Pin operations answer 500 (POST/GET/DELETE /pins..., and the pin at the end of /add). */
   failPins?: boolean;
+  /**
+   * Whether this peer's IPFS daemon fetches the blocks of a pinned CID from the other stand-ins of the
+   * process, as peered Kubo nodes do over their swarm. Default true; false plays a daemon with no
+   * peers: a pin of content it does not have stays `pinning`, then fails.
+   */
+  peering?: boolean;
 }
+
+/** The IPFS daemons of the stand-ins in this process that peer with each other (Peering.Peers). */
+const swarm = new Set<BlockStorage>();
 
 /** One request as received, for tests that assert what a client sent. */
 export interface RecordedRequest {
@@ -75,6 +85,8 @@ export interface IpfsClusterStandIn {
   pins(): Map<string, ClusterPin>;
   setHang(hang: boolean): void;
   setFailPins(fail: boolean): void;
+  /** Plays the IPFS daemon behind the peer stopped (true) or started again (false). */
+  setIpfsDown(down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -103,7 +115,31 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
   const requests: RecordedRequest[] = [];
   let hang = options.hang ?? false;
   let failPins = options.failPins ?? false;
+  let ipfsDown = false;
   let restPort = 0;
+  if (options.peering !== false) swarm.add(blocks);
+  const problems = new Map<string, string>();
+  const fetching = new Set<string>();
+  const ipfs: IpfsPinning = {
+    // The error the real cluster reports when Kubo's API does not answer (ipfshttp connector).
+    error: () => (ipfsDown ? 'dial tcp 127.0.0.1:5001: connect: connection refused' : ''),
+    pin(cid) {
+      problems.delete(cid);
+      if (ipfsDown) return void problems.set(cid, `pin: ${ipfs.error()}`);
+      if (fetching.has(cid)) return;
+      fetching.add(cid);
+      const peers = [...swarm].filter((peer) => peer !== blocks);
+      blocks
+        .fetchDag(decodeCid(cid), peers)
+        .then((complete) => {
+          if (!complete) problems.set(cid, 'pin: no peer has the blocks (the IPFS daemon timed out fetching them)');
+        })
+        .catch((error: unknown) => problems.set(cid, `pin: ${error instanceof Error ? error.message : String(error)}`))
+        .finally(() => fetching.delete(cid));
+    },
+    problem: (cid) => problems.get(cid),
+    forget: (cid) => void problems.delete(cid),
+  };
 
   const ctx: RestContext = {
     blocks,
@@ -114,6 +150,8 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
     user: options.user,
     pass: options.pass,
     failPins: () => failPins,
+    ipfsError: () => ipfs.error(),
+    ipfs,
     sendError,
     restAddress: () => ({ host, port: restPort }),
   };
@@ -168,9 +206,14 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
       pins: () => pins.all(),
       setHang: (b) => void (hang = b),
       setFailPins: (b) => void (failPins = b),
-      close: () => (closed ??= shutdown([rest, proxy], pins, blocks)),
+      setIpfsDown: (b) => void (ipfsDown = b),
+      close: () => {
+        swarm.delete(blocks);
+        return (closed ??= shutdown([rest, proxy], pins, blocks));
+      },
     };
   } catch (err) {
+    swarm.delete(blocks);
     await shutdown([rest, proxy], pins, blocks);
     throw err;
   }
