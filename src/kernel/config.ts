@@ -173,7 +173,9 @@ export const VARIABLES = {
   SEAL_MASTER_KEY: v({ name: 'SEAL_MASTER_KEY', component: 'B', meaning: 'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex digits or base64; generated into the data folder when unset outside production', secret: true, parse: masterKey, expected: '32 bytes as 64 hex digits or as base64' }),
   IPFS_CLUSTER_CA_FILE: v({ name: 'IPFS_CLUSTER_CA_FILE', component: 'B', meaning: 'PEM file of extra certificate authorities trusted for HTTPS to the clusters (e.g. a self-signed cluster certificate), beside the public roots', parse: nonEmpty, expected: 'a file path' }),
   SEAL_MAX_MESSAGE_SIZE: v({ name: 'SEAL_MAX_MESSAGE_SIZE', component: 'B', meaning: 'largest raw message POST /v1/seal accepts (413 above it); the auth service reads sealed messages up to this size for GET /v1/message (set the same value for both)', default: '25MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
-  SEAL_REPIN_INTERVAL: v({ name: 'SEAL_REPIN_INTERVAL', component: 'B', meaning: 'how often failed pins are retried (first retry after it, then doubling up to 1h)', default: '1m', parse: positiveDuration, expected: DURATION }),
+  SEAL_REPIN_INTERVAL: v({ name: 'SEAL_REPIN_INTERVAL', component: 'B', meaning: 'first delay before a pin in error (refused, unreachable, or failed in IPFS) is pinned again; then doubling up to 1h', default: '1m', parse: positiveDuration, expected: DURATION }),
+  SEAL_PIN_CHECK_INTERVAL: v({ name: 'SEAL_PIN_CHECK_INTERVAL', component: 'B', meaning: 'how often a pin a cluster accepted but does not hold yet (`pinning`) is looked at again (GET /pins/{cid})', default: '5s', parse: positiveDuration, expected: DURATION }),
+  SEAL_PIN_DEADLINE: v({ name: 'SEAL_PIN_DEADLINE', component: 'B', meaning: 'a sealed message not pinned on every cluster this long after sealing is logged as an error and counted in seal_pins_overdue', default: '10m', parse: positiveDuration, expected: DURATION }),
 
   INBOUND_SMTP_TLS: v({ name: 'INBOUND_SMTP_TLS', component: 'C', meaning: 'enables TLS (STARTTLS) on the inbound SMTP server', default: 'false', parse: boolean, expected: BOOLEAN }),
   INBOUND_SMTP_TLS_PUBLIC_KEY: v({ name: 'INBOUND_SMTP_TLS_PUBLIC_KEY', component: 'C', meaning: 'path to a file holding the server certificate (PEM)', parse: nonEmpty, expected: 'a file path' }),
@@ -346,6 +348,8 @@ export interface Config {
     clusterCaFile: string | undefined;
     maxMessageSize: number;
     repinInterval: bigint;
+    pinCheckInterval: bigint;
+    pinDeadline: bigint;
   };
   exchange: {
     port: number;
@@ -519,6 +523,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clusterCaFile: read('IPFS_CLUSTER_CA_FILE'),
       maxMessageSize: read('SEAL_MAX_MESSAGE_SIZE')!,
       repinInterval: read('SEAL_REPIN_INTERVAL')!,
+      pinCheckInterval: read('SEAL_PIN_CHECK_INTERVAL')!,
+      pinDeadline: read('SEAL_PIN_DEADLINE')!,
     },
     exchange: {
       port: read('EXCHANGE_PORT')!,

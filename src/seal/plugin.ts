@@ -3,6 +3,7 @@ import type { ConfigInForce } from './clusters/in-force.ts';
 import { clusterConfigRoutes } from './clusters/routes.ts';
 import type { ClusterConfigStore } from './clusters/store.ts';
 import type { Sealer } from './sealing/sealer.ts';
+import { pinsRoutes } from './sealing/pins-routes.ts';
 import { sealingRoutes } from './sealing/routes.ts';
 import type { SealedStore } from './sealing/store.ts';
 
@@ -15,6 +16,7 @@ export interface SealPluginOptions {
   serviceToken: string;
   publicUrl: string;
   maxMessageSize: number;
+  pinDeadlineMs: number;
 }
 
 /** The seal service's HTTP API: IPFS cluster configuration (admin) and sealed messages (service). */
@@ -27,4 +29,5 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     publicUrl: options.publicUrl,
     maxMessageSize: options.maxMessageSize,
   });
+  await app.register(pinsRoutes, { store: options.sealedStore, adminToken: options.adminToken, deadlineMs: options.pinDeadlineMs });
 }

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { rootCertificates } from 'node:tls';
 import type { Kysely } from 'kysely';
 import { durationToMs } from '../kernel/duration.ts';
+import { createRegistry } from '../kernel/metrics.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { ClusterClient } from './clusters/client.ts';
 import { redactCluster } from './clusters/config.ts';
@@ -10,7 +11,7 @@ import { ClusterConfigStore } from './clusters/store.ts';
 import { resolveMasterKey } from './crypto/master-key.ts';
 import { migrations } from './migrations/index.ts';
 import { sealPlugin } from './plugin.ts';
-import { RepinJob } from './sealing/repin.ts';
+import { PinFollower } from './sealing/repin.ts';
 import { Sealer } from './sealing/sealer.ts';
 import { SealedStore } from './sealing/store.ts';
 import type { SealTables } from './tables.ts';
@@ -40,9 +41,19 @@ export const sealService: ServiceDefinition = {
       masterKey: master.key,
       maxMessageSize: config.seal.maxMessageSize,
       repinDelayMs: durationToMs(config.seal.repinInterval),
+      pinCheckMs: durationToMs(config.seal.pinCheckInterval),
       logger,
     });
-    const repin = new RepinJob({ store: sealedStore, clusters, interval: config.seal.repinInterval, logger });
+    const follower = new PinFollower({
+      store: sealedStore,
+      clusters,
+      repinInterval: config.seal.repinInterval,
+      checkInterval: config.seal.pinCheckInterval,
+      deadline: config.seal.pinDeadline,
+      logger,
+    });
+    const registry = createRegistry('seal');
+    follower.registerMetrics(registry);
 
     const running = await startHttpService({
       name: 'seal',
@@ -63,15 +74,18 @@ export const sealService: ServiceDefinition = {
         serviceToken: config.serviceToken,
         publicUrl: config.auth.publicUrl,
         maxMessageSize: config.seal.maxMessageSize,
+        pinDeadlineMs: durationToMs(config.seal.pinDeadline),
       },
-      // DESIGN.md: B is ready when its primary cluster answers.
-      readiness: { ipfsCluster: () => clusters[0]!.id() },
+      registry,
+      // DESIGN.md: B is ready when its primary cluster answers, and the IPFS daemon behind it too
+      // (GET /id is 200 with the daemon down; its ipfs.error says so).
+      readiness: { ipfsCluster: () => clusters[0]!.ready() },
     });
-    repin.start();
+    follower.start();
     return {
       ...running,
       async stop() {
-        await repin.stop();
+        await follower.stop();
         await sealer.settle();
         await running.stop();
       },

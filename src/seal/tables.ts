@@ -31,7 +31,8 @@ export interface StoredCluster {
 }
 
 export type SignInMethod = 'sms' | 'email';
-export type PinStatus = 'pinned' | 'failed';
+/** `pinning`: accepted by the cluster, not yet held by its peers; `pin_error`: refused, unreachable or failed in IPFS. */
+export type PinStatus = 'pinning' | 'pinned' | 'pin_error';
 
 export interface SealedMessagesTable {
   id: string;
@@ -72,8 +73,13 @@ export interface SealedPinsTable {
   status: PinStatus;
   error: string | null;
   attempts: number;
-  /** When a failed pin is tried again (also a lease: a claimed row is pushed ahead while it is tried). */
+  /**
+   * When the follower looks again: a `pinning` pin is asked for its status, a `pin_error` one is pinned
+   * again. Also a lease: a claimed row is pushed ahead while it is worked on. Null once pinned.
+   */
   next_attempt_at: Date | null;
+  /** When the seal was reported as not pinned here past SEAL_PIN_DEADLINE (once). */
+  overdue_at: Date | null;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 

@@ -99,7 +99,9 @@ export class ClusterClient {
 
   /**
    * The /add query: addParams under the names the cluster server reads (api/add.go
-   * AddParamsFromQuery), in the spec's field order; only fields that were configured are sent.
+   * AddParamsFromQuery), in the spec's field order, then the pinParams: /add reads the pin options too
+   * (AddParams embeds PinOptions), so the pin /add makes already has its name, expiry and replication
+   * instead of the defaults until the POST /pins that follows. Only configured fields are sent.
    */
   addQuery(): string {
     const add = this.settings.addParams ?? {};
@@ -116,30 +118,45 @@ export class ClusterClient {
     for (const [field, name] of names) {
       if (add[field] !== undefined) query.append(name, String(add[field]));
     }
+    for (const [name, value] of this.pinOptions()) query.append(name, value);
     return query.toString();
   }
 
   /** The POST /pins/{cid} query from pinParams (api/types.go PinOptions.FromQuery names). */
   pinQuery(): string {
-    const pin = this.settings.pinParams ?? {};
-    const query = new URLSearchParams();
-    if (pin.replicationFactorMin !== undefined) query.append('replication-min', String(pin.replicationFactorMin));
-    if (pin.replicationFactorMax !== undefined) query.append('replication-max', String(pin.replicationFactorMax));
-    if (pin.name !== undefined) query.append('name', pin.name);
-    const expireIn = expireInToSend(pin);
-    if (expireIn !== undefined) query.append('expire-in', expireIn);
-    return query.toString();
+    return new URLSearchParams(this.pinOptions()).toString();
   }
 
-  /** GET /id: the peer answers (readiness). */
-  async id(): Promise<{ id: string }> {
+  private pinOptions(): Array<[string, string]> {
+    const pin = this.settings.pinParams ?? {};
+    const options: Array<[string, string]> = [];
+    if (pin.replicationFactorMin !== undefined) options.push(['replication-min', String(pin.replicationFactorMin)]);
+    if (pin.replicationFactorMax !== undefined) options.push(['replication-max', String(pin.replicationFactorMax)]);
+    if (pin.name !== undefined) options.push(['name', pin.name]);
+    const expireIn = expireInToSend(pin);
+    if (expireIn !== undefined) options.push(['expire-in', expireIn]);
+    return options;
+  }
+
+  /**
+   * GET /id. The peer answers 200 even when its IPFS daemon is down: that shows in `ipfs.error`
+   * (api.ID.IPFS.Error), which `ready` turns into a failure.
+   */
+  async id(): Promise<{ id: string; ipfsError: string }> {
     return this.call('GET', '/id', {}, async (res) => {
-      const answer = await this.readJsonAnswer(res);
-      if (!answer || typeof answer !== 'object' || typeof (answer as { id?: unknown }).id !== 'string') {
+      const answer = (await this.readJsonAnswer(res, 'GET /id')) as { id?: unknown; ipfs?: { error?: unknown } } | null;
+      if (!answer || typeof answer !== 'object' || typeof answer.id !== 'string') {
         throw new ClusterError(this.name, 'protocol', 'GET /id answered without a peer id');
       }
-      return answer as { id: string };
+      return { id: answer.id, ipfsError: typeof answer.ipfs?.error === 'string' ? answer.ipfs.error : '' };
     });
+  }
+
+  /** Readiness: the peer answers and its IPFS daemon too. */
+  async ready(): Promise<{ id: string }> {
+    const { id, ipfsError } = await this.id();
+    if (ipfsError !== '') throw new ClusterError(this.name, 'unreachable', `peer ${id} answers, but its IPFS daemon does not: ${ipfsError}`);
+    return { id };
   }
 
   /**
@@ -212,6 +229,27 @@ export class ClusterClient {
     const query = this.pinQuery();
     await this.call('POST', `/pins/${encodeURIComponent(cid)}${query ? `?${query}` : ''}`, {}, async (res) => {
       await this.readJsonAnswer(res, `POST /pins/${cid}`);
+    });
+  }
+
+  /**
+   * GET /pins/{cid}: the cluster's status of the CID on its peers (api.GlobalPinInfo), folded into one
+   * state. A 200 to POST /pins only means the pin was accepted; IPFS pins asynchronously and may fail.
+   */
+  async pinStatus(cid: string): Promise<PinState> {
+    return this.call('GET', `/pins/${encodeURIComponent(cid)}`, {}, async (res) => {
+      if (res.statusCode === 404) {
+        res.resume();
+        return { state: 'pin_error', error: 'the CID is not in the pinset' };
+      }
+      return foldPeerMap(await this.readJsonAnswer(res, `GET /pins/${cid}`));
+    });
+  }
+
+  /** POST /pins/{cid}/recover: asks every peer to try a pin in error again (api/rest RecoverHandler). */
+  async recover(cid: string): Promise<void> {
+    await this.call('POST', `/pins/${encodeURIComponent(cid)}/recover`, {}, async (res) => {
+      await this.readJsonAnswer(res, `POST /pins/${cid}/recover`);
     });
   }
 
@@ -359,6 +397,34 @@ export class ClusterClient {
     }
     return new ClusterError(this.name, 'http', `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}${hint ? ` (${hint})` : ''}`, status);
   }
+}
+
+/** Where a CID stands on one cluster, as Sealpost records it. */
+export type PinState = { state: 'pinned' | 'pinning' } | { state: 'pin_error'; error: string };
+
+/** Tracker statuses (api/types.go TrackerStatus) that mean a peer is on its way to holding the CID. */
+const ON_THE_WAY = new Set(['pinning', 'pin_queued']);
+/** Peers that hold no allocation for the CID (replication below the peer count): not asked to pin it. */
+const NOT_ALLOCATED = new Set(['remote', 'sharded']);
+
+/**
+ * One state from a GlobalPinInfo: an error on any allocated peer wins (with the peer's message), then
+ * any peer still pinning; `pinned` only when every allocated peer holds the CID.
+ */
+export function foldPeerMap(answer: unknown): PinState {
+  const peerMap = (answer as { peer_map?: Record<string, { status?: unknown; error?: unknown; peername?: unknown }> } | null)?.peer_map;
+  const peers = Object.entries(peerMap ?? {}).filter(([, info]) => !NOT_ALLOCATED.has(String(info.status)));
+  if (peers.length === 0) return { state: 'pin_error', error: 'no peer of the cluster is allocated to the CID' };
+  const errors: string[] = [];
+  let onTheWay = false;
+  for (const [peer, info] of peers) {
+    const status = String(info.status);
+    if (status === 'pinned') continue;
+    if (ON_THE_WAY.has(status)) onTheWay = true;
+    else errors.push(`peer ${String(info.peername || peer)}: ${status}${info.error ? `: ${String(info.error)}` : ''}`);
+  }
+  if (errors.length > 0) return { state: 'pin_error', error: errors.join('; ') };
+  return { state: onTheWay ? 'pinning' : 'pinned' };
 }
 
 function write(req: ClientRequest, chunk: Buffer): Promise<void> {

@@ -47,6 +47,19 @@ function resources() {
 
 const get = (service: ServiceUnderTest, path: string) => fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${service.serviceToken}` } });
 
+type PinView = { cluster: string; status: string; error?: string; attempts: number };
+
+/** GET /v1/sealed/{id} until `done` holds for its pins (the follower works in the background). */
+async function pinsWhen(service: ServiceUnderTest, id: string, done: (pins: PinView[]) => boolean): Promise<PinView[]> {
+  let pins: PinView[] = [];
+  for (let i = 0; i < 150; i++) {
+    pins = (await (await get(service, `/v1/sealed/${id}`)).json()).pins;
+    if (done(pins)) return pins;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return pins;
+}
+
 describe('cluster calls: add on the primary, pin on all, with each cluster\'s parameters', () => {
   const r = resources();
   after(() => r.stopAll());
@@ -60,24 +73,30 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       }),
       standInCluster(b, { pinParams: { replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '1m' } }),
       standInCluster(c),
-    ]);
+    ], { SEAL_PIN_CHECK_INTERVAL: '100ms' });
     const response = await postSeal(seal, rawMessage());
     assert.equal(response.status, 201, await response.clone().text());
-    const { cid, pins } = await response.json();
+    const { id, cid, pins } = await response.json();
 
     assert.deepEqual(addRequests(a).map((req) => req.query), [
-      'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false&stream-channels=true&no-pin=false',
-    ]);
+      'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false&stream-channels=true&no-pin=false' +
+        '&replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h',
+    ], 'the pin options ride on /add too, so the first pin already has them');
     assert.equal(addRequests(b).length + addRequests(c).length, 0, 'secondaries are not added to');
     assert.deepEqual(pinRequests(a).map((req) => [req.path, req.query]), [[`/pins/${cid}`, 'replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h']]);
     assert.deepEqual(pinRequests(b).map((req) => [req.path, req.query]), [[`/pins/${cid}`, 'replication-min=-1&replication-max=-1&expire-in=1m']]);
     assert.deepEqual(pinRequests(c).map((req) => [req.path, req.query]), [[`/pins/${cid}`, '']]);
     assert.equal(a.pins().get(cid)!.name, 'sealpost mail', 'the cluster read the name');
     assert.ok(Date.parse(b.pins().get(cid)!.expire_at) > Date.now() + 50_000, 'and the expiry');
+    assert.deepEqual(pins[0], { cluster: `127.0.0.1:${a.port}`, status: 'pinned' }, 'the primary holds the content when the seal answers');
+    assert.ok(pins.slice(1).every((pin: PinView) => pin.status === 'pinning' || pin.status === 'pinned'), JSON.stringify(pins));
+    const held = await pinsWhen(seal, id, (all) => all.every((pin) => pin.status === 'pinned'));
     assert.deepEqual(
-      pins.map((pin: { cluster: string; status: string }) => [pin.cluster, pin.status]),
+      held.map((pin) => [pin.cluster, pin.status]),
       [a, b, c].map((standIn) => [`127.0.0.1:${standIn.port}`, 'pinned']),
+      'the secondaries fetched the blocks from the primary and hold them',
     );
+    assert.ok(b.requests.some((req) => req.method === 'GET' && req.path === `/pins/${cid}`), 'the pin was followed with GET /pins/{cid}');
     assert.equal(addRequests(a)[0]!.authorization, false, 'no Basic auth without user and pass');
   });
 
@@ -160,7 +179,7 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
     const closed = { port: await refusedPort() };
     const seal = await r.seal(
       [standInCluster(primary), standInCluster(refusing), standInCluster(hanging, { timeout: '300ms' }), { host: '127.0.0.1', port: String(closed.port), secure: false }],
-      { SEAL_REPIN_INTERVAL: '200ms', IPFS_PROXY_PORT: String(primary.proxyPort) },
+      { SEAL_REPIN_INTERVAL: '200ms', SEAL_PIN_CHECK_INTERVAL: '100ms', IPFS_PROXY_PORT: String(primary.proxyPort) },
     );
     const raw = rawMessage();
     const response = await postSeal(seal, raw);
@@ -170,9 +189,9 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       pins.map((pin: { cluster: string; status: string }) => [pin.cluster, pin.status]),
       [
         [`127.0.0.1:${primary.port}`, 'pinned'],
-        [`127.0.0.1:${refusing.port}`, 'failed'],
-        [`127.0.0.1:${hanging.port}`, 'failed'],
-        [`127.0.0.1:${closed.port}`, 'failed'],
+        [`127.0.0.1:${refusing.port}`, 'pin_error'],
+        [`127.0.0.1:${hanging.port}`, 'pin_error'],
+        [`127.0.0.1:${closed.port}`, 'pin_error'],
       ],
     );
     assert.match(pins[1].error, /answered 500: failPins/);
@@ -180,18 +199,14 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
     assert.match(pins[3].error, /ECONNREFUSED/);
 
     const metadata = await (await get(seal, `/v1/sealed/${id}`)).json();
-    assert.equal(metadata.pins[1].status, 'failed');
+    assert.equal(metadata.pins[1].status, 'pin_error');
     assert.ok(metadata.pins[1].nextAttemptAt, 'a retry is scheduled');
     assert.equal((await get(seal, `/v1/sealed/${id}/content`)).status, 200, 'the message reads meanwhile');
 
     refusing.setFailPins(false);
     hanging.setHang(false);
-    let view = metadata;
-    for (let i = 0; i < 100 && view.pins.slice(1, 3).some((pin: { status: string }) => pin.status !== 'pinned'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      view = await (await get(seal, `/v1/sealed/${id}`)).json();
-    }
-    assert.deepEqual(view.pins.map((pin: { status: string }) => pin.status), ['pinned', 'pinned', 'pinned', 'failed']);
+    const view = { pins: await pinsWhen(seal, id, (all) => all.slice(1, 3).every((pin) => pin.status === 'pinned')) };
+    assert.deepEqual(view.pins.map((pin: { status: string }) => pin.status), ['pinned', 'pinned', 'pinned', 'pin_error']);
     assert.ok(view.pins[1].attempts >= 2);
     assert.equal(view.pins[1].error, undefined, 'the old error is gone');
     assert.ok(refusing.pins().has(cid) && hanging.pins().has(cid), 'the clusters hold the pin now');

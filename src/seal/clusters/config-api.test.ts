@@ -218,11 +218,12 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     assert.equal(response.status, 201);
     const { pins } = await response.json();
     assert.deepEqual(pins[0], { cluster: `127.0.0.1:${guarded.port}`, status: 'pinned' });
-    assert.equal(pins[1].status, 'failed', 'ipfs-2.example cannot be reached from here');
+    assert.equal(pins[1].status, 'pin_error', 'ipfs-2.example cannot be reached from here');
     const calls = guarded.requests.filter((r) => r.listener === 'rest' && r.path !== '/id');
     assert.deepEqual(calls.map((r) => `${r.method} ${r.path.replace(/Qm\w+/, '{cid}')}?${r.query}`), [
-      'POST /add?no-pin=false',
+      'POST /add?no-pin=false&replication-min=-1&replication-max=-1&name=sealed',
       'POST /pins/{cid}?replication-min=-1&replication-max=-1&name=sealed',
+      'GET /pins/{cid}?',
     ]);
     assert.ok(calls.every((r) => r.authorization));
     assert.equal(primary.requests.filter((r) => r.path === '/add').length, 1, 'the environment cluster is not used any more');

@@ -11,6 +11,35 @@ export const DEFAULT_TIMEOUT = '30s';
 /** SEED-SPEC pinParams.expireIn: "values below 60s are ignored". */
 const MIN_EXPIRE_IN_NS = 60n * 1_000_000_000n;
 
+/**
+ * Bound on `name` once URL-encoded (a non-ASCII character takes up to 12 bytes): the name rides in the
+ * query of /add and POST /pins, and the REST API refuses more than about 8 KiB of request line and headers.
+ */
+const MAX_ENCODED_NAME = 2048;
+
+/**
+ * The replication pair as the cluster server judges it at every pin (cluster.go setupReplicationFactor
+ * and isReplicationFactorValid): 0 or a missing side takes the cluster's default, -1 (everywhere) in a
+ * default configuration; then either both sides are -1 or neither is, and min may not exceed max.
+ * Refused here, at configuration time, instead of on every seal.
+ */
+export function replicationProblem(pinParams: PinParams | undefined): string | undefined {
+  const min = pinParams?.replicationFactorMin;
+  const max = pinParams?.replicationFactorMax;
+  if (min === undefined && max === undefined) return undefined;
+  const effective = (value: number | undefined) => (value === undefined || value === 0 ? -1 : value);
+  const [effMin, effMax] = [effective(min), effective(max)];
+  const shown = (value: number | undefined, eff: number) => (value === undefined ? `unset (the cluster default, ${eff})` : value === 0 ? `0 (the cluster default, ${eff})` : String(value));
+  if ((effMin === -1) !== (effMax === -1)) {
+    return (
+      `replicationFactorMin ${shown(min, effMin)} and replicationFactorMax ${shown(max, effMax)}: the cluster refuses a pair where exactly one side is -1 ` +
+      '(pin everywhere); give both as -1, or both as peer counts'
+    );
+  }
+  if (effMax > 0 && effMin > effMax) return `replicationFactorMin ${min} is larger than replicationFactorMax ${max}`;
+  return undefined;
+}
+
 /** One cluster with the defaults applied and the password in clear: what the client works with. */
 export interface ClusterSettings {
   host: string;
@@ -101,15 +130,24 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     if (ns === undefined || ns <= 0n) {
       throw badRequest(`${field('timeout')} ${JSON.stringify(timeout)} is not a duration string above zero (e.g. 30s, 1m30s, 500ms)`);
     }
+    if (input.user?.includes(':')) {
+      // Go's (*Request).BasicAuth splits the credentials at the first colon: such a user never logs in.
+      throw badRequest(`${field('user')} contains ':', which Basic auth cannot carry in a user name (the cluster splits user and password at the first ':')`);
+    }
+    if (input.addParams?.shard === true) {
+      throw badRequest(
+        `${field('addParams.shard')} true is not supported: the cluster refuses a sharded /add without a shard size, and a sealed message is one ` +
+          'encrypted file read back by its own CID; leave shard out or false',
+      );
+    }
     const pinParams = input.pinParams;
-    if (
-      pinParams?.replicationFactorMin !== undefined &&
-      pinParams.replicationFactorMax !== undefined &&
-      pinParams.replicationFactorMin > 0 &&
-      pinParams.replicationFactorMax > 0 &&
-      pinParams.replicationFactorMin > pinParams.replicationFactorMax
-    ) {
-      throw badRequest(`${field('pinParams.replicationFactorMin')} ${pinParams.replicationFactorMin} is larger than replicationFactorMax ${pinParams.replicationFactorMax}`);
+    const replication = replicationProblem(pinParams);
+    if (replication) throw badRequest(`${field('pinParams')}.${replication}`);
+    if (pinParams?.name !== undefined && new URLSearchParams({ name: pinParams.name }).toString().length - 5 > MAX_ENCODED_NAME) {
+      throw badRequest(
+        `${field('pinParams.name')} takes ${new URLSearchParams({ name: pinParams.name }).toString().length - 5} bytes URL-encoded; at most ${MAX_ENCODED_NAME} fit, ` +
+          "since the name travels in the query of every /add and pin and the cluster's REST API refuses requests with more than about 8 KiB of request line and headers",
+      );
     }
     const cluster: ClusterSettings = {
       host,

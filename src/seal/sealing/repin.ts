@@ -1,28 +1,50 @@
+import { Gauge, type Registry } from 'prom-client';
 import { durationToMs } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import type { ClusterClient } from '../clusters/client.ts';
+import type { ClusterClient, PinState } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
-import type { SealedStore } from './store.ts';
+import type { ClaimedPin, SealedStore } from './store.ts';
 
 const BATCH = 50;
 const MAX_DELAY_MS = 60 * 60 * 1000;
+const MAX_TIMER_MS = 2_147_483_647;
+
+export interface PinFollowerOptions {
+  store: SealedStore;
+  clusters: ClusterClient[];
+  /** SEAL_REPIN_INTERVAL: first delay before a pin in error is pinned again (then doubling up to 1h). */
+  repinInterval: bigint;
+  /** SEAL_PIN_CHECK_INTERVAL: how often a pin the cluster accepted but does not hold yet is looked at. */
+  checkInterval: bigint;
+  /** SEAL_PIN_DEADLINE: a seal not pinned everywhere this long after sealing is reported as an error. */
+  deadline: bigint;
+  logger: Logger;
+}
 
 /**
- * Retries failed pins (a cluster that was down or refused while a message was sealed). Runs at start
- * and then every SEAL_REPIN_INTERVAL; a pin that fails again waits twice as long as before, up to an
- * hour. Only pins on clusters of the configuration in force are tried: a cluster dropped from the
- * configuration keeps its failed record as history. Several instances share the work (claimDuePins).
+ * Follows every pin until its cluster holds it. A 200 to POST /pins means the cluster accepted the
+ * pin; its IPFS daemon pins later and may fail (`pin_error`, e.g. a secondary whose daemon cannot fetch
+ * the blocks). Each pass takes the due pins of the clusters in force:
+ * - `pinning`: asks GET /pins/{cid} again; held → `pinned`, still on its way → look again after
+ *   SEAL_PIN_CHECK_INTERVAL, failed → `pin_error`;
+ * - `pin_error`: pins again (POST /pins, which also puts back a pin the cluster lost) and, when the
+ *   cluster still reports the error, asks it to recover the pin (POST /pins/{cid}/recover); a pin that
+ *   fails again waits twice as long as before, from SEAL_REPIN_INTERVAL up to an hour.
+ * Seals not pinned everywhere SEAL_PIN_DEADLINE after sealing are logged as errors, once per pin.
+ * Pins on clusters no longer in force keep their record as history. Several instances share the work.
  */
-export class RepinJob {
+export class PinFollower {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  private readonly intervalMs: number;
+  private readonly repinMs: number;
+  private readonly checkMs: number;
+  private readonly deadlineMs: number;
 
-  constructor(
-    private readonly deps: { store: SealedStore; clusters: ClusterClient[]; interval: bigint; logger: Logger },
-  ) {
-    this.intervalMs = Math.max(1, Math.min(durationToMs(deps.interval), 2_147_483_647));
+  constructor(private readonly options: PinFollowerOptions) {
+    this.repinMs = Math.max(1, Math.min(durationToMs(options.repinInterval), MAX_TIMER_MS));
+    this.checkMs = Math.max(1, Math.min(durationToMs(options.checkInterval), MAX_TIMER_MS));
+    this.deadlineMs = durationToMs(options.deadline);
   }
 
   start(): void {
@@ -35,48 +57,117 @@ export class RepinJob {
     await this.running;
   }
 
+  /**
+   * Seals by pin state and cluster for /metrics, read at scrape time: one grouped query over the pins
+   * not held (a partial index keeps it small however many seals are pinned), cached for a few seconds
+   * so that frequent scrapes do not load the database.
+   */
+  registerMetrics(registry: Registry): void {
+    let cached: { at: number; rows: Awaited<ReturnType<SealedStore['openPinCounts']>> } | undefined;
+    const rows = async () => {
+      if (!cached || Date.now() - cached.at > 5_000) cached = { at: Date.now(), rows: await this.options.store.openPinCounts() };
+      return cached.rows;
+    };
+    const clusters = this.options.clusters.map((cluster) => cluster.name);
+    new Gauge({
+      name: 'seal_pins_open',
+      help: 'Pins of sealed messages not held yet, by cluster and state (pinning: accepted, IPFS still pinning; pin_error: failed, retried)',
+      labelNames: ['cluster', 'state'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const cluster of clusters) for (const state of ['pinning', 'pin_error']) this.set({ cluster, state }, 0);
+        for (const row of await rows()) this.set({ cluster: row.cluster, state: row.status }, row.count);
+      },
+    });
+    new Gauge({
+      name: 'seal_pins_overdue',
+      help: 'Pins of sealed messages still not held SEAL_PIN_DEADLINE after sealing, by cluster',
+      labelNames: ['cluster'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const cluster of clusters) this.set({ cluster }, 0);
+        const overdue = new Map<string, number>();
+        for (const row of await rows()) overdue.set(row.cluster, (overdue.get(row.cluster) ?? 0) + row.overdue);
+        for (const [cluster, count] of overdue) this.set({ cluster }, count);
+      },
+    });
+  }
+
   private schedule(delay: number) {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.runOnce()
         .then(() => undefined)
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 're-pin pass failed'))
+        .catch((error: unknown) => this.options.logger.error({ err: error }, 'pin follow-up pass failed'))
         .finally(() => {
           this.running = undefined;
-          this.schedule(this.intervalMs);
+          this.schedule(Math.min(this.checkMs, this.repinMs));
         });
     }, delay);
     this.timer.unref();
   }
 
-  /** One pass: every due pin on a cluster in force is tried once. Returns how many were pinned. */
+  /** One pass over the due pins, then the deadline check. Returns how many pins became `pinned`. */
   async runOnce(): Promise<number> {
-    const { store, clusters, logger } = this.deps;
+    const { store, clusters } = this.options;
     const byName = new Map(clusters.map((cluster) => [cluster.name, cluster]));
     let pinned = 0;
     for (let pass = 0; pass < 100 && !this.stopped; pass++) {
-      // The lease outlasts the slowest possible attempt, so a live instance never loses its claim.
-      const lease = new Date(Date.now() + Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000);
+      // The lease outlasts the slowest possible round (pin, status, recover, status), so a live
+      // instance never loses its claim.
+      const lease = new Date(Date.now() + 4 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000);
       const due = await store.claimDuePins([...byName.keys()], BATCH, lease);
       if (due.length === 0) break;
-      await Promise.all(
-        due.map(async (pin) => {
-          const cluster = byName.get(pin.cluster)!;
-          try {
-            await cluster.pin(pin.cid);
-            await store.recordPinAttempt(pin, { ok: true });
-            pinned++;
-            logger.info({ sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid, attempts: pin.attempts + 1 }, 'failed pin retried: pinned');
-          } catch (error) {
-            const message = error instanceof Error ? error.message : String(error);
-            const delay = Math.min(this.intervalMs * 2 ** Math.min(pin.attempts, 30), MAX_DELAY_MS);
-            await store.recordPinAttempt(pin, { ok: false, error: message, nextAttemptAt: new Date(Date.now() + delay) });
-            logger.warn({ sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid, attempts: pin.attempts + 1, err: message }, 'failed pin retried: failed again');
-          }
-        }),
-      );
+      const outcomes = await Promise.all(due.map((pin) => this.follow(byName.get(pin.cluster)!, pin)));
+      pinned += outcomes.filter((state) => state === 'pinned').length;
       if (due.length < BATCH) break;
     }
+    await this.reportOverdue();
     return pinned;
+  }
+
+  private async follow(cluster: ClusterClient, pin: ClaimedPin): Promise<PinState['state']> {
+    const { store, logger } = this.options;
+    const context = { sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid };
+    const repinning = pin.status === 'pin_error';
+    let state: PinState;
+    try {
+      if (repinning) {
+        await cluster.pin(pin.cid);
+        state = await cluster.pinStatus(pin.cid);
+        if (state.state === 'pin_error') {
+          await cluster.recover(pin.cid);
+          state = await cluster.pinStatus(pin.cid);
+        }
+      } else {
+        state = await cluster.pinStatus(pin.cid);
+      }
+    } catch (error) {
+      state = { state: 'pin_error', error: error instanceof Error ? error.message : String(error) };
+    }
+    const attempts = pin.attempts + (repinning ? 1 : 0);
+    if (state.state === 'pin_error') {
+      const delay = Math.min(this.repinMs * 2 ** Math.min(attempts - 1, 30), MAX_DELAY_MS);
+      await store.recordPinState(pin, { status: 'pin_error', error: state.error, nextAttemptAt: new Date(Date.now() + delay), attempted: repinning });
+      logger.warn({ ...context, attempts, err: state.error }, repinning ? 'pin retried: failed again' : 'pin failed in IPFS; it will be retried');
+    } else if (state.state === 'pinning') {
+      await store.recordPinState(pin, { status: 'pinning', nextAttemptAt: new Date(Date.now() + this.checkMs), attempted: repinning });
+    } else {
+      await store.recordPinState(pin, { status: 'pinned', attempted: repinning });
+      logger.info({ ...context, attempts }, 'pin held by the cluster');
+    }
+    return state.state;
+  }
+
+  private async reportOverdue(): Promise<void> {
+    const overdue = await this.options.store.markOverdue(new Date(Date.now() - this.deadlineMs));
+    for (const pin of overdue) {
+      this.options.logger.error(
+        { sealedId: pin.sealedId, cluster: pin.cluster, status: pin.status, err: pin.error ?? undefined },
+        'sealed message not pinned on every cluster within SEAL_PIN_DEADLINE',
+      );
+    }
   }
 }

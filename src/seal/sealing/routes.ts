@@ -42,7 +42,7 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'A message header `X-Sealpost-Mobile: <email>=<E.164>` (one per recipient, repeatable) gives that recipient the `sms` sign-in method; the others get `email`. ' +
           'Headers naming a non-recipient are ignored. The message is sealed byte for byte as received (sha256 is of those bytes). ' +
           'It is encrypted with a fresh AES-256-GCM key, added through the primary cluster and pinned on every cluster. ' +
-          'A pin that fails on a cluster is recorded (`status: failed`) and retried in the background; it does not fail the seal. ' +
+          'Each pin is followed until the cluster holds it (`pinning`, then `pinned`); one that fails is recorded (`pin_error`) and retried in the background; neither fails the seal. ' +
           '201 for a new seal, 200 with the same record when the envelope id was sealed before. ' +
           '400 for a message without From or recipients, unparseable, or with a malformed X-Sealpost-Mobile (errorCode invalid_mobile / invalid_email); ' +
           '503 (or 502 when the cluster refused the request) when IPFS is unavailable: retry later.',

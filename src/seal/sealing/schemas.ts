@@ -2,8 +2,11 @@ import { Type } from 'typebox';
 
 const PinSchema = Type.Object({
   cluster: Type.String({ description: '`host:port` of the cluster' }),
-  status: Type.Union([Type.Literal('pinned'), Type.Literal('failed')], {
-    description: '`failed` pins are retried in the background (SEAL_REPIN_INTERVAL, doubling up to 1h) until they succeed',
+  status: Type.Union([Type.Literal('pinning'), Type.Literal('pinned'), Type.Literal('pin_error')], {
+    description:
+      '`pinning`: the cluster accepted the pin and IPFS has not pinned it yet (followed every SEAL_PIN_CHECK_INTERVAL); `pinned`: every ' +
+      'allocated peer of the cluster holds it; `pin_error`: refused, unreachable or failed in IPFS, pinned again in the background ' +
+      '(SEAL_REPIN_INTERVAL, doubling up to 1h) until it holds',
   }),
   error: Type.Optional(Type.String({ description: 'why the last attempt failed' })),
 });
@@ -14,7 +17,7 @@ const PinDetailSchema = Type.Object({
   error: PinSchema.properties.error,
   attempts: Type.Integer({ description: 'attempts so far, the first one included' }),
   updatedAt: Type.String({ format: 'date-time' }),
-  nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'when a failed pin is tried again' })),
+  nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'when a pin not held yet is looked at (pinning) or pinned (pin_error) again' })),
 });
 
 const MethodSchema = Type.Union([Type.Literal('sms'), Type.Literal('email')], {
@@ -75,4 +78,19 @@ export const SealedViewSchema = Type.Object(
     pins: Type.Array(PinDetailSchema),
   },
   { title: 'Sealed message' },
+);
+
+export const OpenSealsSchema = Type.Object(
+  {
+    seals: Type.Array(
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        cid: Type.String(),
+        sealedAt: Type.String({ format: 'date-time' }),
+        overdue: Type.Boolean({ description: 'not pinned everywhere SEAL_PIN_DEADLINE after sealing' }),
+        pins: Type.Array(PinDetailSchema),
+      }),
+    ),
+  },
+  { title: 'Seals not pinned everywhere' },
 );

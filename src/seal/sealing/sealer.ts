@@ -31,8 +31,10 @@ export interface SealerOptions {
   clusters: ClusterClient[];
   masterKey: Buffer;
   maxMessageSize: number;
-  /** Delay before a failed pin is tried again. */
+  /** Delay before a pin in error is tried again. */
   repinDelayMs: number;
+  /** Delay before a pin the cluster accepted but does not hold yet is looked at again. */
+  pinCheckMs: number;
   logger: Logger;
 }
 
@@ -110,7 +112,7 @@ export class Sealer {
     const sha256 = hash.digest('hex');
 
     const pins = await this.pinEverywhere(added.cid);
-    const failed = pins.filter((pin) => pin.status === 'failed');
+    const failed = pins.filter((pin) => pin.status === 'pin_error');
     // The content must be held somewhere before the seal counts: by a pin, or by /add's own pin.
     if (failed.length === pins.length && this.primary.settings.addParams?.noPin === true) {
       throw new AppError('unavailable', 503, `No IPFS cluster pinned the sealed message: ${failed.map((pin) => pin.error).join('; ')}`);
@@ -193,18 +195,31 @@ export class Sealer {
     logger.info({ cid, envelopeId, reason, failed }, 'orphaned content unpinned');
   }
 
-  /** POST /pins/{cid} on every cluster, the primary included, at once; each outcome is recorded. */
+  /**
+   * POST /pins/{cid} on every cluster, the primary included, at once, then one look at GET /pins/{cid}:
+   * the cluster's 200 only means it accepted the pin, and IPFS pins later (or fails to). What is not
+   * held yet is `pinning`, followed by the PinFollower until it is; a refusal is `pin_error`, retried.
+   */
   private async pinEverywhere(cid: string): Promise<PinOutcome[]> {
+    const { logger, repinDelayMs, pinCheckMs } = this.options;
     return Promise.all(
       this.options.clusters.map(async (cluster): Promise<PinOutcome> => {
         try {
           await cluster.pin(cid);
-          return { cluster: cluster.name, status: 'pinned' };
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
-          this.options.logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
-          return { cluster: cluster.name, status: 'failed', error: message, nextAttemptAt: new Date(Date.now() + this.options.repinDelayMs) };
+          logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
+          return { cluster: cluster.name, status: 'pin_error', error: message, nextAttemptAt: new Date(Date.now() + repinDelayMs) };
         }
+        const state = await cluster.pinStatus(cid).catch((error: unknown) => {
+          logger.warn({ cluster: cluster.name, cid, err: error instanceof Error ? error.message : String(error) }, 'pin accepted; its status could not be read yet');
+          return { state: 'pinning' as const };
+        });
+        if (state.state === 'pin_error') {
+          logger.warn({ cluster: cluster.name, cid, err: state.error }, 'pin accepted, then failed in IPFS; it will be retried');
+          return { cluster: cluster.name, status: 'pin_error', error: state.error, nextAttemptAt: new Date(Date.now() + repinDelayMs) };
+        }
+        return { cluster: cluster.name, status: state.state, ...(state.state === 'pinning' ? { nextAttemptAt: new Date(Date.now() + pinCheckMs) } : {}) };
       }),
     );
   }

@@ -26,7 +26,7 @@ export interface PinOutcome {
   cluster: string;
   status: PinStatus;
   error?: string;
-  /** For a failed pin: when to try again. */
+  /** For a pin not yet held: when the follower looks again (asks, or pins again after an error). */
   nextAttemptAt?: Date;
 }
 
@@ -34,7 +34,14 @@ export interface ClaimedPin {
   sealedId: string;
   cluster: string;
   cid: string;
+  status: PinStatus;
   attempts: number;
+}
+
+/** A seal not pinned on every cluster, as the admin list shows it. */
+export interface OpenSeal {
+  message: Pick<SealedMessage, 'id' | 'cid' | 'sealed_at'>;
+  pins: SealedPin[];
 }
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
@@ -110,7 +117,7 @@ export class SealedStore {
               status: pin.status,
               error: pin.error ?? null,
               attempts: 1,
-              next_attempt_at: pin.status === 'failed' ? (pin.nextAttemptAt ?? new Date()) : null,
+              next_attempt_at: pin.status === 'pinned' ? null : (pin.nextAttemptAt ?? new Date()),
             })),
           )
           .execute();
@@ -123,17 +130,17 @@ export class SealedStore {
   }
 
   /**
-   * Takes up to `limit` failed pins that are due on the given clusters and pushes their next attempt
-   * to `leaseUntil`, so that other instances skip them while this one tries (and take them again if
-   * it dies). SKIP LOCKED: instances never wait for each other.
+   * Takes up to `limit` pins not yet held (`pinning` to ask about, `pin_error` to pin again) that are due
+   * on the given clusters and pushes their next look to `leaseUntil`, so that other instances skip them
+   * while this one works (and take them again if it dies). SKIP LOCKED: instances never wait for each other.
    */
   async claimDuePins(clusters: string[], limit: number, leaseUntil: Date): Promise<ClaimedPin[]> {
     if (clusters.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
       const due = await trx
         .selectFrom('sealed_pins')
-        .select(['sealed_id', 'cluster', 'attempts'])
-        .where('status', '=', 'failed')
+        .select(['sealed_id', 'cluster', 'status', 'attempts'])
+        .where('status', '<>', 'pinned')
         .where('cluster', 'in', clusters)
         .where('next_attempt_at', '<=', new Date())
         .orderBy('next_attempt_at')
@@ -146,29 +153,82 @@ export class SealedStore {
       await trx
         .updateTable('sealed_pins')
         .set({ next_attempt_at: leaseUntil })
-        .where('status', '=', 'failed')
+        .where('status', '<>', 'pinned')
         .where((eb) => eb.or(due.map((pin) => eb.and([eb('sealed_id', '=', pin.sealed_id), eb('cluster', '=', pin.cluster)]))))
         .execute();
       const cids = new Map(
         (await trx.selectFrom('sealed_messages').select(['id', 'cid']).where('id', 'in', ids).execute()).map((row) => [row.id, row.cid]),
       );
-      return due.map((pin) => ({ sealedId: pin.sealed_id, cluster: pin.cluster, cid: cids.get(pin.sealed_id)!, attempts: pin.attempts }));
+      return due.map((pin) => ({ sealedId: pin.sealed_id, cluster: pin.cluster, cid: cids.get(pin.sealed_id)!, status: pin.status, attempts: pin.attempts }));
     });
   }
 
-  async recordPinAttempt(pin: ClaimedPin, outcome: { ok: true } | { ok: false; error: string; nextAttemptAt: Date }): Promise<void> {
+  /**
+   * Records where a claimed pin stands. `pinned` clears the error and the next look; `pinning` and
+   * `pin_error` set when to look again. `attempted`: the follower pinned again (counts as an attempt).
+   */
+  async recordPinState(pin: ClaimedPin, outcome: { status: PinStatus; error?: string; nextAttemptAt?: Date; attempted: boolean }): Promise<void> {
+    const pinned = outcome.status === 'pinned';
     await this.db
       .updateTable('sealed_pins')
       .set({
-        status: outcome.ok ? 'pinned' : 'failed',
-        error: outcome.ok ? null : outcome.error,
-        attempts: pin.attempts + 1,
-        next_attempt_at: outcome.ok ? null : outcome.nextAttemptAt,
+        status: outcome.status,
+        error: outcome.status === 'pin_error' ? (outcome.error ?? null) : null,
+        attempts: pin.attempts + (outcome.attempted ? 1 : 0),
+        next_attempt_at: pinned ? null : (outcome.nextAttemptAt ?? new Date()),
+        ...(pinned ? { overdue_at: null } : {}),
         updated_at: new Date(),
       })
       .where('sealed_id', '=', pin.sealedId)
       .where('cluster', '=', pin.cluster)
       .execute();
+  }
+
+  /**
+   * Marks the pins of seals older than `sealedBefore` that are still not held and were not reported
+   * yet, and returns them: each is reported once as overdue.
+   */
+  async markOverdue(sealedBefore: Date): Promise<Array<{ sealedId: string; cluster: string; status: PinStatus; error: string | null }>> {
+    const rows = await this.db
+      .updateTable('sealed_pins')
+      .set({ overdue_at: new Date() })
+      .where('status', '<>', 'pinned')
+      .where('overdue_at', 'is', null)
+      .where('sealed_id', 'in', (eb) => eb.selectFrom('sealed_messages').select('id').where('sealed_at', '<', sealedBefore))
+      .returning(['sealed_id', 'cluster', 'status', 'error'])
+      .execute();
+    return rows.map((row) => ({ sealedId: row.sealed_id, cluster: row.cluster, status: row.status, error: row.error }));
+  }
+
+  /** Pins not held, by cluster and state, and how many of them are past the deadline (for the gauges). */
+  async openPinCounts(): Promise<Array<{ cluster: string; status: PinStatus; count: number; overdue: number }>> {
+    const rows = await this.db
+      .selectFrom('sealed_pins')
+      .select((eb) => ['cluster', 'status', eb.fn.countAll<string>().as('count'), eb.fn.count<string>('overdue_at').as('overdue')])
+      .where('status', '<>', 'pinned')
+      .groupBy(['cluster', 'status'])
+      .execute();
+    return rows.map((row) => ({ cluster: row.cluster, status: row.status, count: Number(row.count), overdue: Number(row.overdue) }));
+  }
+
+  /** Seals with at least one pin not held, oldest first, with all their pins. */
+  async openSeals(limit: number): Promise<OpenSeal[]> {
+    const messages = await this.db
+      .selectFrom('sealed_messages')
+      .select(['id', 'cid', 'sealed_at'])
+      .where('id', 'in', (eb) => eb.selectFrom('sealed_pins').select('sealed_id').where('status', '<>', 'pinned'))
+      .orderBy('sealed_at')
+      .limit(limit)
+      .execute();
+    if (messages.length === 0) return [];
+    const pins = await this.db
+      .selectFrom('sealed_pins')
+      .selectAll()
+      .where('sealed_id', 'in', messages.map((message) => message.id))
+      .orderBy('sealed_id')
+      .orderBy('position')
+      .execute();
+    return messages.map((message) => ({ message, pins: pins.filter((pin) => pin.sealed_id === message.id) }));
   }
 
   private async complete(message: SealedMessage): Promise<SealedRecord> {

@@ -1,4 +1,4 @@
-import type { SealedRecipient } from '../tables.ts';
+import type { SealedPin, SealedRecipient } from '../tables.ts';
 import type { SealedRecord } from './store.ts';
 
 /** What both answers say of the sealed message itself. */
@@ -32,13 +32,18 @@ export function sealedView(record: SealedRecord) {
     size: message.size,
     sealedAt: message.sealed_at.toISOString(),
     recipients: record.recipients.map(recipientView),
-    pins: record.pins.map((pin) => ({
-      cluster: pin.cluster,
-      status: pin.status,
-      ...(pin.error ? { error: pin.error } : {}),
-      attempts: pin.attempts,
-      updatedAt: pin.updated_at.toISOString(),
-      ...(pin.status === 'failed' && pin.next_attempt_at ? { nextAttemptAt: pin.next_attempt_at.toISOString() } : {}),
-    })),
+    pins: record.pins.map(pinView),
+  };
+}
+
+/** One pin with its follow-up state. */
+export function pinView(pin: SealedPin) {
+  return {
+    cluster: pin.cluster,
+    status: pin.status,
+    ...(pin.error ? { error: pin.error } : {}),
+    attempts: pin.attempts,
+    updatedAt: pin.updated_at.toISOString(),
+    ...(pin.status !== 'pinned' && pin.next_attempt_at ? { nextAttemptAt: pin.next_attempt_at.toISOString() } : {}),
   };
 }

@@ -1,0 +1,47 @@
+import { Type } from 'typebox';
+import { requireBearer } from '../../kernel/bearer.ts';
+import type { App } from '../../kernel/http.ts';
+import { OpenSealsSchema } from './schemas.ts';
+import type { SealedStore } from './store.ts';
+import { pinView } from './views.ts';
+
+export interface PinsRoutesOptions {
+  store: SealedStore;
+  adminToken: string;
+  /** SEAL_PIN_DEADLINE in milliseconds: a seal older than this and not pinned everywhere is overdue. */
+  deadlineMs: number;
+}
+
+/** The operator's view of the promise "pinned on every cluster": what is not kept yet. */
+export async function pinsRoutes(app: App, options: PinsRoutesOptions) {
+  const onRequest = requireBearer(options.adminToken, 'admin');
+  app.get(
+    '/v1/admin/unpinned',
+    {
+      onRequest,
+      schema: {
+        tags: ['sealed messages'],
+        security: [{ adminToken: [] }],
+        summary: 'Sealed messages not pinned on every cluster',
+        description:
+          'Oldest first: each seal with a pin that is `pinning` (the cluster accepted it, IPFS has not pinned it yet) or `pin_error` ' +
+          '(refused, unreachable or failed in IPFS; retried with backoff). `overdue`: still so SEAL_PIN_DEADLINE after sealing.',
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })) }),
+        response: { 200: OpenSealsSchema, 401: Type.Ref('ErrorObject') },
+      },
+    },
+    async (request) => {
+      const seals = await options.store.openSeals(request.query.limit ?? 100);
+      const cutoff = Date.now() - options.deadlineMs;
+      return {
+        seals: seals.map(({ message, pins }) => ({
+          id: message.id,
+          cid: message.cid,
+          sealedAt: message.sealed_at.toISOString(),
+          overdue: message.sealed_at.getTime() < cutoff,
+          pins: pins.map(pinView),
+        })),
+      };
+    },
+  );
+}
