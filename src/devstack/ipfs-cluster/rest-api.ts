@@ -113,7 +113,7 @@ function idJson(ctx: RestContext) {
  * api.GlobalPinInfo for one CID. Status "pin_error" when the daemon failed to pin it, "pinning" while
  * it fetches the DAG (or has not got the root block), "pinned" once it holds it, "unpinned" when not
  * in the pinset (Cluster.globalPinInfoCid does the same, 200). A CID not in the pinset has
- * `allocations: null`, as Go encodes the nil slice of an empty api.Pin.
+ * `allocations: []` (checked against the real server by the conformance suite).
  */
 async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | undefined) {
   let status = 'unpinned';
@@ -123,7 +123,7 @@ async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | un
   return {
     cid,
     name: pin?.name ?? '',
-    allocations: pin ? pin.allocations : null,
+    allocations: pin?.allocations ?? [],
     origins: pin?.origins ?? [],
     created: pin?.timestamp ?? GO_ZERO_TIME,
     metadata: pin?.metadata ?? null,

@@ -128,7 +128,7 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
       if (ipfsDown) return void problems.set(cid, `pin: ${ipfs.error()}`);
       if (fetching.has(cid)) return;
       fetching.add(cid);
-      const peers = [...swarm].filter((peer) => peer !== blocks);
+      const peers = options.peering === false ? [] : [...swarm].filter((peer) => peer !== blocks);
       blocks
         .fetchDag(decodeCid(cid), peers)
         .then((complete) => {

@@ -237,12 +237,15 @@ export class ClusterClient {
    * state. A 200 to POST /pins only means the pin was accepted; IPFS pins asynchronously and may fail.
    */
   async pinStatus(cid: string): Promise<PinState> {
+    const info = await this.pinInfo(cid);
+    return info ? foldPeerMap(info) : { state: 'pin_error', error: 'the CID is not in the pinset' };
+  }
+
+  /** GET /pins/{cid} as the REST API answers it (api.GlobalPinInfo); undefined for a 404. */
+  async pinInfo(cid: string): Promise<GlobalPinInfo | undefined> {
     return this.call('GET', `/pins/${encodeURIComponent(cid)}`, {}, async (res) => {
-      if (res.statusCode === 404) {
-        res.resume();
-        return { state: 'pin_error', error: 'the CID is not in the pinset' };
-      }
-      return foldPeerMap(await this.readJsonAnswer(res, `GET /pins/${cid}`));
+      if (res.statusCode === 404) return void res.resume();
+      return (await this.readJsonAnswer(res, `GET /pins/${cid}`)) as GlobalPinInfo;
     });
   }
 
@@ -399,6 +402,14 @@ export class ClusterClient {
   }
 }
 
+/** The parts of api.GlobalPinInfo that Sealpost reads. */
+export interface GlobalPinInfo {
+  cid: string;
+  name: string;
+  allocations: string[] | null;
+  peer_map: Record<string, { status?: unknown; error?: unknown; peername?: unknown }> | null;
+}
+
 /** Where a CID stands on one cluster, as Sealpost records it. */
 export type PinState = { state: 'pinned' | 'pinning' } | { state: 'pin_error'; error: string };
 
@@ -411,8 +422,8 @@ const NOT_ALLOCATED = new Set(['remote', 'sharded']);
  * One state from a GlobalPinInfo: an error on any allocated peer wins (with the peer's message), then
  * any peer still pinning; `pinned` only when every allocated peer holds the CID.
  */
-export function foldPeerMap(answer: unknown): PinState {
-  const peerMap = (answer as { peer_map?: Record<string, { status?: unknown; error?: unknown; peername?: unknown }> } | null)?.peer_map;
+export function foldPeerMap(answer: GlobalPinInfo): PinState {
+  const peerMap = answer?.peer_map;
   const peers = Object.entries(peerMap ?? {}).filter(([, info]) => !NOT_ALLOCATED.has(String(info.status)));
   if (peers.length === 0) return { state: 'pin_error', error: 'no peer of the cluster is allocated to the CID' };
   const errors: string[] = [];

@@ -1,0 +1,223 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import { Writable } from 'node:stream';
+import { startRealClusters, type RealClusters } from '../../../test/support/ipfs-real.ts';
+import { startStandIn, type StandIn } from '../../../test/support/seal.ts';
+import { createTestCertificate } from '../../../test/support/tls.ts';
+import { ClusterClient, ClusterError, type PinState } from './client.ts';
+import type { ClusterSettings } from './config.ts';
+
+/**
+ * One conformance suite, two targets: every call the seal service makes to IPFS Cluster, against the
+ * stand-in (the embedded default) and against the real IPFS Cluster v1.1.6 with Kubo, built from source
+ * (scripts/build-ipfs.sh). Each target is two one-peer clusters whose IPFS nodes peer: the primary's
+ * REST API in plain HTTP, the secondary's over HTTPS with a test CA, both with Basic auth.
+ */
+interface Target {
+  primary: ClusterSettings & { proxyPort: number };
+  secondary: ClusterSettings & { proxyPort: number };
+  ca: string;
+  stopIpfs(which: 'primary' | 'secondary'): Promise<void>;
+  startIpfs(which: 'primary' | 'secondary'): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function standInTarget(): Promise<Target> {
+  const certificate = await createTestCertificate();
+  const primary = await startStandIn({ user: 'sealer', pass: 'primary-pass' });
+  const secondary = await startStandIn({ user: 'sealer', pass: 'secondary-pass', tls: { cert: certificate.cert, key: certificate.key }, proxyAuth: false });
+  const byName = { primary, secondary } as Record<'primary' | 'secondary', StandIn>;
+  return {
+    primary: { host: '127.0.0.1', port: String(primary.port), user: 'sealer', pass: 'primary-pass', secure: false, timeout: '30s', proxyPort: primary.proxyPort },
+    secondary: { host: '127.0.0.1', port: String(secondary.port), user: 'sealer', pass: 'secondary-pass', secure: true, timeout: '30s', proxyPort: secondary.proxyPort },
+    ca: certificate.cert,
+    stopIpfs: async (which) => byName[which].setIpfsDown(true),
+    startIpfs: async (which) => byName[which].setIpfsDown(false),
+    async stop() {
+      await primary.close();
+      await secondary.close();
+      await certificate.remove();
+    },
+  };
+}
+
+async function realTarget(): Promise<Target> {
+  const clusters: RealClusters = await startRealClusters();
+  const settings = (which: 'primary' | 'secondary') => {
+    const cluster = clusters[which];
+    return { host: '127.0.0.1', port: String(cluster.restPort), user: cluster.user, pass: cluster.pass, secure: cluster.secure, timeout: '30s', proxyPort: cluster.proxyPort };
+  };
+  return {
+    primary: settings('primary'),
+    secondary: settings('secondary'),
+    ca: clusters.ca.cert,
+    stopIpfs: (which) => clusters[which].stopKubo(),
+    startIpfs: (which) => clusters[which].startKubo(),
+    stop: () => clusters.stop(),
+  };
+}
+
+function client(target: Target, which: 'primary' | 'secondary', extra: Partial<ClusterSettings> = {}): ClusterClient {
+  const { proxyPort, ...settings } = target[which];
+  return new ClusterClient({ ...settings, ...extra }, { proxyPort, ca: [target.ca] });
+}
+
+async function* chunks(data: Buffer): AsyncGenerator<Buffer> {
+  for (let i = 0; i < data.length; i += 65536) yield data.subarray(i, i + 65536);
+}
+
+async function cat(cluster: ClusterClient, path: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  await cluster.cat(
+    path,
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        parts.push(chunk);
+        done();
+      },
+    }),
+  );
+  return Buffer.concat(parts);
+}
+
+/** GET /pins/{cid} until the state is not `pinning` (IPFS pins asynchronously), within 60 s. */
+async function settledState(cluster: ClusterClient, cid: string): Promise<PinState> {
+  let state = await cluster.pinStatus(cid);
+  for (let i = 0; i < 300 && state.state === 'pinning'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    state = await cluster.pinStatus(cid);
+  }
+  return state;
+}
+
+/** The cluster's own record of a CID (GET /pins/{cid}). */
+async function globalPinInfo(cluster: ClusterClient, cid: string) {
+  const info = await cluster.pinInfo(cid);
+  assert.ok(info, `GET /pins/${cid} answered`);
+  return info;
+}
+
+for (const [name, start] of [
+  ['the IPFS Cluster stand-in', standInTarget],
+  ['the real IPFS Cluster v1.1.6 with Kubo', realTarget],
+] as const) {
+  describe(`cluster client conformance: ${name}`, () => {
+    let target: Target;
+    before(async () => {
+      target = await start();
+    });
+    after(() => target?.stop());
+
+    it('adds through the primary, reads the same bytes back through its IPFS proxy, and the primary holds the pin', async () => {
+      const primary = client(target, 'primary');
+      const data = randomBytes(700_000);
+      const added = await primary.add(chunks(data), 'message.sealed');
+      assert.match(added.cid, /^Qm|^bafy/);
+      assert.equal(added.wrapped, false);
+      assert.deepEqual(await settledState(primary, added.cid), { state: 'pinned' });
+      assert.ok((await cat(primary, added.cid)).equals(data), 'cat gives the bytes added');
+    });
+
+    it('sends each addParams field under the name the server reads: wrap, no streaming, hidden, local, recursive, no-pin', async () => {
+      const data = randomBytes(5000);
+      const wrapped = await client(target, 'primary', { addParams: { wrap: true, streamChannels: false, hidden: true, local: true, recursive: true } }).add(chunks(data), 'inner.sealed');
+      assert.equal(wrapped.wrapped, true);
+      assert.ok((await cat(client(target, 'primary'), `/ipfs/${wrapped.cid}/inner.sealed`)).equals(data), 'the file sits in the wrapping directory');
+      const unpinned = await client(target, 'primary', { addParams: { noPin: true } }).add(chunks(randomBytes(3000)), 'loose.sealed');
+      const state = await client(target, 'primary').pinStatus(unpinned.cid);
+      assert.equal(state.state, 'pin_error');
+      assert.match((state as { error: string }).error, /unpinned/, 'no-pin left it out of the pinset');
+    });
+
+    it('pins on the secondary, which fetches the blocks from the primary: pinning, then pinned', async () => {
+      const added = await client(target, 'primary').add(chunks(randomBytes(400_000)), 'shared.sealed');
+      const secondary = client(target, 'secondary');
+      await secondary.pin(added.cid);
+      const first = await secondary.pinStatus(added.cid);
+      assert.ok(first.state === 'pinning' || first.state === 'pinned', JSON.stringify(first));
+      assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
+    });
+
+    it('sends pinParams under the server\'s names: the name and replication are recorded, on /add as on POST /pins', async () => {
+      const pinParams = { name: 'sealpost büro', replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' };
+      const primary = client(target, 'primary', { pinParams });
+      const added = await primary.add(chunks(randomBytes(2000)), 'named.sealed');
+      assert.equal((await globalPinInfo(primary, added.cid)).name, 'sealpost büro', '/add took the pin name');
+      const secondary = client(target, 'secondary', { pinParams: { ...pinParams, name: 'on the secondary' } });
+      await secondary.pin(added.cid);
+      assert.equal((await globalPinInfo(secondary, added.cid)).name, 'on the secondary');
+      assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
+    });
+
+    it('refuses on every pin the replication pairs the configuration refuses, and takes the ones it accepts', async () => {
+      const added = await client(target, 'primary').add(chunks(randomBytes(1000)), 'replicated.sealed');
+      for (const [min, max] of [[2, undefined], [-1, 3], [3, -1]] as const) {
+        const pinParams = { replicationFactorMin: min, ...(max === undefined ? {} : { replicationFactorMax: max }) };
+        await assert.rejects(client(target, 'primary', { pinParams }).pin(added.cid), (error: ClusterError) => error.status !== undefined && error.status >= 400, `${min}/${max}`);
+      }
+      for (const [min, max] of [[-1, -1], [1, 1], [0, 0]] as const) {
+        await client(target, 'primary', { pinParams: { replicationFactorMin: min, replicationFactorMax: max } }).pin(added.cid);
+      }
+    });
+
+    it('reports a CID outside the pinset as an error, unpins, and takes a second unpin as done', async () => {
+      const primary = client(target, 'primary');
+      const added = await primary.add(chunks(randomBytes(1500)), 'gone.sealed');
+      await primary.unpin(added.cid);
+      const state = await primary.pinStatus(added.cid);
+      assert.equal(state.state, 'pin_error');
+      assert.match((state as { error: string }).error, /unpinned/);
+      assert.deepEqual((await globalPinInfo(primary, added.cid)).allocations, [], 'the record of a CID outside the pinset has no allocations');
+      await primary.unpin(added.cid);
+    });
+
+    it('refuses a wrong password with 401, and an HTTPS cluster whose certificate is not trusted', async () => {
+      await assert.rejects(client(target, 'primary', { pass: 'wrong' }).id(), (error: ClusterError) => error.kind === 'http' && error.status === 401);
+      const { proxyPort, ...settings } = target.secondary;
+      const untrusting = new ClusterClient(settings, { proxyPort });
+      await assert.rejects(untrusting.id(), (error: ClusterError) => error.kind === 'tls' && /IPFS_CLUSTER_CA_FILE/.test(error.message));
+      assert.equal((await client(target, 'secondary').ready()).id.length > 0, true, 'with the CA it answers');
+    });
+
+    it('gives up on a peer that accepts the connection and never answers, within the timeout', async () => {
+      const silent: Server = createServer(() => undefined);
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      try {
+        const port = (silent.address() as { port: number }).port;
+        const hanging = new ClusterClient({ host: '127.0.0.1', port: String(port), secure: false, timeout: '300ms' }, { proxyPort: port });
+        await assert.rejects(hanging.add(chunks(randomBytes(100)), 'x'), (error: ClusterError) => error.kind === 'timeout');
+      } finally {
+        silent.close();
+      }
+    });
+
+    it('with the IPFS daemon of a peer stopped: /id still answers with ipfs.error, readiness fails, adds fail, pins fail, then recover', async () => {
+      const added = await client(target, 'primary').add(chunks(randomBytes(3000)), 'outage.sealed');
+      const secondary = client(target, 'secondary');
+      await target.stopIpfs('secondary');
+      try {
+        const id = await secondary.id();
+        assert.notEqual(id.ipfsError, '', 'GET /id answers, with the daemon error in ipfs.error');
+        await assert.rejects(secondary.ready(), /its IPFS daemon does not/);
+        await assert.rejects(secondary.add(chunks(randomBytes(100)), 'refused.sealed'));
+        await secondary.pin(added.cid);
+        const state = await settledState(secondary, added.cid);
+        assert.equal(state.state, 'pin_error', 'accepted, then failed in IPFS');
+      } finally {
+        await target.startIpfs('secondary');
+      }
+      for (let i = 0; i < 100 && (await secondary.id()).ipfsError !== ''; i++) await new Promise((resolve) => setTimeout(resolve, 200));
+      await secondary.ready();
+      await secondary.recover(added.cid);
+      let state = await settledState(secondary, added.cid);
+      for (let i = 0; i < 30 && state.state !== 'pinned'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await secondary.recover(added.cid);
+        state = await settledState(secondary, added.cid);
+      }
+      assert.deepEqual(state, { state: 'pinned' }, 'recovered once the daemon is back');
+    });
+  });
+}
