@@ -154,19 +154,25 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
             return [name, undefined] as const;
           } catch (error) {
             request.log.warn({ check: name, err: error }, 'readiness check failed');
-            return [name, error instanceof Error ? error.message : String(error)] as const;
+            return [name, error instanceof ReadinessProblem ? error.message : 'unreachable'] as const;
           }
         }),
       );
       const failed = results.filter(([, problem]) => problem !== undefined);
       if (failed.length > 0) {
-        throw new AppError('unavailable', 503, `Not ready: ${failed.map(([name]) => name).join(', ')} unreachable`);
+        throw new AppError('unavailable', 503, `Not ready: ${failed.map(([name, problem]) => `${name} ${problem}`).join(', ')}`);
       }
       return { status: 'ready' as const, checks: Object.fromEntries(results.map(([name]) => [name, 'ok' as const])) };
     },
   );
   return app;
 }
+
+/**
+ * A readiness failure whose message the public /readyz answer may show (say, "the IPFS daemon behind
+ * the primary cluster does not answer"); other failures show as "unreachable" and go to the log only.
+ */
+export class ReadinessProblem extends Error {}
 
 function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
   const id = newErrorId();

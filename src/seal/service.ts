@@ -3,6 +3,7 @@ import { rootCertificates } from 'node:tls';
 import type { Kysely } from 'kysely';
 import { durationToMs } from '../kernel/duration.ts';
 import { createRegistry } from '../kernel/metrics.ts';
+import { ReadinessProblem } from '../kernel/http.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { ClusterClient } from './clusters/client.ts';
 import { redactCluster } from './clusters/config.ts';
@@ -79,7 +80,7 @@ export const sealService: ServiceDefinition = {
       registry,
       // DESIGN.md: B is ready when its primary cluster answers, and the IPFS daemon behind it too
       // (GET /id is 200 with the daemon down; its ipfs.error says so).
-      readiness: { ipfsCluster: () => clusters[0]!.ready() },
+      readiness: { ipfsCluster: () => primaryReady(clusters[0]!) },
     });
     follower.start();
     return {
@@ -92,6 +93,12 @@ export const sealService: ServiceDefinition = {
     };
   },
 };
+
+/** The primary answers and so does its IPFS daemon; the daemon's error is shown in /readyz. */
+async function primaryReady(primary: ClusterClient): Promise<void> {
+  const { ipfsError } = await primary.id();
+  if (ipfsError !== '') throw new ReadinessProblem(`answers, but the IPFS daemon behind it does not: ${ipfsError}`);
+}
 
 async function readCaFile(path: string): Promise<string> {
   try {

@@ -1,0 +1,211 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import nodemailer from 'nodemailer';
+import { migrateSchema, openDatabase } from '../src/kernel/db/index.ts';
+import { normalizeClusters } from '../src/seal/clusters/config.ts';
+import { ClusterConfigStore } from '../src/seal/clusters/store.ts';
+import { sealService } from '../src/seal/service.ts';
+import type { SealTables } from '../src/seal/tables.ts';
+import { Reader } from './support/auth-reader.ts';
+import { startRealClusters, type RealClusters } from './support/ipfs-real.ts';
+import { createTestDatabase } from './support/postgres.ts';
+import { TEST_MASTER_KEY } from './support/seal.ts';
+import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
+import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
+import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+
+/**
+ * Sealpost (`sealpost start all` as a process) against two real IPFS Clusters with their Kubo nodes:
+ * mail in over SMTP, sealed on the primary, followed until both clusters hold it, read verified; then
+ * the faults only the real servers show: a secondary whose Kubo is stopped while a message is sealed,
+ * and a primary whose Kubo is stopped (not ready, seals retried by the exchange, nothing lost).
+ */
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
+const SERVICE_TOKEN = 'e2e-service-token-0123456789abcdef';
+const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
+
+type Pin = { cluster: string; status: string; error?: string };
+
+describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
+  let clusters: RealClusters;
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let dataDir: string;
+  let sink: SmtpSink;
+  let sms: SmsCapture;
+  let sealpost: SealpostProcess;
+  let names: { primary: string; secondary: string };
+
+  before(async () => {
+    clusters = await startRealClusters();
+    names = { primary: `127.0.0.1:${clusters.primary.restPort}`, secondary: `127.0.0.1:${clusters.secondary.restPort}` };
+    database = await createTestDatabase('ipfs_e2e');
+    // The configuration stored through POST /v1/ipfs/config before a restart, written directly.
+    const db = await openDatabase({ url: database.url, poolSize: 1 });
+    try {
+      await migrateSchema(db.db, sealService.migrations);
+      const store = new ClusterConfigStore(db.db.withSchema('seal') as Kysely<SealTables>, Buffer.from(TEST_MASTER_KEY, 'hex'));
+      const cluster = (c: RealClusters['primary']) => ({ host: '127.0.0.1', port: String(c.restPort), user: c.user, pass: c.pass, secure: c.secure, timeout: '20s' });
+      await store.save(normalizeClusters({ clusters: [{ ...cluster(clusters.primary), pinParams: { name: 'sealpost e2e' } }, cluster(clusters.secondary)] }));
+    } finally {
+      await db.close();
+    }
+    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-ipfs-e2e-'));
+    sink = await startSmtpSink();
+    sms = await startSmsCapture();
+    sealpost = await startSealpostProcess(
+      {
+        SEALPOST_DATA_DIR: dataDir,
+        DATABASE_URL: database.url,
+        SEAL_MASTER_KEY: TEST_MASTER_KEY,
+        ADMIN_TOKEN,
+        SERVICE_TOKEN,
+        // Reads go through the primary's IPFS proxy; the secondary's REST API is HTTPS with the test CA.
+        IPFS_CLUSTER_HOST: '127.0.0.1',
+        IPFS_CLUSTER_PORT: String(clusters.primary.restPort),
+        IPFS_CLUSTER_SECURE: 'false',
+        IPFS_PROXY_PORT: String(clusters.primary.proxyPort),
+        IPFS_CLUSTER_CA_FILE: clusters.ca.certPath,
+        SEAL_PIN_CHECK_INTERVAL: '500ms',
+        SEAL_REPIN_INTERVAL: '1s',
+        SMS_PROVIDER: 'http',
+        SMS_PROVIDER_URL: `${sms.url}/sms`,
+        OUTBOUND_SMTP_URL: sink.url,
+        DELIVERY_POLL_INTERVAL: '100ms',
+        DELIVERY_RETRY_BASE: '1s',
+      },
+      { timeoutMs: 120_000 },
+    );
+    const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'seal smtp mail', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } }),
+    });
+    assert.ok(rule.status === 201 || rule.status === 200, await rule.text());
+  });
+
+  after(async () => {
+    await sealpost?.stop();
+    await clusters?.stop();
+    await sink?.close();
+    await sms?.close();
+    await database?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  async function send(subject: string): Promise<void> {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: sealpost.ports.smtp, secure: false, ignoreTLS: true });
+    try {
+      await transport.sendMail({
+        from: 'Dana Sender <dana@sender.example>',
+        to: ALICE.email,
+        subject,
+        text: `${subject}: the figures.`,
+        headers: { 'X-Sealpost-Mobile': `${ALICE.email}=${ALICE.mobile}` },
+      });
+    } finally {
+      transport.close();
+    }
+  }
+
+  /** The sealed id of the notification at the sink whose sealed message has `subject`. */
+  async function sealedIdOf(subject: string, timeoutMs = 60_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const notice of sink.messages.filter((m) => m.to.includes(ALICE.email))) {
+        const id = /\/m\/([0-9a-f-]{36})/.exec(notice.raw.toString('utf8').replace(/=\r\n/g, ''))?.[1];
+        if (!id) continue;
+        const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+        if (response.ok && ((await response.json()) as { subject: string }).subject === subject) return id;
+      }
+      assert.ok(Date.now() < deadline, `no notification for "${subject}" within ${timeoutMs} ms (${sink.messages.length} at the sink)`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  async function pins(id: string): Promise<Pin[]> {
+    const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+    return ((await response.json()) as { pins: Pin[] }).pins;
+  }
+
+  async function pinsWhen(id: string, done: (pins: Pin[]) => boolean, timeoutMs: number): Promise<{ pins: Pin[]; ms: number }> {
+    const started = Date.now();
+    let current = await pins(id);
+    while (!done(current) && Date.now() - started < timeoutMs) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      current = await pins(id);
+    }
+    return { pins: current, ms: Date.now() - started };
+  }
+
+  it('seals a message sent over SMTP on the primary, holds it pinned on both clusters within a minute, and the reader sees it verified', async () => {
+    await send('Real IPFS report');
+    const id = await sealedIdOf('Real IPFS report');
+    const { pins: held, ms } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
+    assert.deepEqual(
+      held.map((pin) => [pin.cluster, pin.status]),
+      [
+        [names.primary, 'pinned'],
+        [names.secondary, 'pinned'],
+      ],
+      `pinned on both clusters (after ${ms} ms)`,
+    );
+
+    const reader = new Reader(sealpost.urls.auth);
+    assert.equal((await reader.get(`/v1/config?messageId=${id}`)).status, 200);
+    const asked = await reader.request('POST', '/v1/auth/code', { body: { messageId: id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    assert.equal(asked.status, 200, JSON.stringify(asked.body));
+    const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(ALICE.mobile), rememberMe: false } });
+    assert.equal(verified.status, 200, JSON.stringify(verified.body));
+    const message = await reader.get('/v1/message');
+    assert.equal(message.status, 200);
+    assert.equal(message.body.seal.verified, true, 'read back from the real IPFS and verified against its SHA-256');
+    assert.match(JSON.stringify(message.body), /Real IPFS report: the figures/);
+    assert.deepEqual(
+      message.body.seal.pins.map((pin: Pin) => pin.status),
+      ['pinned', 'pinned'],
+    );
+  });
+
+  it('with the secondary\'s Kubo stopped during a seal: the seal stands, the pin is not held, then it is pinned by itself after Kubo restarts', async () => {
+    await clusters.secondary.stopKubo();
+    let id: string;
+    try {
+      await send('Secondary outage');
+      id = await sealedIdOf('Secondary outage');
+      const during = await pins(id);
+      assert.equal(during[0]!.status, 'pinned', 'the primary holds it: the seal succeeded');
+      assert.ok(['pinning', 'pin_error'].includes(during[1]!.status), JSON.stringify(during[1]));
+    } finally {
+      await clusters.secondary.startKubo();
+    }
+    const { pins: healed, ms } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 90_000);
+    assert.deepEqual(healed.map((pin) => pin.status), ['pinned', 'pinned'], `pinned by itself once Kubo is back (after ${ms} ms): ${JSON.stringify(healed)}`);
+  });
+
+  it('with the primary\'s Kubo stopped: the seal service is not ready, mail is accepted and kept, and sealed once Kubo is back', async () => {
+    await clusters.primary.stopKubo();
+    try {
+      let ready = await fetch(`${sealpost.urls.seal}/readyz`);
+      for (let i = 0; i < 40 && ready.status === 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        ready = await fetch(`${sealpost.urls.seal}/readyz`);
+      }
+      assert.equal(ready.status, 503);
+      assert.match((await ready.json()).message, /IPFS daemon behind it does not/);
+      await send('Primary outage');
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      assert.ok(!sink.messages.some((m) => m.raw.toString('utf8').includes('Primary outage')), 'nothing is sealed while the primary cannot add');
+    } finally {
+      await clusters.primary.startKubo();
+    }
+    const id = await sealedIdOf('Primary outage', 120_000);
+    const { pins: held } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
+    assert.deepEqual(held.map((pin) => pin.status), ['pinned', 'pinned'], 'retried by the exchange and sealed: nothing lost');
+    assert.equal((await fetch(`${sealpost.urls.seal}/readyz`)).status, 200);
+  });
+});
