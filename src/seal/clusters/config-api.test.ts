@@ -73,6 +73,14 @@ describe('POST /v1/ipfs/config validation', () => {
     ['expireIn as a number', { clusters: [{ ...ok, pinParams: { expireIn: 3600 } }] }, /^clusters\[0\]\.pinParams\.expireIn must be string$/],
     ['an unknown pinParams field', { clusters: [{ ...ok, pinParams: { replication: 2 } }] }, /^clusters\[0\]\.pinParams\.replication is not a known field$/],
     ['the same cluster twice', { clusters: [ok, { host: 'cluster-1.example', port: '9094' }] }, /^clusters\[1\] repeats clusters\[0\] \(cluster-1\.example:9094\)/],
+    // What the real cluster refuses on every pin (cluster.go isReplicationFactorValid): 0 or unset is its default, -1.
+    ['replicationFactorMin alone', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 2 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin 2 and replicationFactorMax unset \(the cluster default, -1\): the cluster refuses a pair where exactly one side is -1/],
+    ['min -1 with max 3', { clusters: [{ ...ok, pinParams: { replicationFactorMin: -1, replicationFactorMax: 3 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin -1 and replicationFactorMax 3: the cluster refuses/],
+    ['min 3 with max -1', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 3, replicationFactorMax: -1 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin 3 and replicationFactorMax -1: the cluster refuses/],
+    ['min 0 with max 2', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 0, replicationFactorMax: 2 } }] }, /replicationFactorMin 0 \(the cluster default, -1\) and replicationFactorMax 2/],
+    ['a user with a colon', { clusters: [{ ...ok, user: 'team:sealer', pass: 'p' }] }, /^clusters\[0\]\.user contains ':'/],
+    ['shard true', { clusters: [{ ...ok, addParams: { shard: true } }] }, /^clusters\[0\]\.addParams\.shard true is not supported/],
+    ['a pin name too long for the REST API\'s header limit once URL-encoded', { clusters: [{ ...ok, pinParams: { name: 'ü'.repeat(400) } }] }, /^clusters\[0\]\.pinParams\.name takes 2400 bytes URL-encoded; at most 2048 fit/],
   ];
 
   for (const [name, body, message] of cases) {

@@ -151,6 +151,15 @@ for (const [name, start] of [
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
     });
 
+    it('takes the longest pin name the configuration allows (2 KiB URL-encoded) within the REST API\'s header limit', async () => {
+      const longest = 'ü'.repeat(341) + 'ab'; // 341 × 6 + 2 = 2048 bytes URL-encoded
+      assert.equal(encodeURIComponent(longest).length, 2048);
+      const primary = client(target, 'primary', { pinParams: { name: longest, replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' } });
+      const added = await primary.add(chunks(randomBytes(500)), 'long-name.sealed');
+      await primary.pin(added.cid);
+      assert.equal((await globalPinInfo(primary, added.cid)).name, longest);
+    });
+
     it('refuses on every pin the replication pairs the configuration refuses, and takes the ones it accepts', async () => {
       const added = await client(target, 'primary').add(chunks(randomBytes(1000)), 'replicated.sealed');
       for (const [min, max] of [[2, undefined], [-1, 3], [3, -1]] as const) {
