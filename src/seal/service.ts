@@ -36,6 +36,14 @@ export const sealService: ServiceDefinition = {
     logger.info({ source: inForce.source, clusters: inForce.clusters.map(redactCluster) }, 'IPFS cluster configuration in force');
 
     const sealedStore = new SealedStore(db);
+    const follower = new PinFollower({
+      store: sealedStore,
+      clusters,
+      repinInterval: config.seal.repinInterval,
+      checkInterval: config.seal.pinCheckInterval,
+      deadline: config.seal.pinDeadline,
+      logger,
+    });
     const sealer = new Sealer({
       store: sealedStore,
       clusters,
@@ -43,14 +51,7 @@ export const sealService: ServiceDefinition = {
       maxMessageSize: config.seal.maxMessageSize,
       repinDelayMs: durationToMs(config.seal.repinInterval),
       pinCheckMs: durationToMs(config.seal.pinCheckInterval),
-      logger,
-    });
-    const follower = new PinFollower({
-      store: sealedStore,
-      clusters,
-      repinInterval: config.seal.repinInterval,
-      checkInterval: config.seal.pinCheckInterval,
-      deadline: config.seal.pinDeadline,
+      watchPins: (pins) => follower.watch(pins),
       logger,
     });
     const registry = createRegistry('seal');

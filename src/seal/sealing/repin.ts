@@ -36,6 +36,7 @@ export interface PinFollowerOptions {
 export class PinFollower {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly watching = new Set<Promise<void>>();
   private stopped = false;
   private readonly repinMs: number;
   private readonly checkMs: number;
@@ -55,6 +56,41 @@ export class PinFollower {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
+    await Promise.allSettled([...this.watching]);
+  }
+
+  /**
+   * Follows the `pinning` pins of a seal this instance just made closely, in this process: GET
+   * /pins/{cid} every 50 ms for the first second, then half as long again each time up to
+   * SEAL_PIN_CHECK_INTERVAL, for one interval. A secondary
+   * usually holds a small message within a few hundred milliseconds, and the periodic pass would only
+   * see it at its next tick; what is still pinning after the window is left to that pass, which also
+   * takes over the pins of an instance that stopped.
+   */
+  watch(pins: ClaimedPin[]): void {
+    const byName = new Map(this.options.clusters.map((cluster) => [cluster.name, cluster]));
+    for (const pin of pins) {
+      const cluster = byName.get(pin.cluster);
+      if (!cluster || pin.status !== 'pinning' || this.stopped) continue;
+      const task = this.watchOne(cluster, pin)
+        .catch((error: unknown) => this.options.logger.warn({ sealedId: pin.sealedId, cluster: pin.cluster, err: error }, 'watching a fresh pin failed; the periodic pass follows it'))
+        .finally(() => this.watching.delete(task));
+      this.watching.add(task);
+    }
+  }
+
+  private async watchOne(cluster: ClusterClient, pin: ClaimedPin): Promise<void> {
+    const started = Date.now();
+    const until = started + this.checkMs;
+    const next = (delay: number) => (Date.now() - started < 1000 ? 50 : Math.min(Math.round(delay * 1.5), this.checkMs));
+    for (let delay = 50; !this.stopped && Date.now() + delay <= until; delay = next(delay)) {
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      const state = await cluster.pinStatus(pin.cid).catch(() => undefined);
+      if (state && state.state !== 'pinning') {
+        await this.record(pin, state, false);
+        return;
+      }
+    }
   }
 
   /**
@@ -129,8 +165,6 @@ export class PinFollower {
   }
 
   private async follow(cluster: ClusterClient, pin: ClaimedPin): Promise<PinState['state']> {
-    const { store, logger } = this.options;
-    const context = { sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid };
     const repinning = pin.status === 'pin_error';
     let state: PinState;
     try {
@@ -147,6 +181,14 @@ export class PinFollower {
     } catch (error) {
       state = { state: 'pin_error', error: error instanceof Error ? error.message : String(error) };
     }
+    await this.record(pin, state, repinning);
+    return state.state;
+  }
+
+  /** Writes where a pin stands, with the next look for one not held yet. */
+  private async record(pin: ClaimedPin, state: PinState, repinning: boolean): Promise<void> {
+    const { store, logger } = this.options;
+    const context = { sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid };
     const attempts = pin.attempts + (repinning ? 1 : 0);
     if (state.state === 'pin_error') {
       const delay = Math.min(this.repinMs * 2 ** Math.min(attempts - 1, 30), MAX_DELAY_MS);
@@ -158,7 +200,6 @@ export class PinFollower {
       await store.recordPinState(pin, { status: 'pinned', attempted: repinning });
       logger.info({ ...context, attempts }, 'pin held by the cluster');
     }
-    return state.state;
   }
 
   private async reportOverdue(): Promise<void> {

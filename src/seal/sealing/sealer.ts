@@ -13,7 +13,7 @@ import { DecryptStream, encryptChunks, IntegrityError, newMessageKey } from '../
 import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
 import { parseHead, readHead } from './message-head.ts';
 import { messageFacts } from './recipients.ts';
-import type { PinOutcome, SealedRecord, SealedStore } from './store.ts';
+import type { ClaimedPin, PinOutcome, SealedRecord, SealedStore } from './store.ts';
 
 export interface SealInput {
   envelopeId: string;
@@ -35,6 +35,8 @@ export interface SealerOptions {
   repinDelayMs: number;
   /** Delay before a pin the cluster accepted but does not hold yet is looked at again. */
   pinCheckMs: number;
+  /** Told of each new seal's pins that are not held yet, to follow them closely. */
+  watchPins?: (pins: ClaimedPin[]) => void;
   logger: Logger;
 }
 
@@ -141,6 +143,9 @@ export class Sealer {
       throw error;
     }
     if (result.created) {
+      this.options.watchPins?.(
+        result.record.pins.map((pin) => ({ sealedId: id, cluster: pin.cluster, cid: added.cid, status: pin.status, attempts: pin.attempts })),
+      );
       logger.info(
         { sealedId: id, envelopeId: input.envelopeId, cid: added.cid, size, recipients: facts.recipients.length, failedPins: failed.map((pin) => pin.cluster) },
         'message sealed',
