@@ -1,0 +1,131 @@
+// Sealing against the real IPFS Cluster and Kubo (two one-peer clusters on 127.0.0.1, built by
+// scripts/build-ipfs.sh): messages/s and p50/p99 of one message from the start of its seal until both
+// clusters report it pinned, next to the same calls made by a bare HTTP client in the same run (POST
+// /add on the primary, POST /pins on both, GET /pins/{cid} until pinned: the clusters' own ceiling).
+// Sealpost's side is the seal service (in this process, PostgreSQL 127.0.0.1) doing POST /v1/seal, and
+// GET /v1/sealed/{id} until its follower has seen both pins held; a message's latency there ends when
+// the service recorded the last pin as held (its `updatedAt`), not when this script's poll noticed.
+//
+//   node --import tsx bench/seal.ts [--messages 60] [--concurrency 4] [--size 10240]
+import { randomBytes, randomUUID } from 'node:crypto';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { parseArgs } from 'node:util';
+import { startRealClusters, type RealCluster } from '../test/support/ipfs-real.ts';
+import { postSeal, rawMessage, startSealWithClusters } from '../test/support/seal.ts';
+import { machineLine } from './support/proc.ts';
+import { percentile } from './support/smtp-load.ts';
+
+const { values } = parseArgs({
+  options: { messages: { type: 'string', default: '60' }, concurrency: { type: 'string', default: '8' }, size: { type: 'string', default: '10240' } },
+});
+const MESSAGES = Number(values.messages);
+const CONCURRENCY = Number(values.concurrency);
+const SIZE = Number(values.size);
+const POLL_MS = 100;
+/** Time from the start of a message until its pins were accepted (bare) or the seal answered (Sealpost). */
+const accepted: Record<string, number[]> = { bare: [], sealpost: [] };
+
+const clusters = await startRealClusters();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One HTTP exchange with a cluster's REST API, as any client would make it. */
+function call(cluster: RealCluster, method: string, path: string, body?: { type: string; data: Buffer }): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}` };
+    if (body) Object.assign(headers, { 'content-type': body.type, 'content-length': String(body.data.length) });
+    const options = { host: '127.0.0.1', port: cluster.restPort, method, path, headers, ca: clusters.ca.cert };
+    const done = (res: IncomingMessage) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    };
+    const req = cluster.secure ? httpsRequest(options, done) : httpRequest(options, done);
+    req.on('error', reject);
+    req.end(body?.data);
+  });
+}
+
+async function pinnedOn(cluster: RealCluster, cid: string): Promise<void> {
+  for (;;) {
+    const { text } = await call(cluster, 'GET', `/pins/${cid}`);
+    const peers = Object.values((JSON.parse(text) as { peer_map: Record<string, { status: string }> }).peer_map ?? {});
+    if (peers.length > 0 && peers.every((peer) => peer.status === 'pinned')) return;
+    await sleep(POLL_MS);
+  }
+}
+
+/** The ceiling: add on the primary, pin on both, wait until both hold it. */
+async function bareOne(): Promise<void> {
+  const t = performance.now();
+  const boundary = `bench${randomUUID()}`;
+  const data = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="m.sealed"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+    randomBytes(SIZE),
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+  const added = await call(clusters.primary, 'POST', '/add', { type: `multipart/form-data; boundary=${boundary}`, data });
+  const cid = (JSON.parse(added.text.trim().split('\n').at(-1)!) as { cid: string }).cid;
+  await Promise.all([clusters.primary, clusters.secondary].map((cluster) => call(cluster, 'POST', `/pins/${cid}`)));
+  accepted.bare!.push(performance.now() - t);
+  await Promise.all([pinnedOn(clusters.primary, cid), pinnedOn(clusters.secondary, cid)]);
+}
+
+async function measure(name: string, one: () => Promise<number | void>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < MESSAGES) {
+        next++;
+        const t = performance.now();
+        const own = await one();
+        latencies.push(typeof own === 'number' ? own : performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const figures = { rate: MESSAGES / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  console.log(`${name.padEnd(44)} ${figures.rate.toFixed(1).padStart(6)} msg/s   p50 ${figures.p50.toFixed(0).padStart(5)} ms   p99 ${figures.p99.toFixed(0).padStart(5)} ms`);
+  return figures;
+}
+
+const cluster = (c: RealCluster) => ({ host: '127.0.0.1', port: String(c.restPort), user: c.user, pass: c.pass, secure: c.secure });
+const seal = await startSealWithClusters([cluster(clusters.primary), cluster(clusters.secondary)], {
+  IPFS_CLUSTER_CA_FILE: clusters.ca.certPath,
+  IPFS_PROXY_PORT: String(clusters.primary.proxyPort),
+  SEAL_PIN_CHECK_INTERVAL: `${POLL_MS}ms`,
+  LOG_LEVEL: 'warn',
+});
+
+async function sealOne(): Promise<number> {
+  const t = performance.now();
+  const wallStart = Date.now();
+  const response = await postSeal(seal, rawMessage({ body: randomBytes(SIZE).toString('base64').slice(0, SIZE) }));
+  if (response.status !== 201) throw new Error(`seal answered ${response.status}: ${await response.text()}`);
+  const { id } = (await response.json()) as { id: string };
+  accepted.sealpost!.push(performance.now() - t);
+  for (;;) {
+    const view = (await (await fetch(`${seal.url}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${seal.serviceToken}` } })).json()) as {
+      pins: Array<{ status: string; updatedAt: string }>;
+    };
+    if (view.pins.every((pin) => pin.status === 'pinned')) return Math.max(...view.pins.map((pin) => Date.parse(pin.updatedAt))) - wallStart;
+    await sleep(POLL_MS);
+  }
+}
+
+try {
+  console.log(machineLine());
+  console.log(`seal: ${MESSAGES} messages of ${SIZE} bytes, ${CONCURRENCY} at a time, add + pin until pinned on 2 real clusters (poll ${POLL_MS} ms)`);
+  await measure('warm-up (bare client, not counted)', async () => bareOne());
+  const bare = await measure('bare client -> IPFS Cluster REST (ceiling)', bareOne);
+  const sealpost = await measure('Sealpost seal service (POST /v1/seal)', sealOne);
+  const p50 = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50).toFixed(0);
+  console.log(`accepted (pins accepted / seal answered), p50: bare ${p50(accepted.bare!.slice(-MESSAGES))} ms, Sealpost ${p50(accepted.sealpost!)} ms`);
+  console.log(`ratio: ${(sealpost.rate / bare.rate).toFixed(2)}x the ceiling's throughput (goal >= 0.8x); p99 ${(sealpost.p99 / bare.p99).toFixed(2)}x`);
+} finally {
+  await seal.stop();
+  await clusters.stop();
+}
