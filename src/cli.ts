@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, variablesMarkdown, type Config } from './kernel/config.ts';
 import { durationToMs } from './kernel/duration.ts';
 import { createLogger } from './kernel/logger.ts';
+import { keepGeneratedAdminToken } from './queue-command.ts';
 import { migrate, openStores, startSealpost, type ServiceName } from './start.ts';
 
 const USAGE = `Usage: sealpost <command>
@@ -8,6 +9,7 @@ const USAGE = `Usage: sealpost <command>
   start [all|auth|seal|exchange]   start services (default: all three in one process)
   migrate                          apply the database migrations of every service, then exit
   config --markdown                print the table of environment variables
+  queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
                                    run the IPFS Cluster stand-in alone (development)
 `;
@@ -19,6 +21,15 @@ async function main(argv: string[]): Promise<number> {
       return start(rest[0] ?? 'all');
     case 'migrate':
       return migrateOnly();
+    case 'queue': {
+      const { queueCommand } = await import('./queue-command.ts');
+      try {
+        return await queueCommand(readConfig(['exchange']), rest, process.stdout);
+      } catch (error) {
+        process.stderr.write(`sealpost queue: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
     case 'config':
       process.stdout.write(`${variablesMarkdown()}\n`);
       return 0;
@@ -67,6 +78,7 @@ async function start(which: string): Promise<number> {
     embedded,
   });
   logger.info({ services: names, startupMs: Date.now() - started }, 'sealpost started');
+  if (names.includes('exchange')) await keepGeneratedAdminToken(config);
   process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
 
   await new Promise<void>((resolve) => {

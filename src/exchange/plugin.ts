@@ -3,6 +3,8 @@ import type { MessageIntake } from './inbound/accept.ts';
 import { jsonInboundRoutes } from './inbound/json-routes.ts';
 import type { InboundLimits } from './inbound/json-schema.ts';
 import { ruleRoutes } from './rules/routes.ts';
+import { queueRoutes } from './queue/routes.ts';
+import type { QueueView } from './queue/view.ts';
 import type { RuleStore } from './rules/store.ts';
 import type { StatusHistory } from './status/history.ts';
 import { statusRoutes } from './status/routes.ts';
@@ -14,11 +16,13 @@ export interface ExchangePluginOptions {
   serviceToken: string;
   statusHistory: StatusHistory;
   inboundLimits: InboundLimits;
+  queue: QueueView;
 }
 
-/** The exchange engine's HTTP API: delivery rules, JSON inbound, message status. */
+/** The exchange engine's HTTP API: delivery rules, JSON inbound, message status, the queue. */
 export async function exchangePlugin(app: App, options: ExchangePluginOptions) {
   await app.register(ruleRoutes, { rules: options.rules, adminToken: options.adminToken });
   await app.register(jsonInboundRoutes, { intake: options.intake, serviceToken: options.serviceToken, limits: options.inboundLimits });
   await app.register(statusRoutes, { history: options.statusHistory, adminToken: options.adminToken, serviceToken: options.serviceToken });
+  await app.register(queueRoutes, { view: options.queue, adminToken: options.adminToken });
 }

@@ -7,6 +7,7 @@ import { MessageIntake } from './inbound/accept.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
 import { migrations } from './migrations/index.ts';
+import { QueueView } from './queue/view.ts';
 import { exchangePlugin } from './plugin.ts';
 import { createStarterRules } from './rules/starter.ts';
 import { RuleStore } from './rules/store.ts';
@@ -23,6 +24,8 @@ export const exchangeService: ServiceDefinition = {
     const db = context.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
     const registry = createRegistry('exchange');
     const metrics = createExchangeMetrics(registry);
+    const queue = new QueueView(db);
+    queue.registerMetrics(registry);
     const rules = new RuleStore(db);
     const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
 
@@ -54,6 +57,7 @@ export const exchangeService: ServiceDefinition = {
         serviceToken: config.serviceToken,
         statusHistory: new StatusHistory(db),
         inboundLimits: { maxMessageSize: config.exchange.smtpMaxMessageSize, maxRecipients: config.exchange.smtpMaxRecipients },
+        queue,
       },
     }).catch(async (error: unknown) => {
       await smtp.close();

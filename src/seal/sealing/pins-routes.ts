@@ -26,12 +26,15 @@ export async function pinsRoutes(app: App, options: PinsRoutesOptions) {
         description:
           'Oldest first: each seal with a pin that is `pinning` (the cluster accepted it, IPFS has not pinned it yet) or `pin_error` ' +
           '(refused, unreachable or failed in IPFS; retried with backoff). `overdue`: still so SEAL_PIN_DEADLINE after sealing.',
-        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })) }),
+        querystring: Type.Object(
+          { limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'how many to list, 1 to 999; default 100' })) },
+          { additionalProperties: false },
+        ),
         response: { 200: OpenSealsSchema, 401: Type.Ref('ErrorObject') },
       },
     },
     async (request) => {
-      const seals = await options.store.openSeals(request.query.limit ?? 100);
+      const seals = await options.store.openSeals(Number(request.query.limit ?? 100));
       const cutoff = Date.now() - options.deadlineMs;
       return {
         seals: seals.map(({ message, pins }) => ({
