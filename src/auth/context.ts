@@ -3,6 +3,7 @@ import { AppError } from '../kernel/errors.ts';
 import type { DraftAttachments } from './attachments/upload.ts';
 import type { PendingCodes } from './codes/pending-codes.ts';
 import type { CodeSendLimiter } from './codes/rate-limit.ts';
+import type { AuthMetrics } from './metrics.ts';
 import type { DraftStore } from './drafts/store.ts';
 import type { SignInMethod } from './methods/method.ts';
 import type { ReplySender } from './reply/send.ts';
@@ -15,6 +16,7 @@ import type { SessionRow, SignInMethodName } from './tables.ts';
 
 /** Everything the auth routes use, built once by the service (service.ts) and passed to the plugin. */
 export interface AuthContext {
+  metrics: AuthMetrics;
   sessions: SessionStore;
   codes: PendingCodes;
   limiter: CodeSendLimiter;

@@ -1,9 +1,38 @@
 import { Counter, type Registry } from 'prom-client';
 
-/** The auth service's own metric (SEED-SPEC "Metrics", component A); the HTTP ones come from the kernel. */
+/**
+ * The auth service's own metrics. `sent_sms_messages_total` is the spec's (SEED-SPEC "Metrics",
+ * component A); the others are for operators (deploy/grafana, deploy/prometheus/alerts.yml); the HTTP
+ * ones come from the kernel.
+ */
 export function createAuthMetrics(registry: Registry) {
+  const registers = [registry];
   return {
-    smsSent: new Counter({ name: 'sent_sms_messages_total', help: 'SMS messages the provider accepted (codes to sign in or to confirm a new number)', registers: [registry] }),
+    smsSent: new Counter({ name: 'sent_sms_messages_total', help: 'SMS messages the provider accepted (codes to sign in or to confirm a new number)', registers }),
+    codesSent: new Counter({
+      name: 'auth_codes_sent_total',
+      help: 'One-time codes handed to the SMS provider or the mailer, by method (sms, email) and provider',
+      labelNames: ['method', 'provider'] as const,
+      registers,
+    }),
+    codesFailed: new Counter({
+      name: 'auth_codes_failed_total',
+      help: 'One-time codes the SMS provider or the mailer did not take, by method and provider',
+      labelNames: ['method', 'provider'] as const,
+      registers,
+    }),
+    signIns: new Counter({
+      name: 'auth_sign_ins_total',
+      help: 'Code checks at sign-in by outcome: signed_in, incorrect_code, expired_code',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    attachmentsScanned: new Counter({
+      name: 'auth_attachments_scanned_total',
+      help: 'Reply attachments sent to clamd, by verdict: clean, infected, too_large (refused by its size limit), failed (not scanned)',
+      labelNames: ['verdict'] as const,
+      registers,
+    }),
   };
 }
 

@@ -78,6 +78,7 @@ export const authService: ServiceDefinition = {
           : undefined,
         requireScan: attachmentConfig.requireScan,
       },
+      onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),
     });
     if (!attachmentConfig.clamd) logger.warn('CLAMD_HOST is not set: reply attachments are not scanned for malware');
     const replies = new ReplySender({
@@ -96,6 +97,7 @@ export const authService: ServiceDefinition = {
       timeoutMs: durationToMs(auth.sms.timeout),
     });
     const authContext: AuthContext = {
+      metrics,
       sessions,
       codes: new PendingCodes(sessions, { codeKey: keys.codeKey, expirationMs, maxAttempts: auth.codeMaxAttempts }),
       limiter,
@@ -103,7 +105,7 @@ export const authService: ServiceDefinition = {
       recipients,
       methods: {
         sms: smsMethod({ provider, text: auth.sms.text, metrics }),
-        email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log' }),
+        email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics }),
       },
       cookie: sessionCookie(auth.publicUrl),
       keys,

@@ -66,7 +66,13 @@ const replyBeingSent = () => new AppError('conflict', 409, 'The reply is being s
  */
 export class DraftAttachments {
   constructor(
-    private readonly deps: { drafts: DraftStore; objects: ObjectStore; settings: AttachmentSettings },
+    private readonly deps: {
+      drafts: DraftStore;
+      objects: ObjectStore;
+      settings: AttachmentSettings;
+      /** Told of each clamd verdict (for the metrics). */
+      onScanned?: (verdict: ScanVerdict['outcome']) => void;
+    },
   ) {}
 
   /**
@@ -97,7 +103,7 @@ export class DraftAttachments {
     }
     const { draftId, file } = begun;
 
-    const check = new UploadCheck({ ...settings, remaining: begun.remaining, filename, scan, log, refused: part.refused });
+    const check = new UploadCheck({ ...settings, remaining: begun.remaining, filename, scan, log, refused: part.refused, onScanned: this.deps.onScanned });
     try {
       const stored = await objects.put(file.objectKey, Readable.from(check.bytes(part.file), { objectMode: false, highWaterMark: 64 * 1024 }));
       const contentType = contentTypeFor(filename, check.detected);
@@ -196,6 +202,7 @@ class UploadCheck {
       scan: ClamdScan | undefined;
       log: FastifyBaseLogger;
       refused: (() => void) | undefined;
+      onScanned: ((verdict: ScanVerdict['outcome']) => void) | undefined;
     },
   ) {
     this.scan = options.scan;
@@ -268,6 +275,7 @@ class UploadCheck {
 
   private judge(verdict: ScanVerdict): void {
     const { log, requireScan, filename } = this.options;
+    this.options.onScanned?.(verdict.outcome);
     switch (verdict.outcome) {
       case 'clean':
         this.scanned = true;

@@ -1,13 +1,14 @@
 import { AppError } from '../../kernel/errors.ts';
 import type { CodeMailer } from '../mail/code-mail.ts';
 import { maskEmail } from '../masking.ts';
+import type { AuthMetrics } from '../metrics.ts';
 import type { SignInMethod } from './method.ts';
 
 /**
  * Sign-in by a code sent by email, for recipients the sender gave no mobile number. The code goes to
  * the address on record, whatever spelling the reader typed.
  */
-export function emailMethod(options: { mailer: CodeMailer; expiresInMinutes: number; logCodes: boolean }): SignInMethod {
+export function emailMethod(options: { mailer: CodeMailer; expiresInMinutes: number; logCodes: boolean; metrics: AuthMetrics }): SignInMethod {
   return {
     name: 'email',
     destination: (recipient) => recipient.email,
@@ -20,9 +21,11 @@ export function emailMethod(options: { mailer: CodeMailer; expiresInMinutes: num
       try {
         await options.mailer.send({ to: email, subject: 'Your Sealpost code', text });
       } catch (error) {
+        options.metrics.codesFailed.inc({ method: 'email', provider: options.mailer.kind });
         log.error({ mailer: options.mailer.kind, to: maskEmail(email), reason: (error as Error).message }, 'code email could not be sent');
         throw new AppError('upstream_failed', 502, 'The email could not be sent; try again in a moment');
       }
+      options.metrics.codesSent.inc({ method: 'email', provider: options.mailer.kind });
       // With the development SMS provider (log), email codes are printed too, so that `npm start` needs no inbox.
       if (options.logCodes) log.warn({ mailer: options.mailer.kind, emailTo: email, emailText: text }, 'code email sent (SMS_PROVIDER=log): this is its text');
       else log.info({ mailer: options.mailer.kind, to: maskEmail(email) }, 'code sent by email');

@@ -34,9 +34,11 @@ export async function sendSms(
   try {
     await options.provider.send({ to: mobile, text: options.text.replaceAll('{code}', code) });
   } catch (error) {
+    options.metrics.codesFailed.inc({ method: 'sms', provider: options.provider.kind });
     log.error({ provider: options.provider.kind, to: maskMobile(mobile), reason: (error as Error).message }, 'SMS provider failed');
     throw new AppError('upstream_failed', 502, 'The SMS could not be sent; try again in a moment');
   }
   options.metrics.smsSent.inc();
+  options.metrics.codesSent.inc({ method: 'sms', provider: options.provider.kind });
   log.info({ provider: options.provider.kind, to: maskMobile(mobile) }, 'code sent by SMS');
 }

@@ -125,6 +125,7 @@ export async function signInRoutes(app: App, context: AuthContext) {
       const checked = await context.codes.check(session.row.id, request.body.code, 'sign_in', now, (trx, target) =>
         context.sessions.signIn(trx, session.row.id, { messageId: target.messageId, email: target.email, method: target.method, rememberMe }, now),
       );
+      context.metrics.signIns.inc({ outcome: checked.outcome === 'expired' ? 'expired_code' : checked.outcome === 'incorrect' ? 'incorrect_code' : 'signed_in' });
       if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
       if (checked.outcome === 'incorrect') {
         request.log.info({ method: checked.method }, 'wrong sign-in code');
