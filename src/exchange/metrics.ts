@@ -21,6 +21,13 @@ export function createExchangeMetrics(registry: Registry) {
     }),
     failed: new Counter({ name: 'failed_messages_total', help: 'Messages that failed for good (retries exhausted or permanent error)', registers }),
     bounces: new Counter({ name: 'bounce_replies_total', help: 'Bounces (delivery status notifications) generated for failed messages', registers }),
+    // Not the spec's: for operators (deploy/prometheus/alerts.yml), beside smtp_incoming_*.
+    smtpRefused: new Counter({
+      name: 'smtp_refused_total',
+      help: 'SMTP commands refused with a permanent or policy reply, by reason (invalid_address, ...)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
   };
 }
 

@@ -16,7 +16,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { AppError, badRequest, errorObject, newErrorId } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { createHttpMetrics, operationName } from './metrics.ts';
@@ -90,6 +90,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   });
 
   const metrics = createHttpMetrics(options.registry);
+  registerReadinessGauge(options.registry, options.readiness, options.logger);
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
       operation: operationName(request.method, request.routeOptions.url),
@@ -147,17 +148,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
       },
     },
     async (request) => {
-      const results = await Promise.all(
-        Object.entries(options.readiness).map(async ([name, check]) => {
-          try {
-            await withTimeout(check(), READINESS_TIMEOUT_MS);
-            return [name, undefined] as const;
-          } catch (error) {
-            request.log.warn({ check: name, err: error }, 'readiness check failed');
-            return [name, error instanceof ReadinessProblem ? error.message : 'unreachable'] as const;
-          }
-        }),
-      );
+      const results = await checkReadiness(options.readiness, request.log);
       const failed = results.filter(([, problem]) => problem !== undefined);
       if (failed.length > 0) {
         throw new AppError('unavailable', 503, `Not ready: ${failed.map(([name, problem]) => `${name} ${problem}`).join(', ')}`);
@@ -166,6 +157,44 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
     },
   );
   return app;
+}
+
+/** Runs every readiness check (each under a time limit): [name, undefined] when it passed, else the reason to show. */
+async function checkReadiness(
+  checks: Record<string, () => Promise<unknown>>,
+  log: { warn(object: object, message: string): void },
+): Promise<Array<readonly [string, string | undefined]>> {
+  return Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await withTimeout(check(), READINESS_TIMEOUT_MS);
+        return [name, undefined] as const;
+      } catch (error) {
+        log.warn({ check: name, err: error }, 'readiness check failed');
+        return [name, error instanceof ReadinessProblem ? error.message : 'unreachable'] as const;
+      }
+    }),
+  );
+}
+
+/**
+ * `service_ready` (1 or 0), the answer /readyz would give, for alerting on a service that still serves
+ * /metrics but cannot work. Checked at scrape time, at most every 5 s (the checks touch the database,
+ * the object store and, for seal, the primary cluster).
+ */
+function registerReadinessGauge(registry: Registry, checks: Record<string, () => Promise<unknown>>, log: { warn(object: object, message: string): void }): void {
+  let cached: { at: number; ready: Promise<boolean> } | undefined;
+  new Gauge({
+    name: 'service_ready',
+    help: 'Whether the service is ready (its /readyz answer): database, object store and its own dependencies reachable',
+    registers: [registry],
+    async collect() {
+      if (!cached || Date.now() - cached.at > 5_000) {
+        cached = { at: Date.now(), ready: checkReadiness(checks, log).then((results) => results.every(([, problem]) => problem === undefined)) };
+      }
+      this.set((await cached.ready) ? 1 : 0);
+    },
+  });
 }
 
 /**

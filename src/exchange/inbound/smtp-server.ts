@@ -91,11 +91,13 @@ export async function startInboundSmtpServer(options: InboundSmtpOptions): Promi
       setImmediate(() => {
         // `<>` is the null sender of bounces and other notifications (RFC 5321 §4.5.5): always accepted.
         if (address.address === '' || normalizeEmail(address.address)) return callback();
+        metrics.smtpRefused.inc({ reason: 'invalid_address' });
         callback(smtpReply(553, `Sender address <${address.address}> is not a valid email address`));
       });
     },
     onRcptTo(address, _session, callback) {
       if (normalizeEmail(address.address)) return callback();
+      metrics.smtpRefused.inc({ reason: 'invalid_address' });
       callback(smtpReply(553, `Recipient address <${address.address}> is not a valid email address`));
     },
     onData(stream, session, callback) {

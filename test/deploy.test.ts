@@ -1,0 +1,105 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startThreeServices, type ThreeServices } from './support/three-services.ts';
+
+/**
+ * What ships in deploy/ and compose.yaml, checked with the tools operators use: promtool (Debian's
+ * prometheus package) for the Prometheus configuration and the alerts' unit tests, docker-compose's own
+ * parser for compose.yaml (no engine needed), and the three services' /metrics for every metric name the
+ * dashboard and the alerts use.
+ */
+
+const run = promisify(execFile);
+const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+/** Names a PromQL expression reads: its identifiers less functions, keywords, labels and durations. */
+function metricNames(expr: string): string[] {
+  const PROMQL = new Set([
+    'sum', 'min', 'max', 'avg', 'count', 'rate', 'irate', 'increase', 'delta', 'histogram_quantile', 'by', 'without', 'and', 'or',
+    'unless', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'abs', 'clamp_min', 'clamp_max', 'topk', 'bottomk',
+  ]);
+  const stripped = expr
+    .replace(/"[^"]*"/g, '')
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/\b(by|without|on|ignoring)\s*\([^)]*\)/g, '');
+  return [...new Set(stripped.match(/[A-Za-z_:][A-Za-z0-9_:]*/g) ?? [])].filter((name) => !PROMQL.has(name));
+}
+
+/** Every series name a /metrics page exports (histograms with their _bucket, _sum and _count). */
+function exported(page: string): Set<string> {
+  const names = new Set<string>();
+  for (const [, name, type] of page.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    names.add(name!);
+    if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${name}${suffix}`);
+  }
+  return names;
+}
+
+describe('deploy/: Prometheus alerts, the Grafana dashboard and compose.yaml', () => {
+  it('passes promtool check config (with the alert rules it loads) and every alert has unit tests that pass', async () => {
+    const { stdout: config } = await run('promtool', ['check', 'config', root('deploy/prometheus/prometheus.yml')]);
+    assert.match(config, /SUCCESS: 6 rules found/);
+    const { stdout: tests } = await run('promtool', ['test', 'rules', root('deploy/prometheus/alerts.test.yml')]);
+    assert.match(tests, /SUCCESS/);
+    const alerts = [...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(/- alert: (\S+)/g)].map((m) => m[1]!);
+    const tested = new Set([...(await readFile(root('deploy/prometheus/alerts.test.yml'), 'utf8')).matchAll(/alertname: (\S+)/g)].map((m) => m[1]!));
+    assert.deepEqual(alerts.filter((alert) => !tested.has(alert)), [], 'every alert has a unit test');
+  });
+
+  it('fails promtool when an alert does not fire as its test says (the check can fail)', async () => {
+    const broken = (await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).replace('> 900', '> 90000');
+    const dir = await mkdtemp(join(tmpdir(), 'sealpost-alerts-'));
+    try {
+      await writeFile(join(dir, 'alerts.yml'), broken);
+      await copyFile(root('deploy/prometheus/alerts.test.yml'), join(dir, 'alerts.test.yml'));
+      await assert.rejects(run('promtool', ['test', 'rules', join(dir, 'alerts.test.yml')]), /SealpostEnvelopeStuck/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('parses compose.yaml with docker-compose against .env.example, which lists every secret compose requires', async () => {
+    const compose = await readFile(root('compose.yaml'), 'utf8');
+    const example = await readFile(root('.env.example'), 'utf8');
+    const required = [...new Set([...compose.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!))];
+    const listed = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!));
+    assert.deepEqual(required.filter((name) => !listed.has(name)), [], 'every ${VAR:?} of compose.yaml is in .env.example');
+    const { stdout } = await run('docker-compose', ['--env-file', root('.env.example'), '-f', root('compose.yaml'), 'config']);
+    for (const service of ['auth', 'seal', 'exchange']) {
+      assert.match(stdout, new RegExp(`\\n  ${service}:[\\s\\S]*?healthcheck:[\\s\\S]*?/readyz`), `${service} has a /readyz healthcheck`);
+    }
+    assert.match(stdout, /deploy\/grafana\/sealpost\.json/, 'Grafana gets the dashboard');
+    assert.match(stdout, /deploy\/prometheus:\/etc\/prometheus/, 'Prometheus gets the alerts');
+  });
+
+  describe('every metric the dashboard and the alerts use is exported', () => {
+    let services: ThreeServices;
+    before(async () => {
+      services = await startThreeServices();
+    });
+    after(() => services?.stop());
+
+    it('finds each name on the /metrics of auth, seal or exchange', async () => {
+      const pages = await Promise.all(
+        [services.harness.auth, services.seal, services.exchange].map(async (service) => (await fetch(`${service.url}/metrics`)).text()),
+      );
+      const names = new Set(pages.flatMap((page) => [...exported(page)]));
+      names.add('up'); // Prometheus' own series for every target
+
+      const dashboard = JSON.parse(await readFile(root('deploy/grafana/sealpost.json'), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> };
+      const dashboardExprs = dashboard.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
+      const alertExprs = [...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(/expr: (?:\|\n((?: {10}.*\n)+)|(.*))/g)].map((m) => m[1] ?? m[2]!);
+      assert.ok(dashboardExprs.length >= 20 && alertExprs.length === 6, `${dashboardExprs.length} panel queries, ${alertExprs.length} alert expressions`);
+      const used = new Set([...dashboardExprs, ...alertExprs].flatMap(metricNames));
+      assert.ok(used.has('exchange_envelopes') && used.has('seal_pins_overdue') && used.has('auth_sign_ins_total'), [...used].join(' '));
+      assert.deepEqual([...used].filter((name) => !names.has(name)), [], 'used but not exported');
+    });
+  });
+});
