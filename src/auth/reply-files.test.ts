@@ -144,6 +144,8 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assertRefused(refused, 403, 'malware_detected');
     assert.match(refused.body.message, /Eicar-Test-Signature/);
     await assertNothingKeptBeyond([]);
+    const metrics = await (await fetch(`${harness.auth.url}/metrics`)).text();
+    assert.match(metrics, /^auth_attachments_scanned_total\{verdict="infected"[^}]*\} [1-9]/m, 'counted by verdict');
   });
 
   it('refuses EICAR at the start of a 6 MiB file with malware_detected once S3 has parts of it, leaving no object and no multipart upload', async () => {

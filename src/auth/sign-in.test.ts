@@ -396,6 +396,31 @@ describe('auth service: sign-in by code', () => {
       assert.match(metrics, /^http_request_duration_seconds_count\{[^}]*operation="GET \/v1\/config",code="200"[^}]*\} \d+$/m);
     });
 
+    it('counts codes by method and provider and sign-ins by outcome, for the operators\' alerts and dashboard', async () => {
+      const value = (page: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(page)?.[1] ?? 0);
+      const before = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const record = harness.sealSample();
+      const reader = await openedLink(record.id);
+      assert.equal((await requestSmsCode(reader, record.id)).status, 200);
+      const code = await lastSmsCode();
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code), rememberMe: false } }), 401, 'incorrect_code');
+      assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code, rememberMe: false } })).status, 200);
+      const after = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const delta = (name: string, labels: string) => value(after, name, labels) - value(before, name, labels);
+      assert.equal(delta('auth_codes_sent_total', 'method="sms",provider="http"'), 1);
+      assert.equal(delta('auth_sign_ins_total', 'outcome="incorrect_code"'), 1);
+      assert.equal(delta('auth_sign_ins_total', 'outcome="signed_in"'), 1);
+      harness.sms.failWith(500);
+      try {
+        const refused = await requestSmsCode(await openedLink(record.id), record.id);
+        assert.equal(refused.status, 502);
+      } finally {
+        harness.sms.failWith(undefined);
+      }
+      const failed = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      assert.equal(value(failed, 'auth_codes_failed_total', 'method="sms",provider="http"') - value(before, 'auth_codes_failed_total', 'method="sms",provider="http"'), 1);
+    });
+
     it('never writes a code, a session token or its hash to the log', async () => {
       assert.ok(secrets.size > 20, `the tests above should have seen codes and tokens (${secrets.size})`);
       const log = harness.auth.logs.map((line) => JSON.stringify(line)).join('\n');
