@@ -27,12 +27,14 @@ const GUARDS: Record<'exchange' | 'seal' | 'auth', Array<[RegExp, Guard]>> = {
     [/^\/v1\/config(\/|$)/, 'admin'],
     [/^\/v1\/messages\/:id\/status$/, 'service-or-admin'],
     [/^\/v1\/messages$/, 'service'],
+    [/^\/v1\/admin\/queue$/, 'admin'],
     ...OPERATIONS,
   ],
   seal: [
     [/^\/v1\/ipfs\/config$/, 'admin'],
     [/^\/v1\/seal$/, 'service'],
     [/^\/v1\/sealed\//, 'service'],
+    [/^\/v1\/admin\/unpinned$/, 'admin'],
     ...OPERATIONS,
   ],
   auth: [
