@@ -10,6 +10,8 @@ const USAGE = `Usage: sealpost <command>
   migrate                          apply the database migrations of every service, then exit
   config --markdown                print the table of environment variables
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
+  smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
+                                   the password is asked for, or read from standard input when piped
   devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
                                    run the IPFS Cluster stand-in alone (development)
 `;
@@ -30,6 +32,13 @@ async function main(argv: string[]): Promise<number> {
         return 1;
       }
     }
+    case 'smtp-user':
+      if (rest[0] === 'add' && rest[1] !== undefined && rest.length === 2) {
+        const { smtpUserAdd } = await import('./smtp-user-command.ts');
+        return smtpUserAdd(rest[1]);
+      }
+      process.stderr.write('Usage: sealpost smtp-user add NAME\n');
+      return 2;
     case 'config':
       process.stdout.write(`${variablesMarkdown()}\n`);
       return 0;

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, formatDuration } from './duration.ts';
 
@@ -180,6 +181,9 @@ export const VARIABLES = {
   INBOUND_SMTP_TLS: v({ name: 'INBOUND_SMTP_TLS', component: 'C', meaning: 'enables TLS (STARTTLS) on the inbound SMTP server', default: 'false', parse: boolean, expected: BOOLEAN }),
   INBOUND_SMTP_TLS_PUBLIC_KEY: v({ name: 'INBOUND_SMTP_TLS_PUBLIC_KEY', component: 'C', meaning: 'path to a file holding the server certificate (PEM)', parse: nonEmpty, expected: 'a file path' }),
   INBOUND_SMTP_TLS_PRIVATE_KEY: v({ name: 'INBOUND_SMTP_TLS_PRIVATE_KEY', component: 'C', meaning: 'path to a file holding the server private key (PEM)', parse: nonEmpty, expected: 'a file path' }),
+  INBOUND_SMTP_ALLOWED_NETWORKS: v({ name: 'INBOUND_SMTP_ALLOWED_NETWORKS', component: 'C', meaning: "clients in these networks may submit mail over SMTP without authenticating (Postfix's mynetworks); every other client must AUTH after STARTTLS", default: '127.0.0.0/8,::1/128', parse: cidrList, expected: 'comma-separated IPv4/IPv6 networks in CIDR notation, e.g. 127.0.0.0/8,10.1.0.0/16,::1/128' }),
+  INBOUND_SMTP_USERS_FILE: v({ name: 'INBOUND_SMTP_USERS_FILE', component: 'C', meaning: 'htpasswd file of the SMTP AUTH accounts, bcrypt entries only (`sealpost smtp-user add NAME` or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit', parse: nonEmpty, expected: 'a file path' }),
+  INBOUND_SMTP_SENDER_DOMAINS: v({ name: 'INBOUND_SMTP_SENDER_DOMAINS', component: 'C', meaning: 'when set, the envelope sender and the From header of SMTP mail must be in one of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed', parse: domainList, expected: 'comma-separated domain names, e.g. example.org,example.com' }),
   SMTP_MAX_MESSAGE_SIZE: v({ name: 'SMTP_MAX_MESSAGE_SIZE', component: 'C', meaning: 'largest message accepted over SMTP and JSON (advertised in EHLO; 552 above it)', default: '25MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
   SMTP_MAX_RECIPIENTS: v({ name: 'SMTP_MAX_RECIPIENTS', component: 'C', meaning: 'recipients per message (452 above it)', default: '100', parse: integer(1, 100000), expected: 'an integer from 1 to 100000' }),
   SMTP_MAX_CONNECTIONS: v({ name: 'SMTP_MAX_CONNECTIONS', component: 'C', meaning: 'concurrent inbound SMTP connections (421 above it)', default: '1000', parse: integer(1, 1000000), expected: 'an integer from 1 to 1000000' }),
@@ -214,6 +218,28 @@ function nonNegativeDuration(raw: string): bigint {
 function authSecret(raw: string): string {
   if (raw.length < 32) throw new ValueError();
   return raw;
+}
+
+/** CIDR networks, checked here so that a typo stops start-up naming the variable. */
+function cidrList(raw: string): Array<{ address: string; prefix: number; family: 'ipv4' | 'ipv6' }> {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (entries.length === 0) throw new ValueError();
+  return entries.map((entry) => {
+    const [address = '', prefixText] = entry.split('/');
+    const family = isIP(address);
+    const max = family === 4 ? 32 : 128;
+    const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+    if (family === 0 || !(prefix >= 0 && prefix <= max)) throw new ValueError();
+    return { address, prefix, family: family === 4 ? 'ipv4' : 'ipv6' };
+  });
+}
+
+function domainList(raw: string): string[] {
+  const entries = raw.split(',').map((entry) => entry.trim().toLowerCase().replace(/\.$/, '')).filter(Boolean);
+  if (entries.length === 0 || entries.some((entry) => !/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(entry))) {
+    throw new ValueError();
+  }
+  return [...new Set(entries)];
 }
 
 function typeList(raw: string): string[] {
@@ -356,6 +382,9 @@ export interface Config {
     smtpPort: number;
     sealUrl: string;
     inboundSmtpTls: { certPath: string; keyPath: string } | undefined;
+    inboundSmtpAllowedNetworks: Array<{ address: string; prefix: number; family: 'ipv4' | 'ipv6' }>;
+    inboundSmtpUsersFile: string | undefined;
+    inboundSmtpSenderDomains: string[] | undefined;
     smtpMaxMessageSize: number;
     smtpMaxRecipients: number;
     smtpMaxConnections: number;
@@ -531,6 +560,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       smtpPort: read('INBOUND_SMTP_PORT')!,
       sealUrl: read('SEAL_URL')!,
       inboundSmtpTls,
+      inboundSmtpAllowedNetworks: read('INBOUND_SMTP_ALLOWED_NETWORKS')!,
+      inboundSmtpUsersFile: read('INBOUND_SMTP_USERS_FILE'),
+      inboundSmtpSenderDomains: read('INBOUND_SMTP_SENDER_DOMAINS'),
       smtpMaxMessageSize: read('SMTP_MAX_MESSAGE_SIZE')!,
       smtpMaxRecipients: read('SMTP_MAX_RECIPIENTS')!,
       smtpMaxConnections: read('SMTP_MAX_CONNECTIONS')!,

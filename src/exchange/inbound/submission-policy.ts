@@ -1,0 +1,109 @@
+import { readFile } from 'node:fs/promises';
+import { BlockList, isIP } from 'node:net';
+import bcrypt from 'bcryptjs';
+
+/**
+ * Who may submit mail over SMTP, as Postfix's `smtpd_relay_restrictions = permit_mynetworks,
+ * permit_sasl_authenticated, reject` says it: clients in INBOUND_SMTP_ALLOWED_NETWORKS, or clients that
+ * authenticated (after STARTTLS) with an account of INBOUND_SMTP_USERS_FILE; with
+ * INBOUND_SMTP_SENDER_DOMAINS, only for senders of the organisation's domains.
+ */
+export interface SubmissionPolicySettings {
+  allowedNetworks: Array<{ address: string; prefix: number; family: 'ipv4' | 'ipv6' }>;
+  usersFile: string | undefined;
+  senderDomains: string[] | undefined;
+}
+
+/** A line of an htpasswd file that is not `name:bcrypt-hash` stops start-up, naming the line. */
+export class UsersFileError extends Error {}
+
+const BCRYPT = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
+/** bcrypt of a password nobody has: compared against for unknown users, so they take as long as known ones. */
+const DUMMY_HASH = '$2b$10$.Tehjb5Vj1hRS2SpZHPZXuDANqMwFnF5I9OoJO6iFkw/5PfQfZ3ja';
+
+/** Reads an htpasswd file (`htpasswd -B`): one `name:$2y$…` line per account; # comments and blank lines skipped. */
+export async function readUsersFile(path: string): Promise<Map<string, string>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsersFileError(`INBOUND_SMTP_USERS_FILE=${path} cannot be read: ${(error as Error).message}`);
+  }
+  const users = new Map<string, string>();
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (line.trim() === '' || line.trimStart().startsWith('#')) return;
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon);
+    const hash = line.slice(colon + 1).trim();
+    if (colon <= 0 || !BCRYPT.test(hash)) {
+      throw new UsersFileError(
+        `INBOUND_SMTP_USERS_FILE=${path} line ${index + 1}: expected name:bcrypt-hash ($2y$, $2b$ or $2a$, as \`htpasswd -B\` or \`sealpost smtp-user add\` write); ` +
+          `found ${colon <= 0 ? 'no name' : `"${name}:" followed by something else`}`,
+      );
+    }
+    users.set(name, hash);
+  });
+  return users;
+}
+
+/** The htpasswd line of an account: bcrypt, cost 10, `$2y$` as Apache's htpasswd -B writes it. */
+export function htpasswdLine(name: string, password: string): string {
+  if (name === '' || /[:\s]/.test(name)) throw new Error('the user name may not be empty or contain ":" or spaces');
+  return `${name}:${bcrypt.hashSync(password, 10).replace(/^\$2b\$/, '$2y$')}`;
+}
+
+export class SubmissionPolicy {
+  private readonly networks = new BlockList();
+
+  private constructor(
+    private readonly settings: SubmissionPolicySettings,
+    private readonly users: Map<string, string>,
+  ) {
+    for (const network of settings.allowedNetworks) this.networks.addSubnet(network.address, network.prefix, network.family);
+  }
+
+  static async load(settings: SubmissionPolicySettings): Promise<SubmissionPolicy> {
+    return new SubmissionPolicy(settings, settings.usersFile ? await readUsersFile(settings.usersFile) : new Map());
+  }
+
+  /** Whether SMTP AUTH is offered at all (an account exists). */
+  get authEnabled(): boolean {
+    return this.users.size > 0;
+  }
+
+  describe(): { allowedNetworks: string[]; auth: boolean; accounts: number; senderDomains: string[] | null } {
+    return {
+      allowedNetworks: this.settings.allowedNetworks.map((network) => `${network.address}/${network.prefix}`),
+      auth: this.authEnabled,
+      accounts: this.users.size,
+      senderDomains: this.settings.senderDomains ?? null,
+    };
+  }
+
+  /** A client in the allowed networks (an IPv4-mapped IPv6 address counts as its IPv4 address). */
+  isAllowedClient(address: string): boolean {
+    const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+    const family = isIP(plain);
+    if (family === 0) return false;
+    return this.networks.check(plain, family === 4 ? 'ipv4' : 'ipv6');
+  }
+
+  /** Checks a password in constant time per hash (bcrypt); an unknown user costs the same as a known one. */
+  async authenticate(username: string, password: string): Promise<boolean> {
+    const hash = this.users.get(username);
+    const ok = await bcrypt.compare(password, hash ?? DUMMY_HASH);
+    return hash !== undefined && ok;
+  }
+
+  /** Whether an address's domain is one of INBOUND_SMTP_SENDER_DOMAINS or below one (always, when unset). */
+  isOwnSender(address: string): boolean {
+    const domains = this.settings.senderDomains;
+    if (!domains) return true;
+    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase().replace(/\.$/, '');
+    return domains.some((own) => domain === own || domain.endsWith(`.${own}`));
+  }
+
+  get checksSenders(): boolean {
+    return this.settings.senderDomains !== undefined;
+  }
+}
