@@ -16,7 +16,9 @@ export function normalizeEmail(input: string): string | undefined {
   if (at <= 0 || at === text.length - 1) return undefined;
   const local = text.slice(0, at);
   const domain = text.slice(at + 1).replace(/\.$/, '');
-  if (local.length > 64 || !/^[^@\s]+$/.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..')) {
+  // A quoted local part (`"quoted local"@example.org`, RFC 5321 §4.1.2) may hold spaces and dots anywhere.
+  const quoted = /^"(?:[^"\\\r\n]|\\[\x20-\x7e])+"$/.test(local);
+  if (local.length > 64 || (!quoted && (!/^[^@\s]+$/.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..')))) {
     return undefined;
   }
   const ascii = domainToASCII(domain.toLowerCase());

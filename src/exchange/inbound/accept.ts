@@ -121,7 +121,15 @@ export class MessageIntake {
     this.acceptedListeners.push(listener);
   }
 
-  private async route(message: IncomingMessage) {
+  /**
+   * Whether a message of this channel and sender would find a rule (a 503 AppError when not): the
+   * SMTP server asks at MAIL FROM, so that "no rule" is answered before the body is sent.
+   */
+  async checkRoute(channel: IncomingMessage['channel'], sender: string): Promise<void> {
+    await this.route({ channel, sender });
+  }
+
+  private async route(message: Pick<IncomingMessage, 'channel' | 'sender'>) {
     try {
       return await this.deps.rules.match(message.channel, message.sender);
     } catch (error) {

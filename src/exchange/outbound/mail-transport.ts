@@ -55,6 +55,15 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
     // the delivery queue retries with a fresh stream instead.
     maxRequeues: 0,
   });
+  // nodemailer rebuilds the envelope with addressparser and merges recipients that differ only in case;
+  // the relay must carry it as received (RFC 5321 §2.4: local parts are case-sensitive; quoted local
+  // parts such as "quoted local"@example.org). A `stream` plugin runs after the message is compiled and
+  // before the transport reads the envelope, so it hands the transport ours, untouched.
+  transporter.use('stream', (mail, done) => {
+    const envelope = mail.data.envelope as OutgoingMail['envelope'];
+    mail.message.getEnvelope = () => ({ from: envelope.from || false, to: [...envelope.to] });
+    done();
+  });
   return {
     kind: 'relay',
     description: `${parsed.protocol}//${parsed.host}`,

@@ -1,0 +1,66 @@
+import type { SMTPServer, SMTPServerSession } from 'smtp-server';
+
+/**
+ * smtp-server 3.21 has no option for three things Sealpost's SMTP door needs, so each is added to the
+ * connection (its internal SMTPConnection) when a client connects. They lean on that class's method
+ * names; submission.test.ts fails if an upgrade changes them.
+ *
+ * - Exact enhanced status codes (RFC 3463): smtp-server sends a handler's error with its default code
+ *   for the reply code (550 → 5.1.1, 553 → 5.1.3). A message that starts with its own enhanced code
+ *   (`5.7.1 …`) is sent with that code instead, so a refused sender can get 550 5.7.1.
+ * - AUTH only after STARTTLS (Postfix's smtpd_tls_auth_only): EHLO in clear does not offer it, and AUTH
+ *   in clear is answered `538 5.7.11 Encryption required` (RFC 4954 §6) instead of smtp-server's 5.7.0.
+ * - Quoted local parts with spaces (`<"quoted local"@example.org>`, RFC 5321 §4.1.2): smtp-server's
+ *   address parser splits the command at whitespace first.
+ */
+interface Connection {
+  session: SMTPServerSession;
+  secure: boolean;
+  send(code: number, data?: string | string[], context?: string | false): void;
+  handler_EHLO(command: Buffer, callback: () => void): void;
+  handler_AUTH(command: Buffer, callback: () => void): void;
+  _parseAddressCommand(name: string, command: Buffer | string): false | { address: string };
+  _server: { options: { authMethods: string[] } };
+}
+
+const OWN_ENHANCED_CODE = /^([245]\.\d{1,3}\.\d{1,3}) /;
+/** Stands in for the spaces of a quoted local part while smtp-server splits the command: not whitespace, not ASCII. */
+const SPACE_STAND_IN = '\ue000';
+
+export function shimConnection(server: SMTPServer, session: SMTPServerSession): void {
+  const connection = [...(server as unknown as { connections: Set<Connection> }).connections].find((c) => c.session === session);
+  if (!connection) throw new Error('smtp-server connection not found for its session (smtp-server internals changed?)');
+
+  const send = connection.send.bind(connection);
+  connection.send = (code, data, context) =>
+    typeof data === 'string' && context !== false && OWN_ENHANCED_CODE.test(data) ? send(code, data, false) : send(code, data, context);
+
+  const ehlo = connection.handler_EHLO;
+  connection.handler_EHLO = function (this: Connection, command, callback) {
+    if (this.secure) return ehlo.call(this, command, callback);
+    // handler_EHLO lists the features synchronously: AUTH is left out for this one call.
+    const options = this._server.options;
+    const methods = options.authMethods;
+    options.authMethods = [];
+    try {
+      ehlo.call(this, command, callback);
+    } finally {
+      options.authMethods = methods;
+    }
+  };
+
+  const auth = connection.handler_AUTH;
+  connection.handler_AUTH = function (this: Connection, command, callback) {
+    if (this.secure) return auth.call(this, command, callback);
+    this.send(538, '5.7.11 Encryption required: STARTTLS first, then AUTH', false);
+    callback();
+  };
+
+  const parse = connection._parseAddressCommand;
+  connection._parseAddressCommand = function (this: Connection, name, command) {
+    const text = (command ?? '').toString().replace(/<("(?:[^"\\]|\\.)*")@/, (_match, quoted: string) => `<${quoted.replaceAll(' ', SPACE_STAND_IN)}@`);
+    const parsed = parse.call(this, name, text);
+    if (parsed && typeof parsed.address === 'string') parsed.address = parsed.address.replaceAll(SPACE_STAND_IN, ' ');
+    return parsed;
+  };
+}
