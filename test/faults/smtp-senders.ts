@@ -63,7 +63,9 @@ export async function sendOverSmtp(options: SenderOptions): Promise<SentMessage[
           const replies = [await talk.send(`MAIL FROM:<${from}>`), await talk.send(`RCPT TO:<${to}>`), await talk.send('DATA')];
           if (!replies[2]!.startsWith('354')) {
             message.outcome = 'refused';
-            message.reply = replies.join(' | ');
+            // The refusal is the first reply that is not 2xx/3xx (MAIL FROM when the database is down:
+            // the rule lookup runs there); the 503s after it only follow from it.
+            message.reply = replies.find((reply) => !/^[23]/.test(reply)) ?? replies.join(' | ');
             await talk.send('RSET');
           } else {
             // The messages have no line starting with a dot, so no dot-stuffing is needed.

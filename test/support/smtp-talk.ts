@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 
 /**
  * A bare SMTP client for tests that need to see the protocol itself: every reply as the server wrote
@@ -10,7 +11,11 @@ export class SmtpTalk {
   private closed = false;
   private waiters: Array<() => void> = [];
 
-  private constructor(private readonly socket: Socket) {
+  private constructor(private socket: Socket) {
+    this.listen(socket);
+  }
+
+  private listen(socket: Socket): void {
     socket.on('data', (chunk: Buffer) => {
       this.buffer += chunk.toString('utf8');
       this.wake();
@@ -22,9 +27,12 @@ export class SmtpTalk {
     socket.on('error', () => {});
   }
 
-  /** Connects and returns once the greeting (or a refusal such as 421) has arrived. */
-  static async open(port: number, host = '127.0.0.1'): Promise<{ talk: SmtpTalk; greeting: string }> {
-    const socket = connect(port, host);
+  /**
+   * Connects and returns once the greeting (or a refusal such as 421) has arrived. `localAddress` binds
+   * the client to another loopback address (127.0.0.2), to play a client outside the allowed networks.
+   */
+  static async open(port: number, host = '127.0.0.1', localAddress?: string): Promise<{ talk: SmtpTalk; greeting: string }> {
+    const socket = connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);
@@ -37,6 +45,23 @@ export class SmtpTalk {
   async send(line: string): Promise<string> {
     this.write(`${line}\r\n`);
     return this.reply();
+  }
+
+  /** STARTTLS, then the TLS handshake on the same connection (trusting `ca`); returns the 220 reply. */
+  async startTls(ca: string): Promise<string> {
+    const reply = await this.send('STARTTLS');
+    if (!reply.startsWith('220')) return reply;
+    const plain = this.socket;
+    plain.removeAllListeners('data');
+    plain.removeAllListeners('close');
+    const secure = tlsConnect({ socket: plain, ca: [ca], servername: 'localhost' });
+    await new Promise<void>((resolve, reject) => {
+      secure.once('secureConnect', resolve);
+      secure.once('error', reject);
+    });
+    this.socket = secure;
+    this.listen(secure);
+    return reply;
   }
 
   write(data: string | Buffer): void {

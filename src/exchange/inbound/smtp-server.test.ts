@@ -103,13 +103,25 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   const sendRaw = (raw: Buffer, from = 'alice@example.com', to: string[] = ['bob@example.com']) =>
     mailer().sendMail({ envelope: { from, to }, raw });
 
+  /** The reply to MAIL FROM after EHLO (refusals that come before the body). */
+  async function mailFromReply(from: string): Promise<string> {
+    const { talk } = await SmtpTalk.open(port);
+    try {
+      assert.match(await talk.send('EHLO test.local'), /^250-/);
+      return await talk.send(`MAIL FROM:<${from}>`);
+    } finally {
+      talk.close();
+    }
+  }
+
   /** A whole transaction over a bare connection, without SIZE: the DATA size check is ours alone. */
-  async function transact(message: Buffer | string, from = 'alice@example.com', to = ['bob@example.com']): Promise<string> {
+  async function transact(message: Buffer | string, from = 'alice@example.com', to = ['bob@example.com'], beforeData?: () => Promise<void>): Promise<string> {
     const { talk } = await SmtpTalk.open(port);
     try {
       assert.match(await talk.send('EHLO test.local'), /^250-/);
       assert.match(await talk.send(`MAIL FROM:<${from}>`), /^250 /);
       for (const rcpt of to) assert.match(await talk.send(`RCPT TO:<${rcpt}>`), /^250 /);
+      await beforeData?.();
       assert.match(await talk.send('DATA'), /^354 /);
       talk.write(message);
       talk.write('\r\n.\r\n');
@@ -383,15 +395,26 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     queuedId(await transact(sampleMessage('table back')));
   });
 
-  it('answers 451 while the database refuses connections, leaves the payload to the orphan sweep, and takes mail again once it is back', async () => {
-    const before = new Set(await payloadKeys(exchange.objects));
-    const [envelopes, statuses] = [await envelopeCount(), await statusCount()];
+  it('answers 451 at MAIL FROM while the database refuses connections, before the body is sent', async () => {
     const restore = await refuseConnections(exchange.config.databaseUrl!);
-    let reply: string;
     try {
-      reply = await transact(sampleMessage('database down'));
+      assert.match(await mailFromReply('alice@example.com'), /^451 4\.3\.0 Message database is unavailable; try again later$/);
     } finally {
       await restore();
+    }
+  });
+
+  it('answers 451 when the database goes away during DATA, leaves the payload to the orphan sweep, and takes mail again once it is back', async () => {
+    const before = new Set(await payloadKeys(exchange.objects));
+    const [envelopes, statuses] = [await envelopeCount(), await statusCount()];
+    let restore: (() => Promise<void>) | undefined;
+    let reply: string;
+    try {
+      reply = await transact(sampleMessage('database down'), undefined, undefined, async () => {
+        restore = await refuseConnections(exchange.config.databaseUrl!);
+      });
+    } finally {
+      await restore?.();
     }
     assert.match(reply, /^451 4\.3\.0 Message database is unavailable; try again later$/);
     assert.deepEqual([await envelopeCount(), await statusCount()], [envelopes, statuses], 'no envelope, no status row');
@@ -419,9 +442,10 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     for (let i = 0; i < 3; i++) queuedId(await transact(sampleMessage(`counted ${i}`)));
     assert.match(await transact(`Subject: big\r\n\r\n${'z'.repeat(LIMIT + 10)}`), /^552 /);
     await db.deleteFrom('rules').execute();
-    assert.match(await transact(sampleMessage('no rule')), /^451 /);
+    // "No rule" is decided at MAIL FROM now: no DATA, so it is not counted.
+    assert.match(await mailFromReply('alice@example.com'), /^451 4\.3\.0 No delivery rule exists yet/);
     const end = await metric();
-    assert.deepEqual({ total: end.total - start.total, stored: end.stored - start.stored, timed: end.timed - start.timed }, { total: 5, stored: 3, timed: 5 });
+    assert.deepEqual({ total: end.total - start.total, stored: end.stored - start.stored, timed: end.timed - start.timed }, { total: 4, stored: 3, timed: 4 });
   });
 
   describe('without TLS configured', () => {
