@@ -1,5 +1,6 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import type { QueuedEnvelope, QueueSummary } from './exchange/queue/view.ts';
 import type { Config } from './kernel/config.ts';
 
 /**
@@ -33,18 +34,8 @@ async function adminToken(config: Config): Promise<string> {
 }
 
 interface QueueAnswer {
-  summary: Array<{ status: string; count: number; oldestAgeSeconds: number }>;
-  envelopes: Array<{
-    id: string;
-    status: string;
-    sender: string;
-    recipients: string[];
-    size: number;
-    attempts: number;
-    ageSeconds: number;
-    nextAttemptAt: string;
-    lastError: string | null;
-  }>;
+  summary: QueueSummary[];
+  envelopes: QueuedEnvelope[];
 }
 
 /** `1h02m`, `4m05s`, `12s`: ages as an operator reads them. */

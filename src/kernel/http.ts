@@ -19,7 +19,7 @@ import { Type } from 'typebox';
 import { Gauge, type Registry } from 'prom-client';
 import { AppError, badRequest, errorObject, newErrorId } from './errors.ts';
 import type { Logger } from './logger.ts';
-import { createHttpMetrics, operationName } from './metrics.ts';
+import { cachedFor, createHttpMetrics, operationName } from './metrics.ts';
 import { formatValidationError, nulCharacterField } from './validation.ts';
 
 export type App = FastifyInstance<
@@ -183,16 +183,13 @@ async function checkReadiness(
  * the object store and, for seal, the primary cluster).
  */
 function registerReadinessGauge(registry: Registry, checks: Record<string, () => Promise<unknown>>, log: { warn(object: object, message: string): void }): void {
-  let cached: { at: number; ready: Promise<boolean> } | undefined;
+  const ready = cachedFor(() => checkReadiness(checks, log).then((results) => results.every(([, problem]) => problem === undefined)));
   new Gauge({
     name: 'service_ready',
     help: 'Whether the service is ready (its /readyz answer): database, object store and its own dependencies reachable',
     registers: [registry],
     async collect() {
-      if (!cached || Date.now() - cached.at > 5_000) {
-        cached = { at: Date.now(), ready: checkReadiness(checks, log).then((results) => results.every(([, problem]) => problem === undefined)) };
-      }
-      this.set((await cached.ready) ? 1 : 0);
+      this.set((await ready()) ? 1 : 0);
     },
   });
 }

@@ -42,3 +42,15 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
 export function operationName(method: string, routePattern: string | undefined): string {
   return routePattern ? `${method} ${routePattern}` : 'unmatched';
 }
+
+/**
+ * A value computed at scrape time at most every `ms` (default 5 s), shared by the gauges that read it:
+ * frequent scrapes, or several Prometheus servers, then cost one query per period.
+ */
+export function cachedFor<T>(compute: () => Promise<T>, ms = 5_000): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > ms) cached = { at: Date.now(), value: compute() };
+    return cached.value;
+  };
+}

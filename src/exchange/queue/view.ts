@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { Gauge, type Registry } from 'prom-client';
+import { cachedFor } from '../../kernel/metrics.ts';
 import type { EnvelopeStatus, ExchangeTables } from '../tables.ts';
 
 /** Statuses of an envelope still on its way (the rows of delivered and failed ones are about to go). */
@@ -71,11 +72,7 @@ export class QueueView {
    * several Prometheus servers) do not load the database.
    */
   registerMetrics(registry: Registry): void {
-    let cached: { at: number; rows: Promise<QueueSummary[]> } | undefined;
-    const summary = () => {
-      if (!cached || Date.now() - cached.at > 5_000) cached = { at: Date.now(), rows: this.summary() };
-      return cached.rows;
-    };
+    const summary = cachedFor(() => this.summary());
     new Gauge({
       name: 'exchange_envelopes',
       help: 'Envelopes in the queue by status (accepted, routed, delivering, retrying; delivered and failed ones until their row is removed)',

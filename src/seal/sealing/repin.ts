@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import { durationToMs } from '../../kernel/duration.ts';
+import { cachedFor } from '../../kernel/metrics.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ClusterClient, PinState } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
@@ -99,11 +100,7 @@ export class PinFollower {
    * so that frequent scrapes do not load the database.
    */
   registerMetrics(registry: Registry): void {
-    let cached: { at: number; rows: Awaited<ReturnType<SealedStore['openPinCounts']>> } | undefined;
-    const rows = async () => {
-      if (!cached || Date.now() - cached.at > 5_000) cached = { at: Date.now(), rows: await this.options.store.openPinCounts() };
-      return cached.rows;
-    };
+    const rows = cachedFor(() => this.options.store.openPinCounts());
     const clusters = this.options.clusters.map((cluster) => cluster.name);
     new Gauge({
       name: 'seal_pins_open',
