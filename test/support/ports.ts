@@ -1,15 +1,30 @@
 import { connect, createServer } from 'node:net';
 
-/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+/** Ports handed out in this process, so that two callers never get the same one. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port on 127.0.0.1 that nothing listens on right now, taken below Linux's ephemeral range
+ * (32768-60999): a port from inside it could be taken, between this check and the server's listen, by
+ * the source port of an outgoing connection (to PostgreSQL, say) or by a listener on port 0.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    if (handedOut.has(port)) continue;
+    if (await listens(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port found on 127.0.0.1 between 20000 and 32767');
+}
+
+function listens(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
