@@ -108,7 +108,7 @@ export class EnvelopeQueue {
     return rows as Claim[];
   }
 
-  /** Extends the leases of envelopes still being delivered; returns the ids whose lease was lost. */
+  /** Extends the leases of envelopes still being delivered; returns the ids another worker has taken over. */
   async renewLeases(claims: Claim[]): Promise<string[]> {
     if (claims.length === 0) return [];
     const renewed = await this.db
@@ -119,7 +119,18 @@ export class EnvelopeQueue {
       .returning('id')
       .execute();
     const kept = new Set(renewed.map((r) => r.id));
-    return claims.filter((c) => !kept.has(c.id)).map((c) => c.id);
+    const unrenewed = claims.filter((c) => !kept.has(c.id));
+    if (unrenewed.length === 0) return [];
+    // Not renewed is not the same as lost: the worker may have written its own outcome (delivered,
+    // retrying, failed) or even removed the row between that write and leaving the in-flight set. Only
+    // a claim by another worker raises `attempts`, so that is the one sign of a takeover.
+    const now = await this.db
+      .selectFrom('envelopes')
+      .select(['id', 'attempts'])
+      .where('id', 'in', unrenewed.map((c) => c.id))
+      .execute();
+    const attemptsNow = new Map(now.map((row) => [row.id, row.attempts]));
+    return unrenewed.filter((c) => attemptsNow.has(c.id) && attemptsNow.get(c.id) !== c.attempts).map((c) => c.id);
   }
 
   /**

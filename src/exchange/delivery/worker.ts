@@ -43,6 +43,8 @@ export interface DeliveryWorkers {
 export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const { queue, finisher, logger, concurrency } = options;
   const inFlight = new Map<string, Claim>();
+  /** In-flight claims another worker has taken over: no longer renewed, and reported once. */
+  const takenOver = new Set<string>();
   const slotFreed = new Signal();
   const woken = new Signal();
   let wakePending = false;
@@ -56,6 +58,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       .catch((error: unknown) => logger.error({ err: error, envelopeId: claim.id }, 'delivery attempt broke off; the envelope is retried when its lease runs out'))
       .finally(() => {
         inFlight.delete(claim.id);
+        takenOver.delete(claim.id);
         slotFreed.notify();
       });
   };
@@ -89,8 +92,12 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
 
   const leaseRenewal = every(Math.max(1, Math.floor(options.leaseMs / 3)), async () => {
     try {
-      const lost = await queue.renewLeases([...inFlight.values()]);
-      for (const id of lost) logger.warn({ envelopeId: id }, 'lease lost: another worker has taken the envelope over');
+      const lost = await queue.renewLeases([...inFlight.values()].filter((claim) => !takenOver.has(claim.id)));
+      for (const id of lost) {
+        // Said once: the delivery itself learns it at its next fenced write and changes nothing.
+        takenOver.add(id);
+        logger.warn({ envelopeId: id }, 'lease lost: another worker has taken the envelope over');
+      }
     } catch (error) {
       logger.warn({ err: error }, 'could not renew delivery leases');
     }
