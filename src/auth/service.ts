@@ -105,7 +105,7 @@ export const authService: ServiceDefinition = {
       recipients,
       methods: {
         sms: smsMethod({ provider, text: auth.sms.text, metrics }),
-        email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics }),
+        email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics, defaultLanguage: auth.defaultLanguage }),
       },
       cookie: sessionCookie(auth.publicUrl),
       keys,

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, formatDuration } from './duration.ts';
+import { LANGUAGES, type Language } from './languages.ts';
 
 /**
  * All configuration is environment variables, read here once at start (DESIGN.md "Configuration").
@@ -191,6 +192,7 @@ export const VARIABLES = {
   SMTP_REVERSE_LOOKUP: v({ name: 'SMTP_REVERSE_LOOKUP', component: 'C', meaning: "look up the client's reverse DNS name for the Received header", default: 'false', parse: boolean, expected: BOOLEAN }),
   OUTBOUND_SMTP_URL: v({ name: 'OUTBOUND_SMTP_URL', component: 'C', meaning: 'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`', secret: true, parse: url('smtp:', 'smtps:'), expected: 'an smtp:// or smtps:// URL' }),
   NOTIFY_FROM: v({ name: 'NOTIFY_FROM', component: 'C', meaning: 'From address of reader-link notifications and bounces', default: 'Sealpost <no-reply@localhost>', parse: nonEmpty, expected: 'an address, optionally with a display name' }),
+  NOTIFY_DEFAULT_LANGUAGE: v({ name: 'NOTIFY_DEFAULT_LANGUAGE', component: 'C', meaning: "language of notifications, and of A's email codes, for recipients the sender gave none (JSON `recipients[].language`, header `X-Sealpost-Language: <email>=<language>`)", default: 'en', parse: oneOf(...LANGUAGES), expected: LANGUAGES.join(', ') }),
   DELIVERY_CONCURRENCY: v({ name: 'DELIVERY_CONCURRENCY', component: 'C', meaning: 'messages delivered at once by one engine instance (also the most relay connections it opens)', default: '32', parse: integer(1, 1000), expected: 'an integer from 1 to 1000' }),
   DELIVERY_MAX_RETRIES: v({ name: 'DELIVERY_MAX_RETRIES', component: 'C', meaning: 'retries after the first attempt before a message fails and bounces', default: '10', parse: integer(0, 1000), expected: 'an integer from 0 to 1000' }),
   DELIVERY_RETRY_BASE: v({ name: 'DELIVERY_RETRY_BASE', component: 'C', meaning: 'delay before the first retry; doubles each time, with jitter', default: '1m', parse: positiveDuration, expected: DURATION }),
@@ -347,6 +349,8 @@ export interface Config {
     /** OUTBOUND_SMTP_URL: email codes go through the same relay as the exchange's mail. */
     outboundSmtpUrl: string | undefined;
     mailFrom: string;
+    /** NOTIFY_DEFAULT_LANGUAGE: email codes to recipients the sender gave no language. */
+    defaultLanguage: Language;
     /** Undefined: generated into the data folder (refused in production, see src/auth/secret.ts). */
     secret: string | undefined;
     /** Proxy hops trusted for X-Forwarded-For; 0 uses the connection's address. */
@@ -392,6 +396,7 @@ export interface Config {
     smtpReverseLookup: boolean;
     outboundSmtpUrl: string | undefined;
     notifyFrom: string;
+    notifyDefaultLanguage: Language;
     delivery: {
       enabled: boolean;
       concurrency: number;
@@ -512,6 +517,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sealUrl: read('SEAL_URL')!,
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       mailFrom: read('AUTH_MAIL_FROM')!,
+      defaultLanguage: read('NOTIFY_DEFAULT_LANGUAGE')!,
       secret: read('AUTH_SECRET'),
       trustProxyHops: read('AUTH_TRUST_PROXY')!,
       sms: {
@@ -570,6 +576,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       smtpReverseLookup: read('SMTP_REVERSE_LOOKUP')!,
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       notifyFrom: read('NOTIFY_FROM')!,
+      notifyDefaultLanguage: read('NOTIFY_DEFAULT_LANGUAGE')!,
       delivery: {
         enabled: read('DELIVERY_ENABLED')!,
         concurrency: read('DELIVERY_CONCURRENCY')!,

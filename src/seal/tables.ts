@@ -1,3 +1,4 @@
+import type { Language } from '../kernel/languages.ts';
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
 /** The seal schema (PostgreSQL schema `seal`), as Kysely sees it. */
@@ -63,6 +64,8 @@ export interface SealedRecipientsTable {
   method: SignInMethod;
   /** E.164 */
   mobile: string | null;
+  /** X-Sealpost-Language for this recipient; null: the services' default. */
+  language: Language | null;
 }
 
 export interface SealedPinsTable {

@@ -1,5 +1,7 @@
 import { AppError } from '../../kernel/errors.ts';
+import type { Language } from '../../kernel/languages.ts';
 import type { CodeMailer } from '../mail/code-mail.ts';
+import { CODE_MAIL_TEXTS } from '../mail/texts/index.ts';
 import { maskEmail } from '../masking.ts';
 import type { AuthMetrics } from '../metrics.ts';
 import type { SignInMethod } from './method.ts';
@@ -8,18 +10,23 @@ import type { SignInMethod } from './method.ts';
  * Sign-in by a code sent by email, for recipients the sender gave no mobile number. The code goes to
  * the address on record, whatever spelling the reader typed.
  */
-export function emailMethod(options: { mailer: CodeMailer; expiresInMinutes: number; logCodes: boolean; metrics: AuthMetrics }): SignInMethod {
+export function emailMethod(options: {
+  mailer: CodeMailer;
+  expiresInMinutes: number;
+  logCodes: boolean;
+  metrics: AuthMetrics;
+  /** NOTIFY_DEFAULT_LANGUAGE: for recipients whose sender chose no language. */
+  defaultLanguage: Language;
+}): SignInMethod {
   return {
     name: 'email',
     destination: (recipient) => recipient.email,
     limitKey: (email) => `email:${email.toLowerCase()}`,
-    async send(email, code, log) {
-      const text =
-        `Your Sealpost code is ${code}\r\n\r\n` +
-        `Enter it on the page where you asked for it. It is valid for ${options.expiresInMinutes} minutes.\r\n` +
-        'If you did not ask for a code, you can ignore this email.\r\n';
+    async send(email, code, log, language = options.defaultLanguage) {
+      const texts = CODE_MAIL_TEXTS[language];
+      const text = texts.body(code, options.expiresInMinutes);
       try {
-        await options.mailer.send({ to: email, subject: 'Your Sealpost code', text });
+        await options.mailer.send({ to: email, subject: texts.subject, text });
       } catch (error) {
         options.metrics.codesFailed.inc({ method: 'email', provider: options.mailer.kind });
         log.error({ mailer: options.mailer.kind, to: maskEmail(email), reason: (error as Error).message }, 'code email could not be sent');

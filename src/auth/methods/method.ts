@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppError } from '../../kernel/errors.ts';
+import type { Language } from '../../kernel/languages.ts';
 import type { Recipient } from '../seal/recipients.ts';
 import type { SignInMethodName } from '../tables.ts';
 
@@ -16,8 +17,11 @@ export interface SignInMethod {
   destination(recipient: Recipient, typedMobile: string | undefined): string;
   /** The rate limits' key of a destination (per number, or per address for email codes). */
   limitKey(destination: string): string;
-  /** Sends the code; throws a 502 AppError when the provider did not take it. */
-  send(destination: string, code: string, log: FastifyBaseLogger): Promise<void>;
+  /**
+   * Sends the code, in the recipient's language where the method writes words (email); throws a 502
+   * AppError when the provider did not take it.
+   */
+  send(destination: string, code: string, log: FastifyBaseLogger, language?: Language): Promise<void>;
   /** The answer to a wrong code for this method (incorrect_code, or invalid_code_or_email). */
   wrongCode(): AppError;
 }

@@ -86,7 +86,7 @@ export async function signInRoutes(app: App, context: AuthContext) {
       const reservation = await context.limiter.reserve(method.limitKey(destination), client, new Date());
       const code = context.codes.newCode();
       try {
-        await method.send(destination, code, request.log);
+        await method.send(destination, code, request.log, recipient.language);
       } catch (error) {
         await reservation.release();
         throw error;

@@ -10,7 +10,7 @@ export interface SealedRecord {
   sender: string;
   subject: string;
   sealedAt: string;
-  recipients: Array<{ email: string; method: 'sms' | 'email'; mobile?: string }>;
+  recipients: Array<{ email: string; method: 'sms' | 'email'; mobile?: string; language?: string }>;
   pins: Array<{ cluster: string; status: string; error?: string }>;
 }
 

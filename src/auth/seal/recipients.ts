@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { normalizeEmail } from '../../kernel/email.ts';
+import { isLanguage, type Language } from '../../kernel/languages.ts';
 import { normalizeMobile } from '../mobile.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
 import type { SealClient, SealedRecord } from './client.ts';
@@ -10,6 +11,8 @@ export interface Recipient {
   email: string;
   method: SignInMethodName;
   mobile: string | undefined;
+  /** The language the sender chose for this recipient (X-Sealpost-Language), if any. */
+  language: Language | undefined;
 }
 
 /**
@@ -36,7 +39,7 @@ export class RecipientDirectory {
       .executeTakeFirst();
     const recorded = typeof onRecord.mobile === 'string' && onRecord.mobile ? (normalizeMobile(onRecord.mobile) ?? onRecord.mobile) : undefined;
     const mobile = override?.mobile ?? recorded;
-    return { record, recipient: { email: onRecord.email, method: onRecord.method, mobile } };
+    return { record, recipient: { email: onRecord.email, method: onRecord.method, mobile, language: isLanguage(onRecord.language) ? onRecord.language : undefined } };
   }
 
   /** Records the recipient's confirmed new number for this message. */

@@ -57,6 +57,7 @@ export function startDeliveryEngine(deps: {
       client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
       transport,
       notifyFrom: config.exchange.notifyFrom,
+      defaultLanguage: config.exchange.notifyDefaultLanguage,
       logger,
     }),
   };

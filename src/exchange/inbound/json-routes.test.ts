@@ -83,7 +83,8 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
         ],
         recipients: [
           { email: 'alice@example.com', mobile: '+41 79 123 45 67' },
-          { email: 'Dave@Example.com', mobile: '+4915123456789' },
+          { email: 'Dave@Example.com', mobile: '+4915123456789', language: 'de' },
+          { email: 'carol@example.com', language: 'fr' },
         ],
       }),
     );
@@ -115,6 +116,8 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.equal(parsed.attachments[1]!.content.toString(), 'plain notes');
     const mobiles = parsed.headerLines.filter((line) => line.key === 'x-sealpost-mobile').map((line) => line.line);
     assert.deepEqual(mobiles, ['X-Sealpost-Mobile: alice@example.com=+41791234567', 'X-Sealpost-Mobile: dave@example.com=+4915123456789']);
+    const languages = parsed.headerLines.filter((line) => line.key === 'x-sealpost-language').map((line) => line.line);
+    assert.deepEqual(languages, ['X-Sealpost-Language: dave@example.com=de', 'X-Sealpost-Language: carol@example.com=fr']);
     assert.match(raw.toString('latin1'), /\r\n\r\n/, 'CRLF line breaks, as over SMTP');
     assert.doesNotMatch(raw.toString('latin1'), /[^\r]\n/);
 
@@ -175,7 +178,8 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
       [message({ recipients: [{ email: 'alice@example.com', mobile: '079 123 45 67' }] }), /^recipients\[0\]\.mobile "079 123 45 67" is not a valid mobile number/, 'invalid_mobile'],
       [message({ recipients: [{ email: 'alice@example.com', mobile: '+41 12' }] }), /^recipients\[0\]\.mobile "\+41 12" is not a valid mobile number/, 'invalid_mobile'],
       [message({ recipients: [{ email: 'stranger@example.com', mobile: '+41791234567' }] }), /^recipients\[0\]\.email stranger@example\.com is not among to, cc and bcc$/, 'invalid_email'],
-      [message({ recipients: [{ email: 'alice@example.com' }] }), /^recipients\[0\]\.mobile is required$/],
+      [message({ recipients: [{ email: 'alice@example.com' }] }), /^recipients\[0\] gives neither mobile nor language$/],
+      [message({ recipients: [{ email: 'alice@example.com', language: 'es' }] }), /^recipients\[0\]\.language must be one of "en", "de", "fr", "it"$/],
       [message({ colour: 'red' }), /^colour is not a known field$/],
       [message({ attachments: [{ filename: 'a.txt', content: 'aGk=', path: '/etc/passwd' }] }), /^attachments\[0\]\.path is not a known field$/],
       [{ from: 'bob@example.com', to: ['alice@example.com'] }, /^subject is required \(or give the whole message as raw\)$/],

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { LANGUAGES } from '../../kernel/languages.ts';
 import { badRequest } from '../../kernel/errors.ts';
 
 export interface InboundLimits {
@@ -72,19 +73,26 @@ export function messageBodySchema(limits: InboundLimits) {
           Type.Object(
             {
               email: address('one of the addresses in to, cc or bcc'),
-              mobile: Type.String({
-                minLength: 3,
-                maxLength: 32,
-                pattern: ONE_LINE,
-                description: 'mobile number in international format (+41 79 123 45 67); stored as E.164',
-              }),
+              mobile: Type.Optional(
+                Type.String({
+                  minLength: 3,
+                  maxLength: 32,
+                  pattern: ONE_LINE,
+                  description: 'mobile number in international format (+41 79 123 45 67); stored as E.164',
+                }),
+              ),
+              language: Type.Optional(
+                Type.Enum([...LANGUAGES], {
+                  description: "the language of this recipient's notification, email codes and reader link; absent: NOTIFY_DEFAULT_LANGUAGE",
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
           {
             maxItems: limits.maxRecipients,
             description:
-              'mobile numbers for SMS sign-in (DESIGN.md "Recipients and sign-in"); each becomes an `X-Sealpost-Mobile: <email>=<E.164>` header',
+              'per recipient, a mobile number for SMS sign-in (DESIGN.md "Recipients and sign-in") and/or a language; each becomes an `X-Sealpost-Mobile: <email>=<E.164>` or `X-Sealpost-Language: <email>=<language>` header',
           },
         ),
       ),
@@ -93,7 +101,7 @@ export function messageBodySchema(limits: InboundLimits) {
           minLength: 4,
           ...BASE64,
           description:
-            'a complete RFC 5322 message, base64; stored unchanged (X-Sealpost-Mobile headers from `recipients` go in front). Excludes subject, text, html, attachments, inReplyTo and references',
+            'a complete RFC 5322 message, base64; stored unchanged (X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). Excludes subject, text, html, attachments, inReplyTo and references',
         }),
       ),
     },

@@ -20,6 +20,13 @@ interface Mailbox {
 
 /** The header by which a sender gives a recipient's mobile number, on both channels (DESIGN.md). */
 export const MOBILE_HEADER = 'X-Sealpost-Mobile';
+/** The header by which a sender gives a recipient's language, on both channels. */
+export const LANGUAGE_HEADER = 'X-Sealpost-Language';
+
+interface HeaderLine {
+  key: string;
+  value: string;
+}
 
 /**
  * Turns a validated JSON message into the same kind of payload the SMTP server stores: a complete MIME
@@ -36,14 +43,14 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   if (recipients.length > limits.maxRecipients) {
     throw badRequest(`to, cc and bcc name ${recipients.length} recipients; at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`);
   }
-  const mobiles = mobileHeaders(body.recipients ?? [], recipients);
+  const extraHeaders = recipientHeaders(body.recipients ?? [], recipients);
 
   if (body.raw !== undefined) {
     const structured = (['subject', 'text', 'html', 'attachments', 'inReplyTo', 'references'] as const).find((field) => body[field] !== undefined);
     if (structured) {
       throw badRequest(`${structured} cannot be combined with raw: a raw message carries its own headers and body`);
     }
-    return { sender: from.address, recipients, payload: rawPayload(body.raw, mobiles, limits) };
+    return { sender: from.address, recipients, payload: rawPayload(body.raw, extraHeaders, limits) };
   }
 
   if (body.subject === undefined) throw badRequest('subject is required (or give the whole message as raw)');
@@ -65,7 +72,7 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
       content: decodeBase64(attachment.content, `attachments[${index}].content`),
       ...(attachment.contentType ? { contentType: attachment.contentType } : {}),
     })),
-    headers: mobiles.map((value) => ({ key: MOBILE_HEADER, value })),
+    headers: extraHeaders,
     newline: 'win',
     // Content comes from the request only: never a file path or a URL for nodemailer to fetch.
     disableFileAccess: true,
@@ -94,42 +101,51 @@ function uniqueAddresses(mailboxes: Mailbox[]): string[] {
   return [...seen.values()];
 }
 
-/** `<email>=<E.164>` per recipient that has a mobile number; the email must be one of the recipients. */
-function mobileHeaders(entries: NonNullable<MessageBody['recipients']>, recipients: string[]): string[] {
+/**
+ * `X-Sealpost-Mobile: <email>=<E.164>` and `X-Sealpost-Language: <email>=<language>` for each entry
+ * of `recipients`; the email must be one of the recipients.
+ */
+function recipientHeaders(entries: NonNullable<MessageBody['recipients']>, recipients: string[]): HeaderLine[] {
   const known = new Map(recipients.map((address) => [address.toLowerCase(), address]));
   const given = new Set<string>();
-  return entries.map((entry, i) => {
+  return entries.flatMap((entry, i) => {
     const email = normalizeEmail(entry.email);
     if (!email) throw badRequest(`recipients[${i}].email ${JSON.stringify(entry.email)} is not a valid email address`, 'invalid_email');
     const recipient = known.get(email.toLowerCase());
     if (!recipient) throw badRequest(`recipients[${i}].email ${email} is not among to, cc and bcc`, 'invalid_email');
     if (given.has(recipient.toLowerCase())) throw badRequest(`recipients[${i}].email ${email} is given more than once`, 'invalid_email');
     given.add(recipient.toLowerCase());
-    const phone = entry.mobile.trim().startsWith('+') ? parsePhoneNumberFromString(entry.mobile) : undefined;
-    if (!phone?.isValid()) {
-      throw badRequest(
-        `recipients[${i}].mobile ${JSON.stringify(entry.mobile)} is not a valid mobile number in international format (such as +41 79 123 45 67)`,
-        'invalid_mobile',
-      );
+    if (entry.mobile === undefined && entry.language === undefined) throw badRequest(`recipients[${i}] gives neither mobile nor language`);
+    const lines: HeaderLine[] = [];
+    if (entry.mobile !== undefined) {
+      const phone = entry.mobile.trim().startsWith('+') ? parsePhoneNumberFromString(entry.mobile) : undefined;
+      if (!phone?.isValid()) {
+        throw badRequest(
+          `recipients[${i}].mobile ${JSON.stringify(entry.mobile)} is not a valid mobile number in international format (such as +41 79 123 45 67)`,
+          'invalid_mobile',
+        );
+      }
+      lines.push({ key: MOBILE_HEADER, value: `${recipient}=${phone.number}` });
     }
-    return `${recipient}=${phone.number}`;
+    if (entry.language !== undefined) lines.push({ key: LANGUAGE_HEADER, value: `${recipient}=${entry.language}` });
+    return lines;
   });
 }
 
 /**
- * The sender's own message, unchanged but for X-Sealpost-Mobile headers put in front (in the message's
- * own line-break style). It was decoded from the request already, so it is a Buffer, not a stream.
+ * The sender's own message, unchanged but for the recipients' X-Sealpost-* headers put in front (in the
+ * message's own line-break style). It was decoded from the request already, so it is a Buffer, not a stream.
  */
-function rawPayload(base64: string, mobiles: string[], limits: InboundLimits): Buffer {
+function rawPayload(base64: string, extraHeaders: HeaderLine[], limits: InboundLimits): Buffer {
   const raw = decodeBase64(base64, 'raw');
   // A message starts with a header field: a name of printable characters, then a colon.
   if (!/^[\x21-\x39\x3b-\x7e]+:/.test(raw.subarray(0, 1000).toString('latin1'))) {
     throw badRequest('raw is not an RFC 5322 message: it must start with a header field such as "From: ..."');
   }
   if (raw.length > limits.maxMessageSize) throw messageTooLarge(limits.maxMessageSize);
-  if (mobiles.length === 0) return raw;
+  if (extraHeaders.length === 0) return raw;
   const firstLineEnd = raw.indexOf(0x0a);
   const newline = firstLineEnd > 0 && raw[firstLineEnd - 1] === 0x0d ? '\r\n' : '\n';
-  const headers = mobiles.map((value) => `${MOBILE_HEADER}: ${value}${newline}`).join('');
+  const headers = extraHeaders.map(({ key, value }) => `${key}: ${value}${newline}`).join('');
   return Buffer.concat([Buffer.from(headers, 'utf8'), raw]);
 }

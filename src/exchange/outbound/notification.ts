@@ -1,4 +1,6 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
+import type { Language } from '../../kernel/languages.ts';
+import { NOTIFICATION_TEXTS } from './texts/index.ts';
 
 export interface Notification {
   from: string;
@@ -8,6 +10,8 @@ export interface Notification {
   link: string;
   method: 'sms' | 'email';
   sealedId: string;
+  /** The recipient's language (X-Sealpost-Language), else NOTIFY_DEFAULT_LANGUAGE. */
+  language: Language;
 }
 
 /**
@@ -16,40 +20,31 @@ export interface Notification {
  * it seals. `Auto-Submitted` (RFC 3834) keeps auto-responders from answering it.
  */
 export async function composeNotification(notification: Notification): Promise<Buffer> {
-  const sender = notification.sender.replace(/[\r\n]+/g, ' ').trim().slice(0, 200) || 'someone';
-  const how =
-    notification.method === 'sms'
-      ? 'To open it, sign in with a one-time code that we send by SMS to your mobile number.'
-      : 'To open it, sign in with a one-time code that we send to this email address.';
-  const text = [
-    'Hello,',
-    '',
-    `${sender} has sent you a sealed message. It is stored encrypted and can only be read after you sign in.`,
-    '',
-    'Read it here:',
-    notification.link,
-    '',
-    how,
-    '',
-    'If you did not expect a message from this sender, you can ignore this email.',
-    '',
-  ].join('\n');
+  const t = NOTIFICATION_TEXTS[notification.language];
+  const sender = notification.sender.replace(/[\r\n]+/g, ' ').trim().slice(0, 200) || t.someone;
+  const how = notification.method === 'sms' ? t.howSms : t.howEmail;
+  const text = [t.greeting, '', t.sent(sender), '', t.readHere, notification.link, '', how, '', t.ignore, ''].join('\n');
   const html = [
-    '<!doctype html><html><body style="font-family: sans-serif; line-height: 1.5">',
-    `<p>Hello,</p>`,
-    `<p>${escapeHtml(sender)} has sent you a sealed message. It is stored encrypted and can only be read after you sign in.</p>`,
-    `<p><a href="${escapeHtml(notification.link)}">Read the sealed message</a></p>`,
+    `<!doctype html><html lang="${notification.language}"><body style="font-family: sans-serif; line-height: 1.5">`,
+    `<p>${escapeHtml(t.greeting)}</p>`,
+    `<p>${escapeHtml(t.sent(sender))}</p>`,
+    `<p><a href="${escapeHtml(notification.link)}">${escapeHtml(t.linkText)}</a></p>`,
     `<p>${escapeHtml(how)}</p>`,
-    `<p style="color: #666">If you did not expect a message from this sender, you can ignore this email.<br>${escapeHtml(notification.link)}</p>`,
+    `<p style="color: #666">${escapeHtml(t.ignore)}<br>${escapeHtml(notification.link)}</p>`,
     '</body></html>',
   ].join('\n');
   return new MailComposer({
     from: notification.from,
     to: notification.to,
-    subject: `A sealed message from ${sender} is waiting for you`,
+    subject: t.subject(sender),
     text,
     html,
-    headers: { 'Auto-Submitted': 'auto-generated', 'X-Sealpost-Sealed-Id': notification.sealedId },
+    headers: {
+      'Auto-Submitted': 'auto-generated',
+      // RFC 3282: lets mail clients offer translation and screen readers pick the voice.
+      'Content-Language': notification.language,
+      'X-Sealpost-Sealed-Id': notification.sealedId,
+    },
   })
     .compile()
     .build();

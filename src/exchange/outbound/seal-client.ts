@@ -8,7 +8,7 @@ export interface SealedMessage {
   sha256: string;
   sender: string;
   subject: string;
-  recipients: Array<{ email: string; method: 'sms' | 'email'; link: string }>;
+  recipients: Array<{ email: string; method: 'sms' | 'email'; link: string; language?: string }>;
   pins: Array<{ cluster: string; status: string; error?: string }>;
 }
 

@@ -1,5 +1,6 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { normalizeEmail } from '../../kernel/email.ts';
+import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { MailTransport } from './mail-transport.ts';
 import { composeNotification } from './notification.ts';
@@ -21,6 +22,8 @@ export function createSealOutbound(deps: {
   client: SealClient;
   transport: MailTransport;
   notifyFrom: string;
+  /** NOTIFY_DEFAULT_LANGUAGE: for recipients the sender gave no language. */
+  defaultLanguage: Language;
   logger: Logger;
 }): Outbound {
   const { client, transport, logger } = deps;
@@ -36,18 +39,21 @@ export function createSealOutbound(deps: {
           if (!entry) {
             return [{ recipient, status: '5.0.0', diagnostic: `${X_DIAGNOSTIC}; the seal service returned no reader link for this recipient` }];
           }
+          const language = isLanguage(entry.language) ? entry.language : deps.defaultLanguage;
+          const link = withLanguage(entry.link, language);
           const raw = await composeNotification({
             from: deps.notifyFrom,
             to: recipient,
             sender: typeof sealed.sender === 'string' ? sealed.sender : '',
-            link: entry.link,
+            link,
             method: entry.method === 'sms' ? 'sms' : 'email',
             sealedId: sealed.id,
+            language,
           });
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
           // The embedded default has no mail server: the link in the log is how a developer reads the message.
           if (transport.kind === 'outbox') {
-            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link: entry.link }, 'reader link (notification written to the outbox)');
+            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link }, 'reader link (notification written to the outbox)');
           }
           return report.rejected;
         }),
@@ -78,6 +84,13 @@ export function createSealOutbound(deps: {
       return { rejected: failed, detail: `sealed as ${sealed.id}, ${notified} recipient(s) notified` };
     },
   };
+}
+
+/** The reader opens in the notification's language: the link says which, unless the seal service did already. */
+function withLanguage(link: string, language: Language): string {
+  const url = new URL(link);
+  if (!url.searchParams.has('lang')) url.searchParams.set('lang', language);
+  return url.toString();
 }
 
 const comparable = (address: string) => (normalizeEmail(address) ?? address.trim()).toLowerCase();

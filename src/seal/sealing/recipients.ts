@@ -2,6 +2,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { AddressObject, EmailAddress, ParsedMail } from 'mailparser';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError, badRequest } from '../../kernel/errors.ts';
+import { languageOfTag, type Language } from '../../kernel/languages.ts';
 import type { SignInMethod } from '../tables.ts';
 
 export interface Recipient {
@@ -9,6 +10,8 @@ export interface Recipient {
   method: SignInMethod;
   /** E.164 */
   mobile?: string;
+  /** X-Sealpost-Language for this recipient. */
+  language?: Language;
 }
 
 export interface MessageFacts {
@@ -24,6 +27,8 @@ export interface MessageFacts {
 
 /** DESIGN.md "Recipients and sign-in": the header a sender gives a recipient's mobile number in. */
 export const MOBILE_HEADER = 'x-sealpost-mobile';
+/** `X-Sealpost-Language: <email>=<language>`: the language of a recipient's notification and codes. */
+export const LANGUAGE_HEADER = 'x-sealpost-language';
 
 /**
  * Who may read the sealed message and how they sign in (DESIGN.md "Recipients and sign-in"):
@@ -38,13 +43,15 @@ export function messageFacts(parsed: ParsedMail, envelopeRecipients: string | un
   if (!sender) throw new AppError('invalid_email', 400, `The From address ${JSON.stringify(from.address)} is not a valid email address`);
 
   const mobiles = mobilesByEmail(parsed);
+  const languages = languagesByEmail(parsed);
   const recipients = new Map<string, Recipient>();
   const skipped: string[] = [];
   const add = (email: string) => {
     const key = email.toLowerCase();
     if (recipients.has(key)) return;
     const mobile = mobiles.get(key)?.mobile;
-    recipients.set(key, mobile ? { email, method: 'sms', mobile } : { email, method: 'email' });
+    const language = languages.get(key);
+    recipients.set(key, { email, ...(mobile ? { method: 'sms', mobile } : { method: 'email' }), ...(language ? { language } : {}) });
   };
 
   for (const address of [...flatten(parsed.to), ...flatten(parsed.cc)]) {
@@ -79,12 +86,35 @@ function splitEnvelopeRecipients(header: string | undefined): string[] {
     .filter((part) => part !== '');
 }
 
+/** Every value of a repeatable `<email>=<value>` header, unfolded. */
+function headerValues(parsed: ParsedMail, name: string): string[] {
+  const raw = parsed.headers.get(name);
+  return (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).map((value) => String(value).replace(/\s*\r?\n\s*/g, ' ').trim());
+}
+
+/**
+ * Languages by lower-cased address. A language Sealpost does not write in (`es`) is left to the
+ * default rather than refused: the message must still reach its reader. A value that is not
+ * `<email>=<language tag>` is refused like a malformed mobile header.
+ */
+function languagesByEmail(parsed: ParsedMail): Map<string, Language> {
+  const result = new Map<string, Language>();
+  for (const text of headerValues(parsed, LANGUAGE_HEADER)) {
+    const eq = text.lastIndexOf('=');
+    const email = eq > 0 ? normalizeEmail(text.slice(0, eq).trim().replace(/^<(.*)>$/, '$1')) : undefined;
+    const tag = text.slice(eq + 1).trim();
+    if (!email || !/^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$/.test(tag)) {
+      throw badRequest(`X-Sealpost-Language: ${JSON.stringify(text)} is not <email>=<language>, such as bob@example.org=de`);
+    }
+    const language = languageOfTag(tag);
+    if (language) result.set(email.toLowerCase(), language);
+  }
+  return result;
+}
+
 function mobilesByEmail(parsed: ParsedMail): Map<string, { email: string; mobile: string }> {
-  const raw = parsed.headers.get(MOBILE_HEADER);
-  const values = raw === undefined ? [] : (Array.isArray(raw) ? raw : [raw]).map(String);
   const result = new Map<string, { email: string; mobile: string }>();
-  for (const value of values) {
-    const text = value.replace(/\s*\r?\n\s*/g, ' ').trim();
+  for (const text of headerValues(parsed, MOBILE_HEADER)) {
     const eq = text.lastIndexOf('=');
     if (eq <= 0) {
       throw new AppError('invalid_mobile', 400, `X-Sealpost-Mobile: ${JSON.stringify(text)} is not <email>=<E.164 number>`);

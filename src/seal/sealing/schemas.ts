@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { LANGUAGES } from '../../kernel/languages.ts';
 
 const PinSchema = Type.Object({
   cluster: Type.String({ description: '`host:port` of the cluster' }),
@@ -24,6 +25,10 @@ const MethodSchema = Type.Union([Type.Literal('sms'), Type.Literal('email')], {
   description: '`sms` when the sender gave a mobile number (X-Sealpost-Mobile), else `email`',
 });
 
+const LanguageSchema = Type.Enum([...LANGUAGES], {
+  description: 'the language the sender chose for this recipient (X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
+});
+
 export const SealHeadersSchema = Type.Object({
   'x-sealpost-envelope-id': Type.String({
     format: 'uuid',
@@ -45,7 +50,8 @@ export const SealResponseSchema = Type.Object(
       Type.Object({
         email: Type.String(),
         method: MethodSchema,
-        link: Type.String({ description: "the recipient's reader link" }),
+        language: Type.Optional(LanguageSchema),
+        link: Type.String({ description: "the recipient's reader link (with `?lang=` when the sender chose a language)" }),
       }),
     ),
     pins: Type.Array(PinSchema),
@@ -63,6 +69,7 @@ export const RecipientSchema = Type.Object({
   email: Type.String(),
   method: MethodSchema,
   mobile: Type.Optional(Type.String({ description: 'E.164 mobile number, for method `sms`' })),
+  language: Type.Optional(LanguageSchema),
 });
 
 export const SealedViewSchema = Type.Object(

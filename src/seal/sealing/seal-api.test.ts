@@ -143,6 +143,24 @@ describe('POST /v1/seal and reading back', () => {
     assert.equal(rows.rows[0]!.n, 0);
   });
 
+  it('records the language X-Sealpost-Language gives a recipient and puts it in the reader link', async () => {
+    const raw = rawMessage({
+      to: 'bob@rcpt.example, carol@rcpt.example, dave@rcpt.example',
+      headers: ['X-Sealpost-Language: Bob@RCPT.example=de', 'X-Sealpost-Language: <carol@rcpt.example>=fr-CH', 'X-Sealpost-Language: dave@rcpt.example=es'],
+    });
+    const response = await postSeal(service(), raw, { envelopeRecipients: 'bob@rcpt.example' });
+    assert.equal(response.status, 201, await response.clone().text());
+    const body = await response.json();
+    assert.deepEqual(body.recipients, [
+      { email: 'bob@rcpt.example', method: 'email', language: 'de', link: `https://read.example/m/${body.id}?lang=de` },
+      { email: 'carol@rcpt.example', method: 'email', language: 'fr', link: `https://read.example/m/${body.id}?lang=fr` },
+      // A language Sealpost does not write in is left to the default, not refused: the message must arrive.
+      { email: 'dave@rcpt.example', method: 'email', link: `https://read.example/m/${body.id}` },
+    ]);
+    const one = await get(`/v1/sealed/${body.id}/recipients/bob@rcpt.example`);
+    assert.deepEqual(await one.json(), { email: 'bob@rcpt.example', method: 'email', language: 'de' });
+  });
+
   it('refuses malformed messages with 400 error objects before anything reaches IPFS', async () => {
     const adds = () => standIn.requests.filter((r) => r.path === '/add').length;
     const before = adds();
@@ -156,6 +174,8 @@ describe('POST /v1/seal and reading back', () => {
       ['a mobile without country code', rawMessage({ mobiles: ['bob@rcpt.example=0791234567'] }), undefined, /international form/, 'invalid_mobile'],
       ['a mobile for a bad address', rawMessage({ mobiles: ['bob@=+41791234567'] }), undefined, /not a valid email address/, 'invalid_email'],
       ['two mobiles for one recipient', rawMessage({ mobiles: ['bob@rcpt.example=+41791234567', 'BOB@rcpt.example=+41791234568'] }), undefined, /two numbers/, 'invalid_mobile'],
+      ['a language header without =', rawMessage({ headers: ['X-Sealpost-Language: de'] }), undefined, /X-Sealpost-Language/, 'validation_failed'],
+      ['a language that is no language tag', rawMessage({ headers: ['X-Sealpost-Language: bob@rcpt.example=<script>'] }), undefined, /X-Sealpost-Language/, 'validation_failed'],
       ['a bad envelope recipient', rawMessage(), 'bob@rcpt.example, not-an-address', /X-Sealpost-Envelope-Recipients/, 'invalid_email'],
     ];
     for (const [name, raw, envelopeRecipients, message, errorCode] of cases) {

@@ -45,7 +45,7 @@ export interface OpenSeal {
 }
 
 /** Column types of the child rows (migrations 0001, 0002), for the casts of SealedStore.insert. */
-const RECIPIENT_TYPES = { position: 'integer', email: 'text', email_key: 'text', method: 'text', mobile: 'text' };
+const RECIPIENT_TYPES = { position: 'integer', email: 'text', email_key: 'text', method: 'text', mobile: 'text', language: 'text' };
 const PIN_TYPES = { cluster: 'text', position: 'integer', status: 'text', error: 'text', attempts: 'integer', next_attempt_at: 'timestamptz', overdue_at: 'timestamptz', updated_at: 'timestamptz' };
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
@@ -88,6 +88,7 @@ export class SealedStore {
       email_key: recipient.email.toLowerCase(),
       method: recipient.method,
       mobile: recipient.mobile ?? null,
+      language: recipient.language ?? null,
     }));
     const pinRows: SealedPin[] = pins.map((pin, position) => ({
       sealed_id: message.id,

@@ -14,14 +14,22 @@ export function sealAnswer(record: SealedRecord, publicUrl: string) {
     recipients: record.recipients.map((recipient) => ({
       email: recipient.email,
       method: recipient.method,
-      link: `${publicUrl}/m/${message.id}`,
+      ...(recipient.language ? { language: recipient.language } : {}),
+      // The reader opens in the language the notification is written in (the exchange adds `lang`
+      // for the default language itself, which only it knows).
+      link: `${publicUrl}/m/${message.id}${recipient.language ? `?lang=${recipient.language}` : ''}`,
     })),
     pins: record.pins.map((pin) => ({ cluster: pin.cluster, status: pin.status, ...(pin.error ? { error: pin.error } : {}) })),
   };
 }
 
 export function recipientView(recipient: SealedRecipient) {
-  return { email: recipient.email, method: recipient.method, ...(recipient.mobile ? { mobile: recipient.mobile } : {}) };
+  return {
+    email: recipient.email,
+    method: recipient.method,
+    ...(recipient.mobile ? { mobile: recipient.mobile } : {}),
+    ...(recipient.language ? { language: recipient.language } : {}),
+  };
 }
 
 /** GET /v1/sealed/{id}: metadata, recipients with their mobiles, pins with their retry state. */
