@@ -9,6 +9,7 @@ import { loadConfig } from '../kernel/config.ts';
 import { startWarnings } from '../start.ts';
 import { composeReply } from './reply/compose.ts';
 import { REPLY_HEADROOM, replySizeShortfall, replySizeWarning } from './reply/exchange-limit.ts';
+import { replyIdentity } from './reply/identity.ts';
 import { startSealpostProcess } from '../../test/support/sealpost-process.ts';
 
 const MiB = 1024 * 1024;
@@ -16,9 +17,10 @@ const MiB = 1024 * 1024;
 /** The size of the MIME message the auth service hands to the exchange engine for these files and bodies. */
 async function composedSize(files: number[], text: string, html: string): Promise<number> {
   const { stream } = composeReply({
-    from: 'alice@example.com',
+    // As the defaults write it (REPLY_FROM unset: AUTH_MAIL_FROM's address, the recipient in Reply-To).
+    ...replyIdentity({ email: 'alice@example.com' }, { replyFrom: 'Sealpost <no-reply@localhost>', fromRecipient: false }),
     to: 'sender@example.org',
-    original: { messageId: '<contract-1@example.org>', references: [], subject: 'Contract' },
+    original: { messageId: '<contract-1@example.org>', references: [], subject: 'Contract', names: new Map() },
     text,
     html,
     attachments: files.map((size, i) => ({ filename: `annex-${i}.bin`, contentType: 'application/octet-stream', open: async () => Readable.from([randomBytes(size)]) })),

@@ -58,14 +58,14 @@ describe('sending a reply through the exchange engine', () => {
   before(async () => {
     [s3, sink] = await Promise.all([startS3Server(), startSmtpSink()]);
     exchange = await startServiceForTest(exchangeService, { s3, env: { OUTBOUND_SMTP_URL: sink.url, DELIVERY_POLL_INTERVAL: '50ms' } });
-    // The reply rule: JSON messages whose envelope sender is Alice go out by SMTP.
+    // The reply rule: JSON messages whose envelope sender is the organisation's reply address go out by SMTP.
     const rule = await fetch(`${exchange.url}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: "Alice's replies", priority: 10, configuration: { params: { channel: 'json', sender: ALICE.email }, outbound: ['smtp'] } }),
+      body: JSON.stringify({ name: "Alice's replies", priority: 10, configuration: { params: { channel: 'json', sender: 'replies@example.org' }, outbound: ['smtp'] } }),
     });
     assert.equal(rule.status, 201, await rule.text());
-    harness = await startAuthHarness({ s3, env: { EXCHANGE_URL: exchange.url, SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
+    harness = await startAuthHarness({ s3, env: { EXCHANGE_URL: exchange.url, SMS_LIMIT_NUMBER_INTERVAL: '0s', REPLY_FROM: 'Example Org <replies@example.org>' } });
     messageId = harness.sealSample().id;
     alice = harness.reader();
     await signInAlice(harness, alice, messageId);
@@ -76,7 +76,7 @@ describe('sending a reply through the exchange engine', () => {
     await Promise.all([sink?.close(), s3?.stop()]);
   });
 
-  it('delivers the reply to the original sender, from the recipient, threaded, with its attachments byte for byte', async () => {
+  it('delivers the reply to the original sender, from the organisation on behalf of the recipient, threaded, with its attachments byte for byte', async () => {
     for (const [filename, content] of [['signed contract.pdf', PDF], ['measurements.bin', BINARY]] as const) {
       const uploaded = await uploadFile(alice, { filename, content });
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
@@ -91,13 +91,17 @@ describe('sending a reply through the exchange engine', () => {
     const delivered = sink.messages.filter((message) => message.messageId === sent.body.messageId);
     assert.equal(delivered.length, 1);
     const [message] = delivered;
-    // The envelope: from the recipient; to the sender and, as the bcc copy, the recipient herself.
-    assert.equal(message!.from, ALICE.email);
+    // The envelope: from the organisation's reply address (SPF aligns with From); to the sender and,
+    // as the bcc copy, the recipient herself.
+    assert.equal(message!.from, 'replies@example.org');
     assert.deepEqual([...message!.to].sort(), [ALICE.email, 'sender@example.org']);
 
     const parsed = await simpleParser(message!.raw);
     assert.equal(parsed.subject, 'Re: Contract');
-    assert.equal(parsed.from?.value[0]?.address, ALICE.email);
+    // From is the organisation (DMARC alignment), the recipient visible in its name and in Reply-To.
+    assert.deepEqual(parsed.from?.value, [{ name: 'Alice (alice@example.com) via Example Org', address: 'replies@example.org' }]);
+    assert.deepEqual(parsed.replyTo?.value, [{ name: 'Alice', address: ALICE.email }]);
+    assert.match(parsed.messageId ?? '', /@example\.org>$/, 'the Message-ID is in the organisation\'s domain');
     assert.deepEqual((Array.isArray(parsed.to) ? parsed.to : [parsed.to]).flatMap((to) => to!.value.map((v) => v.address)), ['sender@example.org']);
     assert.equal(parsed.inReplyTo, '<contract-1@example.org>');
     assert.deepEqual([parsed.references].flat(), ['<contract-1@example.org>']);
@@ -144,18 +148,29 @@ describe('sending a reply through the exchange engine', () => {
     assert.equal(sink.messages.length, before);
   });
 
-  it("routes by the recipient's address as sender: Bob's reply matches no rule and is refused with 503, his draft kept", async () => {
-    const bob = harness.reader();
-    await bob.get(`/v1/config?messageId=${messageId}`);
-    await bob.request('POST', '/v1/auth/code', { body: { messageId, email: BOB.email, method: 'email' } });
-    const outbox = join(harness.auth.config.dataDir, 'outbox');
-    const mail = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort().at(-1)!;
-    const code = /Your Sealpost code is (\d{6})/.exec(await readFile(join(outbox, mail), 'utf8'))![1]!;
-    assert.equal((await bob.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
+  it("with REPLY_FROM_RECIPIENT, routes by the recipient's address as sender: Bob's reply matches no rule and is refused with 503, his draft kept", async () => {
+    // A second auth instance on the same database and bucket that keeps the recipient's own From.
+    const own = await startAuthHarness({
+      seal: harness.seal,
+      sms: harness.sms,
+      databaseUrl: harness.auth.config.databaseUrl,
+      env: { EXCHANGE_URL: exchange.url, REPLY_FROM_RECIPIENT: 'true', S3_ENDPOINT: s3.endpoint, S3_BUCKET: harness.auth.config.s3.bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey },
+    });
+    try {
+      const bob = own.reader();
+      await bob.get(`/v1/config?messageId=${messageId}`);
+      await bob.request('POST', '/v1/auth/code', { body: { messageId, email: BOB.email, method: 'email' } });
+      const outbox = join(own.auth.config.dataDir, 'outbox');
+      const mail = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort().at(-1)!;
+      const code = /Your Sealpost code is (\d{6})/.exec(await readFile(join(outbox, mail), 'utf8'))![1]!;
+      assert.equal((await bob.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
 
-    const refused = await bob.request('POST', '/v1/message/reply', { body: { text: "Bob's answer" } });
-    assertError(refused, 503, 'unavailable');
-    assert.equal((await bob.get('/v1/message/reply')).body.text, "Bob's answer", 'what Bob wrote is kept as his draft');
+      const refused = await bob.request('POST', '/v1/message/reply', { body: { text: "Bob's answer" } });
+      assertError(refused, 503, 'unavailable');
+      assert.equal((await bob.get('/v1/message/reply')).body.text, "Bob's answer", 'what Bob wrote is kept as his draft');
+    } finally {
+      await own.stop();
+    }
   });
 
   it('keeps the draft and its files when the exchange engine fails, with 503, 502 or upload_limit_reached as fits', async () => {

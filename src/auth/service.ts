@@ -88,6 +88,7 @@ export const authService: ServiceDefinition = {
       recipients,
       seal,
       exchange: new ExchangeClient({ baseUrl: auth.exchangeUrl, serviceToken: config.serviceToken }),
+      from: { replyFrom: auth.replyFrom, fromRecipient: auth.replyFromRecipient },
     });
     const retentionMs = durationToMs(auth.attachmentsRetentionPeriod);
     const mailer = createCodeMailer({

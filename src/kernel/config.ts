@@ -80,6 +80,17 @@ function url(...schemes: string[]) {
 const httpUrl = url('http:', 'https:');
 const HTTP_URL = 'an http:// or https:// URL';
 
+/**
+ * One mailbox, `Name <address>` or a bare address, whose address is plausible; kept as written. The
+ * check is here so that a typo stops start-up instead of every reply.
+ */
+function mailboxText(raw: string): string {
+  const match = /^\s*(?:"?([^"<>]*)"?\s*<([^<>\s]+)>|([^<>\s]+))\s*$/.exec(raw);
+  const address = match?.[2] ?? match?.[3];
+  if (!address || !/^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$/.test(address)) throw new ValueError();
+  return raw.trim();
+}
+
 function oneOf<T extends string>(...values: T[]) {
   return (raw: string) => {
     if (!values.includes(raw as T)) throw new ValueError();
@@ -150,6 +161,8 @@ export const VARIABLES = {
   AUTH_SECRET: v({ name: 'AUTH_SECRET', component: 'A', meaning: 'secret from which the keys of code HMACs and CSRF tokens are derived; the same on every auth instance; required in production, generated into the data folder otherwise', secret: true, parse: authSecret, expected: 'at least 32 characters (e.g. `openssl rand -hex 32`)' }),
   AUTH_TRUST_PROXY: v({ name: 'AUTH_TRUST_PROXY', component: 'A', meaning: 'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; true or a number N trusts that many proxy hops (the N-th address from the right)', default: 'false', parse: proxyHops, expected: 'a boolean or a number of proxy hops from 0 to 10' }),
   AUTH_MAIL_FROM: v({ name: 'AUTH_MAIL_FROM', component: 'A', meaning: 'From address of sign-in codes sent by email', default: 'Sealpost <no-reply@localhost>', parse: nonEmpty, expected: 'an address, optionally with a display name' }),
+  REPLY_FROM: v({ name: 'REPLY_FROM', component: 'A', meaning: 'From address and envelope sender of replies, in the organisation\'s domain so that SPF and DKIM align (DMARC); the recipient shows in the display name ("alice@example.com via <its display name>") and in Reply-To; default: AUTH_MAIL_FROM', parse: mailboxText, expected: 'an address, optionally with a display name: Example Org <replies@example.org>' }),
+  REPLY_FROM_RECIPIENT: v({ name: 'REPLY_FROM_RECIPIENT', component: 'A', meaning: "true: replies go out From the recipient's own address, also as envelope sender (for a relay that delivers internally only); such replies fail DMARC wherever the recipient's domain publishes p=reject", default: 'false', parse: boolean, expected: BOOLEAN }),
   SMS_PROVIDER: v({ name: 'SMS_PROVIDER', component: 'A', meaning: 'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` (prints the code; refused in production); default `log` outside production, required in production', parse: oneOf('http', 'twilio', 'log'), expected: 'http, twilio or log' }),
   SMS_PROVIDER_URL: v({ name: 'SMS_PROVIDER_URL', component: 'A', meaning: 'http: the URL codes are POSTed to; twilio: the API base URL (default https://api.twilio.com)', parse: httpUrl, expected: HTTP_URL }),
   SMS_PROVIDER_USER: v({ name: 'SMS_PROVIDER_USER', component: 'A', meaning: 'http: Basic auth user; twilio: the account SID', parse: text, expected: 'a user name or account SID' }),
@@ -349,6 +362,9 @@ export interface Config {
     /** OUTBOUND_SMTP_URL: email codes go through the same relay as the exchange's mail. */
     outboundSmtpUrl: string | undefined;
     mailFrom: string;
+    /** REPLY_FROM, or AUTH_MAIL_FROM when unset. */
+    replyFrom: string;
+    replyFromRecipient: boolean;
     /** NOTIFY_DEFAULT_LANGUAGE: email codes to recipients the sender gave no language. */
     defaultLanguage: Language;
     /** Undefined: generated into the data folder (refused in production, see src/auth/secret.ts). */
@@ -517,6 +533,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sealUrl: read('SEAL_URL')!,
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       mailFrom: read('AUTH_MAIL_FROM')!,
+      replyFrom: read('REPLY_FROM') ?? read('AUTH_MAIL_FROM')!,
+      replyFromRecipient: read('REPLY_FROM_RECIPIENT')!,
       defaultLanguage: read('NOTIFY_DEFAULT_LANGUAGE')!,
       secret: read('AUTH_SECRET'),
       trustProxyHops: read('AUTH_TRUST_PROXY')!,

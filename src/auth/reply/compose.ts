@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { simpleParser } from 'mailparser';
+import { simpleParser, type AddressObject } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
 
 /** What a reply takes from the message it answers. */
@@ -8,6 +8,8 @@ export interface OriginalHeaders {
   messageId: string | undefined;
   references: string[];
   subject: string;
+  /** Display names the original gave its To and Cc addresses, by lower-cased address. */
+  names: Map<string, string>;
 }
 
 export interface ReplyAttachment {
@@ -18,7 +20,8 @@ export interface ReplyAttachment {
 }
 
 export interface Reply {
-  from: string;
+  from: { name: string; address: string };
+  replyTo?: { name: string; address: string };
   to: string;
   original: OriginalHeaders;
   text: string;
@@ -38,13 +41,24 @@ export async function originalHeaders(raw: Buffer, fallbackSubject: string): Pro
   const parsed = await simpleParser(Buffer.concat([head, Buffer.from('\r\n\r\n')]), { skipTextToHtml: true, skipTextLinks: true }).catch(() => undefined);
   // A header block the parser refuses (over its size limit, say) must not make replying impossible: the
   // reply goes out with the sealed record's subject, unthreaded (found by test/security/oversized-headers).
-  if (!parsed) return { messageId: undefined, references: [], subject: fallbackSubject };
+  if (!parsed) return { messageId: undefined, references: [], subject: fallbackSubject, names: new Map() };
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : parsed.references.split(/\s+/);
   return {
     messageId: parsed.messageId && /^<[^<>\s]+>$/.test(parsed.messageId) ? parsed.messageId : undefined,
     references: references.filter((id) => /^<[^<>\s]+>$/.test(id)),
     subject: parsed.subject ?? fallbackSubject,
+    names: displayNames([parsed.to, parsed.cc]),
   };
+}
+
+function displayNames(fields: Array<AddressObject | AddressObject[] | undefined>): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const field of fields.flatMap((f) => (f === undefined ? [] : Array.isArray(f) ? f : [f]))) {
+    for (const entry of field.value.flatMap((v) => v.group ?? [v])) {
+      if (entry.address && entry.name && !names.has(entry.address.toLowerCase())) names.set(entry.address.toLowerCase(), entry.name);
+    }
+  }
+  return names;
 }
 
 /** "Re: <subject>", without piling up prefixes on a subject that is a reply already. */
@@ -62,10 +76,11 @@ export function composeReply(reply: Reply): { messageId: string; stream: Readabl
   const { original } = reply;
   const thread = original.messageId ? [...original.references, original.messageId] : original.references;
   const references = thread.length > MAX_REFERENCES ? [thread[0]!, ...thread.slice(-(MAX_REFERENCES - 1))] : thread;
-  const domain = reply.from.slice(reply.from.lastIndexOf('@') + 1);
+  const domain = reply.from.address.slice(reply.from.address.lastIndexOf('@') + 1);
   const messageId = `<${randomUUID()}@${domain}>`;
   const composer = new MailComposer({
     from: reply.from,
+    ...(reply.replyTo ? { replyTo: reply.replyTo } : {}),
     to: reply.to,
     subject: replySubject(original.subject),
     messageId,

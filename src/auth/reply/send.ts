@@ -9,6 +9,7 @@ import type { ExchangeClient } from '../exchange/client.ts';
 import type { SealClient } from '../seal/client.ts';
 import { emailKey, type RecipientDirectory } from '../seal/recipients.ts';
 import { composeReply, originalHeaders } from './compose.ts';
+import { replyIdentity, type ReplyFromSettings } from './identity.ts';
 
 export interface ReplyInput {
   text: string;
@@ -27,7 +28,8 @@ export interface SentReply {
  * checked, so whatever is refused or goes wrong after, nothing the reader wrote is lost (a refused bcc is
  * not saved: the draft keeps its earlier one); the draft is claimed so a second click cannot send it
  * twice; the reply is built and handed to the exchange engine as a JSON message whose envelope sender
- * is the recipient (a reply rule with `channel: json` and `sender` routes it). Only once the engine
+ * is REPLY_FROM's address (identity.ts; with REPLY_FROM_RECIPIENT, the recipient's), which a reply rule
+ * with `channel: json` and `sender` matches. Only once the engine
  * answered 202 is the draft marked sent and its files deleted.
  */
 export class ReplySender {
@@ -39,6 +41,8 @@ export class ReplySender {
       recipients: RecipientDirectory;
       seal: SealClient;
       exchange: ExchangeClient;
+      /** REPLY_FROM and REPLY_FROM_RECIPIENT. */
+      from: ReplyFromSettings;
     },
   ) {}
 
@@ -53,7 +57,7 @@ export class ReplySender {
     if (!found) throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
     const to = normalizeEmail(found.record.sender);
     if (!to) throw new AppError('conflict', 409, 'The sealed message has no sender address a reply could go to');
-    const from = found.recipient.email;
+    const recipientEmail = found.recipient.email;
 
     const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date());
     if (saved === 'sending' || !(await drafts.claimForSending(saved.id, new Date()))) {
@@ -65,8 +69,10 @@ export class ReplySender {
     try {
       const files = await drafts.files(draftId);
       const original = await originalHeaders(await seal.content(session.messageId), found.record.subject);
+      const identity = replyIdentity({ email: recipientEmail, name: original.names.get(recipientEmail.toLowerCase()) }, this.deps.from);
       const { messageId, stream } = composeReply({
-        from,
+        from: identity.from,
+        ...(identity.replyTo ? { replyTo: identity.replyTo } : {}),
         to,
         original,
         text: input.text,
@@ -75,7 +81,7 @@ export class ReplySender {
         date: new Date(),
       });
       // The copy to oneself is an envelope recipient only: no Bcc header is written.
-      const { envelopeId } = await exchange.submitRaw({ from, to: [to], ...(bcc ? { bcc: [bcc] } : {}) }, stream);
+      const { envelopeId } = await exchange.submitRaw({ from: identity.envelopeFrom, to: [to], ...(bcc ? { bcc: [bcc] } : {}) }, stream);
       sent = { envelopeId, messageId, files: files.length };
     } catch (error) {
       await drafts.releaseSending(draftId).catch((release: unknown) => log.warn({ err: release, draftId }, 'could not release the send claim of a draft'));
