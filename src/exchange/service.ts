@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { createRegistry } from '../kernel/metrics.ts';
 import { durationToMs } from '../kernel/duration.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
+import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
 import { MessageIntake } from './inbound/accept.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
@@ -28,6 +29,10 @@ export const exchangeService: ServiceDefinition = {
     queue.registerMetrics(registry);
     const rules = new RuleStore(db);
     const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
+
+    // A DKIM key that cannot be used stops start-up before anything listens.
+    const dkim = await loadDkimSigner(config.exchange.dkim);
+    if (dkim) logger.info({ domain: dkim.domain, selector: dkim.selector, algorithm: dkim.algorithm }, 'outbound mail is DKIM-signed');
 
     await createStarterRules(db, { embedded: context.embedded ?? false, production: config.production, logger });
 
@@ -64,7 +69,7 @@ export const exchangeService: ServiceDefinition = {
       throw error;
     });
     // Workers start once the API is up; they stop after it, before the caller closes the database.
-    const delivery = startDeliveryEngine({ config, db, objects: context.objects, intake, metrics, logger });
+    const delivery = startDeliveryEngine({ config, db, objects: context.objects, intake, metrics, logger, dkim });
     return {
       ...http,
       listening: { ...http.listening, smtp: smtp.url },

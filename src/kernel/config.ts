@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, formatDuration } from './duration.ts';
 import { LANGUAGES, type Language } from './languages.ts';
+import type { DkimSettings } from './dkim.ts';
 
 /**
  * All configuration is environment variables, read here once at start (DESIGN.md "Configuration").
@@ -88,6 +89,19 @@ function mailboxText(raw: string): string {
   const match = /^\s*(?:"?([^"<>]*)"?\s*<([^<>\s]+)>|([^<>\s]+))\s*$/.exec(raw);
   const address = match?.[2] ?? match?.[3];
   if (!address || !/^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$/.test(address)) throw new ValueError();
+  return raw.trim();
+}
+
+/** A domain name, lower-cased, without a trailing dot. */
+function domainName(raw: string): string {
+  const domain = raw.trim().toLowerCase().replace(/\.$/, '');
+  if (!/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(domain)) throw new ValueError();
+  return domain;
+}
+
+/** A DKIM selector: one or more DNS labels (RFC 6376 §3.1). */
+function selectorName(raw: string): string {
+  if (!/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(raw.trim())) throw new ValueError();
   return raw.trim();
 }
 
@@ -205,6 +219,9 @@ export const VARIABLES = {
   SMTP_REVERSE_LOOKUP: v({ name: 'SMTP_REVERSE_LOOKUP', component: 'C', meaning: "look up the client's reverse DNS name for the Received header", default: 'false', parse: boolean, expected: BOOLEAN }),
   OUTBOUND_SMTP_URL: v({ name: 'OUTBOUND_SMTP_URL', component: 'C', meaning: 'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`', secret: true, parse: url('smtp:', 'smtps:'), expected: 'an smtp:// or smtps:// URL' }),
   NOTIFY_FROM: v({ name: 'NOTIFY_FROM', component: 'C', meaning: 'From address of reader-link notifications and bounces', default: 'Sealpost <no-reply@localhost>', parse: nonEmpty, expected: 'an address, optionally with a display name' }),
+  DKIM_DOMAIN: v({ name: 'DKIM_DOMAIN', component: 'C', meaning: "domain that signs (d=) the mail Sealpost writes — notifications, bounces, A's email codes — and relayed mail whose From is in it or a subdomain (replies, with REPLY_FROM there); set with DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE; unset: nothing is signed", parse: domainName, expected: 'a domain name such as example.org' }),
+  DKIM_SELECTOR: v({ name: 'DKIM_SELECTOR', component: 'C', meaning: 'DKIM selector (s=): the public key is published at <selector>._domainkey.<DKIM_DOMAIN>', parse: selectorName, expected: 'a DNS label such as sealpost or s2026' }),
+  DKIM_PRIVATE_KEY_FILE: v({ name: 'DKIM_PRIVATE_KEY_FILE', component: 'C', meaning: 'PEM file of the DKIM private key, RSA (rsa-sha256, 1024 bits at least) or Ed25519 (ed25519-sha256); `sealpost dkim-key generate` writes one and prints the DNS record', parse: nonEmpty, expected: 'a file path' }),
   NOTIFY_DEFAULT_LANGUAGE: v({ name: 'NOTIFY_DEFAULT_LANGUAGE', component: 'C', meaning: "language of notifications, and of A's email codes, for recipients the sender gave none (JSON `recipients[].language`, header `X-Sealpost-Language: <email>=<language>`)", default: 'en', parse: oneOf(...LANGUAGES), expected: LANGUAGES.join(', ') }),
   DELIVERY_CONCURRENCY: v({ name: 'DELIVERY_CONCURRENCY', component: 'C', meaning: 'messages delivered at once by one engine instance (also the most relay connections it opens)', default: '32', parse: integer(1, 1000), expected: 'an integer from 1 to 1000' }),
   DELIVERY_MAX_RETRIES: v({ name: 'DELIVERY_MAX_RETRIES', component: 'C', meaning: 'retries after the first attempt before a message fails and bounces', default: '10', parse: integer(0, 1000), expected: 'an integer from 0 to 1000' }),
@@ -362,6 +379,8 @@ export interface Config {
     /** OUTBOUND_SMTP_URL: email codes go through the same relay as the exchange's mail. */
     outboundSmtpUrl: string | undefined;
     mailFrom: string;
+    /** DKIM_*: the email codes are signed too. */
+    dkim: DkimSettings | undefined;
     /** REPLY_FROM, or AUTH_MAIL_FROM when unset. */
     replyFrom: string;
     replyFromRecipient: boolean;
@@ -413,6 +432,8 @@ export interface Config {
     outboundSmtpUrl: string | undefined;
     notifyFrom: string;
     notifyDefaultLanguage: Language;
+    /** DKIM_*: undefined when not configured (nothing signed). */
+    dkim: DkimSettings | undefined;
     delivery: {
       enabled: boolean;
       concurrency: number;
@@ -480,6 +501,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const clamdHost = read('CLAMD_HOST');
   const attachmentsRequireScan = read('ATTACHMENTS_REQUIRE_SCAN') ?? false;
+  const dkim = dkimSettings(read('DKIM_DOMAIN'), read('DKIM_SELECTOR'), read('DKIM_PRIVATE_KEY_FILE'), problems);
   if (attachmentsRequireScan && !clamdHost) problems.push('ATTACHMENTS_REQUIRE_SCAN=true needs CLAMD_HOST (there is no scanner to require)');
 
   const clusterHost = read('IPFS_CLUSTER_HOST');
@@ -533,6 +555,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sealUrl: read('SEAL_URL')!,
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       mailFrom: read('AUTH_MAIL_FROM')!,
+      dkim,
       replyFrom: read('REPLY_FROM') ?? read('AUTH_MAIL_FROM')!,
       replyFromRecipient: read('REPLY_FROM_RECIPIENT')!,
       defaultLanguage: read('NOTIFY_DEFAULT_LANGUAGE')!,
@@ -595,6 +618,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       notifyFrom: read('NOTIFY_FROM')!,
       notifyDefaultLanguage: read('NOTIFY_DEFAULT_LANGUAGE')!,
+      dkim,
       delivery: {
         enabled: read('DELIVERY_ENABLED')!,
         concurrency: read('DELIVERY_CONCURRENCY')!,
@@ -613,6 +637,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE go together: a partial set is a mistake, not "off". */
+function dkimSettings(domain: string | undefined, selector: string | undefined, keyFile: string | undefined, problems: string[]): DkimSettings | undefined {
+  if (domain === undefined && selector === undefined && keyFile === undefined) return undefined;
+  if (domain === undefined || selector === undefined || keyFile === undefined) {
+    const missing = [domain === undefined && 'DKIM_DOMAIN', selector === undefined && 'DKIM_SELECTOR', keyFile === undefined && 'DKIM_PRIVATE_KEY_FILE'].filter(Boolean);
+    problems.push(`DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE must be set together: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} missing`);
+    return undefined;
+  }
+  return { domain, selector, keyFile };
 }
 
 /** The README's variable table, generated from VARIABLES so the documentation cannot drift. */

@@ -94,6 +94,8 @@ export function sampleMessage(options: { from: string; to: string; subject: stri
       `To: ${options.to}`,
       `Subject: ${options.subject}`,
       `Message-ID: ${options.messageId}`,
+      // A Date of its own: the relay would add one to a message without (relay-message.ts).
+      'Date: Tue, 24 Nov 2026 10:00:00 +0000',
       'MIME-Version: 1.0',
       'Content-Type: text/plain; charset=utf-8',
       'Content-Transfer-Encoding: 8bit',

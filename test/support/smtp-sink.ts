@@ -10,6 +10,8 @@ export interface SinkMessage {
   messageId: string | undefined;
   /** Date.now() when the sink accepted it. */
   receivedAt: number;
+  /** The MAIL FROM parameters (BODY=8BITMIME, SMTPUTF8, ...) as the client gave them. */
+  mailFromArgs: Record<string, string | boolean>;
 }
 
 export interface SmtpSinkOptions {
@@ -24,6 +26,10 @@ export interface SmtpSinkOptions {
    * `sink.refuseData`. A refused message is not kept.
    */
   refuseData?: (message: SinkMessage, session: SMTPServerSession) => { code: number; text: string } | undefined;
+  /** Leaves 8BITMIME out of the EHLO answer, as an old relay would. */
+  hide8BITMIME?: boolean;
+  /** Leaves SMTPUTF8 out of the EHLO answer. */
+  hideSMTPUTF8?: boolean;
 }
 
 export interface SmtpSink {
@@ -65,6 +71,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     logger: false,
     size: 64 * 1024 * 1024,
     closeTimeout: 500,
+    hide8BITMIME: options.hide8BITMIME ?? false,
+    hideSMTPUTF8: options.hideSMTPUTF8 ?? false,
     onRcptTo(address, session, callback) {
       const code = sink.failWith?.(address.address, session);
       if (code === undefined) return callback();
@@ -83,6 +91,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
             to: session.envelope.rcptTo.map((r) => r.address),
             raw,
             receivedAt: Date.now(),
+            mailFromArgs: (session.envelope.mailFrom ? session.envelope.mailFrom.args : undefined) || {},
             messageId: /^message-id:\s*(\S+)/im.exec(raw.subarray(0, raw.indexOf('\r\n\r\n') + 2 || undefined).toString())?.[1],
           };
           const refusal = sink.refuseData?.(message, session);

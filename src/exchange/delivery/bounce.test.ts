@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
-import { bounceRefusal, composeBounce, readHeaderBlock } from './bounce.ts';
+import { readHeaderBlock } from '../outbound/header-block.ts';
+import { bounceRefusal, composeBounce } from './bounce.ts';
 
 const headers = Buffer.from('From: Alice <alice@sender.example>\r\nSubject: Grüße\r\nMessage-ID: <m1@sender.example>\r\n');
 

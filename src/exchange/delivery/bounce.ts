@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import MimeNode from 'nodemailer/lib/mime-node';
 import type { BounceReport, Envelope } from '../tables.ts';
 
@@ -78,28 +77,20 @@ export async function composeBounce(input: BounceInput): Promise<Buffer> {
   );
   root.createChild('message/delivery-status').setContent([perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n') + '\r\n');
 
-  if (input.originalHeaders !== undefined) root.createChild('text/rfc822-headers').setContent(input.originalHeaders);
-  return root.build();
-}
-
-/**
- * The original message's header block (through the line before the first empty line), read from its
- * payload stream as bytes so that 8-bit header text reaches the bounce unchanged; at most `limit` bytes.
- */
-export async function readHeaderBlock(stream: Readable, limit = 64 * 1024): Promise<Buffer> {
-  let head = Buffer.alloc(0);
-  try {
-    for await (const chunk of stream) {
-      head = Buffer.concat([head, Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk))]);
-      const ends = [head.indexOf('\r\n\r\n'), head.indexOf('\n\n')];
-      const end = Math.min(...[ends[0]! >= 0 ? ends[0]! + 2 : Infinity, ends[1]! >= 0 ? ends[1]! + 1 : Infinity]);
-      if (end !== Infinity) return head.subarray(0, Math.min(end, limit));
-      if (head.length >= limit) break;
-    }
-    return head.subarray(0, limit);
-  } finally {
-    stream.destroy();
+  if (input.originalHeaders !== undefined) {
+    // The headers as they are (RFC 6522 §3): nodemailer would encode a text part quoted-printable, with
+    // soft breaks inside header lines, so the part is written raw, 7bit or 8bit as its bytes are.
+    const eightBit = input.originalHeaders.some((byte) => byte >= 0x80);
+    const ending = /\r?\n$/.test(input.originalHeaders.toString('latin1')) ? '' : '\r\n';
+    root.createChild('text/rfc822-headers').setRaw(
+      Buffer.concat([
+        Buffer.from(`Content-Type: text/rfc822-headers\r\nContent-Transfer-Encoding: ${eightBit ? '8bit' : '7bit'}\r\n\r\n`),
+        input.originalHeaders,
+        Buffer.from(ending),
+      ]),
+    );
   }
+  return root.build();
 }
 
 const unfold = (headers: Buffer | undefined) => (headers ?? Buffer.alloc(0)).toString('utf8').replace(/\r?\n[ \t]+/g, ' ');

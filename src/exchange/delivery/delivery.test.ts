@@ -170,7 +170,7 @@ describe('delivery through the smtp path', () => {
     const bounces = bouncesTo('dave@sender.example');
     assert.equal(bounces.length, 1);
     const dsn = bounces[0]!.raw.toString();
-    assert.match(dsn, /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; 127\.0\.0\.1\r\nDiagnostic-Code: smtp; 550 5\.1\.1 mailbox unavailable/);
+    assert.match(dsn, /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; \[127\.0\.0\.1\]\r\nDiagnostic-Code: smtp; 550 5\.1\.1 mailbox unavailable/);
     assert.match(dsn, /In-Reply-To: <nobody@sender\.example>/);
   });
 

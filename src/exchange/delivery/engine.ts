@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../kernel/config.ts';
 import { durationToMs } from '../../kernel/duration.ts';
+import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
@@ -36,6 +37,8 @@ export function startDeliveryEngine(deps: {
   intake: Pick<MessageIntake, 'accept' | 'onAccepted'>;
   metrics: ExchangeMetrics;
   logger: Logger;
+  /** DKIM_*: signs notifications, bounces and relayed mail whose From is in DKIM_DOMAIN. */
+  dkim?: DkimSigner;
 }): DeliveryEngine {
   const { config, db, objects, metrics } = deps;
   const { delivery, statusArchive } = config.exchange;
@@ -52,12 +55,13 @@ export function startDeliveryEngine(deps: {
     transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
   );
   const outbounds = {
-    smtp: createSmtpOutbound(transport),
+    smtp: createSmtpOutbound(transport, { hostname: config.exchange.smtpHostname, dkim: deps.dkim }),
     seal: createSealOutbound({
       client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
       transport,
       notifyFrom: config.exchange.notifyFrom,
       defaultLanguage: config.exchange.notifyDefaultLanguage,
+      dkim: deps.dkim,
       logger,
     }),
   };
@@ -70,6 +74,7 @@ export function startDeliveryEngine(deps: {
     logger,
     reportingMta: config.exchange.smtpHostname,
     notifyFrom: config.exchange.notifyFrom,
+    dkim: deps.dkim,
   });
   const retry = {
     maxRetries: delivery.maxRetries,

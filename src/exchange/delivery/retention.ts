@@ -1,9 +1,11 @@
+import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { Envelope } from '../tables.ts';
-import { bounceRefusal, composeBounce, readHeaderBlock } from './bounce.ts';
+import { readHeaderBlock } from '../outbound/header-block.ts';
+import { bounceRefusal, composeBounce } from './bounce.ts';
 import type { EnvelopeQueue } from './queue.ts';
 
 export interface FinisherDeps {
@@ -16,6 +18,8 @@ export interface FinisherDeps {
   reportingMta: string;
   /** NOTIFY_FROM, the bounce's From header. */
   notifyFrom: string;
+  /** Signs the bounce as it is written (DKIM_*), so that the relay hop carries it signed. */
+  dkim?: DkimSigner;
 }
 
 /**
@@ -101,14 +105,17 @@ export class EnvelopeFinisher {
       logger.info({ envelopeId: envelope.id, reason: refusal }, 'no bounce');
       return;
     }
-    const raw = await composeBounce({
+    const composed = await composeBounce({
       reportingMta: this.deps.reportingMta,
       from: this.deps.notifyFrom,
       envelope,
       report: envelope.bounce_report!,
       originalHeaders,
     });
-    const accepted = await intake.accept({ channel: 'smtp', sender: '', recipients: [envelope.sender], payload: raw, isBounce: true });
+    const raw = this.deps.dkim ? await this.deps.dkim.sign(composed) : composed;
+    // Returned 8-bit header text makes the bounce 8-bit: the relay is told so (BODY=8BITMIME).
+    const body8bitmime = raw.some((byte) => byte >= 0x80);
+    const accepted = await intake.accept({ channel: 'smtp', sender: '', recipients: [envelope.sender], payload: raw, isBounce: true, body8bitmime });
     await queue.recordStatus(envelope.id, 'bounced', `bounce ${accepted.envelopeId} queued to <${envelope.sender}>`);
     metrics.bounces.inc();
     logger.info({ envelopeId: envelope.id, bounceId: accepted.envelopeId, to: envelope.sender }, 'bounce queued');

@@ -1,9 +1,6 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { readdir, readFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import type { MessageIntake } from '../inbound/accept.ts';
@@ -13,66 +10,7 @@ import { exchangeDb, intakeFor, metric, sampleMessage, settled } from '../../../
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
 import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts';
-
-interface SealCall {
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/**
- * A stand-in for the seal service's POST /v1/seal, to the contract the exchange codes against: records
- * each call, answers with the status `respond` picks (201 the first time an envelope is sealed, 200
- * after, as the real service does), with one reader link per envelope recipient.
- */
-async function startSealStandIn() {
-  const calls: SealCall[] = [];
-  const sealed = new Map<string, string>();
-  const standIn = {
-    calls,
-    respond: (_envelopeId: string, _attempt: number): number => 201,
-    url: '',
-    server: undefined as Server | undefined,
-  };
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      calls.push({ headers: request.headers, body: Buffer.concat(chunks) });
-      const envelopeId = String(request.headers['x-sealpost-envelope-id']);
-      const attempt = calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId).length;
-      const status = standIn.respond(envelopeId, attempt);
-      response.setHeader('content-type', 'application/json');
-      if (status >= 400) {
-        response.statusCode = status;
-        return response.end(JSON.stringify({ id: randomUUID(), kind: status, message: status === 400 ? 'not a MIME message' : 'IPFS cluster unavailable' }));
-      }
-      const id = sealed.get(envelopeId) ?? randomUUID();
-      response.statusCode = sealed.has(envelopeId) ? 200 : 201;
-      sealed.set(envelopeId, id);
-      const recipients = String(request.headers['x-sealpost-envelope-recipients'])
-        .split(',')
-        .map((email) => email.trim())
-        .map((email) => ({ email, method: email.startsWith('sms-') ? 'sms' : 'email', link: `http://auth.sealpost.test/m/${id}` }));
-      response.end(
-        JSON.stringify({
-          id,
-          cid: 'QmStandIn',
-          sha256: 'ab'.repeat(32),
-          sender: 'Alice <alice@sender.example>',
-          subject: 'Quarterly figures',
-          recipients,
-          pins: [{ cluster: 'primary', status: 'pinned' }],
-        }),
-      );
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  standIn.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  standIn.server = server;
-  return standIn;
-}
+import { startSealStandIn } from '../../../test/support/exchange-seal-stand-in.ts';
 
 const confidential = (messageId: string, to = 'sms-ann@rcpt.example, bo@rcpt.example') =>
   sampleMessage({ from: 'Alice <alice@sender.example>', to, subject: 'Quarterly figures', messageId, body: ['The numbers are in.'] });

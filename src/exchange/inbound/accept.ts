@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError } from '../../kernel/errors.ts';
@@ -8,6 +8,7 @@ import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
+import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 
 export interface IncomingMessage {
   channel: Channel;
@@ -17,6 +18,10 @@ export interface IncomingMessage {
   payload: Readable | Buffer;
   /** A bounce we generated ourselves: routed straight to smtp and never bounced again. */
   isBounce?: boolean;
+  /** The message holds 8-bit data (SMTP: MAIL FROM ... BODY=8BITMIME, RFC 6152): the relay declares it again. */
+  body8bitmime?: boolean;
+  /** The message needs SMTPUTF8 (RFC 6531: UTF-8 addresses or headers): the relay declares it again. */
+  smtputf8?: boolean;
   /** The id to give the envelope, when the caller needs it before the payload is written (the SMTP
    * server's Received header names it); a fresh UUID otherwise. */
   envelopeId?: string;
@@ -62,7 +67,7 @@ export class MessageIntake {
       if (!Buffer.isBuffer(message.payload) && (message.payload.errored || message.payload.destroyed)) {
         throw message.payload.errored ?? new Error('The message stream was closed before it was stored');
       }
-      size = (await objects.put(key, message.payload, { contentType: 'message/rfc822' })).size;
+      size = (await objects.put(key, withCrlfLineEnds(message.payload), { contentType: 'message/rfc822' })).size;
     } catch (error) {
       await objects.delete(key).catch(() => {});
       // A payload stream that failed on its own terms (e.g. the size limit) is the caller's to report.
@@ -83,6 +88,8 @@ export class MessageIntake {
       size,
       payloadKey: key,
       isBounce: message.isBounce ?? false,
+      body8bitmime: message.body8bitmime ?? false,
+      smtputf8: message.smtputf8 ?? false,
     };
     // Twice at most: a rule created between the statement and match() below gets one more try.
     for (let attempt = 1; ; attempt++) {
@@ -152,4 +159,11 @@ function statementRolledBack(error: unknown): boolean {
 /** The sender as RuleStore.match compares it with a rule's sender. */
 function senderKey(sender: string): string {
   return sender ? (normalizeEmail(sender) ?? sender).toLowerCase() : '';
+}
+
+/** The message as it is stored: with CRLF line ends (line-endings.ts). */
+function withCrlfLineEnds(payload: Readable | Buffer): Readable | Buffer {
+  if (Buffer.isBuffer(payload)) return crlfLineEnds(payload);
+  // pipeline passes a failure of the source (the size limit, the sender gone) on to what the store reads.
+  return pipeline(payload, new CrlfLineEndsStream(), () => {});
 }

@@ -15,13 +15,15 @@ export interface NewEnvelope {
   payloadKey: string;
   /** A bounce of ours: no rule, routed to smtp. */
   isBounce: boolean;
+  body8bitmime: boolean;
+  smtputf8: boolean;
 }
 
 /** The envelope as written, or undefined when no rule matched it (nothing was written then). */
 export type WrittenEnvelope = { outbound: OutboundPath[] } | undefined;
 
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
-const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], size bigint, payload_key text, is_bounce boolean)`;
+const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], size bigint, payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
 
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
@@ -59,6 +61,8 @@ async function insertEnvelopes(
       size: e.size,
       payload_key: e.payloadKey,
       is_bounce: e.isBounce,
+      body_8bitmime: e.body8bitmime,
+      smtputf8: e.smtputf8,
     })),
   );
   const written = (await db.executeQuery(statement(rows))).rows;
@@ -80,6 +84,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     size: number;
     payload_key: string;
     is_bounce: boolean;
+    body_8bitmime: boolean;
+    smtputf8: boolean;
   }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(INCOMING_COLUMNS);
 
   return db
@@ -110,6 +116,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.size',
           'incoming.payload_key',
           'incoming.is_bounce',
+          'incoming.body_8bitmime',
+          'incoming.smtputf8',
           'rule.id as rule_id',
           sql<OutboundPath[]>`case when incoming.is_bounce then array['smtp']::text[] else rule.outbound end`.as('outbound'),
           sql<string>`incoming.size || ' bytes over ' || incoming.channel
@@ -121,7 +129,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     .with('envelope', (qc) =>
       qc
         .insertInto('envelopes')
-        .columns(['id', 'channel', 'sender', 'recipients', 'size', 'payload_key', 'rule_id', 'outbound', 'status', 'is_bounce'])
+        .columns(['id', 'channel', 'sender', 'recipients', 'size', 'payload_key', 'rule_id', 'outbound', 'status', 'is_bounce', 'body_8bitmime', 'smtputf8'])
         .expression((eb) =>
           eb
             .selectFrom('routed')
@@ -136,6 +144,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
               'routed.outbound',
               sql.lit('accepted').as('status'),
               'routed.is_bounce',
+              'routed.body_8bitmime',
+              'routed.smtputf8',
             ]),
         )
         .returning(['id', 'outbound']),

@@ -133,7 +133,7 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual(history.map((row) => row.status), ['accepted', 'routed']);
   });
 
-  it('stores a raw message unchanged, with X-Sealpost-Mobile headers in front in its own line-break style', async () => {
+  it('stores a raw message unchanged but for CRLF line ends, with X-Sealpost-Mobile headers in front', async () => {
     const original = 'From: bob@example.com\nTo: alice@example.com\nSubject: raw\n\nkept as it is\n';
     const res = await submit({
       from: 'bob@example.com',
@@ -144,13 +144,23 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     });
     assert.equal(res.status, 202);
     const { id } = await res.json();
-    assert.equal((await readObject(exchange.objects, payloadKey(id))).toString(), `X-Sealpost-Mobile: alice@example.com=+41791234567\n${original}`);
+    // Every stored message has CRLF line ends (README "Line ends"): what is sealed and relayed is the same.
+    assert.equal((await readObject(exchange.objects, payloadKey(id))).toString(), `X-Sealpost-Mobile: alice@example.com=+41791234567\r\n${original.replaceAll('\n', '\r\n')}`);
     const envelope = await db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.deepEqual(envelope.recipients, ['alice@example.com', 'archive@example.com']);
 
     const plain = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: x\r\n\r\ny\r\n').toString('base64') });
     assert.equal(plain.status, 202);
-    assert.equal((await readObject(exchange.objects, payloadKey((await plain.json()).id))).toString(), 'Subject: x\r\n\r\ny\r\n');
+    const plainId = (await plain.json()).id;
+    assert.equal((await readObject(exchange.objects, payloadKey(plainId))).toString(), 'Subject: x\r\n\r\ny\r\n');
+    const flags = (id: string) => db.selectFrom('envelopes').select(['body_8bitmime', 'smtputf8']).where('id', '=', id).executeTakeFirstOrThrow();
+    assert.deepEqual(await flags(plainId), { body_8bitmime: false, smtputf8: false }, 'a 7-bit message is relayed without BODY=8BITMIME');
+
+    // 8-bit bytes in the body: relayed with BODY=8BITMIME; UTF-8 in a header: with SMTPUTF8 too.
+    const eightBit = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: x\r\n\r\nGrüße\r\n').toString('base64') });
+    assert.deepEqual(await flags((await eightBit.json()).id), { body_8bitmime: true, smtputf8: false });
+    const utf8 = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: Grüße\r\n\r\nGrüße\r\n').toString('base64') });
+    assert.deepEqual(await flags((await utf8.json()).id), { body_8bitmime: true, smtputf8: true });
   });
 
   it('routes by sender: a rule for the from address wins over the catch-all', async () => {

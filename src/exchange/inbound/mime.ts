@@ -11,6 +11,10 @@ export interface ComposedMessage {
   sender: string;
   recipients: string[];
   payload: Readable | Buffer;
+  /** A raw message with 8-bit bytes: relayed with BODY=8BITMIME (composed ones are 7-bit). */
+  body8bitmime: boolean;
+  /** UTF-8 in an envelope address or in a raw message's header: relayed with SMTPUTF8. */
+  smtputf8: boolean;
 }
 
 interface Mailbox {
@@ -50,7 +54,16 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
     if (structured) {
       throw badRequest(`${structured} cannot be combined with raw: a raw message carries its own headers and body`);
     }
-    return { sender: from.address, recipients, payload: rawPayload(body.raw, extraHeaders, limits) };
+    const payload = rawPayload(body.raw, extraHeaders, limits);
+    const headerEnd = payload.indexOf('\r\n\r\n') >= 0 ? payload.indexOf('\r\n\r\n') : payload.indexOf('\n\n');
+    const head = headerEnd >= 0 ? payload.subarray(0, headerEnd) : payload;
+    return {
+      sender: from.address,
+      recipients,
+      payload,
+      body8bitmime: hasEightBit(payload),
+      smtputf8: utf8Addresses(from.address, recipients) || hasEightBit(head),
+    };
   }
 
   if (body.subject === undefined) throw badRequest('subject is required (or give the whole message as raw)');
@@ -82,8 +95,12 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   // pipeline passes a composer failure on to the payload (so accept() sees it) and tears the composer
   // down when the store stops reading; both reach the caller through accept().
   pipeline(composer.compile().createReadStream(), payload, () => {});
-  return { sender: from.address, recipients, payload };
+  // MailComposer encodes every header and body part in 7-bit (RFC 2047 words, quoted-printable, base64).
+  return { sender: from.address, recipients, payload, body8bitmime: false, smtputf8: utf8Addresses(from.address, recipients) };
 }
+
+const hasEightBit = (bytes: Buffer) => bytes.some((byte) => byte >= 0x80);
+const utf8Addresses = (...addresses: Array<string | string[]>) => addresses.flat().some((address) => /[^\x00-\x7f]/.test(address));
 
 /** `bob@example.com` or `Bob Example <bob@example.com>`, the address normalised. */
 function mailbox(value: string, field: string): Mailbox {
@@ -133,8 +150,9 @@ function recipientHeaders(entries: NonNullable<MessageBody['recipients']>, recip
 }
 
 /**
- * The sender's own message, unchanged but for the recipients' X-Sealpost-* headers put in front (in the
- * message's own line-break style). It was decoded from the request already, so it is a Buffer, not a stream.
+ * The sender's own message, unchanged but for the recipients' X-Sealpost-* headers put in front (the
+ * intake then makes every line end CRLF). It was decoded from the request already, so it is a Buffer,
+ * not a stream.
  */
 function rawPayload(base64: string, extraHeaders: HeaderLine[], limits: InboundLimits): Buffer {
   const raw = decodeBase64(base64, 'raw');
@@ -144,8 +162,6 @@ function rawPayload(base64: string, extraHeaders: HeaderLine[], limits: InboundL
   }
   if (raw.length > limits.maxMessageSize) throw messageTooLarge(limits.maxMessageSize);
   if (extraHeaders.length === 0) return raw;
-  const firstLineEnd = raw.indexOf(0x0a);
-  const newline = firstLineEnd > 0 && raw[firstLineEnd - 1] === 0x0d ? '\r\n' : '\n';
-  const headers = extraHeaders.map(({ key, value }) => `${key}: ${value}${newline}`).join('');
+  const headers = extraHeaders.map(({ key, value }) => `${key}: ${value}\r\n`).join('');
   return Buffer.concat([Buffer.from(headers, 'utf8'), raw]);
 }

@@ -295,7 +295,11 @@ export async function startInboundSmtpServer(options: InboundSmtpOptions): Promi
       maybeSettle();
     };
 
-    intake.accept({ channel: 'smtp', sender, recipients, payload, envelopeId }).then(
+    // RFC 6152 / RFC 6531: what the client declared is declared again to the relay.
+    const args = (session.envelope.mailFrom ? session.envelope.mailFrom.args : undefined) as Record<string, string | boolean> | false | undefined;
+    const body8bitmime = Boolean(args && String(args.BODY ?? '').toUpperCase() === '8BITMIME');
+    const smtputf8 = Boolean(args && args.SMTPUTF8 === true);
+    intake.accept({ channel: 'smtp', sender, recipients, payload, envelopeId, body8bitmime, smtputf8 }).then(
       (accepted) => {
         metrics.smtpIncomingStored.inc();
         log.info(

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_exchange.ts';
 import * as m0002 from './0002_delivery.ts';
 import * as m0003 from './0003_starter_rules.ts';
+import * as m0004 from './0004_mail_parameters.ts';
 
 /** The exchange schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
   '0001_exchange': m0001,
   '0002_delivery': m0002,
   '0003_starter_rules': m0003,
+  '0004_mail_parameters': m0004,
 };

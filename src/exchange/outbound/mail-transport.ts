@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { probeRelay, type RelayCapabilities } from './relay-capabilities.ts';
 import { DeliveryError, type FailedRecipient } from './types.ts';
 
 /** A message as it goes out: the SMTP envelope and the raw bytes, never re-encoded. */
@@ -10,6 +13,10 @@ export interface OutgoingMail {
   /** MAIL FROM; '' sends the null sender `<>` (bounces). */
   envelope: { from: string; to: string[] };
   raw: Readable | Buffer;
+  /** MAIL FROM ... BODY=8BITMIME (RFC 6152), when the relay offers it. */
+  use8BitMime?: boolean;
+  /** MAIL FROM ... SMTPUTF8 (RFC 6531), when the relay offers it. */
+  smtputf8?: boolean;
 }
 
 export interface SendReport {
@@ -30,6 +37,8 @@ export interface MailTransport {
   /** For logs: the relay's address without credentials, or the outbox folder. */
   readonly description: string;
   send(mail: OutgoingMail): Promise<SendReport>;
+  /** What the relay offers of 8BITMIME and SMTPUTF8 (the outbox takes anything). */
+  capabilities(): Promise<RelayCapabilities>;
   close(): Promise<void>;
 }
 
@@ -46,7 +55,9 @@ export function createMailTransport(options: {
 
 function createRelayTransport(url: string, maxConnections: number): MailTransport {
   const parsed = new URL(url);
-  const remoteMta = `dns; ${parsed.hostname}`;
+  // RFC 3464 §2.3.5: a relay named by an address is written as an address literal (RFC 5321 §4.1.3).
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  const remoteMta = `dns; ${isIP(host) === 4 ? `[${host}]` : isIP(host) === 6 ? `[IPv6:${host}]` : host}`;
   const transporter = nodemailer.createTransport({
     url,
     pool: true,
@@ -60,16 +71,20 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
   // parts such as "quoted local"@example.org). A `stream` plugin runs after the message is compiled and
   // before the transport reads the envelope, so it hands the transport ours, untouched.
   transporter.use('stream', (mail, done) => {
-    const envelope = mail.data.envelope as OutgoingMail['envelope'];
-    mail.message.getEnvelope = () => ({ from: envelope.from || false, to: [...envelope.to] });
+    const envelope = mail.data.envelope as OutgoingMail['envelope'] & Pick<OutgoingMail, 'use8BitMime' | 'smtputf8'>;
+    mail.message.getEnvelope = () =>
+      ({ from: envelope.from || false, to: [...envelope.to], use8BitMime: envelope.use8BitMime, smtputf8: envelope.smtputf8 }) as ReturnType<typeof mail.message.getEnvelope>;
     done();
   });
+  // What the relay offers does not change while it runs: asked once, again after a failed probe.
+  let offers: Promise<RelayCapabilities> | undefined;
   return {
     kind: 'relay',
     description: `${parsed.protocol}//${parsed.host}`,
     async send(mail) {
       try {
-        const info = await transporter.sendMail({ envelope: mail.envelope, raw: mail.raw });
+        const envelope = { ...mail.envelope, use8BitMime: mail.use8BitMime, smtputf8: mail.smtputf8 };
+        const info = await transporter.sendMail({ envelope: envelope as OutgoingMail['envelope'], raw: mail.raw });
         const rejected = (info.rejectedErrors ?? []).map((error) => ({
           recipient: error.recipient ?? '',
           ...smtpStatus(error.response, error.responseCode),
@@ -82,11 +97,50 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
         if (mail.raw instanceof Readable) mail.raw.destroy();
       }
     },
+    async capabilities() {
+      offers ??= probeRelay(url, 30_000).catch((error: unknown) => {
+        offers = undefined;
+        throw new DeliveryError(false, `relay: cannot read its EHLO: ${error instanceof Error ? error.message : String(error)}`, { remoteMta, cause: error });
+      });
+      return offers;
+    },
     async close() {
       transporter.close();
     },
   };
 }
+
+/**
+ * nodemailer says SMTPUTF8 on MAIL FROM only when an address is non-ASCII; a message whose
+ * addresses are ASCII but whose headers are UTF-8 needs it too (RFC 6531 §3.4), and nodemailer has no
+ * option for that. This wraps its MAIL FROM step (10.x, smtp-connection _setEnvelope) to add the
+ * keyword when our envelope asks for it and the server offers it; the tests read the MAIL FROM the
+ * relay received, so an upgrade that moves this internal breaks a test, not the mail.
+ */
+const connectionPrototype = SMTPConnection.prototype as unknown as {
+  _setEnvelope(envelope: { smtputf8?: boolean }, callback: unknown): unknown;
+  _sendCommand(command: string): unknown;
+  _supportedExtensions: string[];
+  _usingSmtpUtf8: boolean;
+};
+const setEnvelope = connectionPrototype._setEnvelope;
+connectionPrototype._setEnvelope = function (this: typeof connectionPrototype, envelope, callback) {
+  if (!envelope?.smtputf8 || !this._supportedExtensions.includes('SMTPUTF8')) return setEnvelope.call(this, envelope, callback);
+  // _setEnvelope writes MAIL FROM before it returns: the wrapper lives for this one call only.
+  const sendCommand = this._sendCommand;
+  this._sendCommand = function (this: typeof connectionPrototype, command: string) {
+    if (/^MAIL FROM:/i.test(command) && !/\sSMTPUTF8\b/i.test(command)) {
+      command += ' SMTPUTF8';
+      this._usingSmtpUtf8 = true;
+    }
+    return sendCommand.call(this, command);
+  };
+  try {
+    return setEnvelope.call(this, envelope, callback);
+  } finally {
+    delete (this as Partial<typeof connectionPrototype>)._sendCommand;
+  }
+};
 
 interface SmtpFailure {
   code?: string;
@@ -169,6 +223,9 @@ function createOutboxTransport(dir: string): MailTransport {
       } finally {
         if (mail.raw instanceof Readable) mail.raw.destroy();
       }
+    },
+    async capabilities() {
+      return { eightBitMime: true, smtpUtf8: true };
     },
     async close() {},
   };

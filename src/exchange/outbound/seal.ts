@@ -1,4 +1,5 @@
 import addressparser from 'nodemailer/lib/addressparser';
+import type { DkimSigner } from '../../kernel/dkim.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
@@ -24,6 +25,8 @@ export function createSealOutbound(deps: {
   notifyFrom: string;
   /** NOTIFY_DEFAULT_LANGUAGE: for recipients the sender gave no language. */
   defaultLanguage: Language;
+  /** Signs each notification (DKIM_*). */
+  dkim?: DkimSigner;
   logger: Logger;
 }): Outbound {
   const { client, transport, logger } = deps;
@@ -41,7 +44,7 @@ export function createSealOutbound(deps: {
           }
           const language = isLanguage(entry.language) ? entry.language : deps.defaultLanguage;
           const link = withLanguage(entry.link, language);
-          const raw = await composeNotification({
+          const composed = await composeNotification({
             from: deps.notifyFrom,
             to: recipient,
             sender: typeof sealed.sender === 'string' ? sealed.sender : '',
@@ -50,6 +53,7 @@ export function createSealOutbound(deps: {
             sealedId: sealed.id,
             language,
           });
+          const raw = deps.dkim ? await deps.dkim.sign(composed) : composed;
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
           // The embedded default has no mail server: the link in the log is how a developer reads the message.
           if (transport.kind === 'outbox') {

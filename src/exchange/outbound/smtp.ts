@@ -1,18 +1,48 @@
+import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { MailTransport } from './mail-transport.ts';
-import type { Outbound } from './types.ts';
+import { relayMessage } from './relay-message.ts';
+import { SevenBitImpossible } from './seven-bit.ts';
+import { DeliveryError, X_DIAGNOSTIC, type Outbound } from './types.ts';
 
 /**
- * The `smtp` path: the stored raw message goes to the relay unchanged, with the envelope as it was
- * accepted (MAIL FROM and every RCPT TO, Bcc recipients included). Nothing is re-encoded or added, so
- * the bytes the relay receives are the bytes Sealpost acknowledged.
+ * The `smtp` path: the stored message goes to the relay with the envelope as it was accepted (MAIL
+ * FROM and every RCPT TO, Bcc recipients included) and the MAIL FROM parameters it came with
+ * (BODY=8BITMIME, SMTPUTF8). What the relay hop adds is in relay-message.ts: a missing Date or
+ * Message-ID, a 7-bit re-encoding for a relay without 8BITMIME, the DKIM signature.
  */
-export function createSmtpOutbound(transport: MailTransport): Outbound {
+export function createSmtpOutbound(transport: MailTransport, options: { hostname: string; dkim?: DkimSigner }): Outbound {
   return {
     name: 'smtp',
     async deliver(envelope, openPayload) {
-      const raw = await openPayload();
-      const report = await transport.send({ envelope: { from: envelope.sender, to: envelope.recipients }, raw });
-      return { rejected: report.rejected, detail: report.response };
+      let sevenBit = false;
+      if (envelope.body_8bitmime || envelope.smtputf8) {
+        const offers = await transport.capabilities();
+        if (envelope.smtputf8 && !offers.smtpUtf8) {
+          // RFC 6531 §3.4: such a message may not be handed to a server without SMTPUTF8.
+          throw new DeliveryError(true, 'the relay does not offer SMTPUTF8, which this message needs (UTF-8 addresses or headers)', {
+            status: '5.6.7',
+            diagnostic: `${X_DIAGNOSTIC}; the relay does not offer SMTPUTF8 (RFC 6531), which this message needs`,
+          });
+        }
+        sevenBit = envelope.body_8bitmime && !offers.eightBitMime;
+      }
+      let open;
+      try {
+        open = await relayMessage(envelope, openPayload, { hostname: options.hostname, dkim: options.dkim, sevenBit });
+      } catch (error) {
+        if (!(error instanceof SevenBitImpossible)) throw error;
+        throw new DeliveryError(true, `the relay does not offer 8BITMIME and the message cannot be made 7-bit: ${error.message}`, {
+          status: '5.6.3',
+          diagnostic: `${X_DIAGNOSTIC}; the relay does not offer 8BITMIME (RFC 6152) and ${error.message}`,
+        });
+      }
+      const report = await transport.send({
+        envelope: { from: envelope.sender, to: envelope.recipients },
+        raw: await open(),
+        use8BitMime: envelope.body_8bitmime && !sevenBit,
+        smtputf8: envelope.smtputf8,
+      });
+      return { rejected: report.rejected, detail: report.response + (sevenBit ? ' (re-encoded to 7-bit: the relay lacks 8BITMIME)' : '') };
     },
   };
 }

@@ -1,0 +1,85 @@
+import { Readable } from 'node:stream';
+import addressparser from 'nodemailer/lib/addressparser';
+import type { DkimSigner } from '../../kernel/dkim.ts';
+import type { Envelope } from '../tables.ts';
+import { readHeaderBlock } from './header-block.ts';
+import { toSevenBit } from './seven-bit.ts';
+
+export interface RelayOptions {
+  /** SMTP_HOSTNAME: the right-hand side of a Message-ID we add. */
+  hostname: string;
+  /** Signs messages whose From is in DKIM_DOMAIN. */
+  dkim?: DkimSigner;
+  /** The relay lacks 8BITMIME and the message is 8-bit: re-encode it (seven-bit.ts). */
+  sevenBit: boolean;
+}
+
+/**
+ * The bytes the relay receives for a stored message: the payload (CRLF line ends since intake),
+ * with what the relay hop needs and nothing else.
+ * - `Date` and `Message-ID` added in front when the message has none (RFC 5322 §3.6 requires both;
+ *   Postfix's cleanup adds them too): the Date is the moment Sealpost accepted it, the Message-ID
+ *   derived from the envelope id, so a retry sends the same one.
+ * - Re-encoded to 7-bit for a relay without 8BITMIME.
+ * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
+ *   mail), like OpenDKIM's signing table: the signature covers the bytes above, read once for the
+ *   signature and once more for the relay, so that memory stays small whatever the size.
+ * Returns a function that opens the bytes, to be called once per send.
+ */
+export async function relayMessage(
+  envelope: Pick<Envelope, 'id' | 'created_at'>,
+  openPayload: () => Promise<Readable>,
+  options: RelayOptions,
+): Promise<() => Promise<Readable | Buffer>> {
+  const head = await readHeaderBlock(await openPayload());
+  const headText = head.toString('latin1').replace(/\r\n[ \t]+/g, ' ');
+  const added = [
+    ...(/^date:/im.test(headText) ? [] : [`Date: ${rfc5322Date(envelope.created_at)}`]),
+    ...(/^message-id:/im.test(headText) ? [] : [`Message-ID: <${envelope.id}@${options.hostname}>`]),
+  ];
+  const prefix = Buffer.from(added.map((line) => `${line}\r\n`).join(''), 'latin1');
+
+  let open: () => Promise<Readable | Buffer>;
+  if (options.sevenBit) {
+    const whole = toSevenBit(Buffer.concat([prefix, await readAll(await openPayload())]));
+    open = async () => whole;
+  } else {
+    open = async () => (prefix.length ? Readable.from(prefixed(prefix, await openPayload())) : openPayload());
+  }
+
+  const dkim = options.dkim;
+  if (!dkim || !dkim.aligned(fromDomain(headText))) return open;
+  const signature = await dkim.signature(asStream(await open()));
+  return async () => Readable.from(prefixed(signature, asStream(await open())));
+}
+
+async function* prefixed(head: Buffer, rest: Readable): AsyncGenerator<Buffer> {
+  yield head;
+  try {
+    for await (const chunk of rest) yield chunk as Buffer;
+  } finally {
+    rest.destroy();
+  }
+}
+
+const asStream = (bytes: Readable | Buffer) => (Buffer.isBuffer(bytes) ? Readable.from([bytes]) : bytes);
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The domain of the (first) From address of an unfolded header block. */
+function fromDomain(headers: string): string | undefined {
+  const value = /^from:\s*(.*)$/im.exec(headers)?.[1];
+  if (!value) return undefined;
+  const [first] = addressparser(value, { flatten: true });
+  const address = first && 'address' in first ? first.address : undefined;
+  return address && address.includes('@') ? address.slice(address.lastIndexOf('@') + 1) : undefined;
+}
+
+/** RFC 5322 date-time in UTC. */
+function rfc5322Date(date: Date): string {
+  return date.toUTCString().replace(/GMT$/, '+0000');
+}

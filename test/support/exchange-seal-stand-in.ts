@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+
+interface SealCall {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * A stand-in for the seal service's POST /v1/seal, to the contract the exchange codes against: records
+ * each call, answers with the status `respond` picks (201 the first time an envelope is sealed, 200
+ * after, as the real service does), with one reader link per envelope recipient.
+ */
+export async function startSealStandIn() {
+  const calls: SealCall[] = [];
+  const sealed = new Map<string, string>();
+  const standIn = {
+    calls,
+    respond: (_envelopeId: string, _attempt: number): number => 201,
+    url: '',
+    server: undefined as Server | undefined,
+  };
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      calls.push({ headers: request.headers, body: Buffer.concat(chunks) });
+      const envelopeId = String(request.headers['x-sealpost-envelope-id']);
+      const attempt = calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId).length;
+      const status = standIn.respond(envelopeId, attempt);
+      response.setHeader('content-type', 'application/json');
+      if (status >= 400) {
+        response.statusCode = status;
+        return response.end(JSON.stringify({ id: randomUUID(), kind: status, message: status === 400 ? 'not a MIME message' : 'IPFS cluster unavailable' }));
+      }
+      const id = sealed.get(envelopeId) ?? randomUUID();
+      response.statusCode = sealed.has(envelopeId) ? 200 : 201;
+      sealed.set(envelopeId, id);
+      const recipients = String(request.headers['x-sealpost-envelope-recipients'])
+        .split(',')
+        .map((email) => email.trim())
+        .map((email) => ({ email, method: email.startsWith('sms-') ? 'sms' : 'email', link: `http://auth.sealpost.test/m/${id}` }));
+      response.end(
+        JSON.stringify({
+          id,
+          cid: 'QmStandIn',
+          sha256: 'ab'.repeat(32),
+          sender: 'Alice <alice@sender.example>',
+          subject: 'Quarterly figures',
+          recipients,
+          pins: [{ cluster: 'primary', status: 'pinned' }],
+        }),
+      );
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  standIn.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  standIn.server = server;
+  return standIn;
+}
