@@ -12,6 +12,8 @@ const USAGE = `Usage: sealpost <command>
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
+  dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519] [--bits 2048]
+                                   write a DKIM private key and print the DNS TXT record to publish
   devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
                                    run the IPFS Cluster stand-in alone (development)
 `;
@@ -38,6 +40,13 @@ async function main(argv: string[]): Promise<number> {
         return smtpUserAdd(rest[1]);
       }
       process.stderr.write('Usage: sealpost smtp-user add NAME\n');
+      return 2;
+    case 'dkim-key':
+      if (rest[0] === 'generate') {
+        const { dkimKeyGenerate } = await import('./dkim-key-command.ts');
+        return dkimKeyGenerate(rest.slice(1));
+      }
+      process.stderr.write('Usage: sealpost dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519]\n');
       return 2;
     case 'config':
       process.stdout.write(`${variablesMarkdown()}\n`);

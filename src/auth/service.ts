@@ -22,6 +22,8 @@ import { authPlugin, type AuthPluginOptions } from './plugin.ts';
 import { prepareReaderPage } from './reader-assets.ts';
 import { readerPageRoutes } from './routes/reader.ts';
 import { ReplySender } from './reply/send.ts';
+import { replyIdentityDomain } from './reply/identity.ts';
+import { loadDkimSigner } from '../kernel/dkim.ts';
 import { SealClient } from './seal/client.ts';
 import { RecipientDirectory } from './seal/recipients.ts';
 import { deriveKeys, resolveAuthSecret } from './secret.ts';
@@ -91,11 +93,16 @@ export const authService: ServiceDefinition = {
       from: { replyFrom: auth.replyFrom, fromRecipient: auth.replyFromRecipient },
     });
     const retentionMs = durationToMs(auth.attachmentsRetentionPeriod);
+    const dkim = await loadDkimSigner(auth.dkim);
+    if (dkim && !dkim.aligned(replyIdentityDomain(auth.replyFrom)) && !auth.replyFromRecipient) {
+      logger.warn({ replyFrom: auth.replyFrom, dkimDomain: dkim.domain }, 'REPLY_FROM is not in DKIM_DOMAIN: replies will not be DKIM-signed and fail DMARC alignment');
+    }
     const mailer = createCodeMailer({
       outboundSmtpUrl: auth.outboundSmtpUrl,
       outboxDir: join(resolve(config.dataDir), 'outbox'),
       from: auth.mailFrom,
       timeoutMs: durationToMs(auth.sms.timeout),
+      dkim,
     });
     const authContext: AuthContext = {
       metrics,

@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
+import addressparser from 'nodemailer/lib/addressparser';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type { DkimSigner } from '../../kernel/dkim.ts';
 
 export interface CodeMail {
   to: string;
@@ -20,11 +23,34 @@ export interface CodeMailer {
   close(): Promise<void>;
 }
 
-export function createCodeMailer(options: { outboundSmtpUrl: string | undefined; outboxDir: string; from: string; timeoutMs: number }): CodeMailer {
-  return options.outboundSmtpUrl ? relayMailer(options.outboundSmtpUrl, options.from, options.timeoutMs) : outboxMailer(options.outboxDir, options.from);
+export function createCodeMailer(options: {
+  outboundSmtpUrl: string | undefined;
+  outboxDir: string;
+  from: string;
+  timeoutMs: number;
+  /** DKIM_*: every code email is signed. */
+  dkim?: DkimSigner;
+}): CodeMailer {
+  const compose = composer(options.from, options.dkim);
+  return options.outboundSmtpUrl ? relayMailer(options.outboundSmtpUrl, compose, options.timeoutMs) : outboxMailer(options.outboxDir, compose);
 }
 
-function relayMailer(url: string, from: string, timeoutMs: number): CodeMailer {
+interface Composed {
+  envelope: { from: string; to: string[] };
+  raw: Buffer;
+}
+
+/** The whole message as bytes (so that it can be signed), with the envelope the relay is given. */
+function composer(from: string, dkim: DkimSigner | undefined): (mail: CodeMail) => Promise<Composed> {
+  const [first] = addressparser(from, { flatten: true });
+  const fromAddress = first && 'address' in first && first.address ? first.address : from.trim();
+  return async (mail) => {
+    const message = await new MailComposer({ from, to: mail.to, subject: mail.subject, text: mail.text, newline: 'windows' }).compile().build();
+    return { envelope: { from: fromAddress, to: [mail.to] }, raw: dkim ? await dkim.sign(message) : message };
+  };
+}
+
+function relayMailer(url: string, compose: (mail: CodeMail) => Promise<Composed>, timeoutMs: number): CodeMailer {
   const transporter = nodemailer.createTransport({
     url,
     pool: true,
@@ -37,7 +63,7 @@ function relayMailer(url: string, from: string, timeoutMs: number): CodeMailer {
   return {
     kind: 'relay',
     async send(mail) {
-      await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      await transporter.sendMail(await compose(mail));
     },
     async close() {
       transporter.close();
@@ -46,19 +72,18 @@ function relayMailer(url: string, from: string, timeoutMs: number): CodeMailer {
 }
 
 /** Each mail becomes one `.eml` file, written under a temporary name and renamed, so readers never see half a file. */
-function outboxMailer(dir: string, from: string): CodeMailer {
-  const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+function outboxMailer(dir: string, compose: (mail: CodeMail) => Promise<Composed>): CodeMailer {
   return {
     kind: 'outbox',
     async send(mail) {
-      const info = await builder.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      const { raw } = await compose(mail);
       const tempDir = join(dir, '.tmp');
       await mkdir(tempDir, { recursive: true });
       const temp = join(tempDir, randomUUID());
       try {
         const file = await open(temp, 'wx', 0o600);
         try {
-          await file.write(info.message as Buffer);
+          await file.write(raw);
           await file.sync();
         } finally {
           await file.close();

@@ -49,3 +49,9 @@ function mailbox(text: string): { name: string; address: string } {
 function cleanName(name: string): string {
   return name.replace(/[\r\n\t"<>()]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 100);
 }
+
+/** The domain of REPLY_FROM's address, to check it against DKIM_DOMAIN at start. */
+export function replyIdentityDomain(replyFrom: string): string | undefined {
+  const address = mailbox(replyFrom).address;
+  return address.slice(address.lastIndexOf('@') + 1);
+}

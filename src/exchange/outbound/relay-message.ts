@@ -48,7 +48,7 @@ export async function relayMessage(
   }
 
   const dkim = options.dkim;
-  if (!dkim || !dkim.aligned(fromDomain(headText))) return open;
+  if (!dkim || !dkim.aligned(fromDomain(headText)) || signedBy(headText, dkim.domain)) return open;
   const signature = await dkim.signature(asStream(await open()));
   return async () => Readable.from(prefixed(signature, asStream(await open())));
 }
@@ -68,6 +68,11 @@ async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** Whether a DKIM-Signature of this domain is there already (our bounces are signed as they are written). */
+function signedBy(headers: string, domain: string): boolean {
+  return [...headers.matchAll(/^dkim-signature:(.*)$/gim)].some((m) => new RegExp(`(^|;)\\s*d=${domain.replaceAll('.', '\\.')}\\s*(;|$)`, 'i').test(m[1]!));
 }
 
 /** The domain of the (first) From address of an unfolded header block. */
