@@ -101,7 +101,7 @@ export function messageBodySchema(limits: InboundLimits) {
           minLength: 4,
           ...BASE64,
           description:
-            'a complete RFC 5322 message, base64; stored unchanged (X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). Excludes subject, text, html, attachments, inReplyTo and references',
+            'a complete RFC 5322 message, base64; stored unchanged but for CRLF line ends (X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). Excludes subject, text, html, attachments, inReplyTo and references',
         }),
       ),
     },
