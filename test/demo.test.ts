@@ -53,7 +53,7 @@ describe('npm run demo', () => {
       return pattern.exec(out)!;
     };
 
-    const [, link, id] = await waitFor(/Open (http:\/\/127\.0\.0\.1:\d+\/m\/([0-9a-f-]{36})) in your browser/, 'the reader link');
+    const [, link, id] = await waitFor(/Open (http:\/\/127\.0\.0\.1:\d+\/m\/([0-9a-f-]{36})(?:\?lang=en)?) in your browser/, 'the reader link');
     assert.equal(new URL(link!).port, String(ports.auth));
 
     const reader = new Reader(`http://127.0.0.1:${ports.auth}`);

@@ -11,7 +11,7 @@ import type { ServiceUnderTest } from '../support/services.ts';
 /** Header fields a message built from JSON may carry; anything else in its header block was injected. */
 const BUILT_HEADERS = new Set([
   'from', 'to', 'cc', 'subject', 'message-id', 'date', 'mime-version', 'content-type', 'content-transfer-encoding',
-  'x-sealpost-mobile', 'in-reply-to', 'references',
+  'x-sealpost-mobile', 'x-sealpost-language', 'in-reply-to', 'references', 'reply-to',
 ]);
 const PART_HEADERS = new Set(['content-type', 'content-transfer-encoding', 'content-disposition', 'content-id']);
 

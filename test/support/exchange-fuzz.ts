@@ -90,7 +90,8 @@ export function queuedId(reply: string): string | undefined {
 /**
  * SMTP dot-stuffing (RFC 5321 4.5.2) of a message, with the end-of-data line after it. smtp-server takes
  * a dot after any LF as a line start (bare LFs included), so that is where dots are doubled. The server
- * stores what came before the end-of-data line with its CRLF: `storedAs` is what it should keep.
+ * stores what came before the end-of-data line with its CRLF, every line end made CRLF: `storedAs` is
+ * what it should keep.
  */
 export function dotStuffed(message: Buffer): Buffer {
   const text = message.toString('latin1').replace(/(^|\n)\./g, '$1..');
@@ -98,7 +99,12 @@ export function dotStuffed(message: Buffer): Buffer {
 }
 
 export function storedAs(message: Buffer): Buffer {
-  return message.subarray(-2).toString('latin1') === '\r\n' ? message : Buffer.concat([message, Buffer.from('\r\n')]);
+  return withCrlf(message.subarray(-2).toString('latin1') === '\r\n' ? message : Buffer.concat([message, Buffer.from('\r\n')]));
+}
+
+/** README "Line ends": bare LF and bare CR stored as CRLF (written independently of the intake's code). */
+export function withCrlf(message: Buffer): Buffer {
+  return Buffer.from(message.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1');
 }
 
 /**
