@@ -159,6 +159,8 @@ export const VARIABLES = {
   S3_FORCE_PATH_STYLE: v({ name: 'S3_FORCE_PATH_STYLE', component: 'all', meaning: 'path-style bucket addressing (needed by most self-hosted S3 servers)', default: 'true', parse: boolean, expected: BOOLEAN }),
   ADMIN_TOKEN: v({ name: 'ADMIN_TOKEN', component: 'all', meaning: 'bearer token of the configuration endpoints of B and C; generated and printed at start when unset outside production', secret: true, parse: nonEmpty, expected: 'a non-empty token' }),
   SERVICE_TOKEN: v({ name: 'SERVICE_TOKEN', component: 'all', meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production', secret: true, parse: nonEmpty, expected: 'a non-empty token' }),
+  HTTP_IDLE_TIMEOUT: v({ name: 'HTTP_IDLE_TIMEOUT', component: 'all', meaning: 'a client that sends nothing this long while a request waits for its headers or body (or between requests) gets 408 and is disconnected; an upload that keeps sending is never cut', default: '30s', parse: positiveDuration, expected: DURATION }),
+  HTTP_MAX_CONNECTIONS: v({ name: 'HTTP_MAX_CONNECTIONS', component: 'all', meaning: 'HTTP connections one service keeps open at once; further ones are closed at once and counted in http_connections_refused_total', default: '4096', parse: integer(1, 1000000), expected: 'an integer from 1 to 1000000' }),
   SHUTDOWN_TIMEOUT: v({ name: 'SHUTDOWN_TIMEOUT', component: 'all', meaning: 'how long a graceful shutdown may take before the process exits anyway', default: '10s', parse: positiveDuration, expected: DURATION }),
 
   AUTH_PUBLIC_URL: v({ name: 'AUTH_PUBLIC_URL', component: 'A', meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production by auth and seal, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`', parse: httpUrl, expected: HTTP_URL }),
@@ -358,6 +360,8 @@ export interface Config {
   /** Names of the tokens generated at this start, so the CLI can print them once. */
   generatedTokens: Array<'ADMIN_TOKEN' | 'SERVICE_TOKEN'>;
   shutdownTimeout: bigint;
+  /** HTTP_IDLE_TIMEOUT and HTTP_MAX_CONNECTIONS, for every service's HTTP server. */
+  http: { idleTimeout: bigint; maxConnections: number };
   auth: {
     port: number;
     publicUrl: string;
@@ -538,6 +542,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     serviceToken: token('SERVICE_TOKEN'),
     generatedTokens,
     shutdownTimeout: read('SHUTDOWN_TIMEOUT')!,
+    http: { idleTimeout: read('HTTP_IDLE_TIMEOUT')!, maxConnections: read('HTTP_MAX_CONNECTIONS')! },
     auth: {
       port: authPort,
       publicUrl: authPublicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${authPort}`,

@@ -20,6 +20,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { AppError, badRequest, errorObject, newErrorId } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { cachedFor, createHttpMetrics, operationName } from './metrics.ts';
+import { guardAgainstSlowClients } from './slow-clients.ts';
 import { formatValidationError, nulCharacterField } from './validation.ts';
 
 export type App = FastifyInstance<
@@ -40,6 +41,8 @@ export interface HttpServerOptions {
   readiness: Record<string, () => Promise<unknown>>;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /** HTTP_IDLE_TIMEOUT and HTTP_MAX_CONNECTIONS (slow-clients.ts); Node's defaults when absent. */
+  limits?: { idleTimeoutMs: number; maxConnections: number };
 }
 
 /** The spec's error object as a schema, for OpenAPI responses. */
@@ -90,6 +93,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   });
 
   const metrics = createHttpMetrics(options.registry);
+  if (options.limits) guardAgainstSlowClients(app.server, { ...options.limits, refused: metrics.refusedConnections });
   registerReadinessGauge(options.registry, options.readiness, options.logger);
   app.addHook('onResponse', async (request, reply) => {
     const labels = {

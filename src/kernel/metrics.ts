@@ -13,6 +13,7 @@ export function createRegistry(service: string): Registry {
 
 export interface HttpMetrics {
   requests: Counter<'operation' | 'code'>;
+  refusedConnections: Counter<string>;
   duration: Histogram<'operation' | 'code'>;
 }
 
@@ -26,6 +27,11 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
       name: 'http_requests_total',
       help: 'HTTP requests answered, by route and status code',
       labelNames: ['operation', 'code'] as const,
+      registers: [registry],
+    }),
+    refusedConnections: new Counter({
+      name: 'http_connections_refused_total',
+      help: 'HTTP connections closed at once because HTTP_MAX_CONNECTIONS were open',
       registers: [registry],
     }),
     duration: new Histogram({

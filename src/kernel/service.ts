@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import type { Database, SchemaMigrations } from './db/index.ts';
+import { durationToMs } from './duration.ts';
 import { createHttpServer, type App } from './http.ts';
 import type { Logger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
@@ -65,6 +66,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     logger,
     registry,
     bodyLimit: options.bodyLimit,
+    limits: { idleTimeoutMs: durationToMs(context.config.http.idleTimeout), maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),
       objects: () => context.objects.ping(),
