@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { Config } from './kernel/config.ts';
 import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
+import { listenError } from './kernel/listen-error.ts';
 import type { Logger } from './kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
 import { replySizeWarning } from './auth/reply/exchange-limit.ts';
@@ -84,6 +85,8 @@ export async function startSealpost(
         port: 0, // any free port: only the proxy port is configuration (IPFS_PROXY_PORT)
         proxyPort: config.seal.ipfsProxyPort,
         dataDir: join(resolve(config.dataDir), 'ipfs-cluster'),
+      }).catch((error: unknown) => {
+        throw listenError(error, { portVariable: 'IPFS_PROXY_PORT', port: config.seal.ipfsProxyPort, host: '127.0.0.1' });
       });
       cleanups.push(() => standIn.close());
       config = { ...config, seal: { ...config.seal, envCluster: { host: '127.0.0.1', port: String(standIn.port), secure: false } } };

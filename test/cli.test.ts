@@ -38,6 +38,7 @@ describe('sealpost start all on the embedded defaults', () => {
     assert.match(banner, /objects on local disk in .*\/objects/);
     assert.match(banner, /IPFS Cluster stand-in at http:\/\/127\.0\.0\.1:\d+/);
     assert.match(banner, /Generated ADMIN_TOKEN=\S+/);
+    assert.doesNotMatch(banner, /Warning/, 'the defaults agree with each other');
 
     for (const url of Object.values(first.urls)) {
       assert.equal((await fetch(`${url}/healthz`)).status, 200);
@@ -53,6 +54,46 @@ describe('sealpost start all on the embedded defaults', () => {
     const second = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir });
     assert.doesNotMatch(second.stdout(), /migrations applied/, 'migrations ran on the first start only');
     assert.equal(await second.stop('SIGINT'), 0);
+  });
+});
+
+describe('a listen that fails names the variable to change', () => {
+  /** `sealpost start all` on free ports but `env`; resolves with its exit code and standard error. */
+  async function startFailing(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-listen-'));
+    try {
+      const ports = { AUTH_PORT: await freePort(), SEAL_PORT: await freePort(), EXCHANGE_PORT: await freePort(), INBOUND_SMTP_PORT: await freePort(), IPFS_PROXY_PORT: await freePort() };
+      const child = spawn(process.execPath, [SEALPOST_BIN, 'start', 'all'], {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', SEALPOST_DATA_DIR: dataDir, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr!.on('data', (chunk) => (stderr += chunk));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      return { code, stderr };
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+
+  it('says which port variable is in use, and which HOST does not resolve', async () => {
+    const taken = (await import('node:net')).createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const port = (taken.address() as { port: number }).port;
+    try {
+      for (const variable of ['AUTH_PORT', 'INBOUND_SMTP_PORT', 'IPFS_PROXY_PORT']) {
+        const { code, stderr } = await startFailing({ [variable]: String(port) });
+        assert.equal(code, 1, stderr);
+        assert.match(stderr, new RegExp(`${variable}=${port}: the port is in use`), stderr);
+        assert.doesNotMatch(stderr, /EADDRINUSE/, 'in the configuration\'s words, not Node\'s');
+      }
+    } finally {
+      taken.close();
+    }
+    const { code, stderr } = await startFailing({ HOST: 'no-such-host.invalid' });
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /HOST=no-such-host\.invalid: the name does not resolve/, stderr);
   });
 });
 

@@ -37,8 +37,8 @@ describe('configuration', () => {
     assert.equal(delivery.retryMax, parseDuration('1h'));
     assert.equal(statusArchive.after, parseDuration('720h'));
     assert.equal(statusArchive.retention, parseDuration('87600h'));
-    assert.equal(config.auth.attachments.maxSize, 25 * 1024 * 1024);
-    assert.equal(config.auth.attachments.replyMaxTotalSize, 50 * 1024 * 1024);
+    assert.equal(config.auth.attachments.maxSize, 17 * 1024 * 1024, 'no single file larger than a whole reply may be');
+    assert.equal(config.auth.attachments.replyMaxTotalSize, 17 * 1024 * 1024);
     const forbidden = config.auth.attachments.forbiddenTypes;
     for (const type of ['exe', 'dll', 'msi', 'bat', 'ps1', 'jar', 'sh', 'apk', 'application/x-msdownload', 'application/x-sh']) {
       assert.ok(forbidden.includes(type), `${type} is forbidden by default`);

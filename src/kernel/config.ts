@@ -167,8 +167,8 @@ export const VARIABLES = {
   SMS_CODE_EXPIRATION: v({ name: 'SMS_CODE_EXPIRATION', component: 'A', meaning: 'lifetime of an SMS verification code', default: '15m', parse: positiveDuration, expected: DURATION }),
   ATTACHMENTS_RETENTION_PERIOD: v({ name: 'ATTACHMENTS_RETENTION_PERIOD', component: 'A', meaning: 'minimum time unsent attachment files are kept before they may be deleted', default: '336h', parse: positiveDuration, expected: DURATION }),
   EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: v({ name: 'EXPIRED_ATTACHMENTS_WATCHER_INTERVAL', component: 'A', meaning: 'interval of the process that deletes expired attachments', default: '1h', parse: positiveDuration, expected: DURATION }),
-  ATTACHMENT_MAX_SIZE: v({ name: 'ATTACHMENT_MAX_SIZE', component: 'A', meaning: 'largest reply attachment (`file_too_large` above it; the upload is cut off there)', default: '25MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
-  REPLY_MAX_TOTAL_SIZE: v({ name: 'REPLY_MAX_TOTAL_SIZE', component: 'A', meaning: "all attachments of one reply together (`upload_limit_reached` above it); the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it (base64)", default: '50MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
+  ATTACHMENT_MAX_SIZE: v({ name: 'ATTACHMENT_MAX_SIZE', component: 'A', meaning: 'largest reply attachment (`file_too_large` above it; the upload is cut off there)', default: '17MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
+  REPLY_MAX_TOTAL_SIZE: v({ name: 'REPLY_MAX_TOTAL_SIZE', component: 'A', meaning: "all attachments of one reply together (`upload_limit_reached` above it); the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it (base64); the default fits the default 25MiB, the size most mailboxes take", default: '17MiB', parse: byteSize, expected: 'a byte size such as 26214400, 512KiB, 25MiB or 1GiB' }),
   ATTACHMENT_FORBIDDEN_TYPES: v({ name: 'ATTACHMENT_FORBIDDEN_TYPES', component: 'A', meaning: 'attachment types refused with `forbidden_file_type`, comma-separated: file extensions (matched against the name and the type detected from the content) and MIME types (matched against the detected type); empty allows all', default: FORBIDDEN_TYPES_DEFAULT, parse: typeList, expected: 'a comma-separated list of extensions (exe) and MIME types (application/x-msdownload)' }),
   CLAMD_HOST: v({ name: 'CLAMD_HOST', component: 'A', meaning: 'ClamAV daemon (clamd) that scans every attachment over INSTREAM; scanning is on when set', parse: nonEmpty, expected: 'a host name or IP address' }),
   CLAMD_PORT: v({ name: 'CLAMD_PORT', component: 'A', meaning: "clamd's TCP port", default: '3310', parse: integer(1, 65535), expected: 'a port number from 1 to 65535' }),
@@ -235,8 +235,8 @@ export const VARIABLES = {
   STATUS_ARCHIVE_AFTER: v({ name: 'STATUS_ARCHIVE_AFTER', component: 'C', meaning: 'age at which status history rows move to message_status_archive', default: '720h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_RETENTION: v({ name: 'STATUS_ARCHIVE_RETENTION', component: 'C', meaning: 'age at which archived status rows are deleted (10 years)', default: '87600h', parse: positiveDuration, expected: DURATION }),
   STATUS_ARCHIVE_INTERVAL: v({ name: 'STATUS_ARCHIVE_INTERVAL', component: 'C', meaning: 'how often the archive job runs', default: '1h', parse: positiveDuration, expected: DURATION }),
-  SEAL_URL: v({ name: 'SEAL_URL', component: 'C', meaning: 'base URL of the seal service (C seals through it; A reads sealed messages from it)', default: 'http://127.0.0.1:8082', parse: httpUrl, expected: HTTP_URL }),
-  EXCHANGE_URL: v({ name: 'EXCHANGE_URL', component: 'A', meaning: 'base URL of the exchange engine (reply submission)', default: 'http://127.0.0.1:8083', parse: httpUrl, expected: HTTP_URL }),
+  SEAL_URL: v({ name: 'SEAL_URL', component: 'C', meaning: 'base URL of the seal service (C seals through it; A reads sealed messages from it); unset: `http://HOST:SEAL_PORT` (127.0.0.1 for a wildcard HOST), the one `start all` runs', parse: httpUrl, expected: HTTP_URL }),
+  EXCHANGE_URL: v({ name: 'EXCHANGE_URL', component: 'A', meaning: 'base URL of the exchange engine (reply submission); unset: `http://HOST:EXCHANGE_PORT` (127.0.0.1 for a wildcard HOST)', parse: httpUrl, expected: HTTP_URL }),
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -322,8 +322,11 @@ function isLoopback(hostname: string): boolean {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  constructor(
+    readonly problems: string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, options);
     this.name = 'ConfigError';
   }
 }
@@ -485,6 +488,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const production = nodeEnv === 'production';
   const host = read('HOST')!;
   const authPort = read('AUTH_PORT')!;
+  // The services of one `start all` find each other where they listen: another port, another host.
+  const sealUrl = read('SEAL_URL') ?? localUrl(host, read('SEAL_PORT')!);
+  const exchangeUrl = read('EXCHANGE_URL') ?? localUrl(host, read('EXCHANGE_PORT')!);
 
   const generatedTokens: Config['generatedTokens'] = [];
   function token(name: 'ADMIN_TOKEN' | 'SERVICE_TOKEN'): string {
@@ -546,7 +552,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auth: {
       port: authPort,
       publicUrl: authPublicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${authPort}`,
-      exchangeUrl: read('EXCHANGE_URL')!,
+      exchangeUrl,
       smsCodeExpiration: read('SMS_CODE_EXPIRATION')!,
       attachmentsRetentionPeriod: read('ATTACHMENTS_RETENTION_PERIOD')!,
       expiredAttachmentsWatcherInterval: read('EXPIRED_ATTACHMENTS_WATCHER_INTERVAL')!,
@@ -557,7 +563,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         clamd: clamdHost ? { host: clamdHost, port: read('CLAMD_PORT')!, timeout: read('CLAMD_TIMEOUT')! } : undefined,
         requireScan: attachmentsRequireScan,
       },
-      sealUrl: read('SEAL_URL')!,
+      sealUrl,
       outboundSmtpUrl: read('OUTBOUND_SMTP_URL'),
       mailFrom: read('AUTH_MAIL_FROM')!,
       dkim,
@@ -610,7 +616,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     exchange: {
       port: read('EXCHANGE_PORT')!,
       smtpPort: read('INBOUND_SMTP_PORT')!,
-      sealUrl: read('SEAL_URL')!,
+      sealUrl,
       inboundSmtpTls,
       inboundSmtpAllowedNetworks: read('INBOUND_SMTP_ALLOWED_NETWORKS')!,
       inboundSmtpUsersFile: read('INBOUND_SMTP_USERS_FILE'),
@@ -642,6 +648,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Where a service on this host listening on HOST:port is reached: a wildcard address is reached on loopback. */
+function localUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /** DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE go together: a partial set is a mistake, not "off". */

@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import type { Database, SchemaMigrations } from './db/index.ts';
 import { durationToMs } from './duration.ts';
+import { listenError } from './listen-error.ts';
 import { createHttpServer, type App } from './http.ts';
 import type { Logger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
@@ -54,6 +55,8 @@ export interface HttpServiceOptions {
   registry?: Registry;
 }
 
+const PORT_VARIABLES = { auth: 'AUTH_PORT', seal: 'SEAL_PORT', exchange: 'EXCHANGE_PORT' } as const;
+
 /** Builds the service's Fastify app on the kernel factory, registers its plugin and listens. */
 export async function startHttpService(options: HttpServiceOptions): Promise<RunningService> {
   const { context } = options;
@@ -74,7 +77,12 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     },
   });
   await app.register(options.plugin, { ...options.pluginOptions, registry });
-  await app.listen({ host: context.config.host, port: options.port });
+  try {
+    await app.listen({ host: context.config.host, port: options.port });
+  } catch (error) {
+    await app.close().catch(() => {});
+    throw listenError(error, { portVariable: PORT_VARIABLES[options.name as keyof typeof PORT_VARIABLES] ?? 'PORT', port: options.port, host: context.config.host });
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const host = context.config.host.includes(':') ? `[${context.config.host}]` : context.config.host;

@@ -42,8 +42,7 @@ export async function startSealpostProcess(
       EXCHANGE_PORT: String(ports.exchange),
       INBOUND_SMTP_PORT: String(ports.smtp),
       IPFS_PROXY_PORT: String(ports.ipfsProxy),
-      SEAL_URL: `http://127.0.0.1:${ports.seal}`,
-      EXCHANGE_URL: `http://127.0.0.1:${ports.exchange}`,
+      // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,6 +11,7 @@ import type { MessageIntake } from './accept.ts';
 import { watchFromHeader } from './from-header-check.ts';
 import { receivedHeader } from './received-header.ts';
 import { MessageSizeLimit } from './size-limit.ts';
+import { listenError } from '../../kernel/listen-error.ts';
 import { shimConnection } from './smtp-connection-shims.ts';
 import { loadInboundTls } from './smtp-tls.ts';
 import { SubmissionPolicy } from './submission-policy.ts';
@@ -328,9 +329,9 @@ export async function startInboundSmtpServer(options: InboundSmtpOptions): Promi
   }
 
   await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
+    server.server.once('error', (error) => reject(listenError(error, { portVariable: 'INBOUND_SMTP_PORT', port: settings.smtpPort, host: config.host })));
     server.listen(settings.smtpPort, config.host, () => {
-      server.server.off('error', reject);
+      server.server.removeAllListeners('error');
       resolve();
     });
   });
