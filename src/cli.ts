@@ -1,14 +1,15 @@
-import { ConfigError, loadConfig, variablesMarkdown, type Config } from './kernel/config.ts';
+import { readFileSync } from 'node:fs';
+import { ConfigError, loadConfig, variablesJson, variablesMarkdown, type Config } from './kernel/config.ts';
 import { durationToMs } from './kernel/duration.ts';
 import { createLogger } from './kernel/logger.ts';
 import { keepGeneratedAdminToken } from './queue-command.ts';
 import { migrate, openStores, startSealpost, type ServiceName } from './start.ts';
 
-const USAGE = `Usage: sealpost <command>
+const USAGE = `Usage: sealpost <command> [--help]
 
   start [all|auth|seal|exchange]   start services (default: all three in one process)
   migrate                          apply the database migrations of every service, then exit
-  config --markdown                print the table of environment variables
+  config [--markdown|--json]       print the environment variables Sealpost reads (markdown table or JSON)
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
@@ -16,11 +17,48 @@ const USAGE = `Usage: sealpost <command>
                                    write a DKIM private key and print the DNS TXT record to publish
   devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
                                    run the IPFS Cluster stand-in alone (development)
+  --version                        print the version
 `;
+
+/** What `sealpost <command> --help` prints: the command's lines of USAGE, and nothing is run. */
+function commandHelp(command: string): string | undefined {
+  const lines = USAGE.split('\n');
+  const start = lines.findIndex((line) => line.startsWith(`  ${command} `) || line === `  ${command}`);
+  if (start < 0) return undefined;
+  let end = start + 1;
+  while (end < lines.length && /^ {20,}\S/.test(lines[end]!)) end++;
+  return `Usage: sealpost ${lines.slice(start, end).map((line) => line.trim()).join('\n  ')}\n`;
+}
+
+/** The version in package.json, found next to the source (src/) or the build (dist/server/). */
+function version(): string {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'sealpost' && pkg.version) return pkg.version;
+    } catch {
+      // not here: the next place
+    }
+  }
+  return 'unknown';
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Help never runs anything: `migrate --help` applies no migration, `start --help` starts nothing.
+  if (command !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    const help = commandHelp(command);
+    if (help) {
+      process.stdout.write(help);
+      return 0;
+    }
+  }
   switch (command) {
+    case '--version':
+    case '-v':
+    case 'version':
+      process.stdout.write(`sealpost ${version()}\n`);
+      return 0;
     case 'start':
       return start(rest[0] ?? 'all');
     case 'migrate':
@@ -49,8 +87,16 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write('Usage: sealpost dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519]\n');
       return 2;
     case 'config':
-      process.stdout.write(`${variablesMarkdown()}\n`);
-      return 0;
+      if (rest.length === 0 || (rest.length === 1 && rest[0] === '--markdown')) {
+        process.stdout.write(`${variablesMarkdown()}\n`);
+        return 0;
+      }
+      if (rest.length === 1 && rest[0] === '--json') {
+        process.stdout.write(`${JSON.stringify(variablesJson(), null, 2)}\n`);
+        return 0;
+      }
+      process.stderr.write('Usage: sealpost config [--markdown|--json]\n');
+      return 2;
     case 'devstack':
       if (rest[0] === 'ipfs-cluster') {
         const { runIpfsClusterStandIn } = await import('./devstack/ipfs-cluster/index.ts');

@@ -57,6 +57,26 @@ describe('sealpost start all on the embedded defaults', () => {
   });
 });
 
+describe('the command line', () => {
+  it('prints its version, and help for every command without running it', async () => {
+    const pkg = JSON.parse(await (await import('node:fs/promises')).readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    assert.equal((await run(process.execPath, [SEALPOST_BIN, '--version'])).stdout, `sealpost ${pkg.version}\n`);
+    // A database nobody listens on: a command that ran instead of helping would fail on it.
+    const env = { ...process.env, DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none`, EXCHANGE_URL: `http://127.0.0.1:${await freePort()}` };
+    for (const command of ['start', 'migrate', 'queue', 'smtp-user', 'dkim-key', 'config', 'devstack']) {
+      const { stdout } = await run(process.execPath, [SEALPOST_BIN, command, '--help'], { env });
+      assert.match(stdout, new RegExp(`^Usage: sealpost ${command}\\b`), `${command} --help: ${stdout}`);
+    }
+  });
+
+  it('prints the configuration variables as JSON, the same set as the markdown table', async () => {
+    const variables = JSON.parse((await run(process.execPath, [SEALPOST_BIN, 'config', '--json'])).stdout) as Array<{ name: string; default: string | null }>;
+    const markdown = (await run(process.execPath, [SEALPOST_BIN, 'config', '--markdown'])).stdout;
+    assert.deepEqual(variables.map((v) => v.name), [...markdown.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
+    assert.equal(variables.find((v) => v.name === 'HTTP_IDLE_TIMEOUT')?.default, '30s');
+  });
+});
+
 describe('a listen that fails names the variable to change', () => {
   /** `sealpost start all` on free ports but `env`; resolves with its exit code and standard error. */
   async function startFailing(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {

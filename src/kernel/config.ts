@@ -667,6 +667,17 @@ function dkimSettings(domain: string | undefined, selector: string | undefined, 
   return { domain, selector, keyFile };
 }
 
+/** Every variable as data (`sealpost config --json`): name, the services that read it, meaning, default. */
+export function variablesJson(): Array<{ name: string; component: string; meaning: string; default: string | null; secret: boolean }> {
+  return Object.values(VARIABLES).map((spec) => ({
+    name: spec.name,
+    component: spec.component,
+    meaning: spec.meaning,
+    default: spec.default ?? null,
+    secret: Boolean((spec as { secret?: boolean }).secret),
+  }));
+}
+
 /** The README's variable table, generated from VARIABLES so the documentation cannot drift. */
 export function variablesMarkdown(): string {
   const rows = Object.values(VARIABLES).map(
