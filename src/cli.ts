@@ -9,6 +9,7 @@ const USAGE = `Usage: sealpost <command> [--help]
 
   start [all|auth|seal|exchange]   start services (default: all three in one process)
   migrate                          apply the database migrations of every service, then exit
+  check                            try every dependency (database, object store, IPFS, relay, SMS, clamd); exit 1 if one fails
   config [--markdown|--json]       print the environment variables Sealpost reads (markdown table or JSON)
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
@@ -63,6 +64,10 @@ async function main(argv: string[]): Promise<number> {
       return start(rest[0] ?? 'all');
     case 'migrate':
       return migrateOnly();
+    case 'check': {
+      const { checkCommand } = await import('./check-command.ts');
+      return checkCommand(readConfig(['seal', 'exchange', 'auth']), process.stdout);
+    }
     case 'queue': {
       const { queueCommand } = await import('./queue-command.ts');
       try {
