@@ -338,7 +338,7 @@ describe('the reader page in Chromium', () => {
       blockedRequests.length = 0;
 
       // Start a reply, attach a file, leave and come back: the draft is still there.
-      await assertVisibleText(page, 'Up to 25 MB per file and 50 MB in total.');
+      await assertVisibleText(page, 'Up to 17 MB per file and 17 MB in total.');
       await page.getByLabel('Your reply').fill('Thank you, signed copy attached.');
       // A slow uplink (Chromium's network emulation) so that the progress bar is seen moving.
       const cdp = await context.newCDPSession(page);
