@@ -13,7 +13,7 @@ const host = process.env.HOST ?? '127.0.0.1';
 const say = (text: string) => process.stdout.write(`\n\x1b[1m==> ${text}\x1b[0m\n`);
 
 const child = spawn(process.execPath, [fileURLToPath(new URL('../bin/sealpost.js', import.meta.url)), 'start', 'all'], {
-  env: { LOG_LEVEL: 'info', ...process.env },
+  env: { LOG_LEVEL: 'info', ...process.env, LOG_FORMAT: 'json' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 const stop = () => child.kill('SIGTERM');

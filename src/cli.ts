@@ -139,7 +139,7 @@ async function start(which: string): Promise<number> {
     return 2;
   }
   const config = readConfig(names);
-  const logger = createLogger({ level: config.logLevel, name: 'sealpost' });
+  const logger = createLogger({ level: config.logLevel, name: 'sealpost', format: config.logFormat });
   const started = Date.now();
   const embedded = which === 'all' && !config.production;
   const sealpost = await startSealpost(config, names, logger, {
@@ -175,7 +175,7 @@ async function start(which: string): Promise<number> {
 
 async function migrateOnly(): Promise<number> {
   const config = readConfig();
-  const logger = createLogger({ level: config.logLevel, name: 'sealpost' });
+  const logger = createLogger({ level: config.logLevel, name: 'sealpost', format: config.logFormat });
   const { database, objects } = await openStores(config);
   try {
     await migrate(database, ['seal', 'exchange', 'auth'], logger);

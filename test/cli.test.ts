@@ -162,7 +162,7 @@ describe('graceful shutdown', () => {
 
   it('exits with 1 once SHUTDOWN_TIMEOUT has passed while a request still holds the shutdown', async () => {
     const sealpost = await startSealpostProcess(
-      { SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '1s', SERVICE_TOKEN: 'cli-service-token' },
+      { SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '1s', SERVICE_TOKEN: 'cli-service-token', LOG_LEVEL: 'debug' },
       { which: 'exchange', timeoutMs: 120_000 },
     );
     // An upload that stops halfway: the server waits for the rest of the body, so closing the HTTP
@@ -177,7 +177,7 @@ describe('graceful shutdown', () => {
         'POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer cli-service-token\r\n' +
           'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"from": "alice@example.com", ',
       );
-      await waitFor(() => /"url":"\/v1\/messages".*"msg":"incoming request"/.test(sealpost.stdout()), 'the request reaches the server');
+      await waitFor(() => /"url":"\/v1\/messages".*"msg":"incoming request"/.test(sealpost.stdout()), 'the request reaches the server (logged at debug)');
       // Generous against a loaded machine, far below the 5 minutes the upload could otherwise hold it.
       const deadline = sleep(30_000, 'still running', { ref: false });
       assert.equal(await Promise.race([sealpost.stop('SIGTERM'), deadline]), 1, 'SHUTDOWN_TIMEOUT ended the process');

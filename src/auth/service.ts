@@ -82,7 +82,8 @@ export const authService: ServiceDefinition = {
       },
       onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),
     });
-    if (!attachmentConfig.clamd) logger.warn('CLAMD_HOST is not set: reply attachments are not scanned for malware');
+    // A warning where it matters; on a developer's machine (the embedded default) a plain fact.
+    if (!attachmentConfig.clamd) logger[config.production ? 'warn' : 'info']('CLAMD_HOST is not set: reply attachments are not scanned for malware');
     const replies = new ReplySender({
       drafts,
       attachments,
@@ -133,7 +134,7 @@ export const authService: ServiceDefinition = {
         attachments: { maxFileSize: attachmentConfig.maxSize, maxTotalSize: attachmentConfig.replyMaxTotalSize, retentionMs },
       },
     };
-    if (provider.kind === 'log') logger.warn('SMS_PROVIDER=log: sign-in codes are written to the log, not sent (development only)');
+    if (provider.kind === 'log') logger.info('SMS_PROVIDER=log: sign-in codes are written to the log, not sent (development only)');
     if (config.production && !authContext.cookie.secure) {
       logger.warn({ publicUrl: auth.publicUrl }, 'AUTH_PUBLIC_URL is plain http: session cookies are sent without Secure (meant for local development only)');
     }

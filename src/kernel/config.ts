@@ -143,6 +143,7 @@ function v<T>(spec: VariableSpec<T>): VariableSpec<T> {
 export const VARIABLES = {
   NODE_ENV: v({ name: 'NODE_ENV', component: 'all', meaning: '`production` turns off generated tokens, the log SMS provider and starter rules', default: 'development', parse: oneOf('development', 'production', 'test'), expected: 'development, production or test' }),
   LOG_LEVEL: v({ name: 'LOG_LEVEL', component: 'all', meaning: 'pino log level', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'), expected: 'fatal, error, warn, info, debug, trace or silent' }),
+  LOG_FORMAT: v({ name: 'LOG_FORMAT', component: 'all', meaning: '`pretty`: one human line per event; `json`: one JSON object per line (for a log collector); `auto`: pretty when standard output is a terminal, JSON otherwise. Each request is logged at `debug`', default: 'auto', parse: oneOf('auto', 'json', 'pretty'), expected: 'auto, json or pretty' }),
   HOST: v({ name: 'HOST', component: 'all', meaning: 'address every listener binds to', default: '127.0.0.1', parse: nonEmpty, expected: 'a host name or IP address' }),
   AUTH_PORT: v({ name: 'AUTH_PORT', component: 'A', meaning: 'HTTP port of the auth service', default: '8081', parse: port, expected: PORT }),
   SEAL_PORT: v({ name: 'SEAL_PORT', component: 'B', meaning: 'HTTP port of the seal service', default: '8082', parse: port, expected: PORT }),
@@ -346,6 +347,7 @@ export interface Config {
   env: 'development' | 'production' | 'test';
   production: boolean;
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
@@ -532,6 +534,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     env: nodeEnv,
     production,
     logLevel: read('LOG_LEVEL')!,
+    logFormat: read('LOG_FORMAT')! as Config['logFormat'],
     host,
     dataDir: read('SEALPOST_DATA_DIR')!,
     databaseUrl: read('DATABASE_URL'),

@@ -27,7 +27,7 @@ export const sealService: ServiceDefinition = {
     const db = context.database.db.withSchema('seal') as Kysely<SealTables>;
 
     const master = await resolveMasterKey(config);
-    if (master.source === 'generated') logger.warn({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
+    if (master.source === 'generated') logger.info({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
 
     const configStore = new ClusterConfigStore(db, master.key);
     const inForce = await loadConfigInForce(configStore, config);

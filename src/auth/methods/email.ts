@@ -34,7 +34,7 @@ export function emailMethod(options: {
       }
       options.metrics.codesSent.inc({ method: 'email', provider: options.mailer.kind });
       // With the development SMS provider (log), email codes are printed too, so that `npm start` needs no inbox.
-      if (options.logCodes) log.warn({ mailer: options.mailer.kind, emailTo: email, emailText: text }, 'code email sent (SMS_PROVIDER=log): this is its text');
+      if (options.logCodes) log.info({ mailer: options.mailer.kind, emailTo: email, emailText: text }, `code email to ${email} (SMS_PROVIDER=log shows it here): ${text}`);
       else log.info({ mailer: options.mailer.kind, to: maskEmail(email) }, 'code sent by email');
     },
     wrongCode: () => new AppError('invalid_code_or_email', 401, 'The code is not correct for this email address, or there is no code to check'),

@@ -9,7 +9,8 @@ export function logSmsProvider(logger: Logger): SmsProvider {
   return {
     kind: 'log',
     async send({ to, text }) {
-      logger.warn({ smsTo: to, smsText: text }, 'SMS not sent (SMS_PROVIDER=log): this is its text');
+      // The text leads the message so that a terminal shows it on its own line, not buried in fields.
+      logger.info({ smsTo: to, smsText: text }, `SMS to ${to} (not sent, SMS_PROVIDER=log): ${text}`);
     },
   };
 }

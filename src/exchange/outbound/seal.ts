@@ -57,7 +57,7 @@ export function createSealOutbound(deps: {
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
           // The embedded default has no mail server: the link in the log is how a developer reads the message.
           if (transport.kind === 'outbox') {
-            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link }, 'reader link (notification written to the outbox)');
+            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link }, `reader link for ${recipient}: ${link} (notification written to the outbox)`);
           }
           return report.rejected;
         }),
