@@ -106,7 +106,7 @@ export async function startSealpost(
 
 /**
  * Settings that each pass their own check but do not fit together. Only a process that runs both
- * services knows both values; split across processes, README's "Limits to line up" says it.
+ * services knows both values; split across processes, docs/decisions.md "Limits to line up" says it.
  */
 export function startWarnings(config: Config, names: ServiceName[]): string[] {
   const warnings: string[] = [];

@@ -10,7 +10,7 @@ import type { DkimSettings } from './dkim.ts';
  *
  * The variable table is a plain list rather than a JSON-schema library because each value needs a
  * parser with its own message (Go durations, ports, Go booleans) and the same table prints the
- * README's reference (`sealpost config --markdown`).
+ * reference in docs/configuration.md (`sealpost config --markdown`).
  */
 
 type Component = 'all' | 'A' | 'B' | 'C';
@@ -139,7 +139,7 @@ function v<T>(spec: VariableSpec<T>): VariableSpec<T> {
   return spec;
 }
 
-/** Every variable Sealpost reads, in the order the README lists them. */
+/** Every variable Sealpost reads, in the order docs/configuration.md lists them. */
 export const VARIABLES = {
   NODE_ENV: v({ name: 'NODE_ENV', component: 'all', meaning: '`production` turns off generated tokens, the log SMS provider and starter rules', default: 'development', parse: oneOf('development', 'production', 'test'), expected: 'development, production or test' }),
   LOG_LEVEL: v({ name: 'LOG_LEVEL', component: 'all', meaning: 'pino log level', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'), expected: 'fatal, error, warn, info, debug, trace or silent' }),
@@ -681,13 +681,31 @@ export function variablesJson(): Array<{ name: string; component: string; meanin
   }));
 }
 
-/** The README's variable table, generated from VARIABLES so the documentation cannot drift. */
+/** The variable table of docs/configuration.md, generated from VARIABLES so the documentation cannot drift. */
 export function variablesMarkdown(): string {
   const rows = Object.values(VARIABLES).map(
     (spec) =>
       `| \`${spec.name}\` | ${spec.component} | ${spec.meaning} | ${spec.default !== undefined ? `\`${spec.default}\`` : 'unset'} |`,
   );
   return ['| Variable | Component | Meaning | Default |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** docs/configuration.md, whole: written by `npm run docs`, checked by a test. */
+export function configurationDoc(): string {
+  return [
+    '# Configuration',
+    '',
+    '<!-- Generated from src/kernel/config.ts by `npm run docs`; edit there, not here. -->',
+    '',
+    'Everything is an environment variable, read once at start. A bad value stops the process with a message',
+    'that names the variable, the value (never for secrets) and what was expected. Durations use Go\'s syntax',
+    'exactly (`15m`, `1h30m`, `1.5h`, `336h`; units `ns us µs ms s m h`); booleans Go\'s (`true`/`false`,',
+    '`1`/`0`, `t`/`f`). Component: A auth, B seal, C exchange. `sealpost config --markdown` prints this table,',
+    '`sealpost config --json` the same as data.',
+    '',
+    variablesMarkdown(),
+    '',
+  ].join('\n');
 }
 
 /** Durations in Config are nanoseconds; this shows them the way the operator wrote them. */

@@ -5,7 +5,7 @@ const CR = 0x0d;
 const LF = 0x0a;
 
 /**
- * One rule for line ends (README "Line ends"): every message is stored with CRLF line ends, a bare LF
+ * One rule for line ends (docs/decisions.md "Line ends"): every message is stored with CRLF line ends, a bare LF
  * or a bare CR becoming CRLF, as RFC 5322 §2.1 requires of a message and as Postfix's cleanup writes
  * its queue files. The stored bytes are then what both outbound paths send: the seal path seals them
  * unchanged and the relay's DATA stream has nothing left to rewrite, so what is sealed and what is
