@@ -95,7 +95,10 @@ if (C_SINK) {
   const child = stopOnExit(spawn(SMTP_SINK!, [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '256'], { stdio: 'ignore' }));
   for (let up = false; !up; await sleep(20)) {
     up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
   }

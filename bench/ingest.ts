@@ -62,7 +62,10 @@ async function waitForPort(port: number): Promise<void> {
   const { connect } = await import('node:net');
   for (let i = 0; i < 200; i++) {
     const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
     if (up) return;

@@ -23,6 +23,7 @@ child.on('exit', (code) => process.exit(code ?? 0));
 
 let sent = false;
 for await (const line of createInterface({ input: child.stdout! })) {
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON log line of any shape
   let entry: Record<string, any> | undefined;
   try {
     entry = line.startsWith('{') ? JSON.parse(line) : undefined;

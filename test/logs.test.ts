@@ -27,7 +27,6 @@ after(() => {
   for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-// eslint-disable-next-line no-control-regex
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
 
 async function startInTerminal(env: Record<string, string>): Promise<Terminal> {

@@ -158,7 +158,6 @@ const focusedName = (page: Page) => page.evaluate(() => document.activeElement?.
 
 /** The reader link of the notification that reached `to`. */
 async function readerLink(sink: SmtpSink, to: string): Promise<string> {
-  let link: string | undefined;
   await sink.waitUntil(
     () => sink.messages.some((m) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString())),
     30_000,
@@ -166,7 +165,7 @@ async function readerLink(sink: SmtpSink, to: string): Promise<string> {
   );
   const raw = sink.messages.find((m) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString()))!.raw;
   const parsed = await simpleParser(raw);
-  link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
+  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
   assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
   return link;
 }
@@ -269,6 +268,7 @@ describe('the reader page in Chromium', () => {
       await page.goto(new URL('/m/no-such-message', link).href);
       await page.getByRole('heading', { name: 'This message cannot be shown' }).waitFor();
       await page.getByRole('alert').filter({ hasText: 'This message does not exist or is no longer available' }).waitFor();
+      // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the reader sees
       assert.doesNotMatch(await page.locator('main').innerText(), /[{}]|not_found/, 'no raw error object on the page');
       await shoot(page, 'not-found');
     } finally {
@@ -332,7 +332,7 @@ describe('the reader page in Chromium', () => {
       await page.waitForFunction(() => {
         const frame = document.querySelector<HTMLIFrameElement>('iframe.body-frame');
         const image = frame?.contentDocument?.querySelector('img');
-        return image !== null && image !== undefined && image.complete && image.naturalWidth > 0;
+        return image?.complete === true && image.naturalWidth > 0;
       });
       assert.deepEqual(blockedRequests, ['https://images.example.invalid/logo.png']);
       blockedRequests.length = 0;
@@ -437,7 +437,7 @@ describe('the reader page in Chromium', () => {
       // The picture the HTML shows is in the frame and not listed again; the inline PDF and photo are.
       await page.waitForFunction(() => {
         const image = document.querySelector<HTMLIFrameElement>('iframe.body-frame')?.contentDocument?.querySelector('img');
-        return image !== null && image !== undefined && image.complete && image.naturalWidth > 0;
+        return image?.complete === true && image.naturalWidth > 0;
       });
       await page.getByRole('link', { name: /Download invoice\.pdf/ }).waitFor();
       await page.getByRole('link', { name: /Download photo\.png/ }).waitFor();

@@ -46,7 +46,9 @@ export class Batcher<I, O> {
   private async execute(batch: Batcher<I, O>['pending']): Promise<void> {
     try {
       const results = await this.run(batch.map((entry) => entry.item));
-      batch.forEach((entry, i) => entry.resolve(results[i]!));
+      batch.forEach((entry, i) => {
+        entry.resolve(results[i]!);
+      });
     } catch (error) {
       if (batch.length === 1 || !this.options.retryAlone?.(error)) {
         for (const entry of batch) entry.reject(error);

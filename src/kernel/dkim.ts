@@ -1,6 +1,6 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import { ConfigError } from './config.ts';
 

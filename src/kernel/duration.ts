@@ -49,7 +49,7 @@ function quote(s: string): string {
       out += ch === '"' || ch === '\\' ? `\\${ch}` : ch;
     }
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';

@@ -70,7 +70,10 @@ class RequestLinesAtDebug extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) return super.requestCompleted(error, request, reply);
+    if (error) {
+      super.requestCompleted(error, request, reply);
+      return;
+    }
     reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 }

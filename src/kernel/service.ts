@@ -46,6 +46,7 @@ export interface HttpServiceOptions {
   port: number;
   context: ServiceContext;
   /** The service's routes, registered as one encapsulated Fastify plugin. */
+  // biome-ignore lint/suspicious/noExplicitAny: each service's plugin has options of its own type
   plugin: FastifyPluginAsync<any>;
   pluginOptions?: Record<string, unknown>;
   bodyLimit?: number;

@@ -60,10 +60,10 @@ const brokenText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(
     '', ' ', 'null', 'true', '0', '"text"', '[]', '{', '}', '{"a":}', '{"a" 1}', "{'a':1}", '{"a":1,}', '[1,]', 'NaN', 'Infinity', '1e99999',
     '\ufeff{}', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}', '{"a":"\\ud800"}', '{"a":"\\u0000"}',
-    '{"a":1,"a":2}', '{"a":"\\x41"}', '[' + '"x",'.repeat(50_000) + '"x"]',
+    '{"a":1,"a":2}', '{"a":"\\x41"}', `[${'"x",'.repeat(50_000)}"x"]`,
   ),
   fc.integer({ min: 1, max: 60_000 }).map((depth) => '['.repeat(depth) + ']'.repeat(depth)),
-  fc.integer({ min: 1, max: 30_000 }).map((depth) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)),
+  fc.integer({ min: 1, max: 30_000 }).map((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
 );
 
 const CONTENT_TYPES = [

@@ -106,7 +106,10 @@ async function play(port: number, plan: Stream): Promise<{ received: string; clo
   const chunks: Buffer[] = [];
   let closed = false;
   let lastData = Date.now();
-  const closedPromise = new Promise<void>((resolve) => socket.on('close', () => ((closed = true), resolve())));
+  const closedPromise = new Promise<void>((resolve) => socket.on('close', () => {
+    closed = true;
+    resolve();
+  }));
   socket.on('data', (chunk: Buffer) => {
     chunks.push(chunk);
     lastData = Date.now();

@@ -75,7 +75,7 @@ describe('oversized HTTP headers: a 431 error object or a closed connection, and
         ['3000 headers', request('/healthz', Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`))],
         ['a 100 KB URL', request(`/healthz?${'q'.repeat(100 * 1024)}`, [])],
         ['a 64 KB cookie', request('/v1/config', [`Cookie: sealpost_session=${'c'.repeat(64 * 1024)}`])],
-        ['a 64 KB bearer token', request('/v1/config', [`Authorization: Bearer ${'t'.repeat(64 * 1024)}`, 'Content-Type: application/json', 'Content-Length: 2'], 'POST') + '{}'],
+        ['a 64 KB bearer token', `${request('/v1/config', [`Authorization: Bearer ${'t'.repeat(64 * 1024)}`, 'Content-Type: application/json', 'Content-Length: 2'], 'POST')}{}`],
       ];
       for (const [label, head] of cases) {
         const answer = await rawRequest(service.url, head);

@@ -221,7 +221,7 @@ export async function startS3Server(): Promise<S3TestServer> {
   // The watchdog: polls this Node process and kills every group (its pids are in groups.txt, rewritten
   // by resume()) then removes the dir once we are gone. stop() kills the watchdog itself first.
   const groupsFile = join(dir, 'groups.txt');
-  const writeGroups = () => writeFile(groupsFile, [...children.values()].map((c) => c.pid).join(' ') + '\n');
+  const writeGroups = () => writeFile(groupsFile, `${[...children.values()].map((c) => c.pid).join(' ')}\n`);
   await writeGroups();
   const watchdog = spawnGroup(
     'sh',
@@ -242,7 +242,10 @@ export async function startS3Server(): Promise<S3TestServer> {
   const ready = async (): Promise<void> => {
     await waitUntil('healthcheck', async () => (await fetch(`${endpoint}/healthcheck`)).ok, START_TIMEOUT_MS, logs);
     // The proxy may be up before the account/container servers: wait for a real, signed S3 call.
-    await waitUntil('S3 API', async () => (await s3.send(new ListBucketsCommand({})), true), START_TIMEOUT_MS, logs);
+    await waitUntil('S3 API', async () => {
+      await s3.send(new ListBucketsCommand({}));
+      return true;
+    }, START_TIMEOUT_MS, logs);
   };
 
   let stopped = false;

@@ -137,7 +137,9 @@ export class ClamdScan {
     return new Promise((resolve) => {
       if (this.settled || this.socket.destroyed) return resolve();
       this.socket.cork();
-      pieces.forEach((piece, i) => this.socket.write(piece, i === pieces.length - 1 ? () => resolve() : undefined));
+      pieces.forEach((piece, i) => {
+        this.socket.write(piece, i === pieces.length - 1 ? () => resolve() : undefined);
+      });
       this.socket.uncork();
     });
   }

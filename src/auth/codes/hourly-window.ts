@@ -24,6 +24,7 @@ export function rateLimited(waitMs: number): AppError {
  * record of one request are atomic against other instances. Sorted, so that two requests needing the
  * same locks take them in the same order (no deadlock).
  */
+// biome-ignore lint/suspicious/noExplicitAny: takes a transaction of any schema's tables; it only runs SQL of its own
 export async function lockKeys(trx: Kysely<any>, namespace: string, keys: string[]): Promise<void> {
   for (const key of [...keys].sort()) {
     await sql`select pg_advisory_xact_lock(hashtextextended(${`${namespace}.${key}`}, 0))`.execute(trx);

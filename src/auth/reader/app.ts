@@ -1,4 +1,4 @@
-import { Api, ApiError, type ReaderConfig } from './api.ts';
+import { type Api, ApiError, type ReaderConfig } from './api.ts';
 import { append, h } from './dom.ts';
 import { errorReference, errorText } from './errors.ts';
 import type { Texts } from './texts/index.ts';

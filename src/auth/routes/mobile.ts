@@ -73,7 +73,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       schema: {
         tags: TAGS.signIn,
         summary: 'Confirm the new mobile number with the code sent to it',
-        description: 'expired_code or incorrect_code (401) as for sign-in, with the same limit of wrong tries. ' + CSRF_NOTE,
+        description: `expired_code or incorrect_code (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
         response: { 200: Type.Object({ mobile: Type.String() }), ...errorResponses(400, 401, 403) },
       },

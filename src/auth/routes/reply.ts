@@ -78,7 +78,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
       schema: {
         tags: TAGS.replying,
         summary: 'Save the draft reply (text, html, bcc); starts the draft when there is none',
-        description: 'Saving moves the draft\'s last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ' + CSRF_NOTE,
+        description: `Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ${CSRF_NOTE}`,
         body: ReplyBody,
         response: { 200: Draft, ...errorResponses(400, 401, 403, 409) },
       },

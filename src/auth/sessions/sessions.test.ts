@@ -60,7 +60,7 @@ describe('sessions: idle timeout and cleanup', () => {
   });
 
   it('ignores an unknown or malformed session cookie and starts a new session', async () => {
-    for (const cookie of ['sealpost_session=' + 'A'.repeat(43), 'sealpost_session=../../etc', 'sealpost_session=']) {
+    for (const cookie of [`sealpost_session=${'A'.repeat(43)}`, 'sealpost_session=../../etc', 'sealpost_session=']) {
       const reader = harness.reader();
       reader.cookie = cookie;
       assertError(await reader.get('/v1/message'), 401, 'unauthenticated');

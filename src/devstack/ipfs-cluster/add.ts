@@ -44,7 +44,7 @@ function addedOutput(name: string, cid: string | null, extra: { bytes?: number; 
 /** go-ipfs-files fileName(): QueryUnescape, then path.Clean("/"+name), relative to "/". */
 function partName(filename: string | undefined): string {
   const raw = filename ?? '';
-  let p = posix.normalize('/' + (queryUnescape(raw) ?? raw));
+  let p = posix.normalize(`/${queryUnescape(raw) ?? raw}`);
   if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
   return p.slice(1);
 }
@@ -85,7 +85,10 @@ async function* withProgress(src: AsyncIterable<Uint8Array>, onBytes: (n: number
   let last = 0;
   for await (const chunk of src) {
     total += chunk.length;
-    if (total - last >= 256 * 1024) onBytes((last = total));
+    if (total - last >= 256 * 1024) {
+      last = total;
+      onBytes(last);
+    }
     yield chunk;
   }
   onBytes(total);

@@ -90,9 +90,9 @@ export function parseGoInt(v: string): number | undefined {
  */
 export function goJsonLine(value: unknown): string {
   return (
-    JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => {
+    `${JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => {
       return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-    }) + '\n'
+    })}\n`
   );
 }
 

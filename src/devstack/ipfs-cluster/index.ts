@@ -6,6 +6,6 @@ export {
   type RecordedRequest,
 } from './server.ts';
 export { runIpfsClusterStandIn } from './cli.ts';
-export { type ClusterPin, type PinInfo } from './state.ts';
+export type { ClusterPin, PinInfo } from './state.ts';
 export { kuboDefaultImportOptions } from './blocks.ts';
 export { CLUSTER_VERSION } from './rest-api.ts';

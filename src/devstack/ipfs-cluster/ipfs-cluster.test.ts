@@ -336,7 +336,7 @@ describe('IPFS Cluster stand-in', () => {
     assert.equal(last.method, 'POST');
     assert.equal(last.path, `/pins/${HELLO_CID}`);
     assert.equal(last.query, query);
-    assert.deepEqual(last.params['name'], ['a b c']);
+    assert.deepEqual(last.params.name, ['a b c']);
     assert.deepEqual(last.params['meta-x'], ['/']);
     assert.equal(last.authorization, false);
     assert.equal(s.pins().get(HELLO_CID)?.name, 'a b c');

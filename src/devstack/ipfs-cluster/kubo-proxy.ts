@@ -48,7 +48,7 @@ function httpError(res: ServerResponse, status: number, message: string): void {
   res.setHeader('Content-Type', 'text/plain; charset=utf-8');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.writeHead(status);
-  res.end(message + '\n');
+  res.end(`${message}\n`);
 }
 
 /** Kubo's PathOrCidPath: "/ipfs/CID[/sub/path]" or a bare CID. */

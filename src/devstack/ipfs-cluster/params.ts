@@ -7,7 +7,7 @@
  */
 import { CID } from 'multiformats/cid';
 import { parseDuration } from '../../kernel/duration.ts';
-import { GoQuery, parseGoBool, parseGoInt } from './go-compat.ts';
+import { type GoQuery, parseGoBool, parseGoInt } from './go-compat.ts';
 
 export class ParamError extends Error {}
 

@@ -204,12 +204,19 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
       proxyPort,
       requests,
       pins: () => pins.all(),
-      setHang: (b) => void (hang = b),
-      setFailPins: (b) => void (failPins = b),
-      setIpfsDown: (b) => void (ipfsDown = b),
+      setHang: (b) => {
+        hang = b;
+      },
+      setFailPins: (b) => {
+        failPins = b;
+      },
+      setIpfsDown: (b) => {
+        ipfsDown = b;
+      },
       close: () => {
         swarm.delete(blocks);
-        return (closed ??= shutdown([rest, proxy], pins, blocks));
+        closed ??= shutdown([rest, proxy], pins, blocks);
+        return closed;
       },
     };
   } catch (err) {

@@ -75,7 +75,7 @@ export async function composeBounce(input: BounceInput): Promise<Buffer> {
       ...(r.diagnostic ? [`Diagnostic-Code: ${r.diagnostic}`] : []),
     ].join('\r\n'),
   );
-  root.createChild('message/delivery-status').setContent([perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n') + '\r\n');
+  root.createChild('message/delivery-status').setContent(`${[perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n')}\r\n`);
 
   if (input.originalHeaders !== undefined) {
     // The headers as they are (RFC 6522 §3): nodemailer would encode a text part quoted-printable, with

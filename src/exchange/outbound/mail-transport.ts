@@ -197,10 +197,11 @@ function createOutboxTransport(dir: string): MailTransport {
     async send(mail) {
       const temp = join(tempDir, randomUUID());
       try {
-        await (ready ??= mkdir(tempDir, { recursive: true }).catch((error: unknown) => {
+        ready ??= mkdir(tempDir, { recursive: true }).catch((error: unknown) => {
           ready = undefined;
           throw error;
-        }));
+        });
+        await ready;
         const name = `${new Date().toISOString().replace(/:/g, '-')}-${randomUUID()}.eml`;
         const head = Buffer.from(
           `Return-Path: <${mail.envelope.from}>\r\nX-Sealpost-Envelope-To: ${mail.envelope.to.join(',\r\n ')}\r\n`,

@@ -48,7 +48,7 @@ export async function relayMessage(
   }
 
   const dkim = options.dkim;
-  if (!dkim || !dkim.aligned(fromDomain(headText)) || signedBy(headText, dkim.domain)) return open;
+  if (!dkim?.aligned(fromDomain(headText)) || signedBy(headText, dkim.domain)) return open;
   const signature = await dkim.signature(asStream(await open()));
   return async () => Readable.from(prefixed(signature, asStream(await open())));
 }
@@ -81,7 +81,7 @@ function fromDomain(headers: string): string | undefined {
   if (!value) return undefined;
   const [first] = addressparser(value, { flatten: true });
   const address = first && 'address' in first ? first.address : undefined;
-  return address && address.includes('@') ? address.slice(address.lastIndexOf('@') + 1) : undefined;
+  return address?.includes('@') ? address.slice(address.lastIndexOf('@') + 1) : undefined;
 }
 
 /** RFC 5322 date-time in UTC. */

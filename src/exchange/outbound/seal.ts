@@ -65,15 +65,18 @@ export function createSealOutbound(deps: {
 
       const failed: FailedRecipient[] = [];
       const temporary: DeliveryError[] = [];
-      outcomes.forEach((outcome, i) => {
-        if (outcome.status === 'fulfilled') return void failed.push(...outcome.value);
+      for (const [i, outcome] of outcomes.entries()) {
+        if (outcome.status === 'fulfilled') {
+          failed.push(...outcome.value);
+          continue;
+        }
         const error = outcome.reason;
         if (error instanceof DeliveryError && error.permanent) {
           failed.push({ recipient: envelope.recipients[i]!, status: error.status, diagnostic: error.diagnostic, remoteMta: error.remoteMta });
         } else {
           temporary.push(error instanceof DeliveryError ? error : new DeliveryError(false, String(error), { cause: error }));
         }
-      });
+      }
       if (temporary.length > 0) {
         throw new DeliveryError(false, `sealed as ${sealed.id}; ${temporary.length} notification(s) not sent: ${temporary[0]!.message}`, {
           diagnostic: temporary[0]!.diagnostic,

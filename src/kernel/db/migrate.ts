@@ -12,6 +12,7 @@ export interface SchemaMigrations {
  * Safe to run from several instances at once: the schema is created under an advisory lock and
  * Kysely's migrator takes its own lock for the migrations.
  */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run on Kysely<any>, as Kysely's migrator expects
 export async function migrateSchema(db: Kysely<any>, { schema, migrations }: SchemaMigrations): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid schema name ${schema}`);
   await db.transaction().execute(async (trx) => {

@@ -116,7 +116,7 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
         throw error;
       }
       // Drop folders this left empty so deleted keys leave no litter; stops at the first non-empty one.
-      for (let folder = dirname(path); folder.startsWith(root + '/'); folder = dirname(folder)) {
+      for (let folder = dirname(path); folder.startsWith(`${root}/`); folder = dirname(folder)) {
         try {
           await rmdir(folder);
         } catch {
@@ -195,7 +195,10 @@ function sharedFolderSync(): (folder: string) => Promise<void> {
   const folders = new Map<string, { running?: Promise<void>; queued?: Promise<void> }>();
   return (folder) => {
     let state = folders.get(folder);
-    if (!state) folders.set(folder, (state = {}));
+    if (!state) {
+      state = {};
+      folders.set(folder, state);
+    }
     const current = state;
     if (current.queued) return current.queued;
     const start = (): Promise<void> => {
@@ -263,7 +266,7 @@ async function writeStream(handle: FileHandle, body: Readable, onLength: (total:
 }
 
 async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
-  let left = buffers.filter((b) => b.length > 0);
+  const left = buffers.filter((b) => b.length > 0);
   while (left.length > 0) {
     const { bytesWritten } = await handle.writev(left);
     // A short write (rare on a local file) continues where it stopped.

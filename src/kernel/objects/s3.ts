@@ -3,7 +3,7 @@
  * Streams go through lib-storage's Upload: multipart in 5 MiB parts (PART_SIZE), at most QUEUE_SIZE parts
  * in flight, so memory stays around (QUEUE_SIZE + 1) × 5 MiB whatever the object's size.
  */
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { startRealClusters, type RealClusters } from '../../../test/support/ipfs-real.ts';
 import { startStandIn, type StandIn } from '../../../test/support/seal.ts';
 import { createTestCertificate } from '../../../test/support/tls.ts';
-import { ClusterClient, ClusterError, type PinState } from './client.ts';
+import { ClusterClient, type ClusterError, type PinState } from './client.ts';
 import type { ClusterSettings } from './config.ts';
 
 /**
@@ -152,7 +152,7 @@ for (const [name, start] of [
     });
 
     it('takes the longest pin name the configuration allows (2 KiB URL-encoded) within the REST API\'s header limit', async () => {
-      const longest = 'ü'.repeat(341) + 'ab'; // 341 × 6 + 2 = 2048 bytes URL-encoded
+      const longest = `${'ü'.repeat(341)}ab`; // 341 × 6 + 2 = 2048 bytes URL-encoded
       assert.equal(encodeURIComponent(longest).length, 2048);
       const primary = client(target, 'primary', { pinParams: { name: longest, replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' } });
       const added = await primary.add(chunks(randomBytes(500)), 'long-name.sealed');

@@ -5,12 +5,12 @@
 export const en = {
   subject: 'Your Sealpost code',
   body: (code: string, minutes: number) =>
-    [
+    `${[
       `Your Sealpost code is ${code}`,
       '',
       `Enter it on the page where you asked for it. It is valid for ${minutes} minutes.`,
       'If you did not ask for a code, you can ignore this email.',
-    ].join('\r\n') + '\r\n',
+    ].join('\r\n')}\r\n`,
 };
 
 export type CodeMailTexts = typeof en;

@@ -115,7 +115,9 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
         void (async () => {
           const outcome = await busy(submit, t.code.checking, () =>
             reader.api.verify(value, remember.checked).then(
-              (signedIn) => void (reader.email = signedIn.email),
+              (signedIn) => {
+                reader.email = signedIn.email;
+              },
               (error: unknown) => error,
             ),
           );
