@@ -234,8 +234,10 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
     kept.add(ordinary.body.id);
   });
 
-  it('answers an upload the multipart parser stalls on (a 64 KiB part header with bare LFs, then a part over 16 KiB) instead of hanging', async () => {
-    // Found with FUZZ_SEED=3: @fastify/busboy stops reading such a form for good, and no timeout ended the request.
+  it('answers an upload the multipart parser stalled on (a 64 KiB part header with bare LFs, then a part over 16 KiB) instead of hanging', async () => {
+    // Found with FUZZ_SEED=3 on Node 20: @fastify/busboy stopped reading such a form for good (16 KiB stream
+    // buffers), and no timeout ended the request; HTTP_IDLE_TIMEOUT now answers 408. Node 22 and later
+    // (64 KiB buffers) get through the form and find no file in it: 400. Either way an answer, never a hang.
     const plan: Upload = {
       headerBoundary: 'stall',
       bodyBoundary: 'stall',
@@ -250,8 +252,9 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
       delivery: { kind: 'whole', chunked: false },
     };
     const answer = await send(url(), alice, plan);
-    assert.equal(answer!.status, 408, JSON.stringify(answer!.body));
-    assertErrorObject(408, answer!.body, 'a stalled form');
+    const expected = Number(process.versions.node.split('.')[0]) < 22 ? 408 : 400;
+    assert.equal(answer!.status, expected, JSON.stringify(answer!.body));
+    assertErrorObject(expected, answer!.body, 'a stalled form');
     await assertOnlyKeptFiles('after a stalled form');
     const ordinary = await uploadFile(alice, { filename: 'after-the-stall.txt', content: Buffer.from('hello') });
     assert.equal(ordinary.status, 201, JSON.stringify(ordinary.body));
