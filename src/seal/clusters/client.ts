@@ -19,6 +19,9 @@ import { clusterName, expireInToSend, timeoutMs, type ClusterSettings } from './
  * and then hangs fails the call instead of holding the message.
  */
 
+/** How much of an upload is gathered before it is written (see ClusterClient.add). */
+const UPLOAD_BATCH_BYTES = 256 * 1024;
+
 export type ClusterErrorKind = 'unreachable' | 'timeout' | 'tls' | 'http' | 'protocol';
 
 export class ClusterError extends Error {
@@ -211,8 +214,13 @@ export class ClusterClient {
         },
         async (req) => {
           const iterator = content[Symbol.asyncIterator]();
+          // The source yields small pieces (the cipher's header, each update, the tag): they are sent in
+          // batches of up to UPLOAD_BATCH_BYTES, each one write (and, on this path, one system call). A
+          // message that fits in the first batch goes out whole with a Content-Length, like any client's.
+          let batch: Buffer[] = [preamble];
+          let batched = preamble.length;
+          let first = true;
           try {
-            await write(req, preamble);
             for (;;) {
               let next: IteratorResult<Buffer>;
               try {
@@ -223,9 +231,19 @@ export class ClusterClient {
                 return;
               }
               if (next.done) break;
-              await write(req, next.value);
+              batch.push(next.value);
+              batched += next.value.length;
+              if (batched >= UPLOAD_BATCH_BYTES) {
+                await write(req, Buffer.concat(batch, batched));
+                batch = [];
+                batched = 0;
+                first = false;
+              }
             }
-            req.end(epilogue);
+            batch.push(epilogue);
+            const rest = Buffer.concat(batch, batched + epilogue.length);
+            if (first) req.setHeader('content-length', rest.length);
+            req.end(rest);
           } catch {
             // The connection failed; the request's 'error' (or the answer already received) tells why.
             await iterator.return?.();

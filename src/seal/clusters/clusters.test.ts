@@ -307,3 +307,49 @@ describe('ClusterClient queries', () => {
     assert.throws(() => environmentCluster({ host: 'https://cluster.example', port: '9094', secure: true }), /IPFS_CLUSTER_HOST="https:\/\/cluster\.example" is not valid/);
   });
 });
+
+describe('ClusterClient uploads', () => {
+  /** A bare HTTP server playing /add: it records how each upload arrived and answers a CID. */
+  async function recordingCluster() {
+    const { createServer } = await import('node:http');
+    const uploads: Array<{ contentLength?: string; transferEncoding?: string; writes: number; body: Buffer }> = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        uploads.push({ contentLength: req.headers['content-length'], transferEncoding: req.headers['transfer-encoding'], writes: chunks.length, body: Buffer.concat(chunks) });
+        res.setHeader('content-type', 'application/json');
+        res.end('{"name":"m.sealed","cid":"QmSbY6aPBVaWVNEcp5BJbn6fv2NPZ5rrKqrEHgx2XmUdN5","size":1}\n');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const client = new ClusterClient({ host: '127.0.0.1', port: String(port), secure: false, timeout: '10s' }, { proxyPort: 1 });
+    return { uploads, client, close: () => new Promise((resolve) => server.close(resolve)) };
+  }
+  async function* pieces(total: number, size: number) {
+    for (let sent = 0; sent < total; sent += size) yield Buffer.alloc(Math.min(size, total - sent), sent / size);
+  }
+
+  it('sends a small upload whole with a Content-Length, and a large one in batches, chunked; both arrive intact', async () => {
+    const cluster = await recordingCluster();
+    try {
+      await cluster.client.add(pieces(10_240, 100), 'small.sealed');
+      await cluster.client.add(pieces(1024 * 1024, 100), 'large.sealed');
+      const [small, large] = cluster.uploads;
+      assert.equal(small!.transferEncoding, undefined);
+      assert.equal(Number(small!.contentLength), small!.body.length, 'the whole body in one piece, its length declared');
+      assert.equal(large!.contentLength, undefined);
+      assert.equal(large!.transferEncoding, 'chunked');
+      for (const [upload, total] of [[small!, 10_240], [large!, 1024 * 1024]] as const) {
+        const text = upload.body.toString('latin1');
+        const start = text.indexOf('\r\n\r\n') + 4;
+        const content = upload.body.subarray(start, upload.body.length - text.slice(start).length + text.slice(start).lastIndexOf('\r\n--'));
+        assert.equal(content.length, total);
+        assert.deepEqual(content, Buffer.concat(Array.from({ length: Math.ceil(total / 100) }, (_, i) => Buffer.alloc(Math.min(100, total - i * 100), i))));
+      }
+    } finally {
+      await cluster.close();
+    }
+  });
+});

@@ -36,7 +36,8 @@ describe('orphaned content is unpinned', () => {
   it('unpins, on every cluster, the content of the request that lost a race for one envelope', async () => {
     const { a, b, seal } = await setUp();
     const envelopeId = randomUUID();
-    const raw = rawMessage();
+    // Larger than one upload batch (256 KiB), so that /add starts while the rest of the body is held.
+    const raw = rawMessage({ body: 'a line of the body\r\n'.repeat(20_000) });
     // The first request is held mid-body, inside /add, while the second one seals the envelope.
     let release!: () => void;
     const slow = new ReadableStream<Uint8Array>({
