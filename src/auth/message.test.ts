@@ -123,6 +123,30 @@ describe('reading the sealed message', () => {
     assert.equal(unicode.headers.get('content-disposition'), `attachment; filename="Vertrag _ M_rz.pdf"; filename*=UTF-8''Vertrag%20%E2%80%93%20M%C3%A4rz.pdf`);
   });
 
+  it('lists and downloads attachment names without bidi controls or invisible characters, so the real extension shows', async () => {
+    const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+    const { message: raw } = await composer.sendMail({
+      from: 'sender@example.org',
+      to: 'alice@example.com',
+      subject: 'Invoice',
+      text: 'See the invoice.',
+      attachments: [
+        { filename: 'invoice\u202Efdp.exe', content: PDF, contentType: 'application/pdf' },
+        { filename: 'report\u200B.pdf\u00AD', content: PDF, contentType: 'application/pdf' },
+      ],
+    });
+    const other = harness.seal.register({ raw: raw as Buffer, recipients: [ALICE], subject: 'Invoice' });
+    const own = harness.reader();
+    await signInAlice(harness, own, other.id);
+
+    const listed = await own.get('/v1/message');
+    assert.deepEqual(listed.body.attachments.map((a: { filename: string }) => a.filename), ['invoicefdp.exe', 'report.pdf']);
+    const download = await own.get('/v1/message/attachments/0');
+    assert.equal(download.status, 200);
+    assert.equal(download.headers.get('content-disposition'), `attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`);
+    assert.equal((await own.get('/v1/message/attachments/1')).headers.get('content-disposition'), `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`);
+  });
+
   it('answers 404 for an attachment index the message does not have, 400 for one that is not an index', async () => {
     assertError(await reader.get('/v1/message/attachments/9'), 404, 'not_found');
     assertError(await reader.get('/v1/message/attachments/-1'), 400, 'validation_failed');

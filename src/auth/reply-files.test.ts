@@ -138,6 +138,25 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await assertNothingKeptBeyond([]);
   });
 
+  it('stores, lists and sends names without bidi controls or invisible characters, so the extension shown is the real one', async () => {
+    const uploaded = await uploadFile(alice, { filename: 'contract\u202Efdp.pdf', content: PDF });
+    assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
+    assert.equal(uploaded.body.name, 'contractfdp.pdf');
+    assert.deepEqual((await fileRows()).map((row) => row.filename), ['contractfdp.pdf']);
+    assert.deepEqual((await alice.get('/v1/message/files')).body.files.map((file: { name: string }) => file.name), ['contractfdp.pdf']);
+    await deleteAll(alice);
+  });
+
+  it('refuses a forbidden extension hidden by an invisible character or a bidi override with forbidden_file_type', async () => {
+    // Compared as sent, "run.exe\u200B" ends in "exe\u200B" and "setup.ex\u00ADe" in "ex\u00ADe": both would pass.
+    for (const filename of ['run.exe\u200B', 'setup.ex\u00ADe', 'invoice\u202Efdp.exe', 'report\u2066.js\u2069']) {
+      const refused = await uploadFile(alice, { filename, contentType: 'text/plain', content: Buffer.from('harmless?\n') });
+      assertRefused(refused, 403, 'forbidden_file_type');
+      assert.doesNotMatch(refused.body.message, /[\u00AD\u200B\u202E\u2066\u2069]/, 'the refusal names the cleaned file');
+    }
+    await assertNothingKeptBeyond([]);
+  });
+
   it('refuses the EICAR test file with malware_detected and deletes what was stored', async () => {
     const content = Buffer.concat([Buffer.from('Quarterly figures\n'), EICAR, Buffer.from('\nend\n')]);
     const refused = await uploadFile(alice, { filename: 'figures.txt', contentType: 'text/plain', content });

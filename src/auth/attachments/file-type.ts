@@ -66,19 +66,3 @@ export function contentTypeFor(filename: string, detected: DetectedType | undefi
   const guessed = detectMimeType(filename.replace(/[. ]+$/, ''));
   return typeof guessed === 'string' && guessed ? guessed : 'application/octet-stream';
 }
-
-/** The uploaded file's name for storage and the reply: no path, no control characters, never empty. */
-export function cleanFilename(raw: string | undefined): string {
-  const name = Array.from(
-    (raw ?? '')
-      .replace(/[\u0000-\u001f\u007f]/g, '')
-      .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd')
-      .split(/[\\/]/)
-      .pop()!
-      .trim(),
-  )
-    // By code points: cutting UTF-16 units could leave half a character (a lone surrogate) at the end.
-    .slice(0, 255)
-    .join('');
-  return name && name !== '.' && name !== '..' ? name : 'attachment';
-}

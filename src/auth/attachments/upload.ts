@@ -5,8 +5,9 @@ import { AppError } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { ClamdClient, ClamdScan, ScanVerdict } from '../clamd/client.ts';
 import type { DraftOwner, DraftStore } from '../drafts/store.ts';
+import { cleanFilename } from '../filename.ts';
 import type { DraftFileRow } from '../tables.ts';
-import { cleanFilename, contentTypeFor, detectType, TYPE_SAMPLE_SIZE, type DetectedType, type ForbiddenTypes } from './file-type.ts';
+import { contentTypeFor, detectType, TYPE_SAMPLE_SIZE, type DetectedType, type ForbiddenTypes } from './file-type.ts';
 
 export interface AttachmentSettings {
   /** ATTACHMENT_MAX_SIZE */
@@ -37,7 +38,8 @@ export interface FileView {
 export function fileView(row: DraftFileRow): FileView {
   return {
     id: row.id,
-    name: row.filename,
+    // Cleaned again: a draft may hold a name stored before cleanFilename dropped format characters.
+    name: cleanFilename(row.filename, 'attachment'),
     size: row.size,
     contentType: row.content_type,
     detectedType: row.detected_type,
@@ -82,7 +84,7 @@ export class DraftAttachments {
    */
   async upload(owner: DraftOwner, part: { filename?: string; file: Readable; refused?: () => void }, log: FastifyBaseLogger): Promise<FileView> {
     const { drafts, objects, settings } = this.deps;
-    const filename = cleanFilename(part.filename);
+    const filename = cleanFilename(part.filename, 'attachment');
     const byName = settings.forbidden.reason(filename, undefined);
     if (byName) throw forbiddenType(filename, byName);
 

@@ -1,5 +1,6 @@
 import { simpleParser, type AddressObject, type AttachmentCommon, type ParsedMail } from 'mailparser';
 import sanitizeHtml from 'sanitize-html';
+import { cleanFilename } from '../filename.ts';
 
 export interface AddressView {
   name: string;
@@ -158,21 +159,9 @@ export function sanitizeMessageHtml(html: string, options: { remoteImages?: bool
   return { html: sanitized, remoteImages };
 }
 
-/** Half of a UTF-16 surrogate pair without its other half (from a broken encoded word, say). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** The attachment's name for a download: no path, no control characters, never empty. */
+/** The attachment's name for the list and the download (cleanFilename), or a numbered one. */
 export function attachmentFilename(attachment: Pick<AttachmentCommon, 'filename'>, index: number): string {
-  const name = (attachment.filename ?? '')
-    .replace(/[\u0000-\u001f\u007f]/g, '')
-    .replace(LONE_SURROGATE, '\ufffd')
-    .split(/[\\/]/)
-    .pop()!
-    .trim();
-  // Cut by code points: cutting UTF-16 units can split a character into a lone surrogate, which the
-  // download's Content-Disposition cannot encode (encodeURIComponent throws: a 500, found by
-  // test/security/path-traversal).
-  return name && name !== '.' && name !== '..' ? Array.from(name).slice(0, 255).join('') : `attachment-${index + 1}`;
+  return cleanFilename(attachment.filename, `attachment-${index + 1}`);
 }
 
 export function safeContentType(type: string | undefined): string {

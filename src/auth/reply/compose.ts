@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { simpleParser, type AddressObject } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import { cleanFilename } from '../filename.ts';
 
 /** What a reply takes from the message it answers. */
 export interface OriginalHeaders {
@@ -90,7 +91,8 @@ export function composeReply(reply: Reply): { messageId: string; stream: Readabl
     text: reply.text,
     ...(reply.html !== undefined ? { html: reply.html } : {}),
     attachments: reply.attachments.map((attachment) => ({
-      filename: attachment.filename,
+      // Cleaned again: a draft may hold a name stored before cleanFilename dropped format characters.
+      filename: cleanFilename(attachment.filename, 'attachment'),
       contentType: attachment.contentType,
       content: Readable.from(lazily(attachment.open)),
     })),
