@@ -126,6 +126,28 @@ describe('sending a reply through the exchange engine', () => {
     assert.deepEqual(await draftKeys(), []);
   });
 
+  it('sends the HTML through the reader\'s sanitiser: no script or event handler leaves; a text-only reply gets no HTML made up', async () => {
+    const attack = '<script>alert(1)</script><img src=x onerror=alert(1)>';
+    const sent = await alice.request('POST', '/v1/message/reply', {
+      body: { text: `Plain ${attack}`, html: `<p onclick="steal()">Signed, <b>see</b> <a href="javascript:alert(2)">here</a>.</p>${attack}<iframe src="https://example.net"></iframe>` },
+    });
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    await settled(exchange, sent.body.envelopeId, 'delivered');
+    const message = sink.messages.find((m) => m.messageId === sent.body.messageId)!;
+    const parsed = await simpleParser(message.raw);
+    const html = String(parsed.html);
+    assert.match(html, /<p>Signed, <b>see<\/b> <a[^>]*>here<\/a>\.<\/p>/, 'the formatting is kept');
+    assert.doesNotMatch(html, /<script|alert\(1\)|onerror|onclick|javascript:|<iframe/i, html);
+    // The text part is text/plain: what it says is shown as written, never run.
+    assert.equal(parsed.text?.trim(), `Plain ${attack}`);
+
+    const textOnly = await alice.request('POST', '/v1/message/reply', { body: { text: attack } });
+    assert.equal(textOnly.status, 202, JSON.stringify(textOnly.body));
+    await settled(exchange, textOnly.body.envelopeId, 'delivered');
+    const plain = sink.messages.find((m) => m.messageId === textOnly.body.messageId)!;
+    assert.doesNotMatch(plain.raw.toString('latin1'), /text\/html/i, 'no HTML part is built from the text');
+  });
+
   it('refuses a malformed bcc with invalid_bcc_address and another address with email_mismatch, sending nothing and keeping the text', async () => {
     await alice.request('PUT', '/v1/message/reply', { body: { text: 'Draft kept', bcc: ALICE.email } });
     const before = sink.messages.length;

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { simpleParser, type AddressObject } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { cleanFilename } from '../filename.ts';
+import { sanitizeMessageHtml } from '../message/read.ts';
 
 /** What a reply takes from the message it answers. */
 export interface OriginalHeaders {
@@ -89,7 +90,7 @@ export function composeReply(reply: Reply): { messageId: string; stream: Readabl
     ...(original.messageId ? { inReplyTo: original.messageId } : {}),
     ...(references.length ? { references } : {}),
     text: reply.text,
-    ...(reply.html !== undefined ? { html: reply.html } : {}),
+    ...(reply.html !== undefined ? { html: replyHtml(reply.html) } : {}),
     attachments: reply.attachments.map((attachment) => ({
       // Cleaned again: a draft may hold a name stored before cleanFilename dropped format characters.
       filename: cleanFilename(attachment.filename, 'attachment'),
@@ -102,6 +103,17 @@ export function composeReply(reply: Reply): { messageId: string; stream: Readabl
     disableUrlAccess: true,
   });
   return { messageId, stream: composer.compile().createReadStream() };
+}
+
+/**
+ * The reply's HTML is whatever the client sent, and it leaves under the organisation's name: it is cut
+ * down by the reader's own sanitiser, so a script or an event handler can no more leave in a reply than
+ * it can be shown from a sealed message. Images from https are kept: they are the writer's to send, and
+ * the receiving mail client decides whether to load them (the reader drops them to protect the one
+ * reading, who here is someone else). A reply without HTML stays text only: none is made from the text.
+ */
+function replyHtml(html: string): string {
+  return sanitizeMessageHtml(html, { remoteImages: true }).html;
 }
 
 async function* lazily(open: () => Promise<Readable>): AsyncGenerator<Buffer> {

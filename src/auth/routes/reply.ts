@@ -15,7 +15,7 @@ import type { DraftRow } from '../tables.ts';
 const ReplyBody = Type.Object(
   {
     text: Type.String({ description: 'plain-text body' }),
-    html: Type.Optional(Type.String({ description: 'HTML body, sent beside the text' })),
+    html: Type.Optional(Type.String({ description: 'HTML body, sent beside the text after the same sanitising as the message shown (no scripts, styles, frames, forms or event handlers)' })),
     bcc: Type.Optional(
       Type.String({
         description:
