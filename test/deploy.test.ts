@@ -42,7 +42,7 @@ function exported(page: string): Set<string> {
   return names;
 }
 
-describe('deploy/: Prometheus alerts, the Grafana dashboard and compose.yaml', () => {
+describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.yaml', () => {
   it('passes promtool check config (with the alert rules it loads) and every alert has unit tests that pass', async () => {
     const { stdout: config } = await run('promtool', ['check', 'config', root('deploy/prometheus/prometheus.yml')]);
     assert.match(config, /SUCCESS: 6 rules found/);
@@ -78,6 +78,25 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard and compose.yaml', (
     }
     assert.match(stdout, /deploy\/grafana\/sealpost\.json/, 'Grafana gets the dashboard');
     assert.match(stdout, /deploy\/prometheus:\/etc\/prometheus/, 'Prometheus gets the alerts');
+    assert.match(stdout, /deploy\/clamd\/clamd\.conf:\/etc\/clamav\/clamd\.conf/, 'clamd gets its archive limits');
+  });
+
+  it("gives clamd archive limits that refuse a zip bomb: clamconf reads deploy/clamd/clamd.conf with AlertExceedsMax on, MaxFileSize not below the stream's", async () => {
+    // clamconf reads clamd.conf from a folder; a copy keeps the check from reading anything else there.
+    const dir = await mkdtemp(join(tmpdir(), 'sealpost-clamconf-'));
+    try {
+      await copyFile(root('deploy/clamd/clamd.conf'), join(dir, 'clamd.conf'));
+      const { stdout } = await run('clamconf', ['-c', dir]);
+      // Its clamd.conf section alone (clamav-milter.conf has a MaxFileSize of its own).
+      const section = stdout.split(/^Config file: /m).find((part) => part.startsWith('clamd.conf'))!;
+      const value = (name: string) => new RegExp(`^${name} = "?([^"\\n]*)"?$`, 'm').exec(section)?.[1];
+      assert.equal(value('AlertExceedsMax'), 'yes', 'past a limit, clamd answers FOUND instead of OK');
+      for (const limit of ['MaxFileSize', 'MaxScanSize', 'MaxRecursion', 'MaxFiles', 'StreamMaxLength']) assert.ok(Number(value(limit)) > 0, `${limit} is set`);
+      assert.ok(Number(value('MaxFileSize')) >= Number(value('StreamMaxLength')), 'a plain file the stream takes is never refused for its size');
+      assert.ok(Number(value('StreamMaxLength')) >= 17 * 1024 * 1024, 'the stream takes ATTACHMENT_MAX_SIZE (17MiB by default)');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   describe('every metric the dashboard and the alerts use is exported', () => {

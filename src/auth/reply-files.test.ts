@@ -11,6 +11,7 @@ import type { Reader } from '../../test/support/auth-reader.ts';
 import { EICAR, startClamd, type ClamdTestServer } from '../../test/support/clamd.ts';
 import { generatedBuffer, generatedBytes, uploadFile, type UploadResponse } from '../../test/support/multipart-upload.ts';
 import { startS3Server, type S3TestServer } from '../../test/support/s3-server.ts';
+import { nestedZip, zipBomb } from '../../test/support/zip.ts';
 
 const MiB = 1024 * 1024;
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), generatedBuffer(50_000), Buffer.from('\n%%EOF\n')]);
@@ -188,6 +189,27 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assertRefused(refused, 403, 'malware_detected');
     assert.match(refused.body.message, /Eicar-Test-Signature/);
     await assertNothingKeptBeyond([]);
+  });
+
+  it("refuses a zip bomb and archives nested past clamd's limits with malware_detected, keeping nothing; a plain archive passes", async () => {
+    // 3 × 40 MiB of zeros in about 120 KB: more than the test clamd's MaxScanSize (100M) unpacked.
+    const bomb = zipBomb(3, 40 * MiB);
+    assert.ok(bomb.length < 200_000, `the bomb is small: ${bomb.length} bytes`);
+    for (const [filename, content, limit] of [
+      ['holiday photos.zip', bomb, 'MaxScanSize'],
+      ['nested.zip', nestedZip(20), 'MaxRecursion'],
+    ] as const) {
+      const refused = await uploadFile(alice, { filename, contentType: 'application/zip', content });
+      assertRefused(refused, 403, 'malware_detected');
+      assert.match(refused.body.message, new RegExp(`cannot be checked for malware.*Heuristics\\.Limits\\.Exceeded\\.${limit}`));
+      await assertNothingKeptBeyond([]);
+    }
+    assert.ok(harness.auth.logs.some((line) => line.level === 40 && /exceeds the malware scanner's archive limits/.test(String(line.msg))));
+
+    const plain = await uploadFile(alice, { filename: 'nested a little.zip', contentType: 'application/zip', content: nestedZip(3) });
+    assert.equal(plain.status, 201, JSON.stringify(plain.body));
+    assert.equal(plain.body.scanned, true);
+    await deleteAll(alice);
   });
 
   it('cuts an oversize upload off as soon as ATTACHMENT_MAX_SIZE is passed, with file_too_large and no object left', async () => {

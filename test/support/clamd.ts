@@ -1,7 +1,8 @@
 /**
  * A throwaway ClamAV daemon for tests, adapted from /work/shared/reference/clamd-test.sh: Debian's
  * clamav-daemon with no downloaded signatures, its only database a custom EICAR signature, so it flags
- * the EICAR test string and passes everything else. Starts in ~80 ms (about 18 MB of memory).
+ * the EICAR test string and passes everything else, with the archive limits Sealpost ships (so a zip
+ * bomb is refused). Starts in ~80 ms (about 18 MB of memory).
  *
  * It must not outlive the test process, even one that dies without running any handler: clamd runs
  * under `setpriv --pdeathsig KILL`, so the kernel kills it when this process goes; stop() and an 'exit'
@@ -34,8 +35,21 @@ const START_TIMEOUT_MS = 30_000;
 const live = new Set<ChildProcess>();
 let exitHandlerInstalled = false;
 
+/**
+ * The archive limits of deploy/clamd/clamd.conf, scaled to the stream limit: a file is never refused
+ * for being as large as the stream clamd takes (MaxFileSize), while an archive unpacking to more than
+ * twice that, or nesting deeper than 17 levels, is (AlertExceedsMax: a Heuristics.Limits.Exceeded.* FOUND
+ * verdict, where without it clamd would answer OK for what it did not scan).
+ */
+function archiveLimits(streamMaxLength: string): string[] {
+  const megabytes = /^(\d+)M$/.exec(streamMaxLength);
+  if (!megabytes) throw new Error(`streamMaxLength is given in megabytes ("50M"), not ${JSON.stringify(streamMaxLength)}`);
+  return [`MaxFileSize ${streamMaxLength}`, `MaxScanSize ${2 * Number(megabytes[1])}M`, 'MaxRecursion 17', 'MaxFiles 10000', 'AlertExceedsMax yes'];
+}
+
 /** Starts clamd on a free port of 127.0.0.1 in a temp folder; resolves once it answers PING with PONG. */
 export async function startClamd(options: { streamMaxLength?: string } = {}): Promise<ClamdTestServer> {
+  const streamMaxLength = options.streamMaxLength ?? '50M';
   const dir = await mkdtemp(join(tmpdir(), 'sealpost-clamd-'));
   const host = '127.0.0.1';
   const port = await freePort();
@@ -51,7 +65,8 @@ export async function startClamd(options: { streamMaxLength?: string } = {}): Pr
       `TCPAddr ${host}`,
       'Foreground yes',
       `LogFile ${join(dir, 'clamd.log')}`,
-      `StreamMaxLength ${options.streamMaxLength ?? '50M'}`,
+      `StreamMaxLength ${streamMaxLength}`,
+      ...archiveLimits(streamMaxLength),
       '',
     ].join('\n'),
   );

@@ -187,6 +187,9 @@ export class DraftAttachments {
   }
 }
 
+/** The FOUND verdicts clamd gives, with AlertExceedsMax, for what its limits stopped it scanning. */
+const SCAN_LIMIT_EXCEEDED = /^Heuristics\.Limits\.Exceeded\./;
+
 function forbiddenType(filename: string, reason: string): AppError {
   return new AppError('forbidden_file_type', 403, `${JSON.stringify(filename)} is refused: ${reason}`);
 }
@@ -283,6 +286,16 @@ class UploadCheck {
         this.scanned = true;
         return;
       case 'infected':
+        if (SCAN_LIMIT_EXCEEDED.test(verdict.signature)) {
+          // clamd's AlertExceedsMax (deploy/clamd/clamd.conf): an archive that unpacks to more than it
+          // scans, or nests deeper, is a zip bomb or hides its content; either way it was not checked.
+          log.warn({ signature: verdict.signature, filename }, "an upload exceeds the malware scanner's archive limits");
+          throw new AppError(
+            'malware_detected',
+            403,
+            `The file cannot be checked for malware: it unpacks to more files or data, or nests deeper, than the scanner checks (${verdict.signature}); it was not kept`,
+          );
+        }
         log.warn({ signature: verdict.signature, filename }, 'malware found in an upload');
         throw new AppError('malware_detected', 403, `The file may contain malware (${verdict.signature}); it was not kept`);
       case 'too_large':
