@@ -5,6 +5,12 @@
 //   - Postfix's smtp-sink, a C server that discards (the ceiling of the machine), when installed.
 // Each server runs as its own process; the load comes from nodemailer pools in this process.
 //
+// Two more figures, each next to its own baseline in the same run:
+//   - with --s3, raw PutObject calls of the same 10 KB bodies at the same concurrency from a bare SDK
+//     client (the S3 ceiling here: what the store takes, with nothing of Sealpost in the way);
+//   - intake with delivery running in the same process (to Postfix's smtp-sink), next to intake alone,
+//     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
+//
 //   node --import tsx bench/ingest.ts [--s3] [--messages 2000]
 //     --s3   store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,11 +22,13 @@ import { createTestDatabase } from '../test/support/postgres.ts';
 import { freePort } from '../test/support/ports.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import pg from 'pg';
 import { createS3ObjectStore } from '../src/kernel/objects/index.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { postfixUnavailable, startPrivatePostfix, type PrivatePostfix } from './support/postfix.ts';
 import { loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
-import { runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
+import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 
 const { values } = parseArgs({ options: { s3: { type: 'boolean', default: false }, messages: { type: 'string', default: '2000' } } });
 const MESSAGES = Number(values.messages);
@@ -89,34 +97,88 @@ let postfix: PrivatePostfix | undefined;
 const noPostfix = postfixUnavailable();
 if (!noPostfix) postfix = await startPrivatePostfix(await freePort());
 
-const sealpost = await startSealpostProcess(
-  {
-    DATABASE_URL: database.url,
-    ADMIN_TOKEN: 'bench-admin',
-    SERVICE_TOKEN: 'bench-service',
-    // Ingest only: no delivery competing for the CPU.
-    DELIVERY_ENABLED: 'false',
-    SMTP_MAX_CONNECTIONS: '1000',
-    LOG_LEVEL: 'info',
-    ...(s3
-      ? { S3_ENDPOINT: s3.endpoint, S3_BUCKET: bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey }
-      : {}),
-  },
-  { which: 'exchange' },
-);
-stopOnExit(sealpost.child);
-const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
-  method: 'POST',
-  headers: { authorization: 'Bearer bench-admin', 'content-type': 'application/json' },
-  body: JSON.stringify({ name: 'bench', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } }),
-});
-if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${await rule.text()}`);
+/** An exchange process on its own database; with `relayPort`, delivering to it while it takes mail in. */
+async function startExchange(databaseUrl: string, relayPort?: number) {
+  const exchange = await startSealpostProcess(
+    {
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN: 'bench-admin',
+      SERVICE_TOKEN: 'bench-service',
+      // Without a relay: ingest only, no delivery competing for the CPU.
+      ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
+      SMTP_MAX_CONNECTIONS: '1000',
+      LOG_LEVEL: 'info',
+      ...(s3
+        ? { S3_ENDPOINT: s3.endpoint, S3_BUCKET: bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey }
+        : {}),
+    },
+    { which: 'exchange' },
+  );
+  stopOnExit(exchange.child);
+  const rule = await fetch(`${exchange.urls.exchange}/v1/config`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer bench-admin', 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } }),
+  });
+  if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${await rule.text()}`);
+  return exchange;
+}
+const sealpost = await startExchange(database.url);
+// The delivering exchange needs a relay that takes everything: Postfix's smtp-sink, else the bare sink.
+const deliveryDatabase = await createTestDatabase('bench_ingest_delivery');
+const delivering = await startExchange(deliveryDatabase.url, cSink?.port ?? barePort);
+const queueDb = new pg.Client({ connectionString: deliveryDatabase.url });
+await queueDb.connect();
+/** Envelopes the delivering exchange has accepted and not yet finished with. */
+async function queued(): Promise<number> {
+  const { rows } = await queueDb.query<{ count: string }>(
+    "select count(*) from exchange.envelopes where status not in ('delivered', 'failed', 'bounced')",
+  );
+  return Number(rows[0]!.count);
+}
+
+/**
+ * The S3 ceiling: PutObject of a 10 KB body per message, `connections` calls at a time, from a client
+ * set up as the kernel's object store sets up its own (same endpoint, path style, checksum policy).
+ */
+async function rawPuts(connections: number, count: number): Promise<LoadResult> {
+  const client = new S3Client({
+    endpoint: s3!.endpoint,
+    region: s3!.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3!.accessKeyId, secretAccessKey: s3!.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  const body = Buffer.alloc(10 * 1024, 'x');
+  const put = (key: string) => client.send(new PutObjectCommand({ Bucket: bucket!, Key: key, Body: body }));
+  for (let i = 0; i < Math.min(20, count); i++) await put(`warm/${i}`);
+  const latencies: number[] = [];
+  let next = 0;
+  let failed = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < count) {
+        const key = `raw/${connections}/${next++}`;
+        const t = performance.now();
+        await put(key).catch(() => failed++);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  client.destroy();
+  latencies.sort((a, b) => a - b);
+  return { messages: count, seconds, perSecond: count / seconds, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), failed };
+}
 
 const servers: Server[] = [
   { name: 'bare smtp-server', port: barePort, pid: bare.pid! },
   ...(cSink ? [cSink] : []),
   ...(postfix ? [{ name: 'Postfix → queue', port: postfix.port, pid: postfix.masterPid }] : []),
   { name: 'sealpost', port: sealpost.ports.smtp, pid: sealpost.child.pid! },
+  { name: 'sealpost+delivery', port: delivering.ports.smtp, pid: delivering.child.pid! },
 ];
 
 console.log(`== SMTP ingest: 10 KB messages, ${MESSAGES} per run (500 with 1 connection)`);
@@ -128,15 +190,27 @@ const summary: string[] = [];
 for (const connections of CONNECTIONS) {
   const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
   const results = new Map<string, LoadResult>();
+  if (s3) {
+    const result = await rawPuts(connections, count);
+    results.set('raw PutObject', result);
+    console.log(`${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${fmt(result, 0).replace(/server CPU.*$/, '(bare SDK client, the S3 ceiling)')}`);
+  }
   for (const server of servers) {
     const { result, cpu } = await measure(server, connections, count);
     results.set(server.name, result);
-    console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}`);
+    const left = server.name === 'sealpost+delivery' ? `  queue left ${await queued()}` : '';
+    console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}${left}`);
+    // The next run starts with delivery caught up, so that each one measures its own load.
+    if (server.name === 'sealpost+delivery') for (let i = 0; i < 600 && (await queued()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const ours = results.get('sealpost')!.perSecond;
   const ratio = ours / results.get('bare smtp-server')!.perSecond;
   const vsPostfix = postfix ? `, ${(ours / results.get('Postfix → queue')!.perSecond).toFixed(2)}× Postfix` : '';
-  const line = `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server${vsPostfix}  (goal ≥ 0.5×: ${ratio >= 0.5 ? 'met' : 'not met'})`;
+  const vsS3 = s3 ? `, ${(ours / results.get('raw PutObject')!.perSecond).toFixed(2)}× raw PutObject` : '';
+  const withDelivery = results.get('sealpost+delivery')!.perSecond / ours;
+  const line =
+    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server${vsPostfix}${vsS3}; ` +
+    `with delivery running ${withDelivery.toFixed(2)}× intake alone`;
   console.log(line);
   summary.push(line);
 }
@@ -148,5 +222,8 @@ console.log(`   load average at the end: ${loadAverage()}`);
 for (const child of children) child.kill('SIGTERM');
 await postfix?.stop();
 await sealpost.stop();
+await delivering.stop();
+await queueDb.end();
 await s3?.stop();
 await database.drop();
+await deliveryDatabase.drop();
