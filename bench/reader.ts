@@ -1,0 +1,158 @@
+// The recipient's read: GET /v1/message of a signed-in reader for a 100 KB and a 10 MB sealed message,
+// p50/p99 one request at a time, next to the same content read straight from the cluster's IPFS proxy
+// and decrypted by a bare script in the same run (the floor: fetch + AES-GCM, nothing else).
+// Sealpost's path is the auth service (its own process, LOG_LEVEL info) → the seal service (in this
+// process) → the IPFS Cluster stand-in's proxy; it also verifies the SHA-256, parses the MIME message and
+// answers JSON. Both sides fetch the same ciphertext from the same proxy.
+//
+//   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size)
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { DecryptStream } from '../src/seal/crypto/message-cipher.ts';
+import { messageKeyLabel, openSecret } from '../src/seal/crypto/secret-box.ts';
+import { createTestDatabase } from '../test/support/postgres.ts';
+import { postSeal, rawMessage, startSealOnStandIn, startStandIn, TEST_MASTER_KEY } from '../test/support/seal.ts';
+import { startSealpostProcess } from '../test/support/sealpost-process.ts';
+import { startSmsCapture } from '../test/support/sms-capture.ts';
+import { authBenchEnv } from './support/auth-env.ts';
+import { stopOnExit } from './support/cleanup.ts';
+import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
+import { percentile } from './support/smtp-load.ts';
+
+const { values } = parseArgs({ options: { small: { type: 'string', default: '200' }, large: { type: 'string', default: '10' } } });
+const READER = { email: 'reader@example.com', mobile: '+41791234567' };
+
+const standIn = await startStandIn();
+const seal = await startSealOnStandIn(standIn);
+const sms = await startSmsCapture();
+const database = await createTestDatabase('bench_reader');
+const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-'));
+const auth = await startSealpostProcess(
+  authBenchEnv({ databaseUrl: database.url, dataDir, serviceToken: seal.serviceToken, sealUrl: seal.url, smsUrl: sms.url }),
+  { which: 'auth' },
+);
+stopOnExit(auth.child);
+
+const agent = new Agent({ keepAlive: true });
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+function call(url: string, method: string, headers: Record<string, string> = {}, body?: unknown): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest(url, {
+      method,
+      agent,
+      headers: { ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+const cookieOf = (answer: Answer) => {
+  const line = answer.headers['set-cookie'];
+  return (Array.isArray(line) ? line[0] : line)?.split(';')[0];
+};
+
+/** A sealed message of about `size` bytes for READER, who signs in by SMS. */
+async function sealOf(size: number): Promise<{ id: string; cid: string }> {
+  const line = `${randomBytes(57).toString('base64')}\r\n`;
+  const raw = rawMessage({ to: READER.email, mobiles: [`${READER.email}=${READER.mobile}`], body: line.repeat(Math.ceil(size / line.length)) });
+  const response = await postSeal(seal, raw);
+  if (response.status !== 201) throw new Error(`seal: ${response.status} ${await response.text()}`);
+  return (await response.json()) as { id: string; cid: string };
+}
+
+/** A signed-in session for the message: GET /v1/config, a code by SMS, verify. */
+async function signIn(messageId: string): Promise<string> {
+  const base = auth.urls.auth;
+  const first = await call(`${base}/v1/config?messageId=${messageId}`, 'GET');
+  const cookie = cookieOf(first)!;
+  const csrf = String(first.headers['x-csrf-token']);
+  const sent = await call(`${base}/v1/auth/code`, 'POST', { cookie, 'x-csrf-token': csrf }, { messageId, email: READER.email, mobile: READER.mobile, method: 'sms' });
+  if (sent.status !== 200) throw new Error(`code: ${sent.status} ${sent.body}`);
+  const code = /\b(\d{6})\b/.exec(sms.messages.at(-1)!.text)![1]!;
+  const verified = await call(`${base}/v1/auth/verify`, 'POST', { cookie, 'x-csrf-token': csrf }, { code });
+  if (verified.status !== 200) throw new Error(`verify: ${verified.status} ${verified.body}`);
+  return cookieOf(verified)!;
+}
+
+/** The floor: the ciphertext from the proxy, decrypted and hashed, nothing kept. */
+async function bareRead(cid: string, key: Buffer): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const req = httpRequest(`${standIn.proxyUrl}/api/v0/cat?arg=${cid}`, { method: 'POST', agent });
+    req.on('response', (res) => {
+      const hash = createHash('sha256');
+      pipeline(
+        res,
+        new DecryptStream(key),
+        new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            hash.update(chunk);
+            done();
+          },
+        }),
+      ).then(() => resolve(), reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function timed(count: number, pid: number | undefined, one: () => Promise<void>) {
+  await one(); // warm-up
+  const latencies: number[] = [];
+  const cpu = pid ? treeCpuMs(pid) : 0;
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await one();
+    latencies.push(performance.now() - t);
+  }
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: pid ? (treeCpuMs(pid) - cpu) / count : NaN };
+}
+
+try {
+  console.log('== Reader: GET /v1/message of a signed-in reader, one request at a time');
+  console.log(`   ${machineLine()}`);
+  const summary: string[] = [];
+  for (const [label, size, count] of [['100 KB', 100 * 1024, Number(values.small)], ['10 MB', 10 * 1024 * 1024, Number(values.large)]] as const) {
+    const sealed = await sealOf(size);
+    const cookie = await signIn(sealed.id);
+    const row = await sql<{ wrapped_key: string }>`select wrapped_key from seal.sealed_messages where id = ${sealed.id}`.execute(seal.database.db);
+    const key = openSecret(Buffer.from(TEST_MASTER_KEY, 'hex'), row.rows[0]!.wrapped_key, messageKeyLabel(sealed.id));
+    const bare = await timed(count, undefined, () => bareRead(sealed.cid, key));
+    const ours = await timed(count, auth.child.pid!, async () => {
+      const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
+      if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
+    });
+    console.log(`${label.padEnd(6)} proxy + decrypt (bare)  p50 ${bare.p50.toFixed(1).padStart(7)} ms  p99 ${bare.p99.toFixed(1).padStart(7)} ms`);
+    console.log(`${label.padEnd(6)} GET /v1/message         p50 ${ours.p50.toFixed(1).padStart(7)} ms  p99 ${ours.p99.toFixed(1).padStart(7)} ms  auth CPU ${ours.cpu.toFixed(1)} ms/req`);
+    summary.push(`${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt (p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`);
+  }
+  console.log(summary.join('\n'));
+  console.log(`   load average at the end: ${loadAverage()}`);
+} finally {
+  agent.destroy();
+  await auth.stop();
+  await sms.close();
+  await seal.stop();
+  await standIn.close();
+  await database.drop();
+  await rm(dataDir, { recursive: true, force: true });
+}
