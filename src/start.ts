@@ -45,8 +45,8 @@ export async function migrate(database: Database, names: ServiceName[], logger: 
 }
 
 /**
- * Starts the named services in this process. `all` on a machine with nothing configured is the
- * embedded default (DESIGN.md "Running it"): PGlite, local-disk objects and an IPFS Cluster stand-in.
+ * Starts the named services in this process. `all` on a machine with nothing configured is the embedded
+ * default (docs/design.md#embedded-defaults): PGlite, local-disk objects and an IPFS Cluster stand-in.
  */
 export interface StartOptions {
   /** Start the IPFS Cluster stand-in and point the seal service at it (the embedded default). */
@@ -106,7 +106,7 @@ export async function startSealpost(
 
 /**
  * Settings that each pass their own check but do not fit together. Only a process that runs both
- * services knows both values; split across processes, docs/decisions.md "Limits to line up" says it.
+ * services knows both values; split across processes, docs/decisions.md#limits-to-line-up says it.
  */
 export function startWarnings(config: Config, names: ServiceName[]): string[] {
   const warnings: string[] = [];

@@ -11,10 +11,10 @@ import { freePort } from './support/ports.ts';
 import { SEALPOST_BIN } from './support/sealpost-process.ts';
 
 /**
- * What a person sees after `npm start` in a terminal (issue 16): `script` gives the process a real
- * pseudo-terminal, so the LOG_FORMAT=auto choice is the one a terminal gets. The log lines are human,
- * requests stay out of them at the default level, the default start warns about nothing, and the two
- * things a developer looks for, the reader link and the sign-in code, each stand on a line of their own.
+ * What a person sees after `npm start` in a terminal (docs/operating.md#logs): `script` gives the process a
+ * real pseudo-terminal, so the LOG_FORMAT=auto choice is the one a terminal gets. The log lines are human,
+ * requests stay out of them at the default level, the default start warns about nothing, and the two things a
+ * developer looks for, the reader link and the sign-in code, each stand on a line of their own.
  */
 interface Terminal {
   child: ChildProcess;

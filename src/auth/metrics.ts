@@ -1,9 +1,9 @@
 import { Counter, type Registry } from 'prom-client';
 
 /**
- * The auth service's own metrics. `sent_sms_messages_total` is the spec's (SEED-SPEC "Metrics",
- * component A); the others are for operators (deploy/grafana, deploy/prometheus/alerts.yml); the HTTP
- * ones come from the kernel.
+ * The auth service's own metrics. `sent_sms_messages_total` is a fixed name (docs/specification.md#metrics);
+ * the others are for operators (deploy/grafana, deploy/prometheus/alerts.yml); the HTTP ones come from the
+ * kernel.
  */
 export function createAuthMetrics(registry: Registry) {
   const registers = [registry];

@@ -42,7 +42,10 @@ export interface SessionsTable {
   /** Where the code went: E.164 number or email address. */
   code_destination: string | null;
   code_created_at: Date | null;
-  /** Wrong tries; it stays with the session when a resend replaces the code (DESIGN.md, at most 5). */
+  /**
+   * Wrong tries; it stays with the session when a resend replaces the code, so a resend gives no new tries
+   * (docs/design.md#codes).
+   */
   code_failed_attempts: ColumnType<number, number | undefined, number>;
 }
 

@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 
-/** The exchange engine's metrics, with the spec's exact names (SEED-SPEC "Metrics", component C). */
+/** The exchange engine's metrics, with their fixed names (docs/specification.md#metrics). */
 export function createExchangeMetrics(registry: Registry) {
   const registers = [registry];
   return {

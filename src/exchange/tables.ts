@@ -19,7 +19,7 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
 export const OUTBOUND_PATHS: OutboundPath[] = ['seal', 'smtp'];
 
 /**
- * DESIGN.md "The exchange engine's API": the envelope's life, in order. `routed` is a history entry
+ * The envelope's life, in order (docs/specification.md#envelope-statuses). `routed` is a history entry
  * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it.
  */
 export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';

@@ -5,7 +5,7 @@ import { LANGUAGES, type Language } from './languages.ts';
 import type { DkimSettings } from './dkim.ts';
 
 /**
- * All configuration is environment variables, read here once at start (DESIGN.md "Configuration").
+ * All configuration is environment variables, read here once at start (docs/design.md#configuration).
  * Nothing below src/kernel reads process.env: the typed Config is passed in.
  *
  * The variable table is a plain list rather than a JSON-schema library because each value needs a

@@ -2,7 +2,7 @@ import { domainToASCII } from 'node:url';
 
 /**
  * Normalises a bare email address (no display name) for comparison: trimmed, domain lower-cased and
- * IDN domains turned into punycode (DESIGN.md "Recipients and sign-in"). The local part keeps its
+ * IDN domains turned into punycode (docs/design.md#recipients). The local part keeps its
  * case: RFC 5321 lets a mailbox be case-sensitive, and the sender's spelling is the one on record.
  * Returns undefined for anything that is not a plausible addr-spec.
  *

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 /**
- * The spec's error object (SEED-SPEC "Error object"): `kind` is the HTTP status (DESIGN.md),
+ * The error object (docs/specification.md#error-object): `kind` is the HTTP status,
  * `id` is unique per occurrence and is written to the log line of the request that produced it.
  */
 export interface ErrorObject {
@@ -11,7 +11,10 @@ export interface ErrorObject {
   message: string;
 }
 
-/** The spec's errorCode values (SEED-SPEC "Errors") plus the few generic ones the services add. */
+/**
+ * The errorCode values (docs/specification.md#error-codes): the auth service's, plus the few generic ones the
+ * services add.
+ */
 export type ErrorCode =
   | 'expired_code'
   | 'incorrect_code'

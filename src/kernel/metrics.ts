@@ -18,8 +18,8 @@ export interface HttpMetrics {
 }
 
 /**
- * The spec's HTTP metrics (SEED-SPEC "Metrics"). `operation` is the route's name (`POST /v1/config`),
- * never the raw URL, so ids in paths cannot explode the label set.
+ * The fixed HTTP metrics (docs/specification.md#metrics). `operation` is the route's name
+ * (`POST /v1/config`), never the raw URL, so ids in paths cannot explode the label set.
  */
 export function createHttpMetrics(registry: Registry): HttpMetrics {
   return {

@@ -79,8 +79,8 @@ export const sealService: ServiceDefinition = {
         pinDeadlineMs: durationToMs(config.seal.pinDeadline),
       },
       registry,
-      // DESIGN.md: B is ready when its primary cluster answers, and the IPFS daemon behind it too
-      // (GET /id is 200 with the daemon down; its ipfs.error says so).
+      // B is ready when its primary cluster answers, and the IPFS daemon behind it too (GET /id is 200
+      // with the daemon down; its ipfs.error says so): docs/specification.md#common-endpoints.
       readiness: { ipfsCluster: () => primaryReady(clusters[0]!) },
     });
     follower.start();

@@ -102,7 +102,10 @@ export function storedAs(message: Buffer): Buffer {
   return withCrlf(message.subarray(-2).toString('latin1') === '\r\n' ? message : Buffer.concat([message, Buffer.from('\r\n')]));
 }
 
-/** docs/decisions.md "Line ends": bare LF and bare CR stored as CRLF (written independently of the intake's code). */
+/**
+ * docs/decisions.md#line-ends: bare LF and bare CR stored as CRLF (written independently of the intake's
+ * code).
+ */
 export function withCrlf(message: Buffer): Buffer {
   return Buffer.from(message.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1');
 }

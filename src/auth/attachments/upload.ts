@@ -51,8 +51,8 @@ export function fileView(row: DraftFileRow): FileView {
 /** Where a draft file's bytes are kept. */
 export const draftObjectKey = (draftId: string, fileId: string) => `auth/drafts/${draftId}/${fileId}`;
 
-// The spec's example puts file_too_large on a 403 (SEED-SPEC "Errors" 2); the other upload refusals
-// follow it (DESIGN.md's status list), so a client can treat every refused file alike.
+// file_too_large comes with a 403, and so do the other upload refusals
+// (docs/specification.md#error-codes), so a client can treat every refused file alike.
 const fileTooLarge = (message: string) => new AppError('file_too_large', 403, message);
 const uploadLimitReached = (maxTotal: number) =>
   new AppError('upload_limit_reached', 403, `The reply's files may not exceed ${maxTotal} bytes together (REPLY_MAX_TOTAL_SIZE)`);

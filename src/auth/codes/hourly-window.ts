@@ -11,7 +11,10 @@ export function hourlyWait(limitTh: Date | undefined, now: Date): number {
   return limitTh.getTime() + HOUR_MS - now.getTime();
 }
 
-/** The one answer of every code-request limit (DESIGN.md): 429 sms_rate_limit with Retry-After in seconds. */
+/**
+ * The one answer of every code-request limit (docs/design.md#rate-limits): 429 sms_rate_limit with
+ * Retry-After in seconds.
+ */
 export function rateLimited(waitMs: number): AppError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new AppError('sms_rate_limit', 429, `Too many codes requested; try again in ${seconds} s`, {

@@ -3,7 +3,7 @@ import type { Transaction } from 'kysely';
 import type { SessionStore } from '../sessions/store.ts';
 import type { AuthTables, CodePurpose, SessionRow, SignInMethodName } from '../tables.ts';
 
-/** Codes are 6 decimal digits (DESIGN.md "Recipients and sign-in"). */
+/** Codes are 6 decimal digits (docs/design.md#codes). */
 export const CODE_LENGTH = 6;
 
 /** What a code is bound to: it proves nothing for another session, message, recipient or number. */

@@ -16,7 +16,7 @@ export interface Reservation {
 }
 
 /**
- * The SMS rate limits (DESIGN.md "Recipients and sign-in"), counted in PostgreSQL so that they hold
+ * The SMS rate limits (docs/design.md#rate-limits), counted in PostgreSQL so that they hold
  * across instances: per destination (mobile number, or address for email codes) and per client IP.
  * A send is first reserved — checked and recorded in one transaction under advisory locks on its two
  * keys, so two instances cannot both take the last slot — and released again if the provider fails

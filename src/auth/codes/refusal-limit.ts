@@ -33,11 +33,11 @@ export interface CheckedRequest {
 }
 
 /**
- * The limits on refused code requests (issue 5: without them, anyone with a reader link could try
- * numbers and addresses for free), counted in PostgreSQL so that they hold across instances. A request
- * is counted before the recipient is looked up — checked and recorded in one transaction under advisory
- * locks on its client and its message, so parallel requests cannot overshoot — and uncounted when the
- * lookup did not refuse it.
+ * The limits on refused code requests (without them, anyone with a reader link could try numbers and
+ * addresses for free: docs/design.md#rate-limits), counted in PostgreSQL so that they hold across instances.
+ * A request is counted before the recipient is looked up — checked and recorded in one transaction under
+ * advisory locks on its client and its message, so parallel requests cannot overshoot — and uncounted when
+ * the lookup did not refuse it.
  */
 export class RefusalLimiter {
   constructor(

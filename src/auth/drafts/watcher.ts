@@ -19,11 +19,11 @@ export interface SweepResult {
 }
 
 /**
- * The expired-attachments watcher (SEED-SPEC A): deletes unsent drafts whose last change is older than
- * ATTACHMENTS_RETENTION_PERIOD — their files (objects, then rows) and the draft itself, which DESIGN.md
- * says survives for that period — and what is left of sent drafts. Never anything changed inside the
- * period, so with the watcher running every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL a file lives at most
- * retention + interval.
+ * The expired-attachments watcher (docs/specification.md#auth-variables): deletes unsent drafts whose last
+ * change is older than ATTACHMENTS_RETENTION_PERIOD — their files (objects, then rows) and the draft itself,
+ * which survives for that period (docs/design.md#expired-drafts) — and what is left of sent drafts. Never
+ * anything changed inside the period, so with the watcher running every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL
+ * a file lives at most retention + interval.
  *
  * Every auth instance runs it. Each batch locks its drafts with FOR UPDATE SKIP LOCKED, so two watchers
  * at once take different drafts and every object is deleted once; an upload finishing on a draft being

@@ -1,6 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 
-/** Reply drafts and their attachment files (DESIGN.md flow step 6); the files' bytes live in the object store. */
+/**
+ * Reply drafts and their attachment files (docs/design.md#replying); the files' bytes live in the object
+ * store.
+ */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('drafts')

@@ -1,7 +1,7 @@
 /**
  * The auth service's API as the reader page uses it (same origin, the session cookie rides along).
  * It keeps the CSRF token from the latest X-CSRF-Token response header and sends it on every POST, PUT
- * and DELETE (SEED-SPEC "Authentication" 4). Failures become ApiError values, never raw bodies.
+ * and DELETE (docs/specification.md#csrf). Failures become ApiError values, never raw bodies.
  */
 
 import type { Static } from 'typebox';

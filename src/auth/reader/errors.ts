@@ -3,8 +3,8 @@ import { formatDuration } from './format.ts';
 import type { Texts } from './texts/index.ts';
 
 /**
- * The sentence for a failure: the errorCode picks it (SEED-SPEC "Errors"); a wait from Retry-After is
- * added where there is one. Never the server's own message or body.
+ * The sentence for a failure: the errorCode picks it (docs/specification.md#error-codes); a wait from
+ * Retry-After is added where there is one. Never the server's own message or body.
  */
 export function errorText(t: Texts, error: unknown): string {
   if (!(error instanceof ApiError)) return t.errors.internal;

@@ -100,9 +100,9 @@ export class ReplySender {
 const MAX_BCC_LENGTH = 320;
 
 /**
- * The bcc of a reply is a copy to oneself (SEED-SPEC: email_mismatch when the normalised bcc differs
- * from the signed-in recipient's address). Empty means none. The length is checked here, not in the
- * body schema, so that an over-long address is answered as what it is: invalid_bcc_address.
+ * The bcc of a reply is a copy to oneself (docs/specification.md#error-codes: email_mismatch when the
+ * normalised bcc differs from the signed-in recipient's address). Empty means none. The length is checked
+ * here, not in the body schema, so that an over-long address is answered as what it is: invalid_bcc_address.
  */
 function checkBcc(bcc: string | undefined, recipient: string): string | undefined {
   if (bcc === undefined || bcc.trim() === '') return undefined;

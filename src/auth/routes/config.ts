@@ -30,8 +30,9 @@ const ReaderConfig = Type.Object({
 });
 
 /**
- * GET /v1/config (SEED-SPEC A): the reader page's settings and the CSRF token (X-CSRF-Token header).
- * Starts a server-side session when the request has none, with a browser-session cookie.
+ * GET /v1/config (docs/specification.md#auth-endpoints): the reader page's settings and the CSRF token
+ * (X-CSRF-Token header). Starts a server-side session when the request has none, with a browser-session
+ * cookie.
  */
 export async function configRoutes(app: App, context: AuthContext) {
   app.get(
@@ -56,8 +57,9 @@ export async function configRoutes(app: App, context: AuthContext) {
         const record = await context.seal.sealed(messageId);
         if (!record) throw notFound('No sealed message with this id');
         methods = [...new Set(record.recipients.map((r) => r.method))].sort();
-        // The reader page shows who wrote about what before sign-in (issue 7): the link is the key to
-        // these two, while the content and the recipients stay behind the code.
+        // The reader page shows who wrote about what before sign-in, so that the recipient knows what the
+        // code is for (docs/design.md#reading): the link is the key to these two, while the content and the
+        // recipients stay behind the code.
         about = { sender: record.sender, subject: record.subject };
       }
       let session = request.readerSession;

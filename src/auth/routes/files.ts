@@ -30,13 +30,14 @@ const Listing = Type.Object({
 export const draftOwner = (session: SignedInSession) => ({ messageId: session.messageId, emailKey: emailKey(session.email) });
 
 /**
- * The draft reply's files (SEED-SPEC A: GET /v1/message/files also issues the CSRF token). Uploads are
- * multipart with one file per request, streamed through the checks into the object store
+ * The draft reply's files (GET /v1/message/files also issues the CSRF token: docs/specification.md#csrf).
+ * Uploads are multipart with one file per request, streamed through the checks into the object store
  * (src/auth/attachments/upload.ts).
  */
 export async function filesRoutes(app: App, context: AuthContext) {
   const { maxFileSize, maxTotalSize } = context.settings.attachments;
-  // Here only (encapsulated): the other routes keep taking JSON alone (SEED-SPEC "Endpoints" A rule 2).
+  // Here only (encapsulated): the other routes keep taking JSON alone (bodies are JSON:
+  // docs/specification.md#paths-and-versions).
   await app.register(multipart, {
     // busboy's own cap sits one byte past ours, so our counter sees the excess and names it file_too_large.
     limits: { fileSize: maxFileSize + 1, files: 1, fields: 10, fieldSize: 1024, parts: 11, headerPairs: 100 },

@@ -4,8 +4,8 @@ import type { AuthContext } from '../context.ts';
 import { TAGS } from './errors.ts';
 
 /**
- * GET /logout (SEED-SPEC "Authentication" 3): deletes the session row and sends the cookie with an empty
- * value and a negative Max-Age. Answered the same with or without a session, so it reveals nothing.
+ * GET /logout (docs/specification.md#authentication): deletes the session row and sends the cookie with an
+ * empty value and a negative Max-Age. Answered the same with or without a session, so it reveals nothing.
  */
 export async function logoutRoutes(app: App, context: AuthContext) {
   app.get(

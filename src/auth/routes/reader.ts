@@ -29,7 +29,7 @@ export const READER_CSP = [
 const HASHED_ASSET = /-[A-Z0-9]{8}\.(js|css|map)$/;
 
 /**
- * GET /m/{id} (the reader link, DESIGN.md flow step 5) and the page's files under /reader/. Registered
+ * GET /m/{id} (the reader link, docs/design.md#reading) and the page's files under /reader/. Registered
  * beside the auth plugin rather than in it: the page is public, carries no session and may be cached.
  */
 export async function readerPageRoutes(app: App, options: ReaderPageOptions) {

@@ -45,7 +45,7 @@ const SignedIn = Type.Object({
   expiresAt: Type.String({ format: 'date-time', description: 'the absolute end of this session' }),
 });
 
-/** POST /v1/auth/code and POST /v1/auth/verify (DESIGN.md "The auth service's API"). */
+/** POST /v1/auth/code and POST /v1/auth/verify (docs/specification.md#auth-endpoints). */
 export async function signInRoutes(app: App, context: AuthContext) {
   app.post(
     '/v1/auth/code',

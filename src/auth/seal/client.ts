@@ -53,8 +53,8 @@ export class SealClient {
   }
 
   /**
-   * The plaintext raw message, which B hands out only after its SHA-256 matched the seal. Anything but
-   * a 200 means there is nothing we may show (DESIGN.md: the reader shows that the seal holds). Held
+   * The plaintext raw message, which B hands out only after its SHA-256 matched the seal. Anything but a 200
+   * means there is nothing we may show (the reader shows that the seal holds: docs/design.md#reading). Held
    * whole in memory, so refused above `maxContentBytes` (SEAL_MAX_MESSAGE_SIZE: B seals nothing larger).
    */
   async content(id: string): Promise<Buffer> {

@@ -17,7 +17,7 @@ export interface Recipient {
 
 /**
  * Finds the recipients of sealed messages. Addresses are compared normalised (trimmed, IDN domain in
- * punycode) and case-insensitively, as the seal service looks them up (DESIGN.md "Recipients and sign-in").
+ * punycode) and case-insensitively, as the seal service looks them up (docs/design.md#recipients).
  */
 export class RecipientDirectory {
   constructor(

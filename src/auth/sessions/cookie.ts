@@ -13,7 +13,7 @@ export interface SessionCookie {
   read(header: string | undefined): string | undefined;
   /** A browser-session cookie (maxAgeSeconds undefined) or a persistent one (remember me). */
   set(token: string, maxAgeSeconds?: number): string;
-  /** Logout (SEED-SPEC "Authentication" 3): an empty value and a negative Max-Age. */
+  /** Logout (docs/specification.md#authentication): an empty value and a negative Max-Age. */
   clear(): string;
 }
 

@@ -6,7 +6,7 @@ export const CSRF_HEADER = 'x-csrf-token';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * The per-session CSRF token is an HMAC of the session token (SEED-SPEC "Authentication" 4): nothing to
+ * The per-session CSRF token is an HMAC of the session token (docs/specification.md#csrf): nothing to
  * store, different for every session, and new whenever the session token is rotated at sign-in.
  */
 export function csrfToken(csrfKey: Buffer, sessionToken: string): string {

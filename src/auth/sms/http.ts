@@ -1,6 +1,9 @@
 import { basicAuth, postToProvider, type SmsProvider } from './provider.ts';
 
-/** The generic adapter (DESIGN.md): POST JSON `{to, from, text}` with Basic auth; any 2xx is success. */
+/**
+ * The generic adapter (docs/design.md#codes): POST JSON `{to, from, text}` with Basic auth; any 2xx is
+ * success.
+ */
 export function httpSmsProvider(options: { url: string; user?: string; password?: string; from: string; timeoutMs: number }): SmsProvider {
   return {
     kind: 'http',

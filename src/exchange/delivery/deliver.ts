@@ -21,7 +21,7 @@ export interface DeliverDeps {
 }
 
 /**
- * One delivery attempt of a claimed envelope (DESIGN.md step 4): every outbound path not done yet, in
+ * One delivery attempt of a claimed envelope (docs/design.md#delivery): every outbound path not done yet, in
  * the rule's order. Then one of:
  * - all done: `delivered`, and the envelope is finished (payload and row deleted);
  * - a temporary failure with retries left: `retrying`, due again after the backoff delay;

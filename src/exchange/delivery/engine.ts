@@ -27,8 +27,8 @@ export interface DeliveryEngine {
 }
 
 /**
- * Everything behind DESIGN.md step 4 for one engine instance, from configuration: the mail transport
- * (relay or outbox), the two outbound paths, the queue and its workers, and the status archive job.
+ * Everything behind delivery (docs/design.md#delivery) for one engine instance, from configuration: the mail
+ * transport (relay or outbox), the two outbound paths, the queue and its workers, and the status archive job.
  */
 export function startDeliveryEngine(deps: {
   config: Config;

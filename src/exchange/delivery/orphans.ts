@@ -9,10 +9,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BATCH = 1000;
 
 /**
- * Deletes payloads that have no envelope row (SEED-SPEC C retention rule 1: no payload outlives its
- * message). MessageIntake stores the payload first and writes the row after; when the process dies
- * between the two (kill -9, a crash, a machine lost), nobody was told 250 and the object stays in the
- * bucket for ever. accept() deletes it itself on every failure it lives to see; this is for the rest.
+ * Deletes payloads that have no envelope row (docs/specification.md#retention, rule 1: no payload outlives
+ * its message). MessageIntake stores the payload first and writes the row after; when the process dies
+ * between the two (kill -9, a crash, a machine lost), nobody was told 250 and the object stays in the bucket
+ * for ever. accept() deletes it itself on every failure it lives to see; this is for the rest.
  *
  * A payload is an orphan when it had no row at one sweep and still has none at a sweep at least
  * `graceMs` (DELIVERY_LEASE) later. The object was complete when first listed, and an intake writes its

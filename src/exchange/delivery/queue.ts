@@ -14,7 +14,7 @@ const later = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 100
 const earlier = (ms: number) => sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
 
 /**
- * The delivery queue is the envelopes table itself (DESIGN.md step 4): due rows are claimed with
+ * The delivery queue is the envelopes table itself (docs/design.md#delivery): due rows are claimed with
  * `FOR UPDATE SKIP LOCKED`, so any number of workers in any number of instances each get different
  * envelopes without waiting on each other. A claim is a lease: a worker that dies leaves its envelopes
  * `delivering` with a `lease_until` in the past, and the next claim takes them again.

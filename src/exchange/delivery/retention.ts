@@ -23,9 +23,9 @@ export interface FinisherDeps {
 }
 
 /**
- * What happens to an envelope once it is `delivered` or `failed` (SEED-SPEC C, retention rules 1 and
- * 2): the bounce, if its report calls for one, then the payload is deleted from the object store and
- * the envelope row from the database; the status history stays.
+ * What happens to an envelope once it is `delivered` or `failed` (docs/specification.md#retention, rules 1
+ * and 2): the bounce, if its report calls for one, then the payload is deleted from the object store and the
+ * envelope row from the database; the status history stays.
  *
  * Each step can be repeated safely, so an envelope whose finishing was cut short (a crash, an
  * object-store outage) is finished later by sweep(): the payload goes before the row, so a row is

@@ -36,7 +36,7 @@ export interface AcceptedMessage {
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
 
 /**
- * The one door every message enters by (SMTP and JSON alike), in the order DESIGN.md step 2 demands:
+ * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands:
  * store the payload, then write the envelope row with its first status — and only then resolve, so
  * the caller acknowledges nothing that is not durable. The delivery rule is matched in the same
  * statement that writes the row (see createEnvelopeWriter); with no matching rule nothing is written,

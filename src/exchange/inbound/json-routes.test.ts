@@ -144,7 +144,8 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     });
     assert.equal(res.status, 202);
     const { id } = await res.json();
-    // Every stored message has CRLF line ends (docs/decisions.md "Line ends"): what is sealed and relayed is the same.
+    // Every stored message has CRLF line ends (docs/decisions.md#line-ends): what is sealed and relayed is
+    // the same.
     assert.equal((await readObject(exchange.objects, payloadKey(id))).toString(), `X-Sealpost-Mobile: alice@example.com=+41791234567\r\n${original.replaceAll('\n', '\r\n')}`);
     const envelope = await db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.deepEqual(envelope.recipients, ['alice@example.com', 'archive@example.com']);

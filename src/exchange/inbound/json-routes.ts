@@ -9,8 +9,8 @@ import { composeMessage } from './mime.ts';
 const BODY_OVERHEAD = 256 * 1024;
 
 /**
- * JSON inbound (DESIGN.md: POST /v1/messages), the other door besides SMTP: service token, a message
- * built into MIME and stored like an SMTP one, 202 once payload and envelope are durable.
+ * JSON inbound (POST /v1/messages, docs/design.md#intake), the other door besides SMTP: service token, a
+ * message built into MIME and stored like an SMTP one, 202 once payload and envelope are durable.
  */
 export async function jsonInboundRoutes(app: App, options: { intake: MessageIntake; serviceToken: string; limits: InboundLimits }) {
   const { intake, limits } = options;

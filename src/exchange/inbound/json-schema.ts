@@ -22,7 +22,7 @@ const TOKEN = "[A-Za-z0-9!#$&^_.+'-]+";
 const CONTENT_TYPE = `^${TOKEN}/${TOKEN}(?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"[^"\\x00-\\x1F\\x7F]*"))*$`;
 
 /**
- * The body of POST /v1/messages (DESIGN.md "The exchange engine's API"). Addresses are checked again in
+ * The body of POST /v1/messages (docs/specification.md#json-message). Addresses are checked again in
  * code (normalisation, errorCode invalid_email), and so are the rules a schema says badly: either `raw`
  * or the structured fields, recipients[].email among the recipients, the total recipient count.
  * Bodies, attachments and raw carry no maxLength of their own: the route's body limit bounds the request,
@@ -92,7 +92,7 @@ export function messageBodySchema(limits: InboundLimits) {
           {
             maxItems: limits.maxRecipients,
             description:
-              'per recipient, a mobile number for SMS sign-in (DESIGN.md "Recipients and sign-in") and/or a language; each becomes an `X-Sealpost-Mobile: <email>=<E.164>` or `X-Sealpost-Language: <email>=<language>` header',
+              'per recipient, a mobile number for SMS sign-in (docs/design.md#recipients) and/or a language; each becomes an `X-Sealpost-Mobile: <email>=<E.164>` or `X-Sealpost-Language: <email>=<language>` header',
           },
         ),
       ),

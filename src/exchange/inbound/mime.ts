@@ -22,7 +22,10 @@ interface Mailbox {
   address: string;
 }
 
-/** The header by which a sender gives a recipient's mobile number, on both channels (DESIGN.md). */
+/**
+ * The header by which a sender gives a recipient's mobile number, on both channels
+ * (docs/specification.md#message-headers).
+ */
 export const MOBILE_HEADER = 'X-Sealpost-Mobile';
 /** The header by which a sender gives a recipient's language, on both channels. */
 export const LANGUAGE_HEADER = 'X-Sealpost-Language';

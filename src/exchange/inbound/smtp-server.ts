@@ -64,9 +64,9 @@ function smtpReply(code: number, message: string): Error & { responseCode: numbe
 }
 
 /**
- * The inbound SMTP server (issue 3 "Inbound"): an MX-like receiver, so it asks for no authentication —
- * like any mail exchanger it takes mail from whoever connects, and delivery rules decide what happens
- * to it. Put it behind a firewall or a relay when only known senders may submit.
+ * The inbound SMTP server (docs/design.md#intake), a receiver in the manner of an MTA. Who may submit
+ * is the SubmissionPolicy's (allowed networks, AUTH after STARTTLS, sender domains:
+ * docs/operating.md#the-smtp-door); delivery rules decide what happens to what it takes.
  *
  * Each message streams from DATA through a size check into MessageIntake.accept (object store, then
  * the envelope row) and is answered 250 only once both are durable. Replies carry RFC 3463 enhanced

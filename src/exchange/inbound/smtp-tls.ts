@@ -13,7 +13,7 @@ export interface InboundTls {
 /**
  * Reads and checks the PEM files of INBOUND_SMTP_TLS_PUBLIC_KEY / INBOUND_SMTP_TLS_PRIVATE_KEY once, at
  * start. A file that cannot be read, does not parse, or a key that does not belong to the certificate
- * stops start-up with a ConfigError naming the variable and the file (issue 3): finding out at the first
+ * stops start-up with a ConfigError naming the variable and the file: finding out at the first
  * STARTTLS, from a failing sender, would be far worse.
  */
 export function loadInboundTls(tls: Config['exchange']['inboundSmtpTls']): InboundTls | undefined {

@@ -25,9 +25,10 @@ export const SEAL_TIMEOUT_MS = 120_000;
 const RETRYABLE_4XX = new Set([401, 403, 404, 408, 425, 429]);
 
 /**
- * The seal service's HTTP API as the exchange uses it (services talk over HTTP only, DESIGN.md).
- * POST {SEAL_URL}/v1/seal with the raw message streamed as the body; the envelope id makes the call
- * idempotent (the same id gives the same sealed record), so a retry after a lost answer is safe.
+ * The seal service's HTTP API as the exchange uses it (services talk over HTTP only:
+ * docs/design.md#services). POST {SEAL_URL}/v1/seal with the raw message streamed as the body; the envelope
+ * id makes the call idempotent (the same id gives the same sealed record), so a retry after a lost answer is
+ * safe.
  */
 export class SealClient {
   constructor(private readonly options: { baseUrl: string; serviceToken: string; timeoutMs?: number }) {}

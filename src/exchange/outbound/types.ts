@@ -15,7 +15,8 @@ export interface OutboundResult {
 }
 
 /**
- * One outbound path (DESIGN.md step 4; STYLE.md: one interface, one file per strategy).
+ * One outbound path (docs/design.md#delivery): one interface, one file per strategy, so that a new
+ * path is a new file and changes no other.
  * `openPayload` opens a fresh stream of the stored raw message each time it is called; the path must
  * consume or destroy what it opens. Failures are thrown as DeliveryError; anything else thrown is
  * treated as temporary.

@@ -10,7 +10,7 @@ const errors = {
   404: Type.Ref('ErrorObject'),
 };
 
-/** The delivery configuration API (SEED-SPEC C: POST /v1/config; DESIGN.md: the rest), admin token. */
+/** The delivery configuration API (docs/specification.md#exchange-endpoints), admin token. */
 export async function ruleRoutes(app: App, options: { rules: RuleStore; adminToken: string }) {
   const { rules } = options;
   const common = { tags: ['delivery rules'], security: [{ adminToken: [] }] };

@@ -39,11 +39,12 @@ export class RuleStore {
   }
 
   /**
-   * The first rule, in execution order, whose params match. Throws a 503 AppError when there is no
-   * rule at all (SEED-SPEC: "at least one rule must exist before the service can deliver any message")
-   * or none matches: both are operator configuration to fix, so senders should retry later.
-   * Senders compare case-insensitively, local part included, as Postfix's lookup tables do: no real
-   * mail system hands out Bob@ and bob@ to two people, and a reply rule must not miss on case.
+   * The first rule, in execution order, whose params match. Throws a 503 AppError when there is no rule at
+   * all (at least one must exist before any message is delivered:
+   * docs/specification.md#delivery-configuration-rule) or none matches: both are operator configuration to
+   * fix, so senders should retry later. Senders compare case-insensitively, local part included, as Postfix's
+   * lookup tables do: no real mail system hands out Bob@ and bob@ to two people, and a reply rule must not
+   * miss on case.
    */
   async match(channel: Channel, sender: string): Promise<Rule> {
     const normalized = sender ? (normalizeEmail(sender) ?? sender) : '';

@@ -15,12 +15,12 @@ export interface ArchiveSettings {
 const ago = (ms: number) => sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
 
 /**
- * One pass of the archive job (SEED-SPEC C, retention rule 3; DESIGN.md "Archive"): moves status rows
- * older than `after` to message_status_archive, then deletes archived rows older than `retention`,
- * batch by batch. Each batch is one statement, hence one transaction: the rows are locked with
- * `FOR UPDATE SKIP LOCKED`, deleted and inserted into the archive together, so a row is always in
- * exactly one of the two tables, and instances running the job at the same time take different rows.
- * Age is the row's created_at against the database clock.
+ * One pass of the archive job (docs/specification.md#retention, rule 3;
+ * docs/design.md#retention-and-archive): moves status rows older than `after` to message_status_archive, then
+ * deletes archived rows older than `retention`, batch by batch. Each batch is one statement, hence one
+ * transaction: the rows are locked with `FOR UPDATE SKIP LOCKED`, deleted and inserted into the archive
+ * together, so a row is always in exactly one of the two tables, and instances running the job at the same
+ * time take different rows. Age is the row's created_at against the database clock.
  */
 export async function archiveStatusHistory(db: Kysely<ExchangeTables>, settings: ArchiveSettings): Promise<{ archived: number; purged: number }> {
   const batchSize = settings.batchSize ?? 1000;

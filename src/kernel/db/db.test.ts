@@ -23,7 +23,7 @@ const migrations: Record<string, Migration> = {
   },
 };
 
-// The same suite on both engines: the embedded default (PGlite) and the real server (DESIGN.md "Storage").
+// The same suite on both engines: the embedded default (PGlite) and the real server (docs/design.md#storage).
 for (const [engine, open] of [
   ['PostgreSQL', openTestPostgres],
   ['PGlite', openTestPglite],

@@ -4,11 +4,11 @@ import { DurationError, parseDuration } from '../../kernel/duration.ts';
 import { badRequest } from '../../kernel/errors.ts';
 import type { AddParams, ClusterConfigBody, PinParams } from './schemas.ts';
 
-/** The spec's defaults (SEED-SPEC "IPFS cluster configuration"). */
+/** The defaults of docs/specification.md#ipfs-cluster-configuration. */
 export const DEFAULT_PORT = '9094';
 export const DEFAULT_SECURE = true;
 export const DEFAULT_TIMEOUT = '30s';
-/** SEED-SPEC pinParams.expireIn: "values below 60s are ignored". */
+/** A pinParams.expireIn below 60s is ignored (docs/specification.md#ipfs-cluster-configuration). */
 const MIN_EXPIRE_IN_NS = 60n * 1_000_000_000n;
 
 /**
@@ -91,8 +91,8 @@ export function timeoutMs(cluster: ClusterSettings): number {
 }
 
 /**
- * The `expire-in` value to send for a cluster, or undefined: only a valid duration string of at
- * least 60s is sent; anything else means the pin never expires (SEED-SPEC pinParams.expireIn).
+ * The `expire-in` value to send for a cluster, or undefined: only a valid duration string of at least 60s is
+ * sent; anything else means the pin never expires (docs/specification.md#ipfs-cluster-configuration).
  */
 export function expireInToSend(pinParams: PinParams | undefined): string | undefined {
   const text = pinParams?.expireIn;

@@ -20,9 +20,9 @@ export class MissingClusterConfigError extends Error {
 }
 
 /**
- * SEED-SPEC B: the configuration stored through the endpoint wins; the IPFS_CLUSTER_* variables are used
- * only when nothing was stored; with neither the service does not start. Read once, at start: it stays
- * in force until the process restarts, even when a new one is stored meanwhile.
+ * docs/specification.md#configuration-in-force: the configuration stored through the endpoint wins; the
+ * IPFS_CLUSTER_* variables are used only when nothing was stored; with neither the service does not start.
+ * Read once, at start: it stays in force until the process restarts, even when a new one is stored meanwhile.
  */
 export async function loadConfigInForce(store: ClusterConfigStore, config: Config): Promise<ConfigInForce> {
   const stored = await store.latest();

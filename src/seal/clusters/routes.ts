@@ -16,7 +16,7 @@ const RESTART_NOTE =
   'Stored. Restart every instance of the seal service for it to apply: each instance keeps the configuration it read at start until then.';
 const NO_RESTART_NOTE = 'Stored. It equals the configuration this instance runs with; instances started with another one still need a restart.';
 
-/** SEED-SPEC B: POST /v1/ipfs/config; DESIGN.md: GET /v1/ipfs/config. Admin token. */
+/** POST and GET /v1/ipfs/config (docs/specification.md#seal-endpoints). Admin token. */
 export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutesOptions) {
   const { store, inForce } = options;
   const onRequest = requireBearer(options.adminToken, 'admin');

@@ -1,10 +1,10 @@
 import { Type, type Static } from 'typebox';
 
 /**
- * The IPFS cluster configuration of SEED-SPEC "IPFS cluster configuration (component B)": field names,
- * types and defaults are the spec's. Every object refuses unknown fields, so a typo (`timout`) is a 400
- * rather than a silently ignored setting. What JSON Schema cannot say (host syntax, port range, a Go
- * duration, user and pass together) is checked in config.ts with the same field naming.
+ * The IPFS cluster configuration (docs/specification.md#ipfs-cluster-configuration): field names, types and
+ * defaults are the specification's. Every object refuses unknown fields, so a typo (`timout`) is a 400 rather
+ * than a silently ignored setting. What JSON Schema cannot say (host syntax, port range, a Go duration, user
+ * and pass together) is checked in config.ts with the same field naming.
  */
 export const AddParamsSchema = Type.Object(
   {
@@ -36,7 +36,7 @@ export const PinParamsSchema = Type.Object(
       Type.String({
         maxLength: 100,
         description:
-          'sent as `expire-in` when it is a valid duration string of at least 60s; below 60s, missing or not a valid duration string it is not sent and the pin never expires (SEED-SPEC). Stored as given.',
+          'sent as `expire-in` when it is a valid duration string of at least 60s; below 60s, missing or not a valid duration string it is not sent and the pin never expires (docs/specification.md#ipfs-cluster-configuration). Stored as given.',
       }),
     ),
   },

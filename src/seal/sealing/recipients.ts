@@ -25,13 +25,13 @@ export interface MessageFacts {
   strayMobiles: string[];
 }
 
-/** DESIGN.md "Recipients and sign-in": the header a sender gives a recipient's mobile number in. */
+/** The header a sender gives a recipient's mobile number in (docs/specification.md#message-headers). */
 export const MOBILE_HEADER = 'x-sealpost-mobile';
 /** `X-Sealpost-Language: <email>=<language>`: the language of a recipient's notification and codes. */
 export const LANGUAGE_HEADER = 'x-sealpost-language';
 
 /**
- * Who may read the sealed message and how they sign in (DESIGN.md "Recipients and sign-in"):
+ * Who may read the sealed message and how they sign in (docs/design.md#recipients):
  * To and Cc of the message plus the SMTP envelope's recipients (the exchange passes RCPT TO, which
  * is where Bcc recipients are), normalised and deduplicated case-insensitively (first spelling kept);
  * `X-Sealpost-Mobile: <email>=<E.164>` gives a recipient the `sms` method, everyone else gets `email`.

@@ -20,7 +20,7 @@ export interface SealingRoutesOptions {
 
 const err = Type.Ref('ErrorObject');
 
-/** The service-to-service API (DESIGN.md "The seal service's API"): seal, metadata, verified content. */
+/** The service-to-service API (docs/specification.md#seal-endpoints): seal, metadata, verified content. */
 export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
   const { sealer, store } = options;
   const onRequest = requireBearer(options.serviceToken, 'service');

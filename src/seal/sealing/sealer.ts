@@ -48,7 +48,7 @@ export interface VerifiedContent {
 }
 
 /**
- * Seals messages (DESIGN.md flow step 4, `seal`) and reads them back verified (step 5).
+ * Seals messages (docs/design.md#sealing) and reads them back verified (docs/design.md#reading).
  *
  * Sealing streams: the header section is read and checked first (so a message without From or
  * recipients is refused before anything reaches IPFS); then the whole raw message, header included,

@@ -12,7 +12,10 @@ import { en } from './en.ts';
  * `satisfies` too, but only the type checker sees that; this runs with the tests.
  */
 
-/** SEED-SPEC "Errors", the table of component A's codes (the spec is not part of this repository). */
+/**
+ * The auth service's codes as docs/specification.md#error-codes lists them, written out rather than read from
+ * the code under test.
+ */
 const SPEC_CODES = [
   'expired_code',
   'incorrect_code',

@@ -123,8 +123,9 @@ export const en = {
   },
 
   /**
-   * One helpful sentence per errorCode (SEED-SPEC "Errors" and the services' generic codes). The page
-   * never shows the server's `message`: it is for logs, in English, and may be technical.
+   * One helpful sentence per errorCode (docs/specification.md#error-codes: the auth service's codes and the
+   * generic ones). The page never shows the server's `message`: it is for logs, in English, and may be
+   * technical.
    */
   errors: {
     expired_code: 'This code has expired. Please ask for a new code and enter that one.',
