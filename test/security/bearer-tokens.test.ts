@@ -34,6 +34,7 @@ const GUARDS: Record<'exchange' | 'seal' | 'auth', Array<[RegExp, Guard]>> = {
     [/^\/v1\/ipfs\/config$/, 'admin'],
     [/^\/v1\/seal$/, 'service'],
     [/^\/v1\/sealed\//, 'service'],
+    [/^\/v1\/recipients\/:email\/sealed$/, 'service'],
     [/^\/v1\/admin\/unpinned$/, 'admin'],
     ...OPERATIONS,
   ],

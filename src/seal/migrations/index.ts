@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_seal.ts';
 import * as m0002 from './0002_pin_states.ts';
 import * as m0003 from './0003_recipient_language.ts';
+import * as m0004 from './0004_recipient_lookup.ts';
 
 /** The seal schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
   '0001_seal': m0001,
   '0002_pin_states': m0002,
   '0003_recipient_language': m0003,
+  '0004_recipient_lookup': m0004,
 };

@@ -3,10 +3,20 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { requireBearer } from '../../kernel/bearer.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
-import { AppError, notFound } from '../../kernel/errors.ts';
+import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { Sealer } from './sealer.ts';
-import { RecipientParams, RecipientSchema, SealedParams, SealedViewSchema, SealHeadersSchema, SealResponseSchema } from './schemas.ts';
+import {
+  RecipientLookupParams,
+  RecipientLookupQuery,
+  RecipientParams,
+  RecipientSchema,
+  RecipientSealedSchema,
+  SealedParams,
+  SealedViewSchema,
+  SealHeadersSchema,
+  SealResponseSchema,
+} from './schemas.ts';
 import type { SealedStore } from './store.ts';
 import { recipientView, sealAnswer, sealedView } from './views.ts';
 
@@ -111,6 +121,39 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
       const recipient = email ? await store.recipient(request.params.id, email.toLowerCase()) : undefined;
       if (!recipient) throw notFound(`${request.params.email} is not a recipient of sealed message ${request.params.id}`);
       return recipientView(recipient);
+    },
+  );
+
+  app.get(
+    '/v1/recipients/:email/sealed',
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'The sealed messages addressed to one recipient, newest first',
+        description:
+          'For the auth service: the other messages a signed-in reader may open with what the session has proven. The address is ' +
+          'normalised (trimmed, domain lower-cased, IDN as punycode) and compared case-insensitively; each entry carries that ' +
+          "recipient's sign-in method and mobile number for the message. `before` (the last entry's sealedAt) pages back.",
+        params: RecipientLookupParams,
+        querystring: RecipientLookupQuery,
+        response: { 200: RecipientSealedSchema, 400: err, 401: err },
+      },
+    },
+    async (request) => {
+      const email = normalizeEmail(request.params.email);
+      if (!email) throw badRequest(`${JSON.stringify(request.params.email)} is not an email address`);
+      const { limit = '50', before } = request.query;
+      const rows = await store.byRecipient(email.toLowerCase(), Number(limit), before ? new Date(before) : undefined);
+      return {
+        sealed: rows.map(({ message, recipient }) => ({
+          id: message.id,
+          sender: message.sender,
+          subject: message.subject,
+          sealedAt: message.sealed_at.toISOString(),
+          recipient: recipientView(recipient),
+        })),
+      };
     },
   );
 

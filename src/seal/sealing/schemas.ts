@@ -72,6 +72,31 @@ export const RecipientSchema = Type.Object({
   language: Type.Optional(LanguageSchema),
 });
 
+export const RecipientLookupParams = Type.Object({ email: RecipientParams.properties.email });
+export const RecipientLookupQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$', description: 'at most this many (1 to 200, default 50), newest first' })),
+    before: Type.Optional(Type.String({ format: 'date-time', description: 'only messages sealed before this time (the next page)' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RecipientSealedSchema = Type.Object(
+  {
+    sealed: Type.Array(
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        sender: Type.String(),
+        subject: Type.String(),
+        sealedAt: Type.String({ format: 'date-time' }),
+        recipient: RecipientSchema,
+      }),
+      { description: 'newest first' },
+    ),
+  },
+  { title: 'Sealed messages of one recipient' },
+);
+
 export const SealedViewSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),

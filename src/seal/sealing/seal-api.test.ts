@@ -198,6 +198,30 @@ describe('POST /v1/seal and reading back', () => {
     assert.deepEqual((await response.json()).recipients.map((r: { email: string; method: string }) => [r.email, r.method]), [['hidden@bcc.example', 'email']]);
   });
 
+  it('lists the sealed messages of one recipient, newest first, with that recipient\'s method, and pages back with before', async () => {
+    const who = `reader-${randomUUID().slice(0, 8)}@list.example`;
+    const sealedFor = async (parts: Parameters<typeof rawMessage>[0]) => (await (await postSeal(service(), rawMessage(parts))).json()) as { id: string };
+    const first = await sealedFor({ to: who, subject: 'first' });
+    const other = await sealedFor({ to: 'someone-else@list.example', subject: 'not hers' });
+    const second = await sealedFor({ to: 'a@list.example', cc: who, subject: 'second', mobiles: [`${who}=+41 79 123 45 67`] });
+    const list = async (query = '') => {
+      const response = await get(`/v1/recipients/${encodeURIComponent(` ${who.toUpperCase()} `)}/sealed${query}`);
+      assert.equal(response.status, 200);
+      return ((await response.json()) as { sealed: Array<{ id: string; subject: string; sealedAt: string; recipient: { email: string; method: string; mobile?: string } }> }).sealed;
+    };
+    const all = await list();
+    assert.deepEqual(all.map((entry) => entry.subject), ['second', 'first'], 'newest first, only hers');
+    assert.ok(!all.some((entry) => entry.id === other.id));
+    assert.deepEqual(all[0]!.recipient, { email: who, method: 'sms', mobile: '+41791234567' });
+    assert.deepEqual(all[1]!.recipient, { email: who, method: 'email' });
+    assert.equal(all[0]!.id, second.id);
+    assert.deepEqual((await list('?limit=1')).map((entry) => entry.id), [second.id]);
+    assert.deepEqual((await list(`?limit=1&before=${encodeURIComponent(all[0]!.sealedAt)}`)).map((entry) => entry.id), [first.id]);
+    assert.deepEqual(await (await get('/v1/recipients/nobody%40list.example/sealed')).json(), { sealed: [] });
+    assert.equal((await get(`/v1/recipients/${encodeURIComponent(who)}/sealed`, 'wrong-token')).status, 401);
+    assert.equal((await get('/v1/recipients/not-an-address/sealed')).status, 400);
+  });
+
   it('requires the service token, the envelope id and message/rfc822', async () => {
     const raw = rawMessage();
     const noToken = await fetch(`${seal.url}/v1/seal`, { method: 'POST', headers: { 'content-type': 'message/rfc822', 'x-sealpost-envelope-id': randomUUID() }, body: new Uint8Array(raw) });

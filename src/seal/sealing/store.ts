@@ -73,6 +73,28 @@ export class SealedStore {
   }
 
   /**
+   * The sealed messages addressed to one recipient (lower-cased address), newest first, each with that
+   * recipient's row (the sign-in method and mobile number are per message).
+   */
+  async byRecipient(emailKey: string, limit: number, before?: Date): Promise<Array<{ message: SealedMessage; recipient: SealedRecipient }>> {
+    let query = this.db
+      .selectFrom('sealed_recipients as r')
+      .innerJoin('sealed_messages as m', 'm.id', 'r.sealed_id')
+      .selectAll('m')
+      .select(['r.position', 'r.email', 'r.email_key', 'r.method', 'r.mobile', 'r.language'])
+      .where('r.email_key', '=', emailKey)
+      .orderBy('m.sealed_at', 'desc')
+      .orderBy('m.id')
+      .limit(limit);
+    if (before) query = query.where('m.sealed_at', '<', before);
+    const rows = await query.execute();
+    return rows.map(({ position, email, email_key, method, mobile, language, ...message }) => ({
+      message,
+      recipient: { sealed_id: message.id, position, email, email_key, method, mobile, language },
+    }));
+  }
+
+  /**
    * Stores a sealed message with its recipients and pins in one statement (atomic like a transaction,
    * one round trip instead of eight: this sits on every seal's path to its answer). The child rows
    * select from the inserted message, so when another request stored one for the same envelope first,
