@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { pipeline, type Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
-import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
@@ -154,11 +154,6 @@ export class MessageIntake {
  */
 function statementRolledBack(error: unknown): boolean {
   return (error as { severity?: unknown } | undefined)?.severity === 'ERROR';
-}
-
-/** The sender as RuleStore.match compares it with a rule's sender. */
-function senderKey(sender: string): string {
-  return sender ? (normalizeEmail(sender) ?? sender).toLowerCase() : '';
 }
 
 /** The message as it is stored: with CRLF line ends (line-endings.ts). */

@@ -1,6 +1,7 @@
 import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
+import { firstMatchingRule } from '../rules/match.ts';
 import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
 
 /** An accepted message whose payload is stored, ready for its envelope row. */
@@ -8,7 +9,7 @@ export interface NewEnvelope {
   id: string;
   channel: Channel;
   sender: string;
-  /** The sender as rules compare it: normalised, lower-cased ('' for the null sender). */
+  /** senderKey(sender): what rules compare. */
   senderKey: string;
   recipients: string[];
   size: number;
@@ -30,8 +31,7 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
  * one statement matches each message to its delivery rule, inserts the envelope (status `accepted`) and
  * its first status rows, `accepted` and `routed` (the rule and paths in its detail), so a message
  * costs a fraction of one round trip and one commit instead of two round trips (rule lookup, insert)
- * of its own. The rule is chosen exactly as RuleStore.match does: same channel, no sender or the same
- * sender compared lower-cased, lowest priority, then creation order. Atomic per statement like a
+ * of its own. The rule is chosen by firstMatchingRule, as RuleStore.match chooses it. Atomic per statement like a
  * transaction: a message's row and its status rows exist together or not at all.
  */
 export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
@@ -94,16 +94,9 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
         .selectFrom(incoming)
         .leftJoinLateral(
           (eb) =>
-            eb
-              .selectFrom('rules')
-              .select(['rules.id', 'rules.name', 'rules.outbound'])
-              .whereRef('rules.channel', '=', 'incoming.channel')
-              .where((w) => w.or([w('rules.sender', 'is', null), w(w.fn('lower', ['rules.sender']), '=', w.ref('incoming.sender_key'))]))
-              .orderBy('rules.priority')
-              .orderBy('rules.created_at')
-              .orderBy('rules.id')
-              .limit(1)
-              .as('rule'),
+            firstMatchingRule(eb.selectFrom('rules').select(['rules.id', 'rules.name', 'rules.outbound']), eb.ref('incoming.channel'), eb.ref('incoming.sender_key')).as(
+              'rule',
+            ),
           // Bounces are routed to smtp without a rule.
           (join) => join.on('incoming.is_bounce', '=', false),
         )

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import type { Channel, ExchangeTables, Rule } from '../tables.ts';
+import { firstMatchingRule, inExecutionOrder, normalizedSender, senderKey } from './match.ts';
 import type { RuleBody, RuleView } from './schemas.ts';
 
 /** Delivery rules in PostgreSQL, in execution order: lower priority first, then creation order. */
@@ -9,7 +10,7 @@ export class RuleStore {
   constructor(private readonly db: Kysely<ExchangeTables>) {}
 
   async list(): Promise<Rule[]> {
-    return this.db.selectFrom('rules').selectAll().orderBy('priority').orderBy('created_at').orderBy('id').execute();
+    return inExecutionOrder(this.db.selectFrom('rules').selectAll()).execute();
   }
 
   async get(id: string): Promise<Rule> {
@@ -39,25 +40,13 @@ export class RuleStore {
   }
 
   /**
-   * The first rule, in execution order, whose params match. Throws a 503 AppError when there is no rule at
-   * all (at least one must exist before any message is delivered:
+   * The first rule, in execution order, whose params match (rules/match.ts). Throws a 503 AppError when
+   * there is no rule at all (at least one must exist before any message is delivered:
    * docs/specification.md#delivery-configuration-rule) or none matches: both are operator configuration to
-   * fix, so senders should retry later. Senders compare case-insensitively, local part included, as Postfix's
-   * lookup tables do: no real mail system hands out Bob@ and bob@ to two people, and a reply rule must not
-   * miss on case.
+   * fix, so senders should retry later.
    */
   async match(channel: Channel, sender: string): Promise<Rule> {
-    const normalized = sender ? (normalizeEmail(sender) ?? sender) : '';
-    const candidates = await this.db
-      .selectFrom('rules')
-      .selectAll()
-      .where('channel', '=', channel)
-      .where((eb) => eb.or([eb('sender', 'is', null), eb(eb.fn('lower', ['sender']), '=', normalized.toLowerCase())]))
-      .orderBy('priority')
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(1)
-      .execute();
+    const candidates = await firstMatchingRule(this.db.selectFrom('rules').selectAll(), channel, senderKey(sender)).execute();
     const rule = candidates[0];
     if (rule) return rule;
     const any = await this.db.selectFrom('rules').select('id').limit(1).executeTakeFirst();
@@ -65,7 +54,7 @@ export class RuleStore {
       'unavailable',
       503,
       any
-        ? `No delivery rule matches channel ${channel} and sender ${normalized || '<>'}; add one with POST /v1/config`
+        ? `No delivery rule matches channel ${channel} and sender ${normalizedSender(sender) || '<>'}; add one with POST /v1/config`
         : 'No delivery rule exists yet: create one with POST /v1/config before sending messages',
     );
   }
@@ -73,16 +62,16 @@ export class RuleStore {
 
 function toRow(body: RuleBody) {
   const { channel, sender } = body.configuration.params;
-  let normalizedSender: string | null = null;
+  let storedSender: string | null = null;
   if (sender !== undefined) {
-    normalizedSender = normalizeEmail(sender) ?? null;
-    if (!normalizedSender) throw badRequest(`configuration.params.sender ${JSON.stringify(sender)} is not a valid email address`);
+    storedSender = normalizeEmail(sender) ?? null;
+    if (!storedSender) throw badRequest(`configuration.params.sender ${JSON.stringify(sender)} is not a valid email address`);
   }
   return {
     name: body.name,
     priority: body.priority,
     channel,
-    sender: normalizedSender,
+    sender: storedSender,
     outbound: [...body.configuration.outbound],
   };
 }
