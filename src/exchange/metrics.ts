@@ -12,10 +12,10 @@ export function createExchangeMetrics(registry: Registry) {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
-    delivered: new Counter({ name: 'delivered_messages_total', help: 'Messages delivered, by outbound path', labelNames: ['strategy'] as const, registers }),
+    delivered: new Counter({ name: 'delivered_messages_total', help: 'Messages delivered, by outbound strategy', labelNames: ['strategy'] as const, registers }),
     deliveredBytes: new Counter({
       name: 'delivered_messages_total_size_bytes',
-      help: 'Bytes of the messages delivered, by outbound path',
+      help: 'Bytes of the messages delivered, by outbound strategy',
       labelNames: ['strategy'] as const,
       registers,
     }),

@@ -2,6 +2,7 @@ import type { App } from '../kernel/http.ts';
 import type { MessageIntake } from './inbound/accept.ts';
 import { jsonInboundRoutes } from './inbound/json-routes.ts';
 import type { InboundLimits } from './inbound/json-schema.ts';
+import type { OutboundRegistry } from './outbound/registry.ts';
 import { ruleRoutes } from './rules/routes.ts';
 import { queueRoutes } from './queue/routes.ts';
 import type { QueueView } from './queue/view.ts';
@@ -17,11 +18,12 @@ export interface ExchangePluginOptions {
   statusHistory: StatusHistory;
   inboundLimits: InboundLimits;
   queue: QueueView;
+  outboundStrategies: OutboundRegistry;
 }
 
 /** The exchange engine's HTTP API: delivery rules, JSON inbound, message status, the queue. */
 export async function exchangePlugin(app: App, options: ExchangePluginOptions) {
-  await app.register(ruleRoutes, { rules: options.rules, adminToken: options.adminToken });
+  await app.register(ruleRoutes, { rules: options.rules, adminToken: options.adminToken, outboundStrategies: options.outboundStrategies });
   await app.register(jsonInboundRoutes, { intake: options.intake, serviceToken: options.serviceToken, limits: options.inboundLimits });
   await app.register(statusRoutes, { history: options.statusHistory, adminToken: options.adminToken, serviceToken: options.serviceToken });
   await app.register(queueRoutes, { view: options.queue, adminToken: options.adminToken });

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { OutboundStrategyName } from './outbound/registry.ts';
 
 /** The exchange schema (PostgreSQL schema `exchange`), as Kysely sees it. */
 export interface ExchangeTables {
@@ -14,9 +15,7 @@ type CreatedAt = ColumnType<Date, Date | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | undefined, Date>;
 
 export type Channel = 'smtp' | 'json';
-export type OutboundPath = 'seal' | 'smtp';
 export const CHANNELS: Channel[] = ['smtp', 'json'];
-export const OUTBOUND_PATHS: OutboundPath[] = ['seal', 'smtp'];
 
 /**
  * The envelope's life, in order (docs/specification.md#envelope-statuses). `routed` is a history entry
@@ -31,7 +30,7 @@ export interface RulesTable {
   channel: Channel;
   /** Normalised sender address; null matches every sender. */
   sender: string | null;
-  outbound: OutboundPath[];
+  outbound: OutboundStrategyName[];
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -45,10 +44,10 @@ export interface EnvelopesTable {
   size: number;
   payload_key: string;
   rule_id: string | null;
-  /** The matched rule's outbound paths, recorded at acceptance. */
-  outbound: OutboundPath[];
-  /** Outbound paths already delivered, so a retry does not repeat them. */
-  done_outbound: ColumnType<OutboundPath[], OutboundPath[] | undefined, OutboundPath[]>;
+  /** The matched rule's outbound strategies, recorded at acceptance. */
+  outbound: OutboundStrategyName[];
+  /** Outbound strategies already delivered, so a retry does not repeat them. */
+  done_outbound: ColumnType<OutboundStrategyName[], OutboundStrategyName[] | undefined, OutboundStrategyName[]>;
   status: EnvelopeStatus;
   attempts: ColumnType<number, number | undefined, number>;
   next_attempt_at: ColumnType<Date, Date | undefined, Date>;

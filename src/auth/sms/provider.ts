@@ -1,4 +1,4 @@
-/** What every SMS provider does (one file per provider, like the exchange's outbound paths). */
+/** What every SMS provider does (one file per provider, like the exchange's outbound strategies). */
 export interface SmsProvider {
   readonly kind: 'http' | 'twilio' | 'log';
   /** Sends `text` to an E.164 number; throws SmsProviderError when the provider did not take it. */

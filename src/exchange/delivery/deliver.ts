@@ -2,8 +2,9 @@ import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
-import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type Outbound } from '../outbound/types.ts';
-import type { BounceReport, OutboundPath } from '../tables.ts';
+import type { OutboundStrategyName } from '../outbound/registry.ts';
+import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type OutboundStrategy } from '../outbound/types.ts';
+import type { BounceReport } from '../tables.ts';
 import { retryDelayMs } from './backoff.ts';
 import type { Claim, EnvelopeQueue } from './queue.ts';
 import type { EnvelopeFinisher } from './retention.ts';
@@ -11,7 +12,8 @@ import type { EnvelopeFinisher } from './retention.ts';
 export interface DeliverDeps {
   queue: EnvelopeQueue;
   objects: ObjectStore;
-  outbounds: Record<OutboundPath, Outbound>;
+  /** This instance's outbound strategies, by name (createOutboundStrategies). */
+  strategies: ReadonlyMap<string, OutboundStrategy>;
   finisher: EnvelopeFinisher;
   metrics: ExchangeMetrics;
   logger: Logger;
@@ -21,19 +23,19 @@ export interface DeliverDeps {
 }
 
 /**
- * One delivery attempt of a claimed envelope (docs/design.md#delivery): every outbound path not done yet, in
+ * One delivery attempt of a claimed envelope (docs/design.md#delivery): every outbound strategy not done yet, in
  * the rule's order. Then one of:
  * - all done: `delivered`, and the envelope is finished (payload and row deleted);
  * - a temporary failure with retries left: `retrying`, due again after the backoff delay;
  * - a permanent failure, or the retries used up: `failed`, bounced, finished.
  *
- * `delivered_messages_total{strategy}` and its size counterpart count each path when it completes,
- * so a message whose smtp copy went out but whose seal path failed for good is still counted for smtp.
+ * `delivered_messages_total{strategy}` and its size counterpart count each strategy when it completes,
+ * so a message whose smtp copy went out but whose seal strategy failed for good is still counted for smtp.
  * Never throws for a delivery problem; a database error leaves the lease to run out, and the envelope
  * is then taken again.
  */
 export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<void> {
-  const { queue, objects, outbounds, metrics, retry } = deps;
+  const { queue, objects, strategies, metrics, retry } = deps;
   const logger = deps.logger.child({ envelopeId: claim.id, attempt: claim.attempts });
   const lost = () => logger.warn('lease lost while delivering: another worker has taken the envelope over');
 
@@ -48,30 +50,30 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   }
 
   const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
-  const details: string[] = claim.done_outbound.map((path) => `${path}: done in an earlier attempt`);
+  const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
-  for (const [i, path] of pending.entries()) {
+  for (const [i, strategy] of pending.entries()) {
     let result;
     try {
-      result = await outbounds[path].deliver(claim, () => objects.get(claim.payload_key));
+      result = await strategyFor(strategies, strategy).deliver(claim, () => objects.get(claim.payload_key));
     } catch (error) {
       const failure = asDeliveryError(error);
-      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, logger, path);
+      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, logger, strategy);
       const delay = retryDelayMs(claim.attempts, retry);
       const detail =
-        `attempt ${claim.attempts} failed (${path}): ${failure.message}; ` +
+        `attempt ${claim.attempts} failed (${strategy}): ${failure.message}; ` +
         `retry ${claim.attempts} of ${retry.maxRetries} in ${formatDuration(BigInt(delay) * 1_000_000n)}`;
       if (!(await queue.markRetrying(claim, delay, failure.message, detail))) return lost();
-      logger.info({ path, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
+      logger.info({ strategy, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
       return;
     }
     rejected.push(...(result?.rejected ?? []));
-    metrics.delivered.inc({ strategy: path });
-    metrics.deliveredBytes.inc({ strategy: path }, claim.size);
-    details.push(`${path}: ${result?.detail ?? 'done'}`);
-    // Progress is recorded between paths only; the last one is recorded with the status (one write less).
+    metrics.delivered.inc({ strategy });
+    metrics.deliveredBytes.inc({ strategy }, claim.size);
+    details.push(`${strategy}: ${result?.detail ?? 'done'}`);
+    // Progress is recorded between strategies only; the last one is recorded with the status (one write less).
     const last = i === pending.length - 1;
-    if (!last && !(await queue.markPathDone(claim, path, report(rejected, 'Some recipients were refused.')))) return lost();
+    if (!last && !(await queue.markStrategyDone(claim, strategy, report(rejected, 'Some recipients were refused.')))) return lost();
   }
 
   const finalReport = report(rejected, 'Some recipients were refused; the others received the message.');
@@ -87,7 +89,7 @@ async function fail(
   alreadyRejected: FailedRecipient[],
   deps: DeliverDeps,
   logger: Logger,
-  path?: OutboundPath,
+  strategy?: OutboundStrategyName,
 ): Promise<void> {
   const exhausted = !failure.permanent;
   const status = exhausted ? '4.4.7' : failure.status;
@@ -96,14 +98,14 @@ async function fail(
   const recipients = [...alreadyRejected, ...failedHere.filter((r) => !known.has(r.recipient))];
   const reason = exhausted
     ? `Delivery was attempted ${claim.attempts} times over a period of time and did not succeed; the last error: ${failure.message}.`
-    : `The message was refused${path ? ` (${path})` : ''}: ${failure.message}.`;
+    : `The message was refused${strategy ? ` (${strategy})` : ''}: ${failure.message}.`;
   const bounceReport: BounceReport = { reason, recipients };
-  const detail = `${exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure'}${path ? ` (${path})` : ''}: ${failure.message}`;
+  const detail = `${exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure'}${strategy ? ` (${strategy})` : ''}: ${failure.message}`;
   if (!(await deps.queue.markFailed(claim, detail, bounceReport))) {
     return void logger.warn('lease lost while delivering: another worker has taken the envelope over');
   }
   deps.metrics.failed.inc();
-  logger.warn({ path, err: failure.message, permanent: failure.permanent }, 'delivery failed for good');
+  logger.warn({ strategy, err: failure.message, permanent: failure.permanent }, 'delivery failed for good');
   await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps, logger);
 }
 
@@ -119,9 +121,19 @@ async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, 
 const report = (rejected: FailedRecipient[], reason: string): BounceReport | null =>
   rejected.length > 0 ? { reason, recipients: rejected } : null;
 
-/** Anything but a DeliveryError (the object store down, a bug in a path) is worth another try. */
+/** Anything but a DeliveryError (the object store down, a bug in a strategy) is worth another try. */
 function asDeliveryError(error: unknown): DeliveryError {
   if (error instanceof DeliveryError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new DeliveryError(false, message, { diagnostic: `${X_DIAGNOSTIC}; ${message}`.slice(0, 900), cause: error });
+}
+
+/**
+ * A rule may name a strategy this instance lacks: written by an instance of another build during a
+ * rolling upgrade. Another instance may have it, and this one may be replaced by one that does: retried.
+ */
+function strategyFor(strategies: ReadonlyMap<string, OutboundStrategy>, name: string): OutboundStrategy {
+  const strategy = strategies.get(name);
+  if (!strategy) throw new DeliveryError(false, `this instance has no outbound strategy ${name}`, { diagnostic: `${X_DIAGNOSTIC}; no outbound strategy ${name}` });
+  return strategy;
 }

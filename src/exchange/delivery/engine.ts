@@ -8,9 +8,7 @@ import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import { createMailTransport } from '../outbound/mail-transport.ts';
-import { SealClient } from '../outbound/seal-client.ts';
-import { createSealOutbound } from '../outbound/seal.ts';
-import { createSmtpOutbound } from '../outbound/smtp.ts';
+import { createOutboundStrategies, type OutboundRegistry } from '../outbound/registry.ts';
 import { startStatusArchive } from '../status/archive.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { deliverClaim } from './deliver.ts';
@@ -28,7 +26,7 @@ export interface DeliveryEngine {
 
 /**
  * Everything behind delivery (docs/design.md#delivery) for one engine instance, from configuration: the mail
- * transport (relay or outbox), the two outbound paths, the queue and its workers, and the status archive job.
+ * transport (relay or outbox), the registry's outbound strategies, the queue and its workers, and the status archive job.
  */
 export function startDeliveryEngine(deps: {
   config: Config;
@@ -39,6 +37,7 @@ export function startDeliveryEngine(deps: {
   logger: Logger;
   /** DKIM_*: signs notifications, bounces and relayed mail whose From is in DKIM_DOMAIN. */
   dkim?: DkimSigner;
+  outboundStrategies: OutboundRegistry;
 }): DeliveryEngine {
   const { config, db, objects, metrics } = deps;
   const { delivery, statusArchive } = config.exchange;
@@ -54,17 +53,7 @@ export function startDeliveryEngine(deps: {
     { transport: transport.kind, to: transport.description },
     transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
   );
-  const outbounds = {
-    smtp: createSmtpOutbound(transport, { hostname: config.exchange.smtpHostname, dkim: deps.dkim }),
-    seal: createSealOutbound({
-      client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
-      transport,
-      notifyFrom: config.exchange.notifyFrom,
-      defaultLanguage: config.exchange.notifyDefaultLanguage,
-      dkim: deps.dkim,
-      logger,
-    }),
-  };
+  const strategies = createOutboundStrategies(deps.outboundStrategies, { config, transport, dkim: deps.dkim, logger });
   const queue = new EnvelopeQueue(db, leaseMs);
   const finisher = new EnvelopeFinisher({
     queue,
@@ -85,7 +74,7 @@ export function startDeliveryEngine(deps: {
     ? startDelivery({
         queue,
         finisher,
-        deliver: (claim) => deliverClaim(claim, { queue, objects, outbounds, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
+        deliver: (claim) => deliverClaim(claim, { queue, objects, strategies, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
         concurrency: delivery.concurrency,
         pollIntervalMs: durationToMs(delivery.pollInterval),
         leaseMs,

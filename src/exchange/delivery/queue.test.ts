@@ -72,7 +72,7 @@ describe('the delivery queue', () => {
     assert.equal(fresh!.attempts, 2);
 
     assert.equal(await queue.markDelivered(stale!, 'late', null), false);
-    assert.equal(await queue.markPathDone(stale!, 'smtp', null), false);
+    assert.equal(await queue.markStrategyDone(stale!, 'smtp', null), false);
     assert.deepEqual(await queue.renewLeases([stale!]), [id], 'the old owner learns it lost the lease');
     assert.equal(await queue.markDelivered(fresh!, 'done', null), true);
     const row = await db.selectFrom('envelopes').select(['status', 'done_outbound']).where('id', '=', id!).executeTakeFirstOrThrow();

@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
-import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables, OutboundPath } from '../tables.ts';
+import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
+import type { OutboundStrategyName } from '../outbound/registry.ts';
 
 /** An envelope a worker owns until `lease_until`; `attempts` (this attempt's number) fences its writes. */
 export interface Claim extends Envelope {
@@ -134,17 +135,17 @@ export class EnvelopeQueue {
   }
 
   /**
-   * Records one outbound path as done, so later attempts skip it, with the recipients refused so far
+   * Records one outbound strategy as done, so later attempts skip it, with the recipients refused so far
    * (their bounce must not depend on this attempt finishing). False: the lease was lost.
    */
-  async markPathDone(claim: Claim, path: OutboundPath, report: BounceReport | null): Promise<boolean> {
+  async markStrategyDone(claim: Claim, strategy: OutboundStrategyName, report: BounceReport | null): Promise<boolean> {
     const result = await this.fenced(claim)
-      .set({ done_outbound: sql<OutboundPath[]>`array_append(done_outbound, ${path}::text)`, bounce_report: jsonb(report) })
+      .set({ done_outbound: sql<OutboundStrategyName[]>`array_append(done_outbound, ${strategy}::text)`, bounce_report: jsonb(report) })
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
-  /** Every path done: records the status, the paths and the refused recipients (if any) at once. */
+  /** Every strategy done: records the status, the strategies and the refused recipients (if any) at once. */
   async markDelivered(claim: Claim, detail: string, report: BounceReport | null): Promise<boolean> {
     return this.deliveredBatch.submit({ id: claim.id, attempts: claim.attempts, outbound: claim.outbound, detail, report });
   }
@@ -169,7 +170,7 @@ export class EnvelopeQueue {
             )
             .set({
               status: 'delivered',
-              done_outbound: sql<OutboundPath[]>`done.outbound`,
+              done_outbound: sql<OutboundStrategyName[]>`done.outbound`,
               last_error: null,
               bounce_report: sql<BounceReport | null>`done.report`,
               lease_until: null,
@@ -283,7 +284,7 @@ export class EnvelopeQueue {
 interface DeliveredItem {
   id: string;
   attempts: number;
-  outbound: OutboundPath[];
+  outbound: OutboundStrategyName[];
   detail: string;
   report: BounceReport | null;
 }

@@ -6,7 +6,8 @@ import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
-import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
+import type { Channel, ExchangeTables } from '../tables.ts';
+import type { OutboundStrategyName } from '../outbound/registry.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 
@@ -30,7 +31,7 @@ export interface IncomingMessage {
 export interface AcceptedMessage {
   envelopeId: string;
   size: number;
-  outbound: OutboundPath[];
+  outbound: OutboundStrategyName[];
 }
 
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;

@@ -2,7 +2,8 @@ import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { firstMatchingRule } from '../rules/match.ts';
-import type { Channel, ExchangeTables, OutboundPath } from '../tables.ts';
+import type { Channel, ExchangeTables } from '../tables.ts';
+import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
 
 /** An accepted message whose payload is stored, ready for its envelope row. */
 export interface NewEnvelope {
@@ -21,7 +22,7 @@ export interface NewEnvelope {
 }
 
 /** The envelope as written, or undefined when no rule matched it (nothing was written then). */
-export type WrittenEnvelope = { outbound: OutboundPath[] } | undefined;
+export type WrittenEnvelope = { outbound: OutboundStrategyName[] } | undefined;
 
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], size bigint, payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
@@ -29,7 +30,7 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
  * one statement matches each message to its delivery rule, inserts the envelope (status `accepted`) and
- * its first status rows, `accepted` and `routed` (the rule and paths in its detail), so a message
+ * its first status rows, `accepted` and `routed` (the rule and strategies in its detail), so a message
  * costs a fraction of one round trip and one commit instead of two round trips (rule lookup, insert)
  * of its own. The rule is chosen by firstMatchingRule, as RuleStore.match chooses it. Atomic per statement like a
  * transaction: a message's row and its status rows exist together or not at all.
@@ -46,7 +47,7 @@ export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: New
 
 async function insertEnvelopes(
   db: Kysely<ExchangeTables>,
-  statement: (rows: string) => CompiledQuery<{ id: string; outbound: OutboundPath[] }>,
+  statement: (rows: string) => CompiledQuery<{ id: string; outbound: OutboundStrategyName[] }>,
   batch: NewEnvelope[],
 ): Promise<WrittenEnvelope[]> {
   // One jsonb parameter rather than eight per message: the statement's text is the same for any batch,
@@ -112,7 +113,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.body_8bitmime',
           'incoming.smtputf8',
           'rule.id as rule_id',
-          sql<OutboundPath[]>`case when incoming.is_bounce then array['smtp']::text[] else rule.outbound end`.as('outbound'),
+          sql<OutboundStrategyName[]>`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as('outbound'),
           sql<string>`incoming.size || ' bytes over ' || incoming.channel
             || case when incoming.is_bounce then ', a bounce of ours' else '' end`.as('accepted_detail'),
           sql<string>`case when incoming.is_bounce then 'to smtp, without a rule (a bounce)'

@@ -7,9 +7,9 @@ const LF = 0x0a;
 /**
  * One rule for line ends (docs/decisions.md#line-ends): every message is stored with CRLF line ends, a bare
  * LF or a bare CR becoming CRLF, as RFC 5322 §2.1 requires of a message and as Postfix's cleanup writes its
- * queue files. The stored bytes are then what both outbound paths send: the seal path seals them unchanged
- * and the relay's DATA stream has nothing left to rewrite, so what is sealed and what is relayed are the same
- * bytes.
+ * queue files. The stored bytes are then what every outbound strategy sends: the seal strategy seals them
+ * unchanged and the relay's DATA stream has nothing left to rewrite, so what is sealed and what is relayed
+ * are the same bytes.
  *
  * Hand-written: a byte-level rewrite with a carry across chunk boundaries (a CR at the end of one chunk
  * may be the first half of a CRLF); the MIME libraries at hand rewrite line ends only as part of

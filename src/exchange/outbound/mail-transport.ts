@@ -28,7 +28,7 @@ export interface SendReport {
 }
 
 /**
- * Where outbound mail goes — the relayed messages of the smtp path, the seal path's notifications, and
+ * Where outbound mail goes — the relayed messages of the smtp strategy, the seal strategy's notifications, and
  * (through the queue) bounces: the relay at OUTBOUND_SMTP_URL, or, when it is unset (the embedded
  * default), `.eml` files in `$SEALPOST_DATA_DIR/outbox`. Failures are DeliveryErrors.
  */

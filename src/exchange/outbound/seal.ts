@@ -5,14 +5,28 @@ import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { MailTransport } from './mail-transport.ts';
 import { composeNotification } from './notification.ts';
-import type { SealClient } from './seal-client.ts';
-import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type Outbound } from './types.ts';
+import { SealClient } from './seal-client.ts';
+import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type FailedRecipient, type OutboundStrategy } from './types.ts';
+
+export const sealStrategy = defineOutboundStrategy({
+  name: 'seal',
+  description: 'sealed onto IPFS and each recipient notified with a reader link',
+  create: ({ config, transport, dkim, logger }) =>
+    createSealOutbound({
+      client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
+      transport,
+      notifyFrom: config.exchange.notifyFrom,
+      defaultLanguage: config.exchange.notifyDefaultLanguage,
+      dkim,
+      logger,
+    }),
+});
 
 /**
- * The `seal` path: the raw message goes to the seal service, then each recipient of the envelope gets
+ * The `seal` strategy: the raw message goes to the seal service, then each recipient of the envelope gets
  * the notification email with its reader link.
  *
- * Retries: sealing is idempotent by envelope id, and the path is marked done only after every
+ * Retries: sealing is idempotent by envelope id, and the strategy is marked done only after every
  * notification was handed to the mail transport. A retry therefore seals nothing twice; at worst it
  * repeats notifications that went out before a failure (at-least-once, like all delivery here).
  *
@@ -28,11 +42,10 @@ export function createSealOutbound(deps: {
   /** Signs each notification (DKIM_*). */
   dkim?: DkimSigner;
   logger: Logger;
-}): Outbound {
+}): OutboundStrategy {
   const { client, transport, logger } = deps;
   const notifyAddress = mailboxOf(deps.notifyFrom);
   return {
-    name: 'seal',
     async deliver(envelope, openPayload) {
       const sealed = await client.seal(envelope.id, envelope.recipients, await openPayload());
       const links = new Map(sealed.recipients.map((r) => [comparable(r.email), r]));

@@ -2,17 +2,22 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { MailTransport } from './mail-transport.ts';
 import { relayMessage } from './relay-message.ts';
 import { SevenBitImpossible } from './seven-bit.ts';
-import { DeliveryError, X_DIAGNOSTIC, type Outbound } from './types.ts';
+import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type OutboundStrategy } from './types.ts';
+
+export const smtpStrategy = defineOutboundStrategy({
+  name: 'smtp',
+  description: 'relayed unchanged',
+  create: ({ config, transport, dkim }) => createSmtpOutbound(transport, { hostname: config.exchange.smtpHostname, dkim }),
+});
 
 /**
- * The `smtp` path: the stored message goes to the relay with the envelope as it was accepted (MAIL
+ * The `smtp` strategy: the stored message goes to the relay with the envelope as it was accepted (MAIL
  * FROM and every RCPT TO, Bcc recipients included) and the MAIL FROM parameters it came with
  * (BODY=8BITMIME, SMTPUTF8). What the relay hop adds is in relay-message.ts: a missing Date or
  * Message-ID, a 7-bit re-encoding for a relay without 8BITMIME, the DKIM signature.
  */
-export function createSmtpOutbound(transport: MailTransport, options: { hostname: string; dkim?: DkimSigner }): Outbound {
+export function createSmtpOutbound(transport: MailTransport, options: { hostname: string; dkim?: DkimSigner }): OutboundStrategy {
   return {
-    name: 'smtp',
     async deliver(envelope, openPayload) {
       let sevenBit = false;
       if (envelope.body_8bitmime || envelope.smtputf8) {

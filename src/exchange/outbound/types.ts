@@ -1,11 +1,15 @@
 import type { Readable } from 'node:stream';
-import type { BounceReport, Envelope, OutboundPath } from '../tables.ts';
+import type { Config } from '../../kernel/config.ts';
+import type { DkimSigner } from '../../kernel/dkim.ts';
+import type { Logger } from '../../kernel/logger.ts';
+import type { BounceReport, Envelope } from '../tables.ts';
+import type { MailTransport } from './mail-transport.ts';
 
 export type FailedRecipient = BounceReport['recipients'][number];
 
 /**
- * What an outbound path reports when it delivered: recipients refused one by one while others were
- * accepted (a relay answering 550 to one RCPT TO). The path counts as done; those recipients are
+ * What an outbound strategy reports when it delivered: recipients refused one by one while others were
+ * accepted (a relay answering 550 to one RCPT TO). The strategy counts as done; those recipients are
  * reported to the sender in a bounce at once (per-recipient retries are the relay's job).
  */
 export interface OutboundResult {
@@ -15,15 +19,45 @@ export interface OutboundResult {
 }
 
 /**
- * One outbound path (docs/design.md#delivery): one interface, one file per strategy, so that a new
- * path is a new file and changes no other.
- * `openPayload` opens a fresh stream of the stored raw message each time it is called; the path must
- * consume or destroy what it opens. Failures are thrown as DeliveryError; anything else thrown is
- * treated as temporary.
+ * One outbound strategy at work (docs/design.md#delivery): one interface, one file per strategy, so that a
+ * new strategy is a new file and one line in the registry.
+ * `openPayload` opens a fresh stream of the stored raw message each time it is called; the strategy
+ * must consume or destroy what it opens. Failures are thrown as DeliveryError; anything else thrown is
+ * treated as temporary. A retry calls deliver() again for the same envelope, so what it does must
+ * bear being repeated (at-least-once, like all delivery here).
  */
-export interface Outbound {
-  readonly name: OutboundPath;
+export interface OutboundStrategy {
   deliver(envelope: Envelope, openPayload: () => Promise<Readable>): Promise<OutboundResult | void>;
+}
+
+/**
+ * What a strategy is built from, once per engine instance: the configuration, and what strategies share
+ * rather than open each for themselves (one relay connection pool, one DKIM key).
+ */
+export interface OutboundContext {
+  config: Config;
+  /** The relay (OUTBOUND_SMTP_URL), or the outbox without one. */
+  transport: MailTransport;
+  /** DKIM_*: for mail whose From is in DKIM_DOMAIN. */
+  dkim?: DkimSigner;
+  logger: Logger;
+}
+
+/**
+ * An outbound strategy as the registry (registry.ts) lists it: the name rules use in
+ * `configuration.outbound` and the metrics in their `strategy` label, a line for the API description,
+ * and how to build it.
+ */
+export interface OutboundStrategyDefinition<Name extends string = string> {
+  readonly name: Name;
+  /** Markdown, one sentence: what a message routed to it undergoes (the rules API's OpenAPI text). */
+  readonly description: string;
+  create(context: OutboundContext): OutboundStrategy;
+}
+
+/** Keeps the literal name, from which registry.ts derives OutboundStrategyName. */
+export function defineOutboundStrategy<const Name extends string>(definition: OutboundStrategyDefinition<Name>): OutboundStrategyDefinition<Name> {
+  return definition;
 }
 
 export interface DeliveryErrorDetails {

@@ -1,64 +1,76 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TLiteral, type TUnion } from 'typebox';
+import { OUTBOUND_STRATEGIES } from '../outbound/registry.ts';
+import type { OutboundStrategyDefinition } from '../outbound/types.ts';
 
 export const ChannelSchema = Type.Union([Type.Literal('smtp'), Type.Literal('json')], {
   description: 'inbound channel the rule matches: `smtp` (the SMTP server) or `json` (POST /v1/messages)',
 });
-export const OutboundSchema = Type.Union([Type.Literal('seal'), Type.Literal('smtp')], {
-  description: '`seal`: sealed onto IPFS and each recipient notified with a reader link; `smtp`: relayed unchanged',
-});
 
-export const RuleBodySchema = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 200, description: 'rule name' }),
-    priority: Type.Integer({
-      minimum: -2147483648,
-      maximum: 2147483647,
-      description: 'lower numbers run first; rules with equal priority run in creation order',
-    }),
-    configuration: Type.Object(
-      {
-        params: Type.Object(
-          {
-            channel: ChannelSchema,
-            sender: Type.Optional(
-              Type.String({
-                minLength: 3,
-                maxLength: 254,
-                description:
-                  'matches only messages whose envelope sender equals this address after normalisation (trimmed, domain lower-cased, IDN as punycode), compared case-insensitively; absent: every sender',
-              }),
-            ),
-          },
-          { additionalProperties: false, description: 'what a message must match' },
-        ),
-        outbound: Type.Array(OutboundSchema, {
-          minItems: 1,
-          maxItems: 2,
-          uniqueItems: true,
-          description: 'outbound paths the message takes, all of them',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false, title: 'Delivery configuration rule' },
-);
-export type RuleBody = Static<typeof RuleBodySchema>;
+/**
+ * The rule schemas for an exchange's outbound strategies: their allowed values, descriptions and
+ * `maxItems` (each strategy at most once) follow the registry, so a new strategy needs no edit here.
+ */
+export function ruleSchemas<Name extends string>(strategies: readonly OutboundStrategyDefinition<Name>[]) {
+  // TypeBox derives a union's static type from a tuple only; a one-element tuple of the literal says the same as the list.
+  const outbound = Type.Union(
+    strategies.map((strategy) => Type.Literal(strategy.name)),
+    { description: strategies.map((strategy) => `\`${strategy.name}\`: ${strategy.description}`).join('; ') },
+  ) as TUnion<[TLiteral<Name>]>;
+  const body = Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 200, description: 'rule name' }),
+      priority: Type.Integer({
+        minimum: -2147483648,
+        maximum: 2147483647,
+        description: 'lower numbers run first; rules with equal priority run in creation order',
+      }),
+      configuration: Type.Object(
+        {
+          params: Type.Object(
+            {
+              channel: ChannelSchema,
+              sender: Type.Optional(
+                Type.String({
+                  minLength: 3,
+                  maxLength: 254,
+                  description:
+                    'matches only messages whose envelope sender equals this address after normalisation (trimmed, domain lower-cased, IDN as punycode), compared case-insensitively; absent: every sender',
+                }),
+              ),
+            },
+            { additionalProperties: false, description: 'what a message must match' },
+          ),
+          outbound: Type.Array(outbound, {
+            minItems: 1,
+            maxItems: strategies.length,
+            uniqueItems: true,
+            description: 'outbound strategies the message takes, all of them, in this order',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false, title: 'Delivery configuration rule' },
+  );
+  const stored = Type.Object(
+    {
+      id: Type.String({ format: 'uuid' }),
+      name: Type.String(),
+      priority: Type.Integer(),
+      configuration: Type.Object({
+        params: Type.Object({ channel: ChannelSchema, sender: Type.Optional(Type.String()) }),
+        outbound: Type.Array(outbound),
+      }),
+      created_at: Type.String({ format: 'date-time' }),
+      updated_at: Type.String({ format: 'date-time' }),
+    },
+    { title: 'Stored delivery configuration rule' },
+  );
+  return { body, stored };
+}
 
-export const RuleSchema = Type.Object(
-  {
-    id: Type.String({ format: 'uuid' }),
-    name: Type.String(),
-    priority: Type.Integer(),
-    configuration: Type.Object({
-      params: Type.Object({ channel: ChannelSchema, sender: Type.Optional(Type.String()) }),
-      outbound: Type.Array(OutboundSchema),
-    }),
-    created_at: Type.String({ format: 'date-time' }),
-    updated_at: Type.String({ format: 'date-time' }),
-  },
-  { title: 'Stored delivery configuration rule' },
-);
-export type RuleView = Static<typeof RuleSchema>;
+const shipped = ruleSchemas(OUTBOUND_STRATEGIES);
+export type RuleBody = Static<typeof shipped.body>;
+export type RuleView = Static<typeof shipped.stored>;
 
 export const RuleIdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'rule id' }) });

@@ -10,7 +10,7 @@ const StatusEntrySchema = Type.Object({
     {
       description:
         'accepted → routed → delivering → delivered, or → retrying → … → failed (→ bounced). ' +
-        '`accepted` and `routed` are written together when the message is stored; the detail of `routed` names the rule and the outbound paths.',
+        '`accepted` and `routed` are written together when the message is stored; the detail of `routed` names the rule and the outbound strategies.',
     },
   ),
   detail: Type.Union([Type.String(), Type.Null()], { description: 'what happened: attempt number, relay reply, error, bounce id' }),
