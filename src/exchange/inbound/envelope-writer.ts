@@ -32,8 +32,8 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
  * one statement matches each message to its delivery rule, inserts the envelope (status `accepted`) and
  * its first status rows, `accepted` and `routed` (the rule and strategies in its detail), so a message
  * costs a fraction of one round trip and one commit instead of two round trips (rule lookup, insert)
- * of its own. The rule is chosen by firstMatchingRule, as RuleStore.match chooses it. Atomic per statement like a
- * transaction: a message's row and its status rows exist together or not at all.
+ * of its own. The rule is chosen by firstMatchingRule, as RuleStore.match chooses it. Atomic per
+ * statement like a transaction: a message's row and its status rows exist together or not at all.
  */
 export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
   const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]');
@@ -94,11 +94,11 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
       qc
         .selectFrom(incoming)
         .leftJoinLateral(
-          (eb) =>
-            firstMatchingRule(eb.selectFrom('rules').select(['rules.id', 'rules.name', 'rules.outbound']), eb.ref('incoming.channel'), eb.ref('incoming.sender_key')).as(
-              'rule',
-            ),
-          // Bounces are routed to smtp without a rule.
+          (eb) => {
+            const rules = eb.selectFrom('rules').select(['rules.id', 'rules.name', 'rules.outbound']);
+            return firstMatchingRule(rules, eb.ref('incoming.channel'), eb.ref('incoming.sender_key')).as('rule');
+          },
+          // Bounces take BOUNCE_STRATEGY without a rule.
           (join) => join.on('incoming.is_bounce', '=', false),
         )
         .where((w) => w.or([w('incoming.is_bounce', '=', true), w('rule.id', 'is not', null)]))
@@ -116,7 +116,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           sql<OutboundStrategyName[]>`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as('outbound'),
           sql<string>`incoming.size || ' bytes over ' || incoming.channel
             || case when incoming.is_bounce then ', a bounce of ours' else '' end`.as('accepted_detail'),
-          sql<string>`case when incoming.is_bounce then 'to smtp, without a rule (a bounce)'
+          sql<string>`case when incoming.is_bounce then 'to ' || ${sql.lit(BOUNCE_STRATEGY)} || ', without a rule (a bounce)'
             else 'by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('routed_detail'),
         ]),
     )

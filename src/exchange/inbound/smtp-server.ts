@@ -7,6 +7,7 @@ import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
+import { normalizedSender } from '../rules/match.ts';
 import type { MessageIntake } from './accept.ts';
 import { watchFromHeader } from './from-header-check.ts';
 import { receivedHeader } from './received-header.ts';
@@ -256,7 +257,7 @@ export async function startInboundSmtpServer(options: InboundSmtpOptions): Promi
     const started = Date.now();
     const envelopeId = randomUUID();
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-    const sender = mailFrom === '' ? '' : (normalizeEmail(mailFrom) ?? mailFrom);
+    const sender = normalizedSender(mailFrom);
     const recipients = recipientsWritten.get(session.id) ?? [];
     const client = session.remoteAddress;
 

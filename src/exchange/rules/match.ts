@@ -9,9 +9,9 @@ import type { Channel, ExchangeTables } from '../tables.ts';
  */
 
 /**
- * An envelope sender as rules see it: normalised like a rule's sender is when stored ('' for the null
- * sender <>). An address normalizeEmail cannot parse is kept as given: it can still match no rule but a
- * catch-all one, which is the answer it deserves.
+ * An envelope sender as it is stored and as rules see it: normalised like a rule's sender ('' for the
+ * null sender <>). An address normalizeEmail cannot parse is kept as given: it can then match only a
+ * catch-all rule, which is the answer it deserves.
  */
 export function normalizedSender(sender: string): string {
   return sender ? (normalizeEmail(sender) ?? sender) : '';
