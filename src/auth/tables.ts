@@ -8,6 +8,7 @@ export interface AuthTables {
   mobile_overrides: MobileOverridesTable;
   drafts: DraftsTable;
   draft_files: DraftFilesTable;
+  draft_versions: DraftVersionsTable;
 }
 
 export type SignInMethodName = 'sms' | 'email';
@@ -123,6 +124,16 @@ export interface DraftFilesTable {
   scanned: ColumnType<boolean, boolean | undefined, boolean>;
   state: DraftFileState;
   created_at: ColumnType<Date, Date, never>;
+}
+
+/**
+ * The version of a recipient's reply to a message (migration 0004): raised by every change to the draft
+ * (text saved, file added or removed, sent), kept across drafts so that it never goes back.
+ */
+export interface DraftVersionsTable {
+  message_id: string;
+  email_key: string;
+  version: number;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

@@ -39,6 +39,8 @@ export type ErrorCode =
   | 'forbidden'
   | 'csrf_token_invalid'
   | 'conflict'
+  /** A reply draft changed since the version the client sent (If-Match): it must load the draft again. */
+  | 'draft_conflict'
   | 'payload_too_large'
   | 'unavailable'
   | 'upstream_failed'

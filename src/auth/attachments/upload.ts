@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { ClamdClient, ClamdScan, ScanVerdict } from '../clamd/client.ts';
-import type { DraftOwner, DraftStore } from '../drafts/store.ts';
+import { draftConflict, type DraftOwner, type DraftStore, type ExpectedVersion } from '../drafts/store.ts';
 import { cleanFilename } from '../filename.ts';
 import type { DraftFileRow } from '../tables.ts';
 import { contentTypeFor, detectType, TYPE_SAMPLE_SIZE, type DetectedType, type ForbiddenTypes } from './file-type.ts';
@@ -80,9 +80,16 @@ export class DraftAttachments {
   /**
    * `part.refused` is called the moment the upload is refused, before the clean-up: the caller stops
    * reading the request there (the multipart parser would otherwise go on reading and dropping the rest
-   * of the body at full speed while the store aborts its upload).
+   * of the body at full speed while the store aborts its upload). `expected` is the reply's version the
+   * client has (If-Match): checked before a byte is stored and again, atomically, when the file is.
+   * Answers the file and the reply's new version.
    */
-  async upload(owner: DraftOwner, part: { filename?: string; file: Readable; refused?: () => void }, log: FastifyBaseLogger): Promise<FileView> {
+  async upload(
+    owner: DraftOwner,
+    part: { filename?: string; file: Readable; refused?: () => void },
+    log: FastifyBaseLogger,
+    expected?: ExpectedVersion,
+  ): Promise<{ file: FileView; version: number }> {
     const { drafts, objects, settings } = this.deps;
     const filename = cleanFilename(part.filename, 'attachment');
     const byName = settings.forbidden.reason(filename, undefined);
@@ -94,7 +101,7 @@ export class DraftAttachments {
       .beginUpload(owner, (draftId) => {
         const id = randomUUID();
         return { id, objectKey: draftObjectKey(draftId, id), filename, contentType: 'application/octet-stream' };
-      }, settings.maxTotalSize, now)
+      }, settings.maxTotalSize, now, expected)
       .catch((error: unknown) => {
         scan?.abort();
         throw error;
@@ -115,12 +122,14 @@ export class DraftAttachments {
         { size: stored.size, contentType, detectedType: check.detected?.mime ?? null, scanned: check.scanned },
         settings.maxTotalSize,
         new Date(),
+        expected,
       );
       if (outcome === 'over_limit') throw uploadLimitReached(settings.maxTotalSize);
       if (outcome === 'sending') throw replyBeingSent();
+      if (outcome === 'conflict') throw draftConflict();
       if (outcome === 'gone') throw new AppError('conflict', 409, 'The draft was sent or has expired meanwhile; the file was not kept');
-      log.info({ fileId: file.id, draftId, size: stored.size, contentType, scanned: check.scanned }, 'reply attachment stored');
-      return {
+      log.info({ fileId: file.id, draftId, size: stored.size, contentType, scanned: check.scanned, version: outcome.version }, 'reply attachment stored');
+      const view: FileView = {
         id: file.id,
         name: filename,
         size: stored.size,
@@ -129,6 +138,7 @@ export class DraftAttachments {
         scanned: check.scanned,
         createdAt: now.toISOString(),
       };
+      return { file: view, version: outcome.version };
     } catch (error) {
       scan?.abort();
       // Nothing of a refused file stays: the object (if the store completed it), then its row. When the
@@ -153,16 +163,17 @@ export class DraftAttachments {
     return draft ? (await this.deps.drafts.files(draft.id)).map(fileView) : [];
   }
 
-  /** DELETE /v1/message/files/{id}: the object first, then the row; a failure between leaves a row, never an orphaned object. */
-  async remove(owner: DraftOwner, fileId: string): Promise<void> {
+  /**
+   * DELETE /v1/message/files/{id}: the object first, then the row, under the draft's lock; a failure
+   * between leaves a row, never an orphaned object. With `expected` (If-Match), only at that version
+   * (draft_conflict otherwise, nothing removed). Answers the reply's new version.
+   */
+  async remove(owner: DraftOwner, fileId: string, expected?: ExpectedVersion): Promise<number> {
     const { drafts, objects } = this.deps;
-    const now = new Date();
-    const draft = await drafts.findOpen(owner);
-    const file = draft ? await drafts.findFile(draft.id, fileId) : undefined;
-    if (!draft || !file || file.state !== 'stored') throw new AppError('not_found', 404, 'The draft has no file with this id');
-    if (drafts.isSending(draft, now)) throw replyBeingSent();
-    await objects.delete(file.object_key);
-    await drafts.deleteFile(draft.id, file.id, now);
+    const removed = await drafts.removeFile(owner, fileId, new Date(), expected, (file) => objects.delete(file.object_key));
+    if (removed === 'not_found') throw new AppError('not_found', 404, 'The draft has no file with this id');
+    if (removed === 'sending') throw replyBeingSent();
+    return removed;
   }
 
   /** Deletes a draft with every file: objects first, then the rows (a failure leaves the rows to retry from). */

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_auth.ts';
 import * as m0002 from './0002_replies.ts';
 import * as m0003 from './0003_code_refusals.ts';
+import * as m0004 from './0004_draft_versions.ts';
 
 /** The auth schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
   '0001_auth': m0001,
   '0002_replies': m0002,
   '0003_code_refusals': m0003,
+  '0004_draft_versions': m0004,
 };

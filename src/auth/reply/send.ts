@@ -4,7 +4,7 @@ import { AppError } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { DraftAttachments } from '../attachments/upload.ts';
 import type { SignedInSession } from '../context.ts';
-import type { DraftStore } from '../drafts/store.ts';
+import type { DraftStore, ExpectedVersion } from '../drafts/store.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
 import type { SealClient } from '../seal/client.ts';
 import { emailKey, type RecipientDirectory } from '../seal/recipients.ts';
@@ -21,6 +21,8 @@ export interface SentReply {
   envelopeId: string;
   messageId: string;
   files: number;
+  /** The reply's version after it was marked sent (for the ETag header). */
+  version?: number;
 }
 
 /**
@@ -31,6 +33,12 @@ export interface SentReply {
  * is REPLY_FROM's address (identity.ts; with REPLY_FROM_RECIPIENT, the recipient's), which a reply rule
  * with `channel: json` and `sender` matches. Only once the engine
  * answered 202 is the draft marked sent and its files deleted.
+ *
+ * `expected` (If-Match) is the version the client has: the first save checks it, and every later step
+ * (the bcc saved, the claim) checks the version the step before it gave, so a change from elsewhere at
+ * any point stops the send with draft_conflict. Two sends against one version: the first save of one of
+ * them raises it, the other's fails. A refusal or failure after the first save carries the version the
+ * reply has then (ETag), so the client can send again without a conflict of its own making.
  */
 export class ReplySender {
   constructor(
@@ -46,11 +54,30 @@ export class ReplySender {
     },
   ) {}
 
-  async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger): Promise<SentReply> {
-    const { drafts, attachments, objects, recipients, seal, exchange } = this.deps;
+  async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger, expected?: ExpectedVersion): Promise<SentReply> {
     const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
     const text = { text: input.text, html: input.html ?? null };
-    if ((await drafts.save(owner, text, new Date())) === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
+    const first = await this.deps.drafts.save(owner, text, new Date(), expected);
+    if (first === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
+    const at = { version: first.version };
+    try {
+      return await this.sendSaved(session, input, log, owner, text, at);
+    } catch (error) {
+      if (error instanceof AppError) error.headers.etag = `"${at.version}"`;
+      throw error;
+    }
+  }
+
+  private async sendSaved(
+    session: SignedInSession,
+    input: ReplyInput,
+    log: FastifyBaseLogger,
+    owner: { messageId: string; emailKey: string },
+    text: { text: string; html: string | null },
+    /** The reply's version, kept up to date as each step raises it. */
+    at: { version: number },
+  ): Promise<SentReply> {
+    const { drafts, attachments, objects, recipients, seal, exchange } = this.deps;
     const bcc = checkBcc(input.bcc, session.email);
 
     const found = await recipients.find(session.messageId, session.email);
@@ -59,10 +86,12 @@ export class ReplySender {
     if (!to) throw new AppError('conflict', 409, 'The sealed message has no sender address a reply could go to');
     const recipientEmail = found.recipient.email;
 
-    const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date());
-    if (saved === 'sending' || !(await drafts.claimForSending(saved.id, new Date()))) {
-      throw new AppError('conflict', 409, 'This reply is being sent already');
-    }
+    const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date(), at.version);
+    if (saved === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
+    at.version = saved.version;
+    const claimed = await drafts.claimForSending(saved.id, new Date(), at.version);
+    if (claimed === false) throw new AppError('conflict', 409, 'This reply is being sent already');
+    at.version = claimed;
     const draftId = saved.id;
 
     let sent: { envelopeId: string; messageId: string; files: number };
@@ -88,11 +117,12 @@ export class ReplySender {
       throw error;
     }
 
-    await drafts.markSent(draftId, new Date());
+    const version = await drafts.markSent(draftId, new Date());
+    if (version !== undefined) at.version = version;
     log.info({ draftId, envelopeId: sent.envelopeId, files: sent.files, bcc: Boolean(bcc) }, 'reply handed to the exchange engine');
     // What is left of a sent draft is the watcher's if this fails (it deletes sent drafts on its next run).
     await attachments.deleteDraft(draftId).catch((error: unknown) => log.warn({ err: error, draftId }, 'could not delete the sent draft yet; the watcher will'));
-    return sent;
+    return { ...sent, version: at.version };
   }
 }
 

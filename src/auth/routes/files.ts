@@ -6,6 +6,7 @@ import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
 import { emailKey } from '../seal/recipients.ts';
 import { csrfToken } from '../sessions/csrf.ts';
+import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
 
 export const FileSchema = Type.Object({
@@ -73,8 +74,11 @@ export async function filesRoutes(app: App, context: AuthContext) {
           'forbidden_file_type (403) for a type on ATTACHMENT_FORBIDDEN_TYPES, decided from the content\'s magic bytes and the name ' +
           '(never the Content-Type sent); malware_detected (403) when clamd finds something; 503 when the scan is required and clamd ' +
           'is down. Nothing of a refused file is kept. ' +
+          `${VERSION_NOTE} The version is checked before the file is read and again when it is stored; the answer's ETag ` +
+          'header carries the new version. ' +
           CSRF_NOTE,
         consumes: ['multipart/form-data'],
+        headers: IfMatchHeaders,
         body: Type.Object({ file: Type.String({ format: 'binary', description: 'the file; one per request' }) }),
         response: { 201: FileSchema, ...errorResponses(400, 401, 403, 409, 503) },
       },
@@ -84,6 +88,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
     },
     async (request, reply) => {
       const session = requireSignedIn(request);
+      const expected = expectedVersion(request);
       if (!request.isMultipart()) throw new AppError('validation_failed', 415, 'Send the file as multipart/form-data');
       const part = await withinProgress(request.raw, request.file()).catch((error: unknown) => {
         if (error instanceof AppError) {
@@ -104,7 +109,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
         stopReading(request.raw);
       };
       try {
-        const file = await context.attachments.upload(draftOwner(session), { filename: part.filename, file: part.file, refused }, request.log);
+        const { file, version } = await context.attachments.upload(draftOwner(session), { filename: part.filename, file: part.file, refused }, request.log, expected);
         if (request.raw.socket?.destroyed) {
           // The connection ended while the file was being stored (the client left, or its body broke off
           // and was answered 400): nobody will learn the file was kept, so it is not (a retry would add
@@ -112,6 +117,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
           await context.attachments.remove(draftOwner(session), file.id);
           throw new AppError('validation_failed', 400, 'The connection ended before the upload could be answered; the file was not kept');
         }
+        setVersion(reply, version);
         return await reply.code(201).send(file);
       } catch (error) {
         refused();
@@ -126,14 +132,15 @@ export async function filesRoutes(app: App, context: AuthContext) {
       schema: {
         tags: TAGS.replying,
         summary: 'Remove a file from the draft reply (the stored object and its record)',
-        description: CSRF_NOTE,
+        description: `${VERSION_NOTE} The answer's ETag header carries the new version. ${CSRF_NOTE}`,
+        headers: IfMatchHeaders,
         params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
         response: { 204: Type.Null(), ...errorResponses(401, 404, 409, 503) },
       },
     },
     async (request, reply) => {
       const session = requireSignedIn(request);
-      await context.attachments.remove(draftOwner(session), request.params.id);
+      setVersion(reply, await context.attachments.remove(draftOwner(session), request.params.id, expectedVersion(request)));
       return reply.code(204).send(null);
     },
   );

@@ -4,6 +4,7 @@ import type { App } from '../../kernel/http.ts';
 import { fileView } from '../attachments/upload.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
 import { FileSchema, draftOwner } from './files.ts';
 import type { DraftRow } from '../tables.ts';
 
@@ -33,6 +34,10 @@ const Draft = Type.Object({
   html: Type.Union([Type.String(), Type.Null()]),
   bcc: Type.Union([Type.String(), Type.Null()]),
   files: Type.Array(FileSchema),
+  version: Type.Integer({
+    minimum: 0,
+    description: 'raised by every change (text saved, file added or removed, sent); send it back in If-Match with the next change (also in the ETag header)',
+  }),
   updatedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'last change; null when nothing was saved yet' }),
   expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'from then on the watcher may delete the draft and its files (last change + ATTACHMENTS_RETENTION_PERIOD)',
@@ -46,11 +51,12 @@ const Draft = Type.Object({
 export async function replyRoutes(app: App, context: AuthContext) {
   const retentionMs = context.settings.attachments.retentionMs;
   /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
-  const draftView = async (draft: DraftRow) => ({
+  const draftView = async (draft: DraftRow, version: number) => ({
     text: draft.text,
     html: draft.html,
     bcc: draft.bcc,
     files: (await context.drafts.files(draft.id)).map(fileView),
+    version,
     updatedAt: draft.updated_at.toISOString(),
     expiresAt: new Date(draft.updated_at.getTime() + retentionMs).toISOString(),
   });
@@ -60,15 +66,19 @@ export async function replyRoutes(app: App, context: AuthContext) {
     {
       schema: {
         tags: TAGS.replying,
-        summary: 'The draft reply: text, html, bcc and files',
+        summary: 'The draft reply: text, html, bcc, files and version',
+        description: 'The version is also in the ETag header. It is read before the rest: a change made meanwhile makes the next change a draft_conflict, never a change against content the client has not seen.',
         response: { 200: Draft, ...errorResponses(401) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const session = requireSignedIn(request);
-      const draft = await context.drafts.findOpen(draftOwner(session));
-      if (!draft) return { text: '', html: null, bcc: null, files: [], updatedAt: null, expiresAt: null };
-      return draftView(draft);
+      const owner = draftOwner(session);
+      const version = await context.drafts.version(owner);
+      setVersion(reply, version);
+      const draft = await context.drafts.findOpen(owner);
+      if (!draft) return { text: '', html: null, bcc: null, files: [], version, updatedAt: null, expiresAt: null };
+      return draftView(draft, version);
     },
   );
 
@@ -78,17 +88,19 @@ export async function replyRoutes(app: App, context: AuthContext) {
       schema: {
         tags: TAGS.replying,
         summary: 'Save the draft reply (text, html, bcc); starts the draft when there is none',
-        description: `Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ${CSRF_NOTE}`,
+        description: `Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ${VERSION_NOTE} 409 conflict while the reply is being sent. ${CSRF_NOTE}`,
+        headers: IfMatchHeaders,
         body: ReplyBody,
         response: { 200: Draft, ...errorResponses(400, 401, 403, 409) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const session = requireSignedIn(request);
       const { text, html, bcc } = request.body;
-      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date());
+      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date(), expectedVersion(request));
       if (saved === 'sending') throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
-      return draftView(saved);
+      setVersion(reply, saved.version);
+      return draftView(saved, saved.version);
     },
   );
 
@@ -108,7 +120,11 @@ export async function replyRoutes(app: App, context: AuthContext) {
           'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: 503 when ' +
           'the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached (403) when the reply is larger ' +
           'than it accepts, 409 while the same draft is being sent. ' +
+          `${VERSION_NOTE} Sending is a change too: of two sends against the same version only one goes out, and a send against ` +
+          'the version of a reply already sent is a draft_conflict (no second reply leaves). Every answer after the text was ' +
+          'saved, refusals and failures included, carries the new version in its ETag header. ' +
           CSRF_NOTE,
+        headers: IfMatchHeaders,
         body: ReplyBody,
         response: {
           202: Type.Object({
@@ -122,7 +138,8 @@ export async function replyRoutes(app: App, context: AuthContext) {
     },
     async (request, reply) => {
       const session = requireSignedIn(request);
-      const sent = await context.replies.send(session, request.body, request.log);
+      const { version, ...sent } = await context.replies.send(session, request.body, request.log, expectedVersion(request));
+      if (version !== undefined) setVersion(reply, version);
       return reply.code(202).send(sent);
     },
   );

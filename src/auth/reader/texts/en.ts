@@ -89,6 +89,7 @@ export const en = {
     sending: 'Sending…',
     empty: 'Please write a reply or attach a file first.',
     waitForUploads: 'Please wait until the files are uploaded.',
+    reloaded: 'This reply was changed in another window: it has been reloaded. Please check it before sending.',
   },
 
   sent: {
@@ -150,6 +151,7 @@ export const en = {
     forbidden: 'This is not allowed.',
     csrf_token_invalid: 'This page was open for a long time. Please reload it and try again.',
     conflict: 'Something changed in the meantime. Please reload the page and try again.',
+    draft_conflict: 'This reply was changed in another window or on another device. It has to be loaded again before it can be changed or sent.',
     payload_too_large: 'This is too large to send.',
     unavailable: 'The service is busy right now. Please try again in a minute.',
     upstream_failed: 'The message cannot be fetched right now. Please try again in a few minutes.',
