@@ -21,6 +21,8 @@ export interface UploadOptions {
   /** Known size, for a Content-Length header (browsers send one); chunked without it. */
   size?: number;
   csrf?: string | null;
+  /** More request headers (If-Match, for one). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -42,6 +44,7 @@ export function uploadFile(reader: Reader, options: UploadOptions): Promise<Uplo
   if (reader.cookie) headers.cookie = reader.cookie;
   const csrf = options.csrf === undefined ? reader.csrf : options.csrf;
   if (csrf) headers['x-csrf-token'] = csrf;
+  Object.assign(headers, options.headers);
 
   return new Promise((resolve, reject) => {
     let bytesSent = 0;
