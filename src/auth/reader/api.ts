@@ -60,6 +60,12 @@ export interface Draft {
   /** ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes, from GET /v1/message/files (the only answer that says them). */
   maxFileSize?: number;
   maxTotalSize?: number;
+  /**
+   * The draft's version (raised by every change, here or in another window); every change sends it back
+   * in If-Match and is refused with draft_conflict when the draft has moved on. Undefined: the service
+   * did not say, and changes go without.
+   */
+  version?: number;
 }
 
 export class ApiError extends Error {
@@ -71,6 +77,8 @@ export class ApiError extends Error {
     /** From Retry-After, in seconds. */
     readonly retryAfter: number | undefined,
     message: string,
+    /** The draft's version after a refused change that still changed it (ETag); see Draft.version. */
+    readonly version?: number,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -114,28 +122,33 @@ export class Api {
    */
   async draft(): Promise<Draft> {
     const listing = await this.json<Record<string, unknown>>('GET', '/v1/message/files');
-    const reply = await this.json<Record<string, unknown>>('GET', '/v1/message/reply');
-    const files = Array.isArray(listing.files) ? (listing.files as unknown[]).map((file) => toDraftFile(file)) : [];
+    const { body: reply, version } = await this.request<Record<string, unknown>>('GET', '/v1/message/reply');
+    // The files from the same answer as the version (which the service reads first): a file added in
+    // between cannot be missing from the page while its version already counts it.
+    const listed = Array.isArray(reply.files) ? reply.files : Array.isArray(listing.files) ? listing.files : [];
     const limits = isObject(listing.limits) ? listing.limits : {};
     return {
-      files,
+      files: (listed as unknown[]).map((file) => toDraftFile(file)),
       text: typeof reply.text === 'string' ? reply.text : '',
       ...(typeof reply.bcc === 'string' && reply.bcc ? { bcc: reply.bcc } : {}),
       maxFileSize: numberOr(limits.maxFileSize),
       maxTotalSize: numberOr(limits.maxTotalSize),
+      version: numberOr(reply.version) ?? version,
     };
   }
 
-  saveDraft(draft: { text: string; bcc?: string }): Promise<unknown> {
-    return this.json('PUT', '/v1/message/reply', draft);
+  /** Saves the text against `version`; answers the new version. */
+  async saveDraft(draft: { text: string; bcc?: string }, version?: number): Promise<number | undefined> {
+    return (await this.request('PUT', '/v1/message/reply', draft, version)).version;
   }
 
-  removeFile(id: string): Promise<unknown> {
-    return this.json('DELETE', `/v1/message/files/${encodeURIComponent(id)}`);
+  /** Answers the new version. */
+  async removeFile(id: string, version?: number): Promise<number | undefined> {
+    return (await this.request('DELETE', `/v1/message/files/${encodeURIComponent(id)}`, undefined, version)).version;
   }
 
-  sendReply(body: { text: string; bcc?: string }): Promise<unknown> {
-    return this.json('POST', '/v1/message/reply', body);
+  async sendReply(body: { text: string; bcc?: string }, version?: number): Promise<unknown> {
+    return (await this.request('POST', '/v1/message/reply', body, version)).body;
   }
 
   logout(): Promise<unknown> {
@@ -146,12 +159,14 @@ export class Api {
    * One file as multipart, through XMLHttpRequest: fetch() has no upload progress. `onProgress` gets
    * the fraction sent (0..1); `signal` aborts.
    */
-  uploadFile(file: File, onProgress: (fraction: number) => void, signal?: AbortSignal): Promise<DraftFile> {
+  uploadFile(file: File, onProgress: (fraction: number) => void, options: { signal?: AbortSignal; version?: number } = {}): Promise<{ file: DraftFile; version: number | undefined }> {
+    const { signal, version } = options;
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open('POST', `${this.base}/v1/message/files`);
       xhr.setRequestHeader('accept', 'application/json');
       if (this.csrf) xhr.setRequestHeader('x-csrf-token', this.csrf);
+      if (version !== undefined) xhr.setRequestHeader('if-match', `"${version}"`);
       xhr.upload.addEventListener('progress', (event) => {
         if (event.lengthComputable && event.total > 0) onProgress(event.loaded / event.total);
       });
@@ -161,9 +176,9 @@ export class Api {
         const body = parseJson(xhr.responseText);
         if (xhr.status >= 200 && xhr.status < 300) {
           onProgress(1);
-          resolve(toDraftFile(isObject(body) && isObject(body.file) ? body.file : body, file));
+          resolve({ file: toDraftFile(isObject(body) && isObject(body.file) ? body.file : body, file), version: versionOf(xhr.getResponseHeader('etag')) });
         } else {
-          reject(apiError(xhr.status, body, xhr.getResponseHeader('retry-after')));
+          reject(apiError(xhr.status, body, xhr.getResponseHeader('retry-after'), xhr.getResponseHeader('etag')));
         }
       });
       xhr.addEventListener('error', () => reject(new ApiError(0, undefined, undefined, undefined, 'network error')));
@@ -176,8 +191,14 @@ export class Api {
   }
 
   private async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return (await this.request<T>(method, path, body)).body;
+  }
+
+  /** A JSON request; `version` goes as If-Match, the answer's ETag comes back as `version`. */
+  private async request<T>(method: string, path: string, body?: unknown, ifMatch?: number): Promise<{ body: T; version: number | undefined }> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    if (ifMatch !== undefined) headers['if-match'] = `"${ifMatch}"`;
     if (method !== 'GET' && this.csrf) headers['x-csrf-token'] = this.csrf;
     let response: Response;
     try {
@@ -195,12 +216,19 @@ export class Api {
     if (token) this.csrf = token;
     const text = await response.text().catch(() => '');
     const parsed = parseJson(text);
-    if (!response.ok) throw apiError(response.status, parsed, response.headers.get('retry-after'));
-    return parsed as T;
+    const version = versionOf(response.headers.get('etag'));
+    if (!response.ok) throw apiError(response.status, parsed, response.headers.get('retry-after'), response.headers.get('etag'));
+    return { body: parsed as T, version };
   }
 }
 
-function apiError(status: number, body: unknown, retryAfter: string | null): ApiError {
+/** The draft version in an ETag (`"7"`). */
+function versionOf(etag: string | null): number | undefined {
+  const match = etag ? /^(?:W\/)?"(\d+)"$/.exec(etag.trim()) : null;
+  return match ? Number(match[1]) : undefined;
+}
+
+function apiError(status: number, body: unknown, retryAfter: string | null, etag: string | null = null): ApiError {
   const object = isObject(body) ? body : {};
   const seconds = retryAfter !== null && /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : undefined;
   return new ApiError(
@@ -209,6 +237,7 @@ function apiError(status: number, body: unknown, retryAfter: string | null): Api
     typeof object.id === 'string' ? object.id : undefined,
     seconds,
     typeof object.message === 'string' ? object.message : `HTTP ${status}`,
+    versionOf(etag),
   );
 }
 

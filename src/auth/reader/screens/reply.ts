@@ -1,7 +1,7 @@
-import type { Draft, DraftFile, SealedMessage } from '../api.ts';
+import { ApiError, type Draft, type DraftFile, type SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
 import { announce, h, uid } from '../dom.ts';
-import { errorText } from '../errors.ts';
+import { errorText, isCode } from '../errors.ts';
 import { formatBytes } from '../format.ts';
 import { busy } from './parts.ts';
 import { sentScreen } from './sent.ts';
@@ -23,8 +23,8 @@ export function loadDraft(reader: Reader): Promise<DraftOutcome> {
  * the draft at the first autosave, and a send would go without the draft's files. The reader gets the
  * reason and a button that tries again.
  */
-export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome): HTMLElement {
-  return 'draft' in outcome ? replyForm(reader, message, outcome.draft) : draftFailed(reader, message, outcome.error);
+export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome, notice?: string): HTMLElement {
+  return 'draft' in outcome ? replyForm(reader, message, outcome.draft, notice) : draftFailed(reader, message, outcome.error);
 }
 
 function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HTMLElement {
@@ -53,8 +53,17 @@ function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HT
  * The reply form: text saved as a draft while typing (so it can be continued on another device), files
  * uploaded one by one with a progress bar, each removable, then send. The limits are the service's
  * (GET /v1/message/files); the page checks them first only to spare a long upload bound to fail.
+ *
+ * Every change (save, upload, removal, send) carries the draft's version and runs after the one before
+ * it, so each sends the version the last one gave. When the draft changed elsewhere (another window or
+ * device, draft_conflict), the form is replaced by the draft as it is now, with `notice` saying so:
+ * nothing goes out that the page did not show.
+ *
+ * The save status sits under the send button, in a space of its own (app.css .save-status): a click on
+ * the button blurs the text, which saves it, and the status appearing must not move the button between
+ * the press and the release.
  */
-function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLElement {
+function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?: string): HTMLElement {
   const { t, api } = reader;
   const maxFile = draft.maxFileSize;
   const maxTotal = draft.maxTotalSize;
@@ -63,21 +72,45 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
   const recipientText = recipient ? (recipient.name ? `${recipient.name} <${recipient.address}>` : recipient.address) : '';
   const files: DraftFile[] = [...draft.files];
   let uploading = 0;
+  let version = draft.version;
+  /** Replaced after a conflict: nothing of this form may save or send any more. */
+  let replaced = false;
+  let changes: Promise<unknown> = Promise.resolve();
+  /** One change at a time, each with the version the one before it left. */
+  const change = <T>(run: () => Promise<T>): Promise<T> => {
+    const next = changes.then(() => {
+      if (replaced) throw new Replaced();
+      return run();
+    });
+    changes = next.catch(() => undefined);
+    return next;
+  };
+  const learn = (next: number | undefined) => {
+    if (next !== undefined) version = next;
+  };
 
   const alert = alertBox();
   const textId = uid('reply');
   const text = h('textarea', { id: textId, name: 'text', rows: 7, 'aria-describedby': `${textId}-status` });
   text.value = draft.text;
-  const saveStatus = h('p', { class: 'hint', id: `${textId}-status`, role: 'status' }, draft.text ? t.reply.draftRestored : '');
+  const saveStatus = h('p', { class: 'hint save-status', id: `${textId}-status`, role: 'status' }, draft.text ? t.reply.draftRestored : '');
 
   let saveTimer = 0;
   let saving: Promise<unknown> = Promise.resolve();
   const saveNow = () => {
     window.clearTimeout(saveTimer);
+    if (replaced) return saving;
     saveStatus.textContent = t.reply.draftSaving;
-    saving = api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }).then(
-      () => (saveStatus.textContent = t.reply.draftSaved),
-      (error: unknown) => (saveStatus.textContent = errorText(t, error)),
+    saving = change(() => api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version)).then(
+      (next) => {
+        learn(next);
+        saveStatus.textContent = t.reply.draftSaved;
+      },
+      (error: unknown) => {
+        if (error instanceof Replaced) return;
+        if (isCode(error, 'draft_conflict')) return void reload();
+        saveStatus.textContent = errorText(t, error);
+      },
     );
     return saving;
   };
@@ -104,7 +137,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
       alert.clear();
       void busy(remove, '…', async () => {
         try {
-          await api.removeFile(file.id);
+          learn(await change(() => api.removeFile(file.id, version)));
           files.splice(files.indexOf(file), 1);
           row.remove();
           updateUsed();
@@ -154,13 +187,15 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
     if (maxTotal !== undefined && total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
     uploading += 1;
     try {
-      const stored = await api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)));
+      const uploaded = await change(() => api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)), { version }));
+      learn(uploaded.version);
+      const stored = uploaded.file;
       files.push(stored);
       row.replaceWith(fileRow(stored));
       updateUsed();
       announce(t.reply.uploaded(stored.name));
     } catch (error) {
-      if (isSessionGone(error)) return handle(error);
+      if (isSessionGone(error) || isCode(error, 'draft_conflict') || error instanceof Replaced) return handle(error);
       fail(errorText(t, error));
     } finally {
       uploading -= 1;
@@ -177,7 +212,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
     'form',
     { novalidate: true, class: 'reply-form' },
     h('p', {}, t.reply.to(recipientText)),
-    h('div', { class: 'field' }, h('label', { for: textId }, t.reply.text), text, saveStatus),
+    h('div', { class: 'field' }, h('label', { for: textId }, t.reply.text), text),
     h(
       'fieldset',
       { class: 'attach' },
@@ -191,9 +226,30 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
     copyRow,
     alert.element,
     send,
+    saveStatus,
   );
+  const section = h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), form);
+  if (notice) alert.say(notice);
+
+  /** The draft changed elsewhere: this form goes, the draft as it is now comes, saying why. */
+  async function reload() {
+    if (replaced) return;
+    replaced = true;
+    window.clearTimeout(saveTimer);
+    const focused = section.contains(document.activeElement);
+    const fresh = replySection(reader, message, await loadDraft(reader), t.reply.reloaded);
+    section.replaceWith(fresh);
+    if (focused) fresh.querySelector<HTMLElement>('[role=alert]:not([hidden]), textarea')?.focus();
+    announce(t.reply.reloaded);
+  }
 
   function handle(error: unknown) {
+    if (error instanceof Replaced) return;
+    if (isCode(error, 'draft_conflict')) {
+      void reload();
+      return;
+    }
+    if (error instanceof ApiError && error.version !== undefined) learn(error.version);
     if (isSessionGone(error)) {
       reader.notice = t.sessionEnded;
       reader.show(signInScreen(reader));
@@ -214,7 +270,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
     void busy(send, t.reply.sending, async () => {
       try {
         await saving;
-        await api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) });
+        await change(() => api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version));
         reader.show(sentScreen(reader, recipientText));
       } catch (error) {
         handle(error);
@@ -222,5 +278,8 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft): HTMLEl
     });
   });
 
-  return h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), form);
+  return section;
 }
+
+/** A change queued by a form that a conflict has replaced since. */
+class Replaced extends Error {}
