@@ -64,7 +64,7 @@ describe('reading the sealed message', () => {
     assert.deepEqual(message.cc, [{ name: '', address: 'bob@example.com' }]);
     assert.equal(message.date, '2026-11-03T10:00:00.000Z');
     assert.equal(message.text.trim(), 'Please sign the contract.');
-    assert.deepEqual(message.seal, { verified: true, cid: record.cid, sha256: record.sha256, sealedAt: record.sealedAt, pins: record.pins });
+    assert.deepEqual(message.seal, { verified: true, cid: record.cid, sha256: record.sha256, sealedAt: record.sealedAt, pins: record.pins.map(({ cluster, status }) => ({ cluster, status })) });
     assert.deepEqual(
       message.attachments.map((a: Record<string, unknown>) => [a.index, a.filename, a.contentType, a.inline]),
       // In MIME order: the embedded image sits with the HTML (multipart/related) before the attached files.

@@ -1,7 +1,7 @@
 import type { App } from '../kernel/http.ts';
 import type { MessageIntake } from './inbound/accept.ts';
 import { jsonInboundRoutes } from './inbound/json-routes.ts';
-import type { InboundLimits } from './inbound/json-schema.ts';
+import type { InboundLimits } from '../contracts/exchange.ts';
 import type { OutboundRegistry } from './outbound/registry.ts';
 import { ruleRoutes } from './rules/routes.ts';
 import { queueRoutes } from './queue/routes.ts';

@@ -8,7 +8,7 @@ import type { SealedRecord } from '../../src/auth/seal/client.ts';
  * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content with the service
  * token). Messages are registered directly; an end-to-end test uses the real seal service instead.
  */
-/** The record as B answers it: the very type the auth service's client reads, so both sides agree. */
+/** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;
 export type SealedRecipientInput = SealedRecord['recipients'][number];
 
@@ -51,17 +51,19 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
     requests,
     register(message) {
       const raw = Buffer.isBuffer(message.raw) ? message.raw : Buffer.from(message.raw.replace(/\r?\n/g, '\r\n'));
+      const now = new Date().toISOString();
       const record: StandInRecord = {
-        id: message.id ?? randomBytes(16).toString('base64url'),
+        id: message.id ?? randomUUID(),
         cid: `bafy${randomBytes(20).toString('hex')}`,
         sha256: createHash('sha256').update(raw).digest('hex'),
+        size: raw.length,
         sender: message.sender ?? 'sender@example.org',
         subject: message.subject ?? 'Sealed',
-        sealedAt: new Date().toISOString(),
+        sealedAt: now,
         recipients: message.recipients,
         pins: [
-          { cluster: '127.0.0.1:9094', status: 'pinned' },
-          { cluster: '127.0.0.1:9194', status: 'pinned' },
+          { cluster: '127.0.0.1:9094', status: 'pinned', attempts: 1, updatedAt: now },
+          { cluster: '127.0.0.1:9194', status: 'pinned', attempts: 1, updatedAt: now },
         ],
       };
       messages.set(record.id, { record, raw, broken: false });

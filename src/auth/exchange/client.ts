@@ -1,20 +1,17 @@
 import type { Readable } from 'node:stream';
+import type { MessageBody } from '../../contracts/exchange.ts';
 import { AppError } from '../../kernel/errors.ts';
 
 /** The envelope of a message handed to the exchange engine: `from` is what a reply rule's params.sender matches. */
-export interface ExchangeEnvelope {
-  from: string;
-  to: string[];
-  bcc?: string[];
-}
+export type ExchangeEnvelope = Pick<MessageBody, 'from' | 'to' | 'bcc'>;
 
 /** A reply of a few tens of MiB must get through a slow link; past this the send fails and the draft stays. */
 const TIMEOUT_MS = 10 * 60_000;
 
 /**
  * The exchange engine's JSON inbound (POST {EXCHANGE_URL}/v1/messages, service token) as the auth
- * service uses it: a complete MIME message as `raw` (base64), the envelope beside it. Services talk over
- * HTTP only, so C's schema is not imported; the fields used here are from/to/bcc/raw.
+ * service uses it: a complete MIME message as `raw` (base64), the envelope beside it. The fields' types
+ * come from the exchange's contract (src/contracts/exchange.ts); the fields used here are from/to/bcc/raw.
  *
  * The request body is streamed: the JSON around the message is written by hand and the message is
  * base64-encoded as it comes from the composer (which reads the attachments from the object store one

@@ -1,18 +1,12 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { Static } from 'typebox';
+import { Value } from 'typebox/value';
+import { SealedViewSchema } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
-export interface SealedRecord {
-  id: string;
-  cid: string;
-  sha256: string;
-  sender: string;
-  subject: string;
-  sealedAt: string;
-  recipients: Array<{ email: string; method: 'sms' | 'email'; mobile?: string; language?: string }>;
-  pins: Array<{ cluster: string; status: string; error?: string }>;
-}
+export type SealedRecord = Static<typeof SealedViewSchema>;
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -144,12 +138,7 @@ async function upstreamError(response: Response, what: string): Promise<AppError
   });
 }
 
+/** The seal service's answer, checked against its own schema (src/contracts/seal.ts) before any field is used. */
 function isRecord(value: unknown): value is SealedRecord {
-  const record = value as SealedRecord;
-  return (
-    typeof record?.id === 'string' &&
-    Array.isArray(record.recipients) &&
-    record.recipients.every((r) => typeof r?.email === 'string' && (r.method === 'sms' || r.method === 'email')) &&
-    Array.isArray(record.pins)
-  );
+  return Value.Check(SealedViewSchema, value);
 }

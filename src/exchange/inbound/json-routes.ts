@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { requireBearer } from '../../kernel/bearer.ts';
 import type { App } from '../../kernel/http.ts';
 import type { MessageIntake } from './accept.ts';
-import { MessageAcceptedSchema, messageBodySchema, type InboundLimits } from './json-schema.ts';
+import { MessageAcceptedSchema, messageBodySchema, type InboundLimits } from '../../contracts/exchange.ts';
 import { composeMessage } from './mime.ts';
 
 /** Room in the request for JSON syntax, the text fields and the addresses around the base64 content. */

@@ -3,7 +3,8 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { badRequest } from '../../kernel/errors.ts';
-import { decodeBase64, type InboundLimits, type MessageBody } from './json-schema.ts';
+import type { InboundLimits, MessageBody } from '../../contracts/exchange.ts';
+import { decodeBase64 } from './base64.ts';
 import { messageTooLarge, MessageSizeLimit } from './size-limit.ts';
 
 /** What POST /v1/messages hands to accept(): the envelope and the RFC 5322 message as a stream. */

@@ -1,16 +1,11 @@
 import { Readable } from 'node:stream';
+import type { Static } from 'typebox';
+import { Value } from 'typebox/value';
+import { SealResponseSchema } from '../../contracts/seal.ts';
 import { DeliveryError, X_DIAGNOSTIC } from './types.ts';
 
 /** The seal service's answer to POST /v1/seal (201, or 200 when that envelope was sealed before). */
-export interface SealedMessage {
-  id: string;
-  cid: string;
-  sha256: string;
-  sender: string;
-  subject: string;
-  recipients: Array<{ email: string; method: 'sms' | 'email'; link: string; language?: string }>;
-  pins: Array<{ cluster: string; status: string; error?: string }>;
-}
+export type SealedMessage = Static<typeof SealResponseSchema>;
 
 /**
  * Sealing a large message adds it to IPFS and pins it on every cluster, each call with its own timeout
@@ -80,14 +75,11 @@ export class SealClient {
   }
 }
 
+/** The answer, checked against the seal service's own schema (src/contracts/seal.ts) before any field is used. */
 function parseSealed(text: string): SealedMessage | undefined {
   try {
-    const value = JSON.parse(text) as SealedMessage;
-    const ok =
-      typeof value?.id === 'string' &&
-      Array.isArray(value.recipients) &&
-      value.recipients.every((r) => typeof r?.email === 'string' && typeof r.link === 'string');
-    return ok ? value : undefined;
+    const value: unknown = JSON.parse(text);
+    return Value.Check(SealResponseSchema, value) ? value : undefined;
   } catch {
     return undefined;
   }

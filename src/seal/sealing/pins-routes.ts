@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { requireBearer } from '../../kernel/bearer.ts';
 import type { App } from '../../kernel/http.ts';
-import { OpenSealsSchema } from './schemas.ts';
+import { OpenSealsSchema } from '../../contracts/seal.ts';
 import type { SealedStore } from './store.ts';
 import { pinView } from './views.ts';
 

@@ -16,7 +16,7 @@ import {
   SealedViewSchema,
   SealHeadersSchema,
   SealResponseSchema,
-} from './schemas.ts';
+} from '../../contracts/seal.ts';
 import type { SealedStore } from './store.ts';
 import { recipientView, sealAnswer, sealedView } from './views.ts';
 

@@ -1,6 +1,10 @@
+/**
+ * The exchange engine's JSON intake (POST /v1/messages) as both sides see it: the engine validates and
+ * documents requests with this schema, and the auth service, which hands replies in, takes its types from
+ * it. Types and schemas only: no service code (see contracts/seal.ts).
+ */
 import { Type, type Static } from 'typebox';
-import { LANGUAGES } from '../../kernel/languages.ts';
-import { badRequest } from '../../kernel/errors.ts';
+import { LANGUAGES } from '../kernel/languages.ts';
 
 export interface InboundLimits {
   /** SMTP_MAX_MESSAGE_SIZE: the built (or raw) message, in bytes. */
@@ -118,14 +122,3 @@ export const MessageAcceptedSchema = Type.Object(
   },
   { title: 'Message accepted' },
 );
-
-/**
- * Decodes canonical base64 (no line breaks, padded) or throws a 400 naming the field. The check is a
- * linear scan: simple character-class runs cost no regex stack, whatever the length.
- */
-export function decodeBase64(value: string, field: string): Buffer {
-  if (value.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) {
-    throw badRequest(`${field} must be base64 without line breaks`);
-  }
-  return Buffer.from(value, 'base64');
-}

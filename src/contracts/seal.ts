@@ -1,5 +1,11 @@
+/**
+ * The seal service's API as both sides see it: the service validates and documents its answers with these
+ * schemas, and the auth service and the exchange check what they receive against the same ones
+ * (`Value.Check`) and take their types from them. Types and schemas only: no service code, so that any
+ * service may import this folder while none imports another service.
+ */
 import { Type } from 'typebox';
-import { LANGUAGES } from '../../kernel/languages.ts';
+import { LANGUAGES } from '../kernel/languages.ts';
 
 const PinSchema = Type.Object({
   cluster: Type.String({ description: '`host:port` of the cluster' }),

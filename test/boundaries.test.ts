@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The house's borders, checked on the source: a service talks to another over HTTP only, so it imports
+ * nothing of another service; what two services exchange is typed once, in src/contracts (schemas and types
+ * only), and the clients that call another service take their types from there instead of writing them again.
+ */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const SRC = join(ROOT, 'src');
+const SERVICES = ['auth', 'seal', 'exchange'];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** The folders under src/ that a file's relative imports reach (`kernel`, `contracts`, `auth`, …). */
+function importedAreas(file: string): Array<{ specifier: string; area: string }> {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((match) => match[1]!);
+  return specifiers.map((specifier) => {
+    const target = relative(SRC, resolve(dirname(file), specifier));
+    return { specifier, area: target.startsWith('..') ? '(outside src)' : target.split('/')[0]! };
+  });
+}
+
+const areaOf = (file: string) => relative(SRC, file).split('/')[0]!;
+
+describe('borders between the services', () => {
+  it('a service imports only its own code, the kernel and the contracts', () => {
+    const crossings = SERVICES.flatMap((service) =>
+      sourceFiles(join(SRC, service)).flatMap((file) =>
+        importedAreas(file)
+          .filter(({ area }) => area !== service && area !== 'kernel' && area !== 'contracts')
+          .map(({ specifier }) => `${relative(ROOT, file)} imports ${specifier}`),
+      ),
+    );
+    assert.deepEqual(crossings, []);
+  });
+
+  it('the kernel imports no service and no contract; the contracts import only the kernel', () => {
+    const kernel = sourceFiles(join(SRC, 'kernel')).flatMap((file) =>
+      importedAreas(file)
+        .filter(({ area }) => area !== 'kernel')
+        .map(({ specifier }) => `${relative(ROOT, file)} imports ${specifier}`),
+    );
+    const contracts = sourceFiles(join(SRC, 'contracts')).flatMap((file) =>
+      importedAreas(file)
+        .filter(({ area }) => area !== 'kernel' && area !== 'contracts')
+        .map(({ specifier }) => `${relative(ROOT, file)} imports ${specifier}`),
+    );
+    assert.deepEqual([...kernel, ...contracts], []);
+  });
+
+  it('the clients of another service take its types from src/contracts and write none of their own', () => {
+    const clients = {
+      'src/auth/seal/client.ts': 'contracts/seal.ts',
+      'src/auth/exchange/client.ts': 'contracts/exchange.ts',
+      'src/exchange/outbound/seal-client.ts': 'contracts/seal.ts',
+    };
+    for (const [file, contract] of Object.entries(clients)) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      assert.ok(text.includes(`/${contract}'`), `${file} imports ${contract}`);
+      assert.doesNotMatch(text, /^export interface |^interface /m, `${file} declares no interface of its own for the other service's data`);
+    }
+  });
+
+  it('no file outside the seal service spells out the seal record or answer by hand', () => {
+    // The fields only the seal service's answers carry together: a hand-written copy would list them.
+    const copies = sourceFiles(SRC)
+      .filter((file) => !['seal', 'contracts'].includes(areaOf(file)))
+      .filter((file) => /\b(interface|type)\s+\w+\s*=?\s*\{[^}]*\bcid\b[^}]*\bsha256\b/s.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(ROOT, file));
+    assert.deepEqual(copies, []);
+  });
+});
