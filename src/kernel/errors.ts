@@ -9,7 +9,14 @@ export interface ErrorObject {
   kind: number;
   errorCode?: string;
   message: string;
+  /** incorrect_code, invalid_code_or_email: wrong tries left before the code is void. */
+  attemptsLeft?: number;
+  /** seal_broken: the IPFS CID of the content that failed verification. */
+  cid?: string;
 }
+
+/** Optional fields an error object may carry beside the spec's four, for a client to say more. */
+export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid'>;
 
 /**
  * The errorCode values (docs/specification.md#error-codes): the auth service's, plus the few generic ones the
@@ -32,6 +39,9 @@ export type ErrorCode =
   | 'new_mobile_conflict'
   | 'sms_rate_limit'
   | 'email_and_mobile_mismatch'
+  // Refinements of our own where the spec's codes would say the wrong thing.
+  | 'code_attempts_exceeded'
+  | 'seal_broken'
   // Generic codes of our own, for clients that switch on errorCode rather than on the status.
   | 'validation_failed'
   | 'not_found'
@@ -52,18 +62,21 @@ export class AppError extends Error {
   readonly errorCode: ErrorCode | undefined;
   /** Extra response headers, e.g. Retry-After for sms_rate_limit. */
   readonly headers: Record<string, string>;
+  /** Extra fields of the error object (attemptsLeft, cid). */
+  readonly details: ErrorDetails;
 
   constructor(
     errorCode: ErrorCode | undefined,
     status: number,
     message: string,
-    options: { cause?: unknown; headers?: Record<string, string> } = {},
+    options: { cause?: unknown; headers?: Record<string, string>; details?: ErrorDetails } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = 'AppError';
     this.status = status;
     this.errorCode = errorCode;
     this.headers = options.headers ?? {};
+    this.details = options.details ?? {};
   }
 }
 
@@ -77,6 +90,6 @@ export function newErrorId(): string {
   return randomUUID();
 }
 
-export function errorObject(status: number, message: string, errorCode?: string, id = newErrorId()): ErrorObject {
-  return errorCode ? { id, kind: status, errorCode, message } : { id, kind: status, message };
+export function errorObject(status: number, message: string, errorCode?: string, id = newErrorId(), details: ErrorDetails = {}): ErrorObject {
+  return { ...(errorCode ? { id, kind: status, errorCode, message } : { id, kind: status, message }), ...details };
 }

@@ -42,8 +42,29 @@ export interface HttpServerOptions {
   readiness: Record<string, () => Promise<unknown>>;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /**
+   * A whole HTML page for a refusal that a browser opened as a page (unknown path, a path part too long),
+   * or undefined to answer with the error object; the auth service's reader link uses it.
+   */
+  browserPage?: BrowserPage;
   /** HTTP_IDLE_TIMEOUT and HTTP_MAX_CONNECTIONS (slow-clients.ts); Node's defaults when absent. */
   limits?: { idleTimeoutMs: number; maxConnections: number };
+}
+
+export type BrowserPage = (request: FastifyRequest, status: number, errorId: string) => string | undefined;
+
+/** Headers of a page from BrowserPage: nothing runs, nothing loads but our icon, nothing frames it. */
+export const BROWSER_PAGE_CSP = "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+function sendBrowserPage(reply: FastifyReply, status: number, html: string): void {
+  void reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('content-security-policy', BROWSER_PAGE_CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .send(html);
 }
 
 /** The spec's error object as a schema, for OpenAPI responses. */
@@ -53,6 +74,10 @@ export const ErrorObjectSchema = Type.Object(
     kind: Type.Integer({ description: 'the HTTP status code' }),
     errorCode: Type.Optional(Type.String({ description: 'subtype of the error, for choosing a localized message' })),
     message: Type.String({ description: 'human-readable description for logs and debugging' }),
+    attemptsLeft: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'incorrect_code, invalid_code_or_email: wrong tries left before the code is void (code_attempts_exceeded)' }),
+    ),
+    cid: Type.Optional(Type.String({ description: 'seal_broken: the IPFS CID of the content that failed verification' })),
   },
   { $id: 'ErrorObject', title: 'Error object' },
 );
@@ -91,9 +116,11 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
     // Strict bodies: unknown fields are errors rather than silently dropped, and "1" is not 1.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
+    // Fastify's default of 100 would refuse (414) a message id of 101 to 128 characters, which ids may have.
+    routerOptions: { maxParamLength: 200 },
     logController: new RequestLinesAtDebug(),
     clientErrorHandler: answerClientError,
-    frameworkErrors: answerFrameworkError,
+    frameworkErrors: (error, request, reply) => answerFrameworkError(error, request, reply, options.browserPage),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addSchema(ErrorObjectSchema);
@@ -101,6 +128,8 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   app.setNotFoundHandler((request, reply) => {
     const body = errorObject(404, `No route ${request.method} ${request.url.split('?')[0]}`, 'not_found');
     request.log.info({ errorId: body.id }, 'route not found');
+    const page = options.browserPage?.(request, 404, body.id);
+    if (page !== undefined) return sendBrowserPage(reply, 404, page);
     void reply.code(404).send(body);
   });
   app.addHook('onSend', async (request, reply) => {
@@ -229,7 +258,7 @@ export class ReadinessProblem extends Error {}
 function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
   const id = newErrorId();
   if (error instanceof AppError) {
-    const body = errorObject(error.status, error.message, error.errorCode, id);
+    const body = errorObject(error.status, error.message, error.errorCode, id, error.details);
     logErrorLine(request, error.status, id, error);
     void reply.code(error.status).headers(error.headers).send(body);
     return;
@@ -259,7 +288,7 @@ function handleError(error: FastifyError | AppError | Error, request: FastifyReq
  * path parameter over maxParamLength) skips the error handler and, by default, leaves in Fastify's own
  * shape without an id and without a log line. This gives it the spec's error object like the rest.
  */
-function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, browserPage: BrowserPage | undefined) {
   const status = error.statusCode ?? 400;
   const message =
     error.code === 'FST_ERR_BAD_URL'
@@ -272,6 +301,8 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
   if (message === undefined) return handleError(error, request, reply);
   const body = errorObject(status, message, 'validation_failed');
   logErrorLine(request, status, body.id, error);
+  const page = browserPage?.(request, status, body.id);
+  if (page !== undefined) return sendBrowserPage(reply, status, page);
   void reply.code(status).send(body);
 }
 

@@ -4,7 +4,7 @@ import type { Config } from './config.ts';
 import type { Database, SchemaMigrations } from './db/index.ts';
 import { durationToMs } from './duration.ts';
 import { listenError } from './listen-error.ts';
-import { createHttpServer, type App } from './http.ts';
+import { createHttpServer, type App, type BrowserPage } from './http.ts';
 import type { Logger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
 import type { ObjectStore } from './objects/index.ts';
@@ -52,6 +52,8 @@ export interface HttpServiceOptions {
   bodyLimit?: number;
   /** Extra readiness checks beside the database and the object store. */
   readiness?: Record<string, () => Promise<unknown>>;
+  /** HTML pages for refusals a browser opened as a page (http.ts BrowserPage). */
+  browserPage?: BrowserPage;
   /** The service's registry when it has metrics of its own beyond HTTP; otherwise one is created. */
   registry?: Registry;
 }
@@ -70,6 +72,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     logger,
     registry,
     bodyLimit: options.bodyLimit,
+    browserPage: options.browserPage,
     limits: { idleTimeoutMs: durationToMs(context.config.http.idleTimeout), maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),
