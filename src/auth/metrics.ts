@@ -23,7 +23,7 @@ export function createAuthMetrics(registry: Registry) {
     }),
     signIns: new Counter({
       name: 'auth_sign_ins_total',
-      help: 'Code checks at sign-in by outcome: signed_in, incorrect_code, expired_code',
+      help: 'Code checks at sign-in by outcome: signed_in, incorrect_code, expired_code, code_attempts_exceeded',
       labelNames: ['outcome'] as const,
       registers,
     }),

@@ -234,10 +234,16 @@ describe('auth service: sign-in by code', () => {
       const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
       const code = await lastSmsCode();
-      for (let i = 0; i < 5; i++) {
-        assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code) } }), 401, 'incorrect_code');
+      for (let i = 0; i < 4; i++) {
+        const answer = await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code) } });
+        assertError(answer, 401, 'incorrect_code');
+        assert.equal(answer.body.attemptsLeft, 4 - i, 'the error object says how many tries are left');
       }
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+      // The fifth wrong try voids the code, and says so; so does every later try, the right code included.
+      const voided = await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code) } });
+      assertError(voided, 401, 'code_attempts_exceeded');
+      assert.equal(voided.body.attemptsLeft, undefined);
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'code_attempts_exceeded');
       await requestSmsCode(reader, record.id);
       const next = await lastSmsCode();
       assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code: next } })).status, 200);
@@ -252,11 +258,12 @@ describe('auth service: sign-in by code', () => {
       for (let i = 0; i < 3; i++) await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(first) } });
       await requestSmsCode(reader, record.id);
       const second = await lastSmsCode();
-      for (let i = 0; i < 2; i++) {
-        assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } }), 401, 'incorrect_code');
-      }
+      const fourth = await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } });
+      assertError(fourth, 401, 'incorrect_code');
+      assert.equal(fourth.body.attemptsLeft, 1, 'the tries left count those of the replaced code');
       // 3 + 2 = 5 wrong tries: the second code is void too.
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: second } }), 401, 'incorrect_code');
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } }), 401, 'code_attempts_exceeded');
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: second } }), 401, 'code_attempts_exceeded');
     });
 
     it('counts parallel guesses one by one', async () => {
@@ -268,7 +275,9 @@ describe('auth service: sign-in by code', () => {
         Array.from({ length: 20 }, (_, i) => reader.request('POST', '/v1/auth/verify', { body: { code: String((Number(code) + 1 + i) % 1e6).padStart(6, '0') } })),
       );
       assert.ok(guesses.every((g) => g.status === 401));
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+      assert.equal(guesses.filter((g) => g.body.errorCode === 'incorrect_code').length, 4, 'four wrong tries, then the code is void');
+      assert.deepEqual(guesses.filter((g) => g.body.errorCode === 'incorrect_code').map((g) => g.body.attemptsLeft).sort(), [1, 2, 3, 4]);
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'code_attempts_exceeded');
     });
 
     it('binds the code to its session: another session cannot use it', async () => {
@@ -282,6 +291,59 @@ describe('auth service: sign-in by code', () => {
       assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
       remember(victim);
       remember(attacker);
+    });
+  });
+
+  describe('a reload on the code screen: GET /v1/config tells the pending code, POST /v1/auth/code/resend sends another', () => {
+    it('tells the session its pending code (masked destination, never the code) and sends nothing for it', async () => {
+      const record = harness.sealSample();
+      const reader = await openedLink(record.id);
+      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined, 'no code asked for yet');
+      assert.equal((await requestSmsCode(reader, record.id)).status, 200);
+      const code = await lastSmsCode();
+      const sent = harness.sms.messages.length;
+      const config = await reader.get(`/v1/config?messageId=${record.id}`);
+      assert.equal(config.status, 200);
+      const pending = config.body.codePending;
+      assert.deepEqual({ ...pending, sentAt: undefined, expiresIn: undefined }, { method: 'sms', destination: '+41*******67', email: ALICE.email, sentAt: undefined, expiresIn: undefined });
+      assert.ok(pending.expiresIn > 890 && pending.expiresIn <= 900, String(pending.expiresIn));
+      assert.ok(Math.abs(Date.parse(pending.sentAt) - Date.now()) < 10_000);
+      assert.ok(!JSON.stringify(config.body).includes(code) && !JSON.stringify(config.body).includes(ALICE.mobile));
+      assert.equal(harness.sms.messages.length, sent, 'the reload sent no SMS');
+      // Only to this session, only for this message.
+      assert.equal((await (await openedLink(record.id)).get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined);
+      assert.equal((await reader.get(`/v1/config?messageId=${harness.sealSample().id}`)).body.codePending, undefined);
+      // Gone once signed in.
+      assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
+      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined);
+      remember(reader);
+    });
+
+    it('sends a new code to the same number without the number typed again, also after the code was voided', async () => {
+      const record = harness.sealSample();
+      const reader = await openedLink(record.id);
+      assertError(await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id } }), 404, 'not_found');
+      await requestSmsCode(reader, record.id);
+      const first = await lastSmsCode();
+      for (let i = 0; i < 5; i++) await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(first) } });
+      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined, 'a void code is not pending');
+      const before = harness.sms.messages.length;
+      const resent = await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id } });
+      assert.equal(resent.status, 200, JSON.stringify(resent.body));
+      assert.deepEqual(resent.body, { method: 'sms', codeLength: 6, expiresIn: 900 });
+      assert.equal(harness.sms.messages.length, before + 1);
+      assert.equal(harness.sms.messages.at(-1)!.to, ALICE.mobile);
+      const second = await lastSmsCode();
+      assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code: second } })).status, 200);
+      remember(reader);
+    });
+
+    it('needs the CSRF token and a code of this session for this message', async () => {
+      const record = harness.sealSample();
+      const reader = await openedLink(record.id);
+      await requestSmsCode(reader, record.id);
+      assert.equal((await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id }, csrf: null })).status, 403);
+      assertError(await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: harness.sealSample().id } }), 404, 'not_found');
     });
   });
 
@@ -382,7 +444,9 @@ describe('auth service: sign-in by code', () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: BOB.email, method: 'email' } });
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastEmailCode()) } }), 401, 'invalid_code_or_email');
+      const answer = await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastEmailCode()) } });
+      assertError(answer, 401, 'invalid_code_or_email');
+      assert.equal(answer.body.attemptsLeft, 4);
     });
   });
 
@@ -453,8 +517,10 @@ describe('auth service: code expiry', () => {
     await new Promise((resolve) => setTimeout(resolve, 2200));
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: code === '000000' ? '000001' : '000000' } }), 401, 'incorrect_code');
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
-    // Used up: the same code is then simply not there.
-    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
+    // Used up, and it stays expired: the page keeps saying so until a new code is requested.
+    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
+    const config = await reader.get(`/v1/config?messageId=${record.id}`);
+    assert.equal(config.body.codePending, undefined, 'an expired code is not offered for a reload');
   });
 });
 

@@ -20,7 +20,19 @@ export interface CodeTarget {
 export type CodeOutcome<T> =
   | { outcome: 'accepted'; target: CodeTarget; result: T }
   | { outcome: 'expired'; method: SignInMethodName }
-  | { outcome: 'incorrect'; method: SignInMethodName | undefined };
+  /** `attemptsLeft`: wrong tries left before the code is void (undefined when there was no code to try). */
+  | { outcome: 'incorrect'; method: SignInMethodName | undefined; attemptsLeft?: number }
+  /** Too many wrong tries: the code is void (this try voided it, or it was voided before); a new one must be requested. */
+  | { outcome: 'voided'; method: SignInMethodName | undefined };
+
+/** The session's sign-in code as the reader page may learn it again after a reload (never the code itself). */
+export interface PendingCode {
+  method: SignInMethodName;
+  messageId: string;
+  email: string;
+  destination: string;
+  createdAt: Date;
+}
 
 /**
  * The one pending code of a session. Only an HMAC of it is stored (keyed by AUTH_SECRET and bound to the
@@ -73,6 +85,10 @@ export class PendingCodes {
   ): Promise<CodeOutcome<T>> {
     const outcome = await this.sessions.locked(sessionId, async (trx, row): Promise<CodeOutcome<T>> => {
       const target = pendingTarget(row);
+      // The target stays after a code was voided (for "send a new code"), the code itself is gone.
+      if (!target && row.code_failed_attempts >= this.options.maxAttempts) return { outcome: 'voided', method: row.code_method ?? undefined };
+      // Likewise after a right but expired try: that code stays expired.
+      if (!target && row.code_purpose === purpose && row.code_method && row.code_created_at) return { outcome: 'expired', method: row.code_method };
       if (!target || target.purpose !== purpose) return { outcome: 'incorrect', method: target?.method };
       const right = timingSafeEqual(
         Buffer.from(this.hmac(sessionId, target, normalizeSubmittedCode(submitted)), 'hex'),
@@ -84,15 +100,37 @@ export class PendingCodes {
         return { outcome: 'accepted', target, result: await onAccepted(trx, target) };
       }
       if (right) {
-        await this.sessions.update(trx, sessionId, CLEARED);
+        await this.sessions.update(trx, sessionId, CODE_GONE);
         return { outcome: 'expired', method: target.method };
       }
       const failed = row.code_failed_attempts + 1;
-      const voided = failed >= this.options.maxAttempts;
-      await this.sessions.update(trx, sessionId, voided ? { ...CLEARED, code_failed_attempts: failed } : { code_failed_attempts: failed });
-      return { outcome: 'incorrect', method: target.method };
+      if (failed >= this.options.maxAttempts) {
+        await this.sessions.update(trx, sessionId, { ...CODE_GONE, code_failed_attempts: failed });
+        return { outcome: 'voided', method: target.method };
+      }
+      await this.sessions.update(trx, sessionId, { code_failed_attempts: failed });
+      return { outcome: 'incorrect', method: target.method, attemptsLeft: this.options.maxAttempts - failed };
     });
     return outcome ?? { outcome: 'incorrect', method: undefined };
+  }
+
+  /**
+   * The session's latest sign-in code for `messageId`: where it went and when. `live` while it can still
+   * be tried (not used, voided or expired by a right try); the target stays after that, so that "send a
+   * new code" needs nothing typed again.
+   */
+  latest(row: SessionRow, messageId: string): (PendingCode & { live: boolean }) | undefined {
+    if (row.code_purpose !== 'sign_in' || row.code_message_id !== messageId || !row.code_method || !row.code_email || !row.code_destination || !row.code_created_at) {
+      return undefined;
+    }
+    return {
+      method: row.code_method,
+      messageId,
+      email: row.code_email,
+      destination: row.code_destination,
+      createdAt: row.code_created_at,
+      live: row.code_hmac !== null,
+    };
   }
 
   private hmac(sessionId: string, target: CodeTarget, code: string): string {
@@ -101,6 +139,9 @@ export class PendingCodes {
     return createHmac('sha256', this.options.codeKey).update(bound, 'utf8').digest('hex');
   }
 }
+
+/** A code that can no longer be used (voided, or right but expired): the code goes, its target stays for a resend. */
+const CODE_GONE = { code_hmac: null } as const;
 
 const CLEARED = {
   code_hmac: null,

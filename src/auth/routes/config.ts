@@ -3,6 +3,7 @@ import { notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { maskEmail, maskMobile } from '../masking.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
 import { TAGS, errorResponses } from './errors.ts';
@@ -18,6 +19,22 @@ const ReaderConfig = Type.Object({
   subject: Type.Optional(Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" })),
   signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
   email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
+  codePending: Type.Optional(
+    Type.Object(
+      {
+        method: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
+        destination: Type.String({ description: 'where the code went, masked (+41******67, a***@example.com)' }),
+        email: Type.String({ description: 'the recipient the code is for (the address the reader typed)' }),
+        sentAt: Type.String({ format: 'date-time' }),
+        expiresIn: Type.Integer({ description: 'seconds the code stays valid from now (0: expired)' }),
+      },
+      {
+        description:
+          'not signed in, and this session asked for a sign-in code for messageId that can still be tried: the reader page ' +
+          'shows the code screen again after a reload instead of sending another code (POST /v1/auth/code/resend sends a new one)',
+      },
+    ),
+  ),
   codeLength: Type.Integer(),
   codeExpiresIn: Type.Integer({ description: 'seconds a code stays valid (SMS_CODE_EXPIRATION)' }),
   maxAttempts: Type.Integer({ description: 'wrong tries after which a code is void' }),
@@ -72,10 +89,22 @@ export async function configRoutes(app: App, context: AuthContext) {
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
       const signedIn = Boolean(session.row.message_id) && (messageId === undefined || session.row.message_id === messageId);
       const { settings } = context;
+      const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
+      const codePending =
+        pending?.live === true
+          ? {
+              method: pending.method,
+              destination: pending.method === 'sms' ? maskMobile(pending.destination) : maskEmail(pending.destination),
+              email: pending.email,
+              sentAt: pending.createdAt.toISOString(),
+              expiresIn: Math.max(0, Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - Date.now()) / 1000)),
+            }
+          : undefined;
       return {
         ...(messageId !== undefined ? { messageId, methods, ...about } : {}),
         signedIn,
         ...(signedIn && session.row.email ? { email: session.row.email } : {}),
+        ...(codePending ? { codePending } : {}),
         codeLength: CODE_LENGTH,
         codeExpiresIn: settings.codeExpiresInSeconds,
         maxAttempts: settings.maxAttempts,

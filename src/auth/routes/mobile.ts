@@ -73,7 +73,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       schema: {
         tags: TAGS.signIn,
         summary: 'Confirm the new mobile number with the code sent to it',
-        description: `expired_code or incorrect_code (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
+        description: `expired_code, incorrect_code or code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
         response: { 200: Type.Object({ mobile: Type.String() }), ...errorResponses(400, 401, 403) },
       },
@@ -89,6 +89,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
         return target.destination;
       });
       if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
+      if (checked.outcome === 'voided') throw new AppError('code_attempts_exceeded', 401, 'Too many wrong tries: this code can no longer be used; request a new one');
       if (checked.outcome === 'incorrect' || checked.result === undefined) throw context.methods.sms.wrongCode();
       request.log.info({ messageId: session.messageId, to: maskMobile(checked.result) }, 'mobile number changed');
       return { mobile: checked.result };

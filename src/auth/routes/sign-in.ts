@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
@@ -82,23 +83,41 @@ export async function signInRoutes(app: App, context: AuthContext) {
         throw error;
       });
       await checked.notRefused();
+      return issueCode(context, request, session, { recipient, method, destination, messageId: body.messageId, client });
+    },
+  );
 
-      const reservation = await context.limiter.reserve(method.limitKey(destination), client, new Date());
-      const code = context.codes.newCode();
-      try {
-        await method.send(destination, code, request.log, recipient.language);
-      } catch (error) {
-        await reservation.release();
-        throw error;
-      }
-      await context.codes.store(
-        session.row.id,
-        { purpose: 'sign_in', method: method.name, messageId: body.messageId, email: recipient.email, destination },
-        code,
-        new Date(),
-      );
-      request.log.info({ messageId: body.messageId, method: method.name }, 'sign-in code issued');
-      return { method: method.name, codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
+  app.post(
+    '/v1/auth/code/resend',
+    {
+      schema: {
+        tags: TAGS.signIn,
+        summary: 'Send a new code to where the last code of this session went',
+        description:
+          'For the reader page after a reload: it knows that a code was sent (GET /v1/config, codePending) but not the ' +
+          'number or address it went to. Sends a new code to the same recipient and destination as the session\'s last ' +
+          'code for this message (also after that code was voided or expired), under the same sending limits as ' +
+          'POST /v1/auth/code (sms_rate_limit, 429). 404 not_found when this session asked for no code for the message. ' +
+          CSRF_NOTE,
+        body: Type.Object({ messageId: Type.String({ pattern: MESSAGE_ID_PATTERN }) }, { additionalProperties: false }),
+        response: { 200: CodeSent, ...errorResponses(400, 403, 404, 429, 502) },
+      },
+    },
+    async (request) => {
+      const session = request.readerSession as LoadedSession;
+      const { messageId } = request.body;
+      const last = context.codes.latest(session.row, messageId);
+      if (!last) throw new AppError('not_found', 404, 'This session asked for no code for this message: ask with POST /v1/auth/code');
+      const found = await context.recipients.find(messageId, last.email);
+      if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
+      const client = clientKey(clientAddress(request, context.trustProxyHops));
+      return issueCode(context, request, session, {
+        recipient: found.recipient,
+        method: context.methods[last.method],
+        destination: last.destination,
+        messageId,
+        client,
+      });
     },
   );
 
@@ -112,7 +131,8 @@ export async function signInRoutes(app: App, context: AuthContext) {
           'Right code: the session is signed in for the message and recipient the code was sent for, its id is rotated ' +
           '(new Set-Cookie; with rememberMe a persistent cookie with Max-Age) and a new CSRF token comes in X-CSRF-Token. ' +
           'Right but older than SMS_CODE_EXPIRATION: expired_code. Wrong or none: incorrect_code (email codes: ' +
-          'invalid_code_or_email); after CODE_MAX_ATTEMPTS wrong tries the code is void and a new one must be requested. ' +
+          'invalid_code_or_email), with attemptsLeft: the wrong tries left. The try that reaches CODE_MAX_ATTEMPTS voids the ' +
+          'code: code_attempts_exceeded (401), also for every later try, the right code included, until a new one is requested. ' +
           CSRF_NOTE,
         body: VerifyRequest,
         response: { 200: SignedIn, ...errorResponses(400, 401, 403) },
@@ -125,11 +145,17 @@ export async function signInRoutes(app: App, context: AuthContext) {
       const checked = await context.codes.check(session.row.id, request.body.code, 'sign_in', now, (trx, target) =>
         context.sessions.signIn(trx, session.row.id, { messageId: target.messageId, email: target.email, method: target.method, rememberMe }, now),
       );
-      context.metrics.signIns.inc({ outcome: checked.outcome === 'expired' ? 'expired_code' : checked.outcome === 'incorrect' ? 'incorrect_code' : 'signed_in' });
+      context.metrics.signIns.inc({ outcome: OUTCOME_LABEL[checked.outcome] });
       if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
+      if (checked.outcome === 'voided') {
+        request.log.info({ method: checked.method }, 'sign-in code void after too many wrong tries');
+        throw new AppError('code_attempts_exceeded', 401, 'Too many wrong tries: this code can no longer be used; request a new one');
+      }
       if (checked.outcome === 'incorrect') {
-        request.log.info({ method: checked.method }, 'wrong sign-in code');
-        throw context.methods[checked.method ?? 'sms'].wrongCode();
+        request.log.info({ method: checked.method, attemptsLeft: checked.attemptsLeft }, 'wrong sign-in code');
+        const wrong = context.methods[checked.method ?? 'sms'].wrongCode();
+        if (checked.attemptsLeft === undefined) throw wrong;
+        throw new AppError(wrong.errorCode, wrong.status, wrong.message, { details: { attemptsLeft: checked.attemptsLeft } });
       }
       const { token, expiresAt } = checked.result;
       reply.header('set-cookie', context.cookie.set(token, rememberMe ? context.settings.rememberMeMaxAgeSeconds : undefined));
@@ -138,6 +164,32 @@ export async function signInRoutes(app: App, context: AuthContext) {
       return { signedIn: true as const, messageId: checked.target.messageId, email: checked.target.email, rememberMe, expiresAt: expiresAt.toISOString() };
     },
   );
+}
+
+const OUTCOME_LABEL = { accepted: 'signed_in', expired: 'expired_code', incorrect: 'incorrect_code', voided: 'code_attempts_exceeded' } as const;
+
+/**
+ * Sends a new code to `destination` under the sending limits and stores it as the session's code,
+ * replacing any earlier one.
+ */
+async function issueCode(
+  context: AuthContext,
+  request: FastifyRequest,
+  session: LoadedSession,
+  to: { recipient: Recipient; method: SignInMethod; destination: string; messageId: string; client: string },
+): Promise<{ method: 'sms' | 'email'; codeLength: number; expiresIn: number }> {
+  const { recipient, method, destination, messageId } = to;
+  const reservation = await context.limiter.reserve(method.limitKey(destination), to.client, new Date());
+  const code = context.codes.newCode();
+  try {
+    await method.send(destination, code, request.log, recipient.language);
+  } catch (error) {
+    await reservation.release();
+    throw error;
+  }
+  await context.codes.store(session.row.id, { purpose: 'sign_in', method: method.name, messageId, email: recipient.email, destination }, code, new Date());
+  request.log.info({ messageId, method: method.name }, 'sign-in code issued');
+  return { method: method.name, codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
 }
 
 /**

@@ -145,6 +145,8 @@ export const en = {
     new_mobile_conflict: 'This is already your mobile number.',
     sms_rate_limit: 'Too many codes were asked for. Please wait a little before asking for a new one.',
     email_and_mobile_mismatch: 'This email address and mobile number do not belong together. Please check both.',
+    code_attempts_exceeded: 'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
+    seal_broken: 'The seal is broken: this message no longer matches what was sealed, so it is not shown.',
     validation_failed: 'Something in the form is not filled in correctly. Please check it and try again.',
     not_found: 'This message does not exist or is no longer available. Please check the link, or ask the sender.',
     unauthenticated: 'Your session has ended. Please sign in again.',
