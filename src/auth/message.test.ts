@@ -158,15 +158,18 @@ describe('reading the sealed message', () => {
     assert.ok(seen.every((r) => r.authorization === 'Bearer test-service-token'));
   });
 
-  it('shows nothing when the content does not verify against the seal (502)', async () => {
+  it('shows nothing when the content does not verify against the seal: 502 seal_broken with the CID, not a failure for now', async () => {
     const broken = harness.seal.register({ raw: await composeMessage(), recipients: [ALICE] });
     const other = harness.reader();
     await signInAlice(harness, other, broken.id);
     harness.seal.breakSeal(broken.id);
     const response = await other.get('/v1/message');
-    assertError(response, 502, 'upstream_failed');
+    assertError(response, 502, 'seal_broken');
+    assert.equal(response.body.cid, broken.cid, 'the reader can show which seal broke');
     assert.ok(!JSON.stringify(response.body).includes('Please sign'));
-    assertError(await other.get('/v1/message/attachments/0'), 502, 'upstream_failed');
+    const download = await other.get('/v1/message/attachments/0');
+    assertError(download, 502, 'seal_broken');
+    assert.equal(download.body.cid, broken.cid);
   });
 
   it('answers 404 not_found on both reading routes once the seal service no longer has the message', async () => {

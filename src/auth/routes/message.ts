@@ -4,6 +4,7 @@ import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
 import { findAttachment } from '../message/attachment-stream.ts';
 import { readMessage } from '../message/read.ts';
+import { withSealCid } from '../seal/client.ts';
 import { TAGS, errorResponses } from './errors.ts';
 
 const Address = Type.Object({ name: Type.String(), address: Type.String() });
@@ -48,7 +49,9 @@ export async function messageRoutes(app: App, context: AuthContext) {
   async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
     const record = await context.seal.sealed(messageId);
     if (!record) throw notFound('The sealed message is no longer available');
-    const raw = await context.seal.content(messageId);
+    const raw = await context.seal.content(messageId).catch((error: unknown) => {
+      throw withSealCid(error, record.cid);
+    });
     const view = await readMessage(raw, options).catch(unreadable);
     return { record, view };
   }
@@ -61,7 +64,8 @@ export async function messageRoutes(app: App, context: AuthContext) {
         summary: 'The sealed message of the signed-in session: headers, text, sanitised HTML, attachments, seal status',
         description:
           'Images from the internet are left out of the HTML (they would tell the sender when and where it was read); ' +
-          'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them.',
+          'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them. ' +
+          'Content that failed verification against its seal: 502 seal_broken with the cid (final); other 502s are upstream_failed.',
         querystring: Type.Object({ images: Type.Optional(Type.Literal('remote')) }, { additionalProperties: false }),
         response: { 200: MessageResponse, ...errorResponses(401, 404, 502) },
       },
@@ -90,7 +94,11 @@ export async function messageRoutes(app: App, context: AuthContext) {
     async (request, reply) => {
       const session = requireSignedIn(request);
       // One request to B: its content answer says 404 when the message is gone.
-      const { stream } = await context.seal.contentStream(session.messageId);
+      const { stream } = await context.seal.contentStream(session.messageId).catch(async (error: unknown) => {
+        // The broken seal's CID, for a reader who opened the link to the file directly.
+        const record = isSealBroken(error) ? await context.seal.sealed(session.messageId).catch(() => undefined) : undefined;
+        throw record ? withSealCid(error, record.cid) : error;
+      });
       const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
       if (!attachment) throw notFound('No attachment with this index');
       // Served from our origin, a sender's HTML or SVG must never render here: always a download, no sniffing.
@@ -104,6 +112,10 @@ export async function messageRoutes(app: App, context: AuthContext) {
         .send(attachment.content);
     },
   );
+}
+
+function isSealBroken(error: unknown): boolean {
+  return error instanceof AppError && error.errorCode === 'seal_broken';
 }
 
 /**

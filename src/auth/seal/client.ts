@@ -127,15 +127,27 @@ function tooLarge(limit: number): AppError {
 async function upstreamError(response: Response, what: string): Promise<AppError> {
   const body = await response.text().catch(() => '');
   let reason = body.slice(0, 300);
+  let broken = false;
   try {
     const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown };
     if (typeof parsed.message === 'string') reason = `${parsed.errorCode ?? ''} ${parsed.message}`.trim();
+    // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
+    broken =
+      response.status === 502 &&
+      (parsed.errorCode === 'seal_broken' || (parsed.errorCode === 'upstream_failed' && typeof parsed.message === 'string' && /failed verification/.test(parsed.message)));
   } catch {
     // not an error object: keep the start of the body for the log
   }
-  return new AppError('upstream_failed', 502, `The seal service could not ${what}; nothing is shown`, {
-    cause: new Error(`seal service answered HTTP ${response.status}: ${reason}`),
-  });
+  const cause = new Error(`seal service answered HTTP ${response.status}: ${reason}`);
+  // Final, unlike the failures below: the reader must see a broken seal, never "try again".
+  if (broken) return new AppError('seal_broken', 502, 'The sealed content failed verification against its seal; nothing is shown', { cause });
+  return new AppError('upstream_failed', 502, `The seal service could not ${what}; nothing is shown`, { cause });
+}
+
+/** seal_broken with the CID of the sealed record, for the reader to show which seal broke. */
+export function withSealCid(error: unknown, cid: string): unknown {
+  if (!(error instanceof AppError) || error.errorCode !== 'seal_broken') return error;
+  return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, { cause: error.cause, details: { cid } });
 }
 
 /** The seal service's answer, checked against its own schema (src/contracts/seal.ts) before any field is used. */

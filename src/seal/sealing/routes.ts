@@ -167,7 +167,8 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         description:
           'The raw message (message/rfc822) as it was sealed. It is fetched by CID through the IPFS proxy of each cluster in order (the next when one fails or exceeds its timeout), decrypted, ' +
           'and its SHA-256 checked against the sealed record before a byte is sent: content that fails verification is never served ' +
-          '(502 when every cluster gave content that fails; 503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash.',
+          '(502 with errorCode seal_broken and the cid when content from a cluster failed verification and no cluster gave content that holds; 503 when none could be read). ' +
+          'The `X-Sealpost-SHA256` header carries the verified hash.',
         params: SealedParams,
         response: { 400: err, 401: err, 404: err, 502: err, 503: err },
       },

@@ -303,7 +303,8 @@ describe('tampered content is detected and never served', () => {
     assert.equal(response.status, 502);
     assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
     const error = await response.json();
-    assert.equal(error.errorCode, 'upstream_failed');
+    assert.equal(error.errorCode, 'seal_broken', 'a broken seal has its own errorCode: it is final, not a failure for now');
+    assert.equal(error.cid, (await sealed().selectFrom('sealed_messages').select('cid').where('id', '=', id).executeTakeFirstOrThrow()).cid);
     assert.match(error.message, /failed verification and is not served: .*failed authentication/);
     assert.ok(seal.logs.some((line) => line.msg === 'sealed content failed verification: not served'));
   });

@@ -274,7 +274,10 @@ export class Sealer {
     await rm(dir, { recursive: true, force: true });
     if (integrityFailures > 0) {
       logger.error({ sealedId: id, cid: message.cid, problems }, 'sealed content failed verification: not served');
-      throw new AppError('upstream_failed', 502, `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`);
+      // Its own errorCode: a broken seal is final, unlike a cluster that failed for now (upstream_failed, unavailable).
+      throw new AppError('seal_broken', 502, `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`, {
+        details: { cid: message.cid },
+      });
     }
     throw new AppError('unavailable', 503, `The content of sealed message ${id} could not be read from any IPFS cluster: ${problems.join('; ')}`);
   }
