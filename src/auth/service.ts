@@ -20,7 +20,7 @@ import { migrations } from './migrations/index.ts';
 import type { App } from '../kernel/http.ts';
 import { authPlugin, type AuthPluginOptions } from './plugin.ts';
 import { prepareReaderPage } from './reader-assets.ts';
-import { readerPageRoutes } from './routes/reader.ts';
+import { readerErrorPage, readerPageRoutes } from './routes/reader.ts';
 import { ReplySender } from './reply/send.ts';
 import { replyIdentityDomain } from './reply/identity.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
@@ -149,6 +149,7 @@ export const authService: ServiceDefinition = {
       port: auth.port,
       context,
       registry,
+      browserPage: readerErrorPage,
       // The reader page beside the API, not inside it: public and cacheable, no session lookup.
       plugin: async (app: App, options: AuthPluginOptions) => {
         await app.register(readerPageRoutes, { page: readerPage });
