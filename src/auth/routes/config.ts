@@ -26,7 +26,7 @@ const ReaderConfig = Type.Object({
         destination: Type.String({ description: 'where the code went, masked (+41******67, a***@example.com)' }),
         email: Type.String({ description: 'the recipient the code is for (the address the reader typed)' }),
         sentAt: Type.String({ format: 'date-time' }),
-        expiresIn: Type.Integer({ description: 'seconds the code stays valid from now (0: expired)' }),
+        expiresIn: Type.Integer({ minimum: 1, description: 'seconds the code stays valid from now' }),
       },
       {
         description:
@@ -90,14 +90,16 @@ export async function configRoutes(app: App, context: AuthContext) {
       const signedIn = Boolean(session.row.message_id) && (messageId === undefined || session.row.message_id === messageId);
       const { settings } = context;
       const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
+      const expiresIn = pending ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - Date.now()) / 1000) : 0;
+      // Only a code that can still be tried: after an expired or void one the page starts at sign-in again.
       const codePending =
-        pending?.live === true
+        pending?.live === true && expiresIn > 0
           ? {
               method: pending.method,
               destination: pending.method === 'sms' ? maskMobile(pending.destination) : maskEmail(pending.destination),
               email: pending.email,
               sentAt: pending.createdAt.toISOString(),
-              expiresIn: Math.max(0, Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - Date.now()) / 1000)),
+              expiresIn,
             }
           : undefined;
       return {
