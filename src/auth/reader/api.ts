@@ -18,11 +18,23 @@ export interface ReaderConfig {
   signedIn: boolean;
   /** The signed-in recipient's address (when signedIn). */
   email?: string;
+  /** Not signed in, and this session was sent a code for this message that can still be tried (a reload). */
+  codePending?: CodePending;
   codeLength: number;
   codeExpiresIn: number;
   maxAttempts: number;
   rememberMeMaxAge: number;
   limits: { perNumberInterval: number; perNumberHourly: number; perIpHourly: number };
+}
+
+export interface CodePending {
+  method: Method;
+  /** Masked: +41*******67, a***@example.com. */
+  destination: string;
+  email: string;
+  sentAt: string;
+  /** Seconds the code stays valid from when the config was read. */
+  expiresIn: number;
 }
 
 export interface CodeSent {
@@ -77,6 +89,8 @@ export class ApiError extends Error {
     /** From Retry-After, in seconds. */
     readonly retryAfter: number | undefined,
     message: string,
+    /** The error object's extra fields: wrong tries left (incorrect_code), the broken seal's CID (seal_broken). */
+    readonly details: { attemptsLeft?: number; cid?: string } = {},
     /** The draft's version after a refused change that still changed it (ETag); see Draft.version. */
     readonly version?: number,
   ) {
@@ -101,6 +115,11 @@ export class Api {
 
   requestCode(body: { messageId: string; email: string; mobile?: string; method: Method }): Promise<CodeSent> {
     return this.json('POST', '/v1/auth/code', body);
+  }
+
+  /** A new code to where the session's last code went (after a reload the page does not know the number). */
+  resendCode(messageId: string): Promise<CodeSent> {
+    return this.json('POST', '/v1/auth/code/resend', { messageId });
   }
 
   verify(code: string, rememberMe: boolean): Promise<SignedIn> {
@@ -237,6 +256,10 @@ function apiError(status: number, body: unknown, retryAfter: string | null, etag
     typeof object.id === 'string' ? object.id : undefined,
     seconds,
     typeof object.message === 'string' ? object.message : `HTTP ${status}`,
+    {
+      ...(typeof object.attemptsLeft === 'number' ? { attemptsLeft: object.attemptsLeft } : {}),
+      ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
+    },
     versionOf(etag),
   );
 }

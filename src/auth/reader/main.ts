@@ -1,6 +1,7 @@
 import './app.css';
 import { Api } from './api.ts';
 import { createReader } from './app.ts';
+import { codeScreen } from './screens/code.ts';
 import { messageScreen } from './screens/message.ts';
 import { signInScreen } from './screens/sign-in.ts';
 import { fatalScreen, loadingScreen } from './screens/status.ts';
@@ -30,7 +31,11 @@ async function start(): Promise<void> {
     const config = await api.config(messageId);
     const reader = createReader(api, t, messageId, config, main);
     if (config.signedIn) await messageScreen(reader);
-    else reader.show(signInScreen(reader));
+    else if (config.codePending) {
+      // A reload on the code screen: the code sent before is still good, so no new one goes out.
+      const pending = config.codePending;
+      reader.show(codeScreen(reader, undefined, { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn }, pending));
+    } else reader.show(signInScreen(reader));
   } catch (error) {
     showAlone(fatalScreen({ t }, error));
   }

@@ -1,7 +1,7 @@
-import type { CodeSent, Method } from '../api.ts';
+import type { CodePending, CodeSent, Method } from '../api.ts';
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h, uid } from '../dom.ts';
-import { isCode } from '../errors.ts';
+import { errorText, isCode } from '../errors.ts';
 import { formatDuration } from '../format.ts';
 import { messageScreen } from './message.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
@@ -16,16 +16,19 @@ export interface CodeRequest {
 
 /**
  * Second screen: the code field (numeric keyboard, one-time-code autofill), "keep me signed in", and
- * a resend button that waits out the per-number interval (or the server's Retry-After).
+ * a resend button that waits out the per-number interval (or the server's Retry-After). After a reload
+ * (`request` unknown, `earlier` from GET /v1/config) it says where and when the code went; a new code then
+ * goes to the same place (POST /v1/auth/code/resend) without anything typed again.
  */
-export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent): Screen {
+export function codeScreen(reader: Reader, request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending): Screen {
   const { t, config } = reader;
+  const sendAgain = () => (request ? reader.api.requestCode(request) : reader.api.resendCode(reader.messageId));
   return {
     name: 'code',
     title: t.code.title,
     render() {
       const alert = alertBox();
-      const destination = sent.method === 'sms' ? (request.mobile ?? '') : request.email;
+      const destination = earlier ? earlier.destination : sent.method === 'sms' ? (request?.mobile ?? '') : (request?.email ?? '');
       const code = field({
         label: t.code.label,
         input: {
@@ -75,22 +78,31 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
           },
         );
       };
-      startCooldown(config.limits.perNumberInterval);
+      // After a reload the interval runs from when the code was sent, not from now.
+      const sentAgo = earlier ? Math.max(0, Math.floor((Date.now() - Date.parse(earlier.sentAt)) / 1000)) : 0;
+      startCooldown(config.limits.perNumberInterval - (Number.isFinite(sentAgo) ? sentAgo : 0));
 
-      resend.addEventListener('click', () => {
+      /** The code field and its button, usable or not (a void or expired code cannot be tried again). */
+      const usable = (yes: boolean) => {
+        code.input.disabled = !yes;
+        submit.disabled = !yes;
+      };
+      const requestNew = (button: HTMLButtonElement) => {
         alert.clear();
         resent.hidden = true;
         void (async () => {
-          const outcome = await busy(resend, t.signIn.sending, () =>
-            reader.api.requestCode(request).then(
+          const outcome = await busy(button, t.signIn.sending, () =>
+            sendAgain().then(
               () => undefined,
               (error: unknown) => error,
             ),
           );
           if (outcome === undefined) {
+            usable(true);
             resent.textContent = t.code.resent;
             resent.hidden = false;
             code.input.value = '';
+            code.input.removeAttribute('aria-invalid');
             code.input.focus();
             startCooldown(config.limits.perNumberInterval);
             return;
@@ -101,7 +113,20 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
             startCooldown(outcome.retryAfter ?? config.limits.perNumberInterval);
           }
         })();
-      });
+      };
+      resend.addEventListener('click', () => requestNew(resend));
+
+      /** The code cannot be used any more (too many wrong tries, expired): say why, offer a new one right there. */
+      const codeGone = (error: unknown) => {
+        usable(false);
+        code.input.value = '';
+        code.input.setAttribute('aria-invalid', 'true');
+        const again = h('button', { type: 'button', class: 'primary new-code' }, t.code.newCode);
+        again.addEventListener('click', () => requestNew(again));
+        alert.say(errorText(t, error));
+        alert.element.append(again);
+        again.focus();
+      };
 
       form.addEventListener('submit', (event) => {
         event.preventDefault();
@@ -122,20 +147,17 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
             ),
           );
           if (outcome === undefined) return messageScreen(reader);
+          // A new code is the only way on: the button that gets one is put right under the sentence.
+          if (isCode(outcome, 'expired_code', 'code_attempts_exceeded')) return codeGone(outcome);
           alert.show(t, outcome);
-          if (isCode(outcome, 'expired_code')) {
-            // A new code is the only way on: put the reader on the button that gets one.
-            code.input.value = '';
-            code.input.setAttribute('aria-invalid', 'true');
-            if (!resend.disabled) resend.focus();
-          } else {
-            flagInvalid(code.input);
-          }
+          const left = isCode(outcome, 'incorrect_code', 'invalid_code_or_email') ? outcome.details.attemptsLeft : undefined;
+          if (left !== undefined) alert.say(`${errorText(t, outcome)} ${t.code.attemptsLeft(left)}`);
+          flagInvalid(code.input);
         })();
       });
 
       const other = h('button', { type: 'button', class: 'link' }, t.code.otherAddress);
-      other.addEventListener('click', () => reader.show(signInScreen(reader, request)));
+      other.addEventListener('click', () => reader.show(signInScreen(reader, request ?? (earlier ? { email: earlier.email } : {}))));
 
       return h(
         'section',
@@ -144,9 +166,19 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
         h(
           'p',
           {},
-          sent.method === 'sms' ? t.code.sentSms(sent.codeLength, destination) : t.code.sentEmail(sent.codeLength, destination),
-          ' ',
-          t.code.validFor(formatDuration(t, sent.expiresIn)),
+          ...(earlier
+            ? [
+                sent.method === 'sms'
+                  ? t.code.sentEarlierSms(destination, formatTime(earlier.sentAt, t.lang))
+                  : t.code.sentEarlierEmail(destination, formatTime(earlier.sentAt, t.lang)),
+                ' ',
+                t.code.stillValidFor(formatDuration(t, earlier.expiresIn)),
+              ]
+            : [
+                sent.method === 'sms' ? t.code.sentSms(sent.codeLength, destination) : t.code.sentEmail(sent.codeLength, destination),
+                ' ',
+                t.code.validFor(formatDuration(t, sent.expiresIn)),
+              ]),
         ),
         form,
         h('div', { class: 'resend' }, resend, wait, resent),
@@ -154,4 +186,9 @@ export function codeScreen(reader: Reader, request: CodeRequest, sent: CodeSent)
       );
     },
   };
+}
+
+function formatTime(value: string, lang: string): string {
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? value : date.toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' });
 }

@@ -7,7 +7,8 @@ import { busy } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
 import { signOutControl } from './signed-out.ts';
 import { signInScreen } from './sign-in.ts';
-import { fatalScreen, loadingScreen } from './status.ts';
+import { brokenSealScreen, fatalScreen, loadingScreen } from './status.ts';
+import { isCode } from '../errors.ts';
 
 /**
  * Loads the message and the draft reply, then shows them; back to sign-in when the session is gone. A
@@ -25,6 +26,8 @@ export async function messageScreen(reader: Reader): Promise<void> {
       reader.show(signInScreen(reader));
       return;
     }
+    // Final: the content does not match its seal. Never "try again", and nothing of the content.
+    if (isCode(error, 'seal_broken')) return reader.show(brokenSealScreen(reader, error));
     reader.show(fatalScreen(reader, error));
   }
 }

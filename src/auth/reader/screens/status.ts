@@ -1,4 +1,6 @@
+import type { ApiError } from '../api.ts';
 import type { Reader, Screen } from '../app.ts';
+import { signOutControl } from './signed-out.ts';
 import { h } from '../dom.ts';
 import { errorReference, errorText } from '../errors.ts';
 
@@ -29,4 +31,47 @@ export function fatalScreen(reader: Pick<Reader, 't'>, error: unknown, text?: st
       );
     },
   };
+}
+
+/**
+ * The content failed verification against its seal (seal_broken): a final state in red, with the CID of
+ * the sealed content and the error's reference, and no "try again" (trying again cannot mend a seal).
+ */
+export function brokenSealScreen(reader: Reader, error: ApiError): Screen {
+  const { t } = reader;
+  return {
+    name: 'seal-broken',
+    title: t.brokenSeal.title,
+    render() {
+      const signOut = signOutControl(reader, 'secondary small');
+      const cid = error.details.cid;
+      return h(
+        'section',
+        { class: 'card narrow seal-broken' },
+        h(
+          'div',
+          { class: 'seal-broken-head' },
+          h('span', { class: 'seal-broken-mark', 'aria-hidden': 'true' }, '✕'),
+          h('h1', {}, t.brokenSeal.title),
+        ),
+        h(
+          'div',
+          { class: 'alert', role: 'alert' },
+          h('p', {}, t.brokenSeal.body),
+          cid ? h('p', { class: 'seal-broken-cid' }, ...cidLine(t.brokenSeal.cid(cid), cid)) : null,
+        ),
+        h('p', {}, t.brokenSeal.advice),
+        error.errorId ? h('p', { class: 'reference' }, t.errorFallback.reference(error.errorId)) : null,
+        h('div', { class: 'toolbar' }, signOut.button),
+        signOut.alert,
+      );
+    },
+  };
+}
+
+/** The sentence with the CID in it set as code. */
+function cidLine(sentence: string, cid: string): Array<string | HTMLElement> {
+  const at = sentence.indexOf(cid);
+  if (at < 0) return [sentence];
+  return [sentence.slice(0, at), h('code', { class: 'cid' }, cid), sentence.slice(at + cid.length)];
 }

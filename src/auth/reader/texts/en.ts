@@ -42,6 +42,11 @@ export const en = {
     resendIn: (duration: string) => `You can ask for a new code in ${duration}.`,
     resent: 'A new code is on its way. The old one no longer works.',
     otherAddress: 'Use a different address',
+    sentEarlierSms: (to: string, time: string) => `We sent you a code by SMS to ${to} at ${time}.`,
+    sentEarlierEmail: (to: string, time: string) => `We sent you a code by email to ${to} at ${time}.`,
+    stillValidFor: (duration: string) => `It is valid for ${duration} more.`,
+    attemptsLeft: (n: number) => (n === 1 ? 'You have 1 try left.' : `You have ${n} tries left.`),
+    newCode: 'Send me a new code',
   },
 
   message: {
@@ -102,6 +107,13 @@ export const en = {
     title: 'You are signed out',
     body: 'Your session on this device has ended. To read the message again, sign in with a new code.',
     again: 'Sign in again',
+  },
+
+  brokenSeal: {
+    title: 'The seal is broken',
+    body: 'This message is not shown: its content no longer matches what was sealed. It may have been changed after it was sealed.',
+    cid: (cid: string) => `Sealed content: IPFS CID ${cid}`,
+    advice: 'Please do not rely on any copy of this message. Tell the sender, and give them the reference below.',
   },
 
   fatal: {
