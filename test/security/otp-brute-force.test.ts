@@ -123,12 +123,13 @@ describe('OTP brute force behind a trusted proxy (AUTH_TRUST_PROXY=1)', () => {
       // The attacker does not see the code; the test does, to prove that even the right one is refused after 5 tries.
       const code = harness.sms.lastCodeTo(target.mobile);
       for (let i = 0; i < 5; i++) {
-        assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code: wrong(code, i) } }), 401, 'incorrect_code');
+        // The fifth wrong guess voids the code and says so.
+        assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code: wrong(code, i) } }), 401, i < 4 ? 'incorrect_code' : 'code_attempts_exceeded');
         guessesEvaluated++;
       }
       // Further guesses, the right one among them, all fail: the code is void.
       for (const guess of [wrong(code, 99), code]) {
-        assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code: guess } }), 401, 'incorrect_code');
+        assertError(await attacker.request('POST', '/v1/auth/verify', { body: { code: guess } }), 401, 'code_attempts_exceeded');
       }
       assertError(await attacker.get('/v1/message'), 401, 'unauthenticated');
     }
