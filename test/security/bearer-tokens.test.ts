@@ -46,6 +46,8 @@ const GUARDS: Record<'exchange' | 'seal' | 'auth', Array<[RegExp, Guard]>> = {
     [/^\/m\/:id$/, 'public'],
     // The reader page's static files (@fastify/static's wildcard).
     [/^(\/reader\/)?\*$/, 'public'],
+    // The tab's icon.
+    [/^\/favicon\.(svg|ico)$/, 'public'],
     ...OPERATIONS,
   ],
 };

@@ -34,14 +34,20 @@ export async function fuzz<T>(name: string, arbitrary: fc.Arbitrary<T>, numRuns:
 }
 
 /**
- * The spec's error object `{id, kind, errorCode?, message}` and nothing else, `kind` equal to the status.
- * `context` goes into every assertion message (what was sent).
+ * The spec's error object `{id, kind, errorCode?, message}` and nothing else but the documented extras
+ * (attemptsLeft of a wrong code, cid of a broken seal), `kind` equal to the status. `context` goes into
+ * every assertion message (what was sent).
  */
 export function assertErrorObject(status: number, body: unknown, context: string): void {
   const shown = `${context}\n→ ${status} ${JSON.stringify(body)?.slice(0, 500)}`;
   assert.ok(body !== null && typeof body === 'object' && !Array.isArray(body), `an error object: ${shown}`);
   const object = body as Record<string, unknown>;
-  for (const key of Object.keys(object)) assert.ok(['id', 'kind', 'errorCode', 'message'].includes(key), `unexpected field ${key}: ${shown}`);
+  for (const key of Object.keys(object)) assert.ok(['id', 'kind', 'errorCode', 'message', 'attemptsLeft', 'cid'].includes(key), `unexpected field ${key}: ${shown}`);
+  if ('attemptsLeft' in object) {
+    assert.ok(Number.isInteger(object.attemptsLeft) && (object.attemptsLeft as number) >= 0, `attemptsLeft: ${shown}`);
+    assert.ok(object.errorCode === 'incorrect_code' || object.errorCode === 'invalid_code_or_email', `attemptsLeft only on a wrong code: ${shown}`);
+  }
+  if ('cid' in object) assert.ok(typeof object.cid === 'string' && object.errorCode === 'seal_broken', `cid only on seal_broken: ${shown}`);
   assert.equal(typeof object.id, 'string', `id: ${shown}`);
   assert.ok((object.id as string).length > 0, `id: ${shown}`);
   assert.equal(object.kind, status, `kind equals the status: ${shown}`);
