@@ -287,3 +287,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function numberOr(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
+
+/** What the sign-in form asks a code for (POST /v1/auth/code). */
+export interface CodeRequest {
+  messageId: string;
+  email: string;
+  mobile?: string;
+  method: Method;
+}

@@ -1,4 +1,4 @@
-import { type Api, ApiError, type ReaderConfig } from './api.ts';
+import { type Api, ApiError, type CodePending, type CodeRequest, type CodeSent, type ReaderConfig } from './api.ts';
 import { append, h } from './dom.ts';
 import { errorReference, errorText } from './errors.ts';
 import type { Texts } from './texts/index.ts';
@@ -15,6 +15,18 @@ export interface Reader {
   notice: string | undefined;
   /** The address the reader signed in with, once known (for "send me a copy"). */
   email: string | undefined;
+  /** The way to every other screen: the one router (main.ts fills it), so that no screen imports another. */
+  go: Routes;
+}
+
+/** The screens a screen can lead to, by name. */
+export interface Routes {
+  signIn(prefill?: Partial<CodeRequest>): void;
+  code(request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending): void;
+  /** Loads the message (and the draft) and shows it, or the sign-in form when the session is gone. */
+  message(): Promise<void>;
+  sent(to: string): void;
+  signedOut(): void;
 }
 
 export interface Screen {
@@ -25,7 +37,14 @@ export interface Screen {
   render(): HTMLElement;
 }
 
-export function createReader(api: Api, t: Texts, messageId: string, config: ReaderConfig, main: HTMLElement): Reader {
+export function createReader(
+  api: Api,
+  t: Texts,
+  messageId: string,
+  config: ReaderConfig,
+  main: HTMLElement,
+  routes: (reader: Reader) => Routes,
+): Reader {
   const reader: Reader = {
     api,
     t,
@@ -46,7 +65,9 @@ export function createReader(api: Api, t: Texts, messageId: string, config: Read
       }
       window.scrollTo(0, 0);
     },
+    go: undefined as unknown as Routes, // set below: the routes need the reader they lead
   };
+  reader.go = routes(reader);
   return reader;
 }
 

@@ -3,6 +3,8 @@ import { Api } from './api.ts';
 import { createReader } from './app.ts';
 import { codeScreen } from './screens/code.ts';
 import { messageScreen } from './screens/message.ts';
+import { sentScreen } from './screens/sent.ts';
+import { signedOutScreen } from './screens/signed-out.ts';
 import { signInScreen } from './screens/sign-in.ts';
 import { fatalScreen, loadingScreen } from './screens/status.ts';
 import { pickTexts } from './texts/index.ts';
@@ -29,13 +31,20 @@ async function start(): Promise<void> {
   showAlone(loadingScreen({ t }));
   try {
     const config = await api.config(messageId);
-    const reader = createReader(api, t, messageId, config, main);
-    if (config.signedIn) await messageScreen(reader);
+    // The one router: every screen reaches the others through reader.go, none imports another.
+    const reader = createReader(api, t, messageId, config, main, (r) => ({
+      signIn: (prefill) => r.show(signInScreen(r, prefill)),
+      code: (request, sent, earlier) => r.show(codeScreen(r, request, sent, earlier)),
+      message: () => messageScreen(r),
+      sent: (to) => r.show(sentScreen(r, to)),
+      signedOut: () => r.show(signedOutScreen(r)),
+    }));
+    if (config.signedIn) await reader.go.message();
     else if (config.codePending) {
       // A reload on the code screen: the code sent before is still good, so no new one goes out.
       const pending = config.codePending;
-      reader.show(codeScreen(reader, undefined, { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn }, pending));
-    } else reader.show(signInScreen(reader));
+      reader.go.code(undefined, { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn }, pending);
+    } else reader.go.signIn();
   } catch (error) {
     showAlone(fatalScreen({ t }, error));
   }

@@ -1,18 +1,10 @@
-import type { CodePending, CodeSent, Method } from '../api.ts';
+import type { CodePending, CodeRequest, CodeSent } from '../api.ts';
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h, uid } from '../dom.ts';
 import { errorText, isCode } from '../errors.ts';
 import { formatDuration } from '../format.ts';
-import { messageScreen } from './message.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
-import { signInScreen } from './sign-in.ts';
 
-export interface CodeRequest {
-  messageId: string;
-  email: string;
-  mobile?: string;
-  method: Method;
-}
 
 /**
  * Second screen: the code field (numeric keyboard, one-time-code autofill), "keep me signed in", and
@@ -146,7 +138,7 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
               (error: unknown) => error,
             ),
           );
-          if (outcome === undefined) return messageScreen(reader);
+          if (outcome === undefined) return reader.go.message();
           // A new code is the only way on: the button that gets one is put right under the sentence.
           if (isCode(outcome, 'expired_code', 'code_attempts_exceeded')) return codeGone(outcome);
           alert.show(t, outcome);
@@ -157,7 +149,7 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
       });
 
       const other = h('button', { type: 'button', class: 'link' }, t.code.otherAddress);
-      other.addEventListener('click', () => reader.show(signInScreen(reader, request ?? (earlier ? { email: earlier.email } : {}))));
+      other.addEventListener('click', () => reader.go.signIn(request ?? (earlier ? { email: earlier.email } : {})));
 
       return h(
         'section',

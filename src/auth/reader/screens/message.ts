@@ -6,7 +6,6 @@ import { messageFrame } from './message-frame.ts';
 import { busy } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
 import { signOutControl } from './signed-out.ts';
-import { signInScreen } from './sign-in.ts';
 import { brokenSealScreen, fatalScreen, loadingScreen } from './status.ts';
 import { isCode } from '../errors.ts';
 
@@ -23,7 +22,7 @@ export async function messageScreen(reader: Reader): Promise<void> {
   } catch (error) {
     if (isSessionGone(error)) {
       reader.notice = reader.t.sessionEnded;
-      reader.show(signInScreen(reader));
+      reader.go.signIn();
       return;
     }
     // Final: the content does not match its seal. Never "try again", and nothing of the content.

@@ -4,8 +4,6 @@ import { announce, h, uid } from '../dom.ts';
 import { errorText, isCode } from '../errors.ts';
 import { formatBytes } from '../format.ts';
 import { busy } from './parts.ts';
-import { sentScreen } from './sent.ts';
-import { signInScreen } from './sign-in.ts';
 
 const SAVE_DELAY_MS = 800;
 
@@ -38,7 +36,7 @@ function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HT
       const again = await loadDraft(reader);
       if ('error' in again && isSessionGone(again.error)) {
         reader.notice = t.sessionEnded;
-        return reader.show(signInScreen(reader));
+        return reader.go.signIn();
       }
       if ('error' in again) return alert.show(t, again.error, t.reply.draftFailed);
       const form = replySection(reader, message, again);
@@ -252,7 +250,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     if (error instanceof ApiError && error.version !== undefined) learn(error.version);
     if (isSessionGone(error)) {
       reader.notice = t.sessionEnded;
-      reader.show(signInScreen(reader));
+      reader.go.signIn();
       return;
     }
     alert.show(t, error);
@@ -271,7 +269,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
       try {
         await saving;
         await change(() => api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version));
-        reader.show(sentScreen(reader, recipientText));
+        reader.go.sent(recipientText);
       } catch (error) {
         handle(error);
       }

@@ -1,6 +1,5 @@
 import type { Reader, Screen } from '../app.ts';
 import { h } from '../dom.ts';
-import { messageScreen } from './message.ts';
 import { signOutControl } from './signed-out.ts';
 
 export function sentScreen(reader: Reader, to: string): Screen {
@@ -10,7 +9,7 @@ export function sentScreen(reader: Reader, to: string): Screen {
     title: t.sent.title,
     render() {
       const back = h('button', { type: 'button', class: 'primary' }, t.sent.back);
-      back.addEventListener('click', () => void messageScreen(reader));
+      back.addEventListener('click', () => void reader.go.message());
       const signOut = signOutControl(reader, 'secondary');
       return h(
         'section',

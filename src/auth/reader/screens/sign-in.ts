@@ -1,9 +1,8 @@
-import type { Method } from '../api.ts';
+import type { CodeRequest, Method } from '../api.ts';
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { isCode } from '../errors.ts';
 import { formatDuration } from '../format.ts';
-import { codeScreen, type CodeRequest } from './code.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid, messageCard } from './parts.ts';
 
 /**
@@ -61,7 +60,7 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
               (error: unknown) => ({ sent: undefined, error }),
             ),
           );
-          if (outcome.sent) return reader.show(codeScreen(reader, request, outcome.sent));
+          if (outcome.sent) return reader.go.code(request, outcome.sent);
           const { error } = outcome;
           alert.show(t, error);
           if (isCode(error, 'forbidden_auth_method')) {

@@ -1,7 +1,6 @@
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { busy } from './parts.ts';
-import { signInScreen } from './sign-in.ts';
 
 export function signedOutScreen(reader: Reader): Screen {
   const { t } = reader;
@@ -15,7 +14,7 @@ export function signedOutScreen(reader: Reader): Screen {
         void reader.api.config(reader.messageId).then(
           (config) => {
             reader.config = config;
-            reader.show(signInScreen(reader));
+            reader.go.signIn();
           },
           () => window.location.reload(),
         );
@@ -43,7 +42,7 @@ export function signOutControl(reader: Reader, buttonClass: string): { button: H
         alert.show(t, error, t.message.signOutFailed);
         return;
       }
-      reader.show(signedOutScreen(reader));
+      reader.go.signedOut();
     });
   });
   return { button, alert: alert.element };
