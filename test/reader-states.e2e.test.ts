@@ -4,13 +4,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildReader } from '../src/auth/reader-assets.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import { enterCode, nextCode, requestCode, sealFor, sentTo, wrongCode } from './support/reader-browser.ts';
 
 /**
  * The reader page says what happened, in Chromium against `sealpost start all`: a code voided by wrong
@@ -24,64 +23,11 @@ const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 
-const SENDER = 'Dana Sender <dana@sender.example>';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
 const DAVE = { email: 'dave@example.com', mobile: '+41791234569' };
 const SUBJECT = 'Your lease, sealed';
 const TAMPERED_SUBJECT = 'Your deed, sealed';
-
-async function sendSealedMail(smtpPort: number, to: { email: string; mobile: string }, subject: string, text: string): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
-  try {
-    await transport.sendMail({ from: SENDER, to: to.email, subject, text, headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }] });
-  } finally {
-    transport.close();
-  }
-}
-
-/** Seals a message for `to` by mail and returns the reader link of the notification it brings. */
-async function sealFor(smtpPort: number, sink: SmtpSink, to: { email: string; mobile: string }, subject: string, text: string): Promise<string> {
-  const before = sink.messages.length;
-  await sendSealedMail(smtpPort, to, subject, text);
-  return readerLink(sink, to.email, before);
-}
-
-/** The reader link of the first notification to `to` beyond the `before` first messages at the sink. */
-async function readerLink(sink: SmtpSink, to: string, before: number): Promise<string> {
-  const about = (m: SmtpSink['messages'][number]) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
-  await sink.waitUntil(() => sink.messages.slice(before).some(about), 30_000, `the notification to ${to}`);
-  const parsed = await simpleParser(sink.messages.slice(before).find(about)!.raw);
-  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
-  assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
-  return link;
-}
-
-/** Waits until the SMS capture has a code for `to` beyond the `before` first messages. */
-async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  while (sms.messages.slice(before).every((m) => m.to !== to)) {
-    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return sms.lastCodeTo(to);
-}
-
-const sentTo = (sms: SmsCapture, to: string) => sms.messages.filter((m) => m.to === to).length;
-const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-
-async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
-  await page.goto(link);
-  await page.getByLabel('Email address').fill(who.email);
-  await page.getByLabel(/Mobile number/).fill(who.mobile);
-  await page.getByRole('button', { name: 'Send me a code' }).click();
-  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
-}
-
-async function enterCode(page: Page, code: string): Promise<void> {
-  await page.getByLabel('Code', { exact: true }).fill(code);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
 
 async function shoot(page: Page, name: string): Promise<void> {
   for (const width of [1280, 360]) {

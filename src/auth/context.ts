@@ -9,6 +9,7 @@ import type { SignInMethod } from './methods/method.ts';
 import type { ReplySender } from './reply/send.ts';
 import type { SealClient } from './seal/client.ts';
 import type { RecipientDirectory } from './seal/recipients.ts';
+import type { MessageAccess } from './sessions/access.ts';
 import type { SessionCookie } from './sessions/cookie.ts';
 import type { SessionStore } from './sessions/store.ts';
 import type { AuthKeys } from './secret.ts';
@@ -22,6 +23,8 @@ export interface AuthContext {
   limiter: CodeSendLimiter;
   seal: SealClient;
   recipients: RecipientDirectory;
+  /** Which sealed messages a session opens with what it has proven. */
+  access: MessageAccess;
   methods: Record<SignInMethodName, SignInMethod>;
   cookie: SessionCookie;
   keys: AuthKeys;
@@ -60,10 +63,13 @@ export interface SignedInSession extends LoadedSession {
   email: string;
 }
 
-export function requireSignedIn(request: FastifyRequest): SignedInSession {
+export async function requireSignedIn(request: FastifyRequest, access: MessageAccess, messageId?: string): Promise<SignedInSession> {
   const session = request.readerSession;
-  if (!session?.row.message_id || !session.row.email) {
-    throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
-  }
-  return { ...session, messageId: session.row.message_id, email: session.row.email };
+  // Without an id, the message the session signed in for last (clients before ids were named).
+  const id = messageId ?? session?.row.message_id;
+  if (!session || !id) throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
+  const lastSignIn = session.row.message_id === id && session.row.email ? { email: session.row.email } : undefined;
+  const as = lastSignIn ?? (await access.open(session.row.id, id));
+  if (!as) throw new AppError('unauthenticated', 401, 'Not signed in for this message: request a code and sign in first');
+  return { ...session, messageId: id, email: as.email };
 }

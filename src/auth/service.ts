@@ -26,6 +26,7 @@ import { replyIdentityDomain } from './reply/identity.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { SealClient } from './seal/client.ts';
 import { RecipientDirectory } from './seal/recipients.ts';
+import { MessageAccess } from './sessions/access.ts';
 import { deriveKeys, resolveAuthSecret } from './secret.ts';
 import { startCleanup } from './sessions/cleanup.ts';
 import { sessionCookie } from './sessions/cookie.ts';
@@ -112,6 +113,7 @@ export const authService: ServiceDefinition = {
       limiter,
       seal,
       recipients,
+      access: new MessageAccess(db, recipients, seal),
       methods: {
         sms: smsMethod({ provider, text: auth.sms.text, metrics }),
         email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics, defaultLanguage: auth.defaultLanguage }),

@@ -9,6 +9,8 @@ export interface AuthTables {
   drafts: DraftsTable;
   draft_files: DraftFilesTable;
   draft_versions: DraftVersionsTable;
+  session_factors: SessionFactorsTable;
+  session_grants: SessionGrantsTable;
 }
 
 export type SignInMethodName = 'sms' | 'email';
@@ -134,6 +136,28 @@ export interface DraftVersionsTable {
   message_id: string;
   email_key: string;
   version: number;
+}
+
+/**
+ * What a session proved (migration 0005): `email` by an email code (mobile ''), `sms` by an SMS code to
+ * that mobile number for that address.
+ */
+export interface SessionFactorsTable {
+  session_id: string;
+  method: SignInMethodName;
+  email_key: string;
+  email: string;
+  mobile: ColumnType<string, string | undefined, string>;
+  proven_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** A sealed message the session may open, as the recipient `email` signing in by `method`. */
+export interface SessionGrantsTable {
+  session_id: string;
+  message_id: string;
+  email: string;
+  method: SignInMethodName;
+  granted_at: ColumnType<Date, Date | undefined, never>;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

@@ -5,8 +5,8 @@ import type { SealedRecord } from '../../src/auth/seal/client.ts';
 
 /**
  * A stand-in for the seal service (B) in auth tests: just the two service-only reads the auth service
- * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content with the service
- * token). Messages are registered directly; an end-to-end test uses the real seal service instead.
+ * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content and GET
+ * /v1/recipients/{email}/sealed with the service token). Messages are registered directly; an end-to-end test uses the real seal service instead.
  */
 /** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;
@@ -32,6 +32,18 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     requests.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization });
     if (request.headers.authorization !== `Bearer ${options.serviceToken}`) return sendError(response, 401, 'This endpoint needs the service token');
+    const lookup = /^\/v1\/recipients\/([^/?]+)\/sealed(?:\?.*)?$/.exec(request.url ?? '');
+    if (request.method === 'GET' && lookup) {
+      // B's GET /v1/recipients/{email}/sealed: newest first, each entry with that recipient's row.
+      const key = decodeURIComponent(lookup[1]!).trim().toLowerCase();
+      const sealed = [...messages.values()]
+        .map(({ record }) => ({ record, recipient: record.recipients.find((r) => r.email.toLowerCase() === key) }))
+        .filter((entry) => entry.recipient !== undefined)
+        .reverse()
+        .map(({ record, recipient }) => ({ id: record.id, sender: record.sender, subject: record.subject, sealedAt: record.sealedAt, recipient: recipient! }));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sealed }));
+      return;
+    }
     const match = /^\/v1\/sealed\/([^/?]+)(\/content)?$/.exec(request.url ?? '');
     if (request.method !== 'GET' || !match) return sendError(response, 404, 'No such route');
     const entry = messages.get(decodeURIComponent(match[1]!));

@@ -3,6 +3,7 @@ import * as m0001 from './0001_auth.ts';
 import * as m0002 from './0002_replies.ts';
 import * as m0003 from './0003_code_refusals.ts';
 import * as m0004 from './0004_draft_versions.ts';
+import * as m0005 from './0005_session_factors.ts';
 
 /** The auth schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_replies': m0002,
   '0003_code_refusals': m0003,
   '0004_draft_versions': m0004,
+  '0005_session_factors': m0005,
 };

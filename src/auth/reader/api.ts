@@ -107,7 +107,22 @@ export class ApiError extends Error {
 export class Api {
   private csrf: string | undefined;
 
-  constructor(private readonly base = '') {}
+  /** `messageId`: the page's sealed message, which every request about a message names. */
+  constructor(
+    private readonly messageId: string,
+    private readonly base = '',
+  ) {}
+
+  /** The path with this page's message named (a session may open several). */
+  private about(path: string): string {
+    return `${path}${path.includes('?') ? '&' : '?'}messageId=${encodeURIComponent(this.messageId)}`;
+  }
+
+  /** The other sealed messages this session opens without a code, newest first. */
+  async messages(): Promise<OpenableMessage[]> {
+    const body = await this.json<{ messages?: unknown }>('GET', '/v1/messages');
+    return Array.isArray(body.messages) ? (body.messages as OpenableMessage[]) : [];
+  }
 
   config(messageId: string): Promise<ReaderConfig> {
     return this.json('GET', `/v1/config?messageId=${encodeURIComponent(messageId)}`);
@@ -127,11 +142,11 @@ export class Api {
   }
 
   message(options: { remoteImages?: boolean } = {}): Promise<SealedMessage> {
-    return this.json('GET', options.remoteImages ? '/v1/message?images=remote' : '/v1/message');
+    return this.json('GET', this.about(options.remoteImages ? '/v1/message?images=remote' : '/v1/message'));
   }
 
   attachmentUrl(index: number): string {
-    return `${this.base}/v1/message/attachments/${index}`;
+    return `${this.base}${this.about(`/v1/message/attachments/${index}`)}`;
   }
 
   /**
@@ -140,8 +155,8 @@ export class Api {
    * is the same on every device they sign in on.
    */
   async draft(): Promise<Draft> {
-    const listing = await this.json<Record<string, unknown>>('GET', '/v1/message/files');
-    const { body: reply, version } = await this.request<Record<string, unknown>>('GET', '/v1/message/reply');
+    const listing = await this.json<Record<string, unknown>>('GET', this.about('/v1/message/files'));
+    const { body: reply, version } = await this.request<Record<string, unknown>>('GET', this.about('/v1/message/reply'));
     // The files from the same answer as the version (which the service reads first): a file added in
     // between cannot be missing from the page while its version already counts it.
     const listed = Array.isArray(reply.files) ? reply.files : Array.isArray(listing.files) ? listing.files : [];
@@ -158,16 +173,16 @@ export class Api {
 
   /** Saves the text against `version`; answers the new version. */
   async saveDraft(draft: { text: string; bcc?: string }, version?: number): Promise<number | undefined> {
-    return (await this.request('PUT', '/v1/message/reply', draft, version)).version;
+    return (await this.request('PUT', this.about('/v1/message/reply'), draft, version)).version;
   }
 
   /** Answers the new version. */
   async removeFile(id: string, version?: number): Promise<number | undefined> {
-    return (await this.request('DELETE', `/v1/message/files/${encodeURIComponent(id)}`, undefined, version)).version;
+    return (await this.request('DELETE', this.about(`/v1/message/files/${encodeURIComponent(id)}`), undefined, version)).version;
   }
 
   async sendReply(body: { text: string; bcc?: string }, version?: number): Promise<unknown> {
-    return (await this.request('POST', '/v1/message/reply', body, version)).body;
+    return (await this.request('POST', this.about('/v1/message/reply'), body, version)).body;
   }
 
   logout(): Promise<unknown> {
@@ -182,7 +197,7 @@ export class Api {
     const { signal, version } = options;
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
-      xhr.open('POST', `${this.base}/v1/message/files`);
+      xhr.open('POST', `${this.base}${this.about('/v1/message/files')}`);
       xhr.setRequestHeader('accept', 'application/json');
       if (this.csrf) xhr.setRequestHeader('x-csrf-token', this.csrf);
       if (version !== undefined) xhr.setRequestHeader('if-match', `"${version}"`);
@@ -294,4 +309,12 @@ export interface CodeRequest {
   email: string;
   mobile?: string;
   method: Method;
+}
+
+/** One sealed message in the list of those the session opens (GET /v1/messages). */
+export interface OpenableMessage {
+  id: string;
+  sender: string;
+  subject: string;
+  sealedAt: string;
 }

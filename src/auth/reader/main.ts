@@ -27,7 +27,7 @@ async function start(): Promise<void> {
   const match = MESSAGE_PATH.exec(window.location.pathname);
   if (!match) return showAlone(fatalScreen({ t }, undefined, t.fatal.badLink));
   const messageId = match[1]!;
-  const api = new Api();
+  const api = new Api(messageId);
   showAlone(loadingScreen({ t }));
   try {
     const config = await api.config(messageId);

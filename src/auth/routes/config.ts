@@ -87,7 +87,13 @@ export async function configRoutes(app: App, context: AuthContext) {
         reply.header('set-cookie', context.cookie.set(issued.token));
       }
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
-      const signedIn = Boolean(session.row.message_id) && (messageId === undefined || session.row.message_id === messageId);
+      // Signed in for this message when the session signed in for it, or has proven what it asks for
+      // (docs/decisions.md#sessions-follow-the-person): then it opens without another code.
+      let openedAs: string | undefined;
+      if (messageId === undefined) openedAs = session.row.email ?? undefined;
+      else if (session.row.message_id === messageId && session.row.email) openedAs = session.row.email;
+      else if (session.row.signed_in_at) openedAs = (await context.access.open(session.row.id, messageId))?.email;
+      const signedIn = Boolean(session.row.message_id) && openedAs !== undefined;
       const { settings } = context;
       const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
       const expiresIn = pending ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - Date.now()) / 1000) : 0;
@@ -105,7 +111,7 @@ export async function configRoutes(app: App, context: AuthContext) {
       return {
         ...(messageId !== undefined ? { messageId, methods, ...about } : {}),
         signedIn,
-        ...(signedIn && session.row.email ? { email: session.row.email } : {}),
+        ...(signedIn && openedAs ? { email: openedAs } : {}),
         ...(codePending ? { codePending } : {}),
         codeLength: CODE_LENGTH,
         codeExpiresIn: settings.codeExpiresInSeconds,

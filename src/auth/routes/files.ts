@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
+import { MessageQuery } from './message-query.ts';
 import { emailKey } from '../seal/recipients.ts';
 import { csrfToken } from '../sessions/csrf.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
@@ -48,6 +49,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
     '/v1/message/files',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: "The draft reply's uploaded files; the X-CSRF-Token header carries the CSRF token",
         description: 'The draft belongs to the sealed message and the recipient, not the session: it is the same after signing in on another device.',
@@ -55,7 +57,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
       const files = await context.attachments.list(draftOwner(session));
       return { files, totalSize: files.reduce((sum, file) => sum + file.size, 0), limits: { maxFileSize, maxTotalSize } };
@@ -66,6 +68,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
     '/v1/message/files',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'Upload one file to the draft reply (multipart/form-data, one file per request)',
         description:
@@ -87,7 +90,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
       validatorCompiler: () => () => true,
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const expected = expectedVersion(request);
       if (!request.isMultipart()) throw new AppError('validation_failed', 415, 'Send the file as multipart/form-data');
       const part = await withinProgress(request.raw, request.file()).catch((error: unknown) => {
@@ -130,6 +133,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
     '/v1/message/files/:id',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'Remove a file from the draft reply (the stored object and its record)',
         description: `${VERSION_NOTE} The answer's ETag header carries the new version. ${CSRF_NOTE}`,
@@ -139,7 +143,7 @@ export async function filesRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       setVersion(reply, await context.attachments.remove(draftOwner(session), request.params.id, expectedVersion(request)));
       return reply.code(204).send(null);
     },

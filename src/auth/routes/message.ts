@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
+import { MESSAGE_QUERY, MessageQuery } from './message-query.ts';
 import { findAttachment } from '../message/attachment-stream.ts';
 import { readMessage } from '../message/read.ts';
 import { withSealCid } from '../seal/client.ts';
@@ -39,6 +40,15 @@ export const MessageResponse = Type.Object({
   }),
 });
 
+/** How many of a reader's sealed messages the list shows (newest first). */
+const OPENABLE_LIMIT = 50;
+
+const OpenableList = Type.Object({
+  messages: Type.Array(
+    Type.Object({ id: Type.String(), sender: Type.String(), subject: Type.String(), sealedAt: Type.String({ format: 'date-time' }) }),
+  ),
+});
+
 /**
  * Reading the sealed message of the signed-in session. The content comes from the seal service only
  * after it verified the SHA-256; when it cannot, the answer is a 502 and nothing of the content is shown.
@@ -66,12 +76,12 @@ export async function messageRoutes(app: App, context: AuthContext) {
           'Images from the internet are left out of the HTML (they would tell the sender when and where it was read); ' +
           'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them. ' +
           'Content that failed verification against its seal: 502 seal_broken with the cid (final); other 502s are upstream_failed.',
-        querystring: Type.Object({ images: Type.Optional(Type.Literal('remote')) }, { additionalProperties: false }),
+        querystring: Type.Object({ images: Type.Optional(Type.Literal('remote')), ...MESSAGE_QUERY }, { additionalProperties: false }),
         response: { 200: MessageResponse, ...errorResponses(401, 404, 502) },
       },
     },
     async (request) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const { record, view } = await load(session.messageId, { remoteImages: request.query.images === 'remote' });
       return {
         id: record.id,
@@ -82,9 +92,29 @@ export async function messageRoutes(app: App, context: AuthContext) {
   );
 
   app.get(
+    '/v1/messages',
+    {
+      schema: {
+        tags: TAGS.reading,
+        summary: 'The sealed messages this session opens without another code, newest first',
+        description:
+          'Every sealed message addressed to an address the session has proven whose sign-in method that proof satisfies: ' +
+          'an email code proves the address, an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person).',
+        response: { 200: OpenableList, ...errorResponses(401, 502) },
+      },
+    },
+    async (request) => {
+      const session = request.readerSession;
+      if (!session?.row.signed_in_at) throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
+      return { messages: await context.access.openable(session.row.id, OPENABLE_LIMIT) };
+    },
+  );
+
+  app.get(
     '/v1/message/attachments/:n',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.reading,
         summary: 'Download one attachment of the sealed message (index from GET /v1/message)',
         params: Type.Object({ n: Type.String({ pattern: '^(0|[1-9][0-9]{0,3})$' }) }),
@@ -92,7 +122,7 @@ export async function messageRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       // One request to B: its content answer says 404 when the message is gone.
       const { stream } = await context.seal.contentStream(session.messageId).catch(async (error: unknown) => {
         // The broken seal's CID, for a reader who opened the link to the file directly.

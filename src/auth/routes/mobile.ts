@@ -4,6 +4,7 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
+import { MessageQuery } from './message-query.ts';
 import { maskMobile } from '../masking.ts';
 import { normalizeMobile } from '../mobile.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
@@ -25,6 +26,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
     '/v1/mobile',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.signIn,
         summary: "Change the signed-in recipient's mobile number: sends a code to the new number",
         description:
@@ -36,7 +38,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const found = await context.recipients.find(session.messageId, session.email);
       if (!found) throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
       if (found.recipient.method !== 'sms') {
@@ -71,6 +73,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
     '/v1/mobile/verify',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.signIn,
         summary: 'Confirm the new mobile number with the code sent to it',
         description: `expired_code, incorrect_code or code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
@@ -79,7 +82,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       },
     },
     async (request) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const now = new Date();
       const checked = await context.codes.check(session.row.id, request.body.code, 'mobile_change', now, async (trx, target) => {
         // The code was issued for this session's recipient; the session cannot have changed recipient since

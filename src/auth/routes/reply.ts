@@ -3,6 +3,7 @@ import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { fileView } from '../attachments/upload.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
+import { MessageQuery } from './message-query.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
 import { FileSchema, draftOwner } from './files.ts';
@@ -65,6 +66,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
     '/v1/message/reply',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'The draft reply: text, html, bcc, files and version',
         description: 'The version is also in the ETag header. It is read before the rest: a change made meanwhile makes the next change a draft_conflict, never a change against content the client has not seen.',
@@ -72,7 +74,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const owner = draftOwner(session);
       const version = await context.drafts.version(owner);
       setVersion(reply, version);
@@ -86,6 +88,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
     '/v1/message/reply',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'Save the draft reply (text, html, bcc); starts the draft when there is none',
         description: `Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ${VERSION_NOTE} 409 conflict while the reply is being sent. ${CSRF_NOTE}`,
@@ -95,7 +98,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const { text, html, bcc } = request.body;
       const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date(), expectedVersion(request));
       if (saved === 'sending') throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
@@ -108,6 +111,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
     '/v1/message/reply',
     {
       schema: {
+        querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'Send the reply with the draft\'s files to the sender of the sealed message',
         description:
@@ -137,7 +141,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
       },
     },
     async (request, reply) => {
-      const session = requireSignedIn(request);
+      const session = await requireSignedIn(request, context.access, request.query.messageId);
       const { version, ...sent } = await context.replies.send(session, request.body, request.log, expectedVersion(request));
       if (version !== undefined) setVersion(reply, version);
       return reply.code(202).send(sent);

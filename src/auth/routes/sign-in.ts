@@ -143,7 +143,12 @@ export async function signInRoutes(app: App, context: AuthContext) {
       const rememberMe = request.body.rememberMe === true;
       const now = new Date();
       const checked = await context.codes.check(session.row.id, request.body.code, 'sign_in', now, (trx, target) =>
-        context.sessions.signIn(trx, session.row.id, { messageId: target.messageId, email: target.email, method: target.method, rememberMe }, now),
+        context.sessions.signIn(
+          trx,
+          session.row.id,
+          { messageId: target.messageId, email: target.email, method: target.method, mobile: target.destination, rememberMe },
+          now,
+        ),
       );
       context.metrics.signIns.inc({ outcome: OUTCOME_LABEL[checked.outcome] });
       if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');

@@ -2,11 +2,13 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Static } from 'typebox';
 import { Value } from 'typebox/value';
-import { SealedViewSchema } from '../../contracts/seal.ts';
+import { RecipientSealedSchema, SealedViewSchema } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
 export type SealedRecord = Static<typeof SealedViewSchema>;
+/** GET {SEAL_URL}/v1/recipients/{email}/sealed: one recipient's sealed messages, newest first. */
+export type RecipientSealed = Static<typeof RecipientSealedSchema>['sealed'];
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -28,6 +30,15 @@ export class SealClient {
       maxContentBytes?: number;
     },
   ) {}
+
+  /** The sealed messages addressed to `email`, newest first (at most `limit`). */
+  async sealedFor(email: string, limit: number): Promise<RecipientSealed> {
+    const response = await this.get(`/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`);
+    if (response.status !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
+    const answer: unknown = await response.json().catch(() => undefined);
+    if (!Value.Check(RecipientSealedSchema, answer)) throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
+    return answer.sealed;
+  }
 
   /** The record, or undefined when B does not know the id. */
   async sealed(id: string): Promise<SealedRecord | undefined> {

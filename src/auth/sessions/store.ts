@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely, Transaction, Updateable } from 'kysely';
+import { emailKey } from '../seal/recipients.ts';
 import type { AuthTables, SessionRow, SessionsTable } from '../tables.ts';
 
 export interface SessionTimeouts {
@@ -82,9 +83,20 @@ export class SessionStore {
   async signIn(
     trx: Transaction<AuthTables>,
     sessionId: string,
-    who: { messageId: string; email: string; method: 'sms' | 'email'; rememberMe: boolean },
+    who: { messageId: string; email: string; method: 'sms' | 'email'; mobile?: string; rememberMe: boolean },
     now: Date,
   ): Promise<{ token: string; expiresAt: Date }> {
+    // The proof the code gave, kept for every other message it satisfies, and the message it was for.
+    await trx
+      .insertInto('session_factors')
+      .values({ session_id: sessionId, method: who.method, email_key: emailKey(who.email), email: who.email, mobile: who.method === 'sms' ? (who.mobile ?? '') : '' })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    await trx
+      .insertInto('session_grants')
+      .values({ session_id: sessionId, message_id: who.messageId, email: who.email, method: who.method })
+      .onConflict((oc) => oc.columns(['session_id', 'message_id']).doUpdateSet({ email: who.email, method: who.method }))
+      .execute();
     const token = newToken();
     const lifetime = who.rememberMe ? this.timeouts.rememberMeMs : this.timeouts.absoluteMs;
     const expiresAt = new Date(now.getTime() + lifetime);

@@ -1,4 +1,4 @@
-import type { Address, SealedMessage } from '../api.ts';
+import type { Address, OpenableMessage, SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
@@ -16,9 +16,10 @@ import { isCode } from '../errors.ts';
 export async function messageScreen(reader: Reader): Promise<void> {
   reader.show(loadingScreen(reader));
   try {
-    const [message, draft] = await Promise.all([reader.api.message(), loadDraft(reader)]);
+    // The list of the reader's other messages is a help, never a reason not to show this one.
+    const [message, draft, others] = await Promise.all([reader.api.message(), loadDraft(reader), reader.api.messages().catch(() => [])]);
     if ('error' in draft && isSessionGone(draft.error)) throw draft.error;
-    reader.show(readScreen(reader, message, draft));
+    reader.show(readScreen(reader, message, draft, others.filter((other) => other.id !== message.id)));
   } catch (error) {
     if (isSessionGone(error)) {
       reader.notice = reader.t.sessionEnded;
@@ -31,7 +32,7 @@ export async function messageScreen(reader: Reader): Promise<void> {
   }
 }
 
-export function readScreen(reader: Reader, message: SealedMessage, draft: DraftOutcome): Screen {
+export function readScreen(reader: Reader, message: SealedMessage, draft: DraftOutcome, others: OpenableMessage[] = []): Screen {
   const { t } = reader;
   const subject = message.subject || t.message.noSubject;
   return {
@@ -106,9 +107,41 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
           attachments,
         ),
         replySection(reader, message, draft),
+        otherMessages(reader, others),
       );
     },
   };
+}
+
+/**
+ * The reader's other sealed messages that this sign-in opens too (GET /v1/messages), newest first: each
+ * a link to its own page, which opens without another code.
+ */
+function otherMessages(reader: Reader, others: OpenableMessage[]): HTMLElement | null {
+  const { t } = reader;
+  if (others.length === 0) return null;
+  return h(
+    'section',
+    { class: 'card others', 'aria-labelledby': 'others-title' },
+    h('h2', { id: 'others-title' }, t.others.title),
+    h('p', { class: 'hint' }, t.others.explain),
+    h(
+      'ul',
+      {},
+      ...others.map((other) =>
+        h(
+          'li',
+          {},
+          h(
+            'a',
+            { href: `/m/${encodeURIComponent(other.id)}` },
+            h('span', { class: 'other-subject' }, other.subject || t.message.noSubject),
+            h('span', { class: 'other-meta' }, t.others.meta(other.sender, formatDate(other.sealedAt, t.lang))),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 /** Text in a plain block; HTML in a sandboxed frame, with "show images" when the sender's had some. */

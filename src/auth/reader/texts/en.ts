@@ -72,6 +72,12 @@ export const en = {
     signOutFailed: 'You are still signed in: signing out did not work.',
   },
 
+  others: {
+    title: 'Your other sealed messages',
+    explain: 'You can open these without another code.',
+    meta: (sender: string, date: string) => `from ${sender}, sealed ${date}`,
+  },
+
   reply: {
     title: 'Reply',
     to: (to: string) => `Your reply goes to ${to}.`,

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
+import type { Page } from 'playwright-core';
+import type { SmsCapture } from './sms-capture.ts';
+import type { SmtpSink } from './smtp-sink.ts';
+
+/**
+ * What the browser tests of the reader page do as a recipient would: seal a message by mail, take the
+ * reader link from the notification, ask for a code on the page and enter the one the SMS brought.
+ */
+
+export const SENDER = 'Dana Sender <dana@sender.example>';
+
+export async function sendSealedMail(smtpPort: number, to: { email: string; mobile: string }, subject: string, text: string): Promise<void> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  try {
+    await transport.sendMail({ from: SENDER, to: to.email, subject, text, headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }] });
+  } finally {
+    transport.close();
+  }
+}
+
+/** Seals a message for `to` by mail and returns the reader link of the notification it brings. */
+export async function sealFor(smtpPort: number, sink: SmtpSink, to: { email: string; mobile: string }, subject: string, text: string): Promise<string> {
+  const before = sink.messages.length;
+  await sendSealedMail(smtpPort, to, subject, text);
+  return readerLink(sink, to.email, before);
+}
+
+/** The reader link of the first notification to `to` beyond the `before` first messages at the sink. */
+export async function readerLink(sink: SmtpSink, to: string, before: number): Promise<string> {
+  const about = (m: SmtpSink['messages'][number]) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
+  await sink.waitUntil(() => sink.messages.slice(before).some(about), 30_000, `the notification to ${to}`);
+  const parsed = await simpleParser(sink.messages.slice(before).find(about)!.raw);
+  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
+  assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
+  return link;
+}
+
+/** Waits until the SMS capture has a code for `to` beyond the `before` first messages. */
+export async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  while (sms.messages.slice(before).every((m) => m.to !== to)) {
+    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return sms.lastCodeTo(to);
+}
+
+export const sentTo = (sms: SmsCapture, to: string) => sms.messages.filter((m) => m.to === to).length;
+export const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+export async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
+  await page.goto(link);
+  await page.getByLabel('Email address').fill(who.email);
+  await page.getByLabel(/Mobile number/).fill(who.mobile);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+}
+
+export async function enterCode(page: Page, code: string): Promise<void> {
+  await page.getByLabel('Code', { exact: true }).fill(code);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
