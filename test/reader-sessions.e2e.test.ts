@@ -20,6 +20,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const SUBJECTS = ['Your lease, sealed', 'Your deposit, sealed', 'Your keys, sealed'];
+const NEW_MOBILE = '+41797654321';
 
 describe('one sign-in opens every sealed message of the recipient (Chromium)', () => {
   let sms: SmsCapture;
@@ -87,6 +88,44 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     }
     assert.equal(sms.messages.length, codesAfterSignIn, 'no code after the restart either');
     await restarted.close();
+  });
+
+  it('changes the mobile number with a code to the current number, then one to the new number, and tells the old number and the address', async () => {
+    const link = await sealFor(sealpost.ports.smtp, sink, ALICE, 'Your contract, sealed', 'Please sign.');
+    const context = await browser.newContext({ viewport: { width: 360, height: 780 } });
+    const page = await context.newPage();
+    try {
+      const before = sms.messages.length;
+      await requestCode(page, link, ALICE);
+      await enterCode(page, await nextCode(sms, ALICE.mobile, before));
+      await opened(page, 'Your contract, sealed');
+
+      await page.getByText('Change your mobile number').click();
+      await page.getByLabel('New mobile number').fill(ALICE.mobile);
+      await page.getByRole('button', { name: 'Send a code to my current number' }).click();
+      await page.getByRole('alert').filter({ hasText: 'This is already your mobile number.' }).waitFor();
+
+      const sentBefore = sms.messages.length;
+      await page.getByLabel('New mobile number').fill(NEW_MOBILE);
+      await page.getByRole('button', { name: 'Send a code to my current number' }).click();
+      await page.getByText('Enter the code we sent to +41*******67.').waitFor();
+      assert.deepEqual(sms.messages.slice(sentBefore).map((m) => m.to), [ALICE.mobile], 'the first code goes to the current number');
+      await page.getByLabel('Code', { exact: true }).fill(sms.lastCodeTo(ALICE.mobile));
+      await page.getByRole('button', { name: 'Confirm' }).click();
+      await page.getByText('Enter the code we sent to +41*******21.').waitFor();
+      await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, NEW_MOBILE, sentBefore));
+      const mailsBefore = sink.messages.length;
+      await page.getByRole('button', { name: 'Confirm' }).click();
+      await page.getByRole('status').filter({ hasText: `Your mobile number is now ${NEW_MOBILE}.` }).waitFor();
+
+      const notice = sms.messages.filter((m) => m.to === ALICE.mobile).at(-1)!;
+      assert.match(notice.text, /was changed on .+ UTC\. If this was not you, contact the sender\./);
+      await sink.waitUntil(() => sink.messages.slice(mailsBefore).some((m) => m.to.includes(ALICE.email)), 15_000, 'the notice to the address');
+      const mail = sink.messages.slice(mailsBefore).find((m) => m.to.includes(ALICE.email))!;
+      assert.match(mail.raw.toString(), /^Subject: Your mobile number for a sealed message was changed\r?$/m);
+    } finally {
+      await context.close();
+    }
   });
 
   it('without keep-me-signed-in, a browser restart asks for a code again', async () => {

@@ -9,6 +9,7 @@ import type { SignInMethod } from './methods/method.ts';
 import type { ReplySender } from './reply/send.ts';
 import type { SealClient } from './seal/client.ts';
 import type { RecipientDirectory } from './seal/recipients.ts';
+import type { MobileChangeNotices } from './mobile-notices.ts';
 import type { MessageAccess } from './sessions/access.ts';
 import type { SessionCookie } from './sessions/cookie.ts';
 import type { SessionStore } from './sessions/store.ts';
@@ -25,6 +26,8 @@ export interface AuthContext {
   recipients: RecipientDirectory;
   /** Which sealed messages a session opens with what it has proven. */
   access: MessageAccess;
+  /** Tells the old number and the address of a mobile change. */
+  mobileNotices: MobileChangeNotices;
   methods: Record<SignInMethodName, SignInMethod>;
   cookie: SessionCookie;
   keys: AuthKeys;

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
 import { assertError } from '../../test/support/auth-assert.ts';
 import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
 import type { Reader } from '../../test/support/auth-reader.ts';
@@ -43,11 +44,34 @@ describe("changing the recipient's mobile number", () => {
     assert.equal(harness.sms.messages.length, sms);
   });
 
-  it('sends a code to the new number and changes it once that code is confirmed; sign-in then uses the new number', async () => {
+  /** PUT /v1/mobile, then the code to the current number: answers the code sent to the new one. */
+  async function proveCurrent(reader: Reader, mobile: string): Promise<string> {
+    const changing = await reader.request('PUT', '/v1/mobile', { body: { mobile } });
+    assert.equal(changing.status, 202, JSON.stringify(changing.body));
+    assert.deepEqual(changing.body, { step: 'current', to: '+41*******67', codeLength: 6, expiresIn: 900 });
+    const proven = await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } });
+    assert.equal(proven.status, 202, JSON.stringify(proven.body));
+    assert.equal(proven.body.step, 'new');
+    return harness.sms.lastCodeTo(normalized(mobile));
+  }
+  const normalized = (mobile: string) => `+${mobile.replace(/\D/g, '')}`;
+
+  it('asks a code of the current number first, then of the new one, changes it, and tells the old number and the address', async () => {
     const { reader, messageId } = await signedInAlice();
+    const sentBefore = harness.sms.messages.length;
     const changing = await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41 79 765 43 21' } });
     assert.equal(changing.status, 202, JSON.stringify(changing.body));
-    assert.deepEqual(changing.body, { codeLength: 6, expiresIn: 900 });
+    assert.equal(changing.body.step, 'current');
+    assert.deepEqual(
+      harness.sms.messages.slice(sentBefore).map((m) => m.to),
+      [ALICE.mobile],
+      'the first code goes to the current number, nothing to the new one yet',
+    );
+    // The new number's code is refused before the current number is proven: there is none yet.
+    assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: '000000' } }), 401, 'incorrect_code');
+    const proven = await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } });
+    assert.equal(proven.status, 202, JSON.stringify(proven.body));
+    assert.deepEqual(proven.body, { step: 'new', to: '+41*******21', codeLength: 6, expiresIn: 900 });
     const code = harness.sms.lastCodeTo(NEW_MOBILE);
 
     // Not yet confirmed: the old number still signs in.
@@ -58,6 +82,15 @@ describe("changing the recipient's mobile number", () => {
     const confirmed = await reader.request('POST', '/v1/mobile/verify', { body: { code } });
     assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
     assert.deepEqual(confirmed.body, { mobile: NEW_MOBILE });
+
+    // The old number and the address are told, with the sender and the time.
+    const notice = harness.sms.messages.filter((m) => m.to === ALICE.mobile).at(-1)!;
+    assert.match(notice.text, /mobile number for your sealed message from sender@example\.org was changed on .+ UTC\. If this was not you/);
+    const outbox = join(harness.auth.config.dataDir, 'outbox');
+    const mails = await Promise.all((await readdir(outbox)).filter((name) => name.endsWith('.eml')).map((name) => readFile(join(outbox, name), 'utf8')));
+    const told = mails.find((mail) => /^To: alice@example\.com$/m.test(mail) && /^Subject: Your mobile number for a sealed message was changed$/m.test(mail));
+    assert.ok(told, 'an email to the address on record');
+    assert.match((await simpleParser(told)).text ?? '', /from sender@example\.org was changed on .+ UTC, to \+41\*{7}21\./);
 
     const later = harness.reader();
     await later.get(`/v1/config?messageId=${messageId}`);
@@ -78,12 +111,21 @@ describe("changing the recipient's mobile number", () => {
     assert.equal((await elsewhere.request('POST', '/v1/auth/code', { body: { messageId: other.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } })).status, 200);
   });
 
-  it('refuses a wrong confirmation code, and does not take the confirmation code for a sign-in', async () => {
+  it('a session alone cannot change the number: without the current number\'s code nothing goes to the new one', async () => {
+    const { reader } = await signedInAlice();
+    await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797000002' } });
+    const wrong = String((Number(harness.sms.lastCodeTo(ALICE.mobile)) + 1) % 1e6).padStart(6, '0');
+    assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: wrong } }), 401, 'incorrect_code');
+    assert.equal(harness.sms.messages.filter((m) => m.to === '+41797000002').length, 0, 'no code to the new number');
+  });
+
+  it('refuses a wrong confirmation code, and does not take the confirmation codes for a sign-in', async () => {
     const { reader } = await signedInAlice();
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: '123456' } }), 401, 'incorrect_code');
     await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797000001' } });
-    const code = harness.sms.lastCodeTo('+41797000001');
-    // The mobile-change code does not sign anyone in.
+    // Neither code of a mobile change signs anyone in.
+    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } }), 401, 'incorrect_code');
+    const code = await proveCurrent(reader, '+41797000001');
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
     const wrong = String((Number(code) + 1) % 1e6).padStart(6, '0');
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: wrong } }), 401, 'incorrect_code');
@@ -117,6 +159,7 @@ describe('changing the mobile number: expiry', () => {
     const reader = harness.reader();
     await signInAlice(harness, reader, record.id);
     await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } });
+    assert.equal((await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } })).status, 202);
     const code = harness.sms.lastCodeTo(NEW_MOBILE);
     await new Promise((resolve) => setTimeout(resolve, 2200));
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code } }), 401, 'expired_code');

@@ -27,6 +27,7 @@ import { loadDkimSigner } from '../kernel/dkim.ts';
 import { SealClient } from './seal/client.ts';
 import { RecipientDirectory } from './seal/recipients.ts';
 import { MessageAccess } from './sessions/access.ts';
+import { MobileChangeNotices } from './mobile-notices.ts';
 import { deriveKeys, resolveAuthSecret } from './secret.ts';
 import { startCleanup } from './sessions/cleanup.ts';
 import { sessionCookie } from './sessions/cookie.ts';
@@ -114,6 +115,7 @@ export const authService: ServiceDefinition = {
       seal,
       recipients,
       access: new MessageAccess(db, recipients, seal),
+      mobileNotices: new MobileChangeNotices({ provider, mailer, defaultLanguage: auth.defaultLanguage }),
       methods: {
         sms: smsMethod({ provider, text: auth.sms.text, metrics }),
         email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics, defaultLanguage: auth.defaultLanguage }),

@@ -14,8 +14,11 @@ export interface AuthTables {
 }
 
 export type SignInMethodName = 'sms' | 'email';
-/** What a pending code proves when it is entered: a sign-in, or the ownership of a new mobile number. */
-export type CodePurpose = 'sign_in' | 'mobile_change';
+/**
+ * What a pending code proves when it is entered: a sign-in; for a mobile change, first the current number
+ * (`mobile_current`), then the new one (`mobile_change`).
+ */
+export type CodePurpose = 'sign_in' | 'mobile_current' | 'mobile_change';
 
 /**
  * One server-side session. The cookie carries a random 256-bit token; only its SHA-256 is stored, so a
@@ -50,6 +53,8 @@ export interface SessionsTable {
    * (docs/design.md#codes).
    */
   code_failed_attempts: ColumnType<number, number | undefined, number>;
+  /** The number a mobile change goes to, while the code to the current number is pending (migration 0005). */
+  mobile_change_to: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One code sent (SMS or email): the rows the rate limits count, per destination and per client. */

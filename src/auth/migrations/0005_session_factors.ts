@@ -7,6 +7,8 @@ import { sql, type Kysely } from 'kysely';
  * requests for it need no look at the seal service. Both go with their session.
  */
 export async function up(db: Kysely<any>): Promise<void> {
+  // A mobile change proves the current number before the new one: the new one waits here meanwhile.
+  await db.schema.alterTable('sessions').addColumn('mobile_change_to', 'text').execute();
   await db.schema
     .createTable('session_factors')
     .addColumn('session_id', 'uuid', (c) => c.notNull().references('sessions.id').onDelete('cascade'))

@@ -18,6 +18,8 @@ export interface ReaderConfig {
   signedIn: boolean;
   /** The signed-in recipient's address (when signedIn). */
   email?: string;
+  /** How that recipient signs in to this message (when signedIn): `sms` can change the number. */
+  method?: Method;
   /** Not signed in, and this session was sent a code for this message that can still be tried (a reload). */
   codePending?: CodePending;
   codeLength: number;
@@ -47,6 +49,7 @@ export interface SignedIn {
   signedIn: true;
   messageId: string;
   email: string;
+  method: Method;
   rememberMe: boolean;
   expiresAt: string;
 }
@@ -116,6 +119,16 @@ export class Api {
   /** The path with this page's message named (a session may open several). */
   private about(path: string): string {
     return `${path}${path.includes('?') ? '&' : '?'}messageId=${encodeURIComponent(this.messageId)}`;
+  }
+
+  /** A mobile change, step one: a code goes to the current number. */
+  changeMobile(mobile: string): Promise<MobileStep> {
+    return this.json('PUT', this.about('/v1/mobile'), { mobile });
+  }
+
+  /** The code of the step under way: the next step (a code to the new number), or the number changed. */
+  confirmMobile(code: string): Promise<MobileStep | { mobile: string }> {
+    return this.json('POST', this.about('/v1/mobile/verify'), { code });
   }
 
   /** The other sealed messages this session opens without a code, newest first. */
@@ -317,4 +330,12 @@ export interface OpenableMessage {
   sender: string;
   subject: string;
   sealedAt: string;
+}
+
+/** A step of a mobile change: which number the code just sent went to (masked). */
+export interface MobileStep {
+  step: 'current' | 'new';
+  to: string;
+  codeLength: number;
+  expiresIn: number;
 }

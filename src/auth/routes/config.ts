@@ -19,6 +19,7 @@ const ReaderConfig = Type.Object({
   subject: Type.Optional(Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" })),
   signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
   email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
+  method: Type.Optional(Type.Union([Type.Literal('sms'), Type.Literal('email')], { description: 'how that recipient signs in to this message (when signedIn)' })),
   codePending: Type.Optional(
     Type.Object(
       {
@@ -89,10 +90,10 @@ export async function configRoutes(app: App, context: AuthContext) {
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
       // Signed in for this message when the session signed in for it, or has proven what it asks for
       // (docs/decisions.md#sessions-follow-the-person): then it opens without another code.
-      let openedAs: string | undefined;
-      if (messageId === undefined) openedAs = session.row.email ?? undefined;
-      else if (session.row.message_id === messageId && session.row.email) openedAs = session.row.email;
-      else if (session.row.signed_in_at) openedAs = (await context.access.open(session.row.id, messageId))?.email;
+      let openedAs: { email: string; method?: 'sms' | 'email' } | undefined;
+      const last = session.row.email ? { email: session.row.email, ...(session.row.method ? { method: session.row.method } : {}) } : undefined;
+      if (messageId === undefined || session.row.message_id === messageId) openedAs = last;
+      else if (session.row.signed_in_at) openedAs = await context.access.open(session.row.id, messageId);
       const signedIn = Boolean(session.row.message_id) && openedAs !== undefined;
       const { settings } = context;
       const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
@@ -111,7 +112,7 @@ export async function configRoutes(app: App, context: AuthContext) {
       return {
         ...(messageId !== undefined ? { messageId, methods, ...about } : {}),
         signedIn,
-        ...(signedIn && openedAs ? { email: openedAs } : {}),
+        ...(signedIn && openedAs ? openedAs : {}),
         ...(codePending ? { codePending } : {}),
         codeLength: CODE_LENGTH,
         codeExpiresIn: settings.codeExpiresInSeconds,

@@ -1,9 +1,10 @@
-import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
-import { requireSignedIn, type AuthContext } from '../context.ts';
+import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from './message-query.ts';
 import { maskMobile } from '../masking.ts';
 import { normalizeMobile } from '../mobile.ts';
@@ -15,57 +16,75 @@ const NewMobile = Type.Object(
 );
 const ConfirmMobile = Type.Object({ code: Type.String({ maxLength: 32 }) }, { additionalProperties: false });
 
+const CodeStep = Type.Object({
+  step: Type.Union([Type.Literal('current'), Type.Literal('new')], { description: 'which number the code just sent went to' }),
+  to: Type.String({ description: 'that number, masked' }),
+  codeLength: Type.Integer(),
+  expiresIn: Type.Integer(),
+});
+
 /**
- * Changing the recipient's mobile number, in two steps: PUT /v1/mobile sends a code to the new number,
- * POST /v1/mobile/verify with that code makes the change. The seal service's record is immutable, so
- * the confirmed number is kept here (mobile_overrides, per message and recipient) and wins over it for
- * every later SMS sign-in to that message.
+ * Changing the recipient's mobile number, so that a session alone (a remember-me cookie on a shared
+ * computer) cannot take the number over: PUT /v1/mobile sends a code to the *current* number; POST
+ * /v1/mobile/verify with it sends a code to the new number; POST /v1/mobile/verify with that one makes the
+ * change, and the old number (SMS) and the address (email) are told. The seal service's record is
+ * immutable, so the confirmed number is kept here (mobile_overrides, per message and recipient) and wins
+ * over it for every later SMS sign-in to that message.
  */
 export async function mobileRoutes(app: App, context: AuthContext) {
+  /** Sends a code of this step to `to` under the send limits, and makes it the session's pending code. */
+  async function sendStepCode(
+    request: FastifyRequest,
+    session: SignedInSession,
+    step: 'current' | 'new',
+    to: string,
+    email: string,
+  ): Promise<Static<typeof CodeStep>> {
+    const sms = context.methods.sms;
+    const client = clientKey(clientAddress(request, context.trustProxyHops));
+    const reservation = await context.limiter.reserve(sms.limitKey(to), client, new Date());
+    const code = context.codes.newCode();
+    try {
+      await sms.send(to, code, request.log);
+    } catch (error) {
+      await reservation.release();
+      throw error;
+    }
+    const purpose = step === 'current' ? 'mobile_current' : 'mobile_change';
+    await context.codes.store(session.row.id, { purpose, method: 'sms', messageId: session.messageId, email, destination: to }, code, new Date());
+    request.log.info({ messageId: session.messageId, step, to: maskMobile(to) }, 'mobile change code issued');
+    return { step, to: maskMobile(to), codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
+  }
+
   app.put(
     '/v1/mobile',
     {
       schema: {
         querystring: MessageQuery,
         tags: TAGS.signIn,
-        summary: "Change the signed-in recipient's mobile number: sends a code to the new number",
+        summary: "Change the signed-in recipient's mobile number: first a code to the current number",
         description:
           'Only for recipients who sign in by SMS (forbidden_auth_method otherwise). invalid_mobile (400); ' +
-          'new_mobile_conflict (409) when it is the current number; sms_rate_limit (429). Confirm with POST /v1/mobile/verify. ' +
+          'new_mobile_conflict (409) when it is the current number; sms_rate_limit (429). The code goes to the current ' +
+          'number; POST /v1/mobile/verify with it sends one to the new number. ' +
           CSRF_NOTE,
         body: NewMobile,
-        response: { 202: Type.Object({ codeLength: Type.Integer(), expiresIn: Type.Integer() }), ...errorResponses(400, 401, 403, 409, 429, 502) },
+        response: { 202: CodeStep, ...errorResponses(400, 401, 403, 409, 429, 502) },
       },
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const found = await context.recipients.find(session.messageId, session.email);
       if (!found) throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
-      if (found.recipient.method !== 'sms') {
+      if (found.recipient.method !== 'sms' || !found.recipient.mobile) {
         throw new AppError('forbidden_auth_method', 403, 'This recipient signs in by email; there is no mobile number to change');
       }
       const mobile = normalizeMobile(request.body.mobile);
       if (!mobile) throw new AppError('invalid_mobile', 400, 'This is not a valid mobile number in international format (+41 79 123 45 67)');
       if (mobile === found.recipient.mobile) throw new AppError('new_mobile_conflict', 409, 'The new mobile number is the current one');
-
-      const sms = context.methods.sms;
-      const client = clientKey(clientAddress(request, context.trustProxyHops));
-      const reservation = await context.limiter.reserve(sms.limitKey(mobile), client, new Date());
-      const code = context.codes.newCode();
-      try {
-        await sms.send(mobile, code, request.log);
-      } catch (error) {
-        await reservation.release();
-        throw error;
-      }
-      await context.codes.store(
-        session.row.id,
-        { purpose: 'mobile_change', method: 'sms', messageId: session.messageId, email: found.recipient.email, destination: mobile },
-        code,
-        new Date(),
-      );
-      request.log.info({ messageId: session.messageId, to: maskMobile(mobile) }, 'mobile change code issued');
-      return reply.code(202).send({ codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds });
+      const sent = await sendStepCode(request, session, 'current', found.recipient.mobile, found.recipient.email);
+      await context.sessions.setMobileChangeTo(session.row.id, mobile);
+      return reply.code(202).send(sent);
     },
   );
 
@@ -75,26 +94,52 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       schema: {
         querystring: MessageQuery,
         tags: TAGS.signIn,
-        summary: 'Confirm the new mobile number with the code sent to it',
-        description: `expired_code, incorrect_code or code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
+        summary: 'Confirm a step of the mobile change with the code sent for it',
+        description:
+          'With the code sent to the current number: 202, and a code goes to the new number. With that one: 200, the ' +
+          'number is changed, and the old number and the email address are told. expired_code, incorrect_code or ' +
+          `code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
-        response: { 200: Type.Object({ mobile: Type.String() }), ...errorResponses(400, 401, 403) },
+        response: { 200: Type.Object({ mobile: Type.String() }), 202: CodeStep, ...errorResponses(400, 401, 403, 429, 502) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const now = new Date();
-      const checked = await context.codes.check(session.row.id, request.body.code, 'mobile_change', now, async (trx, target) => {
+      const step = session.row.code_purpose === 'mobile_current' ? 'mobile_current' : 'mobile_change';
+      const before = step === 'mobile_change' ? await context.recipients.find(session.messageId, session.email) : undefined;
+      const checked = await context.codes.check(session.row.id, request.body.code, step, now, async (trx, target) => {
         // The code was issued for this session's recipient; the session cannot have changed recipient since
         // without its code being replaced, but the check costs nothing.
         if (target.messageId !== session.messageId || target.email !== session.email) return undefined;
+        if (step === 'mobile_current') return target.destination;
         await context.recipients.setMobile(trx, target.messageId, target.email, target.destination, now);
         return target.destination;
       });
       if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
       if (checked.outcome === 'voided') throw new AppError('code_attempts_exceeded', 401, 'Too many wrong tries: this code can no longer be used; request a new one');
       if (checked.outcome === 'incorrect' || checked.result === undefined) throw context.methods.sms.wrongCode();
+      if (step === 'mobile_current') {
+        // The current number is proven: now the new one, which PUT /v1/mobile kept on the session.
+        const to = session.row.mobile_change_to;
+        if (!to) throw new AppError('conflict', 409, 'No mobile change is under way; start again');
+        return reply.code(202).send(await sendStepCode(request, session, 'new', to, session.email));
+      }
       request.log.info({ messageId: session.messageId, to: maskMobile(checked.result) }, 'mobile number changed');
+      await context.sessions.setMobileChangeTo(session.row.id, null);
+      if (before?.recipient.mobile) {
+        await context.mobileNotices.tell(
+          {
+            email: before.recipient.email,
+            oldMobile: before.recipient.mobile,
+            newMobile: checked.result,
+            sender: before.record.sender,
+            at: now,
+            language: before.recipient.language,
+          },
+          request.log,
+        );
+      }
       return { mobile: checked.result };
     },
   );

@@ -42,6 +42,7 @@ const SignedIn = Type.Object({
   signedIn: Type.Literal(true),
   messageId: Type.String(),
   email: Type.String(),
+  method: Type.Union([Type.Literal('sms'), Type.Literal('email')], { description: 'how the code came, and so what it proved' }),
   rememberMe: Type.Boolean(),
   expiresAt: Type.String({ format: 'date-time', description: 'the absolute end of this session' }),
 });
@@ -166,7 +167,8 @@ export async function signInRoutes(app: App, context: AuthContext) {
       reply.header('set-cookie', context.cookie.set(token, rememberMe ? context.settings.rememberMeMaxAgeSeconds : undefined));
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, token));
       request.log.info({ messageId: checked.target.messageId, method: checked.target.method, rememberMe }, 'signed in');
-      return { signedIn: true as const, messageId: checked.target.messageId, email: checked.target.email, rememberMe, expiresAt: expiresAt.toISOString() };
+      const { messageId, email, method } = checked.target;
+      return { signedIn: true as const, messageId, email, method, rememberMe, expiresAt: expiresAt.toISOString() };
     },
   );
 }

@@ -113,6 +113,11 @@ export class SessionStore {
     return { token, expiresAt };
   }
 
+  /** The number a mobile change goes to, kept while the code to the current number is pending; null ends it. */
+  async setMobileChangeTo(sessionId: string, mobile: string | null): Promise<void> {
+    await this.db.updateTable('sessions').set({ mobile_change_to: mobile }).where('id', '=', sessionId).execute();
+  }
+
   async delete(sessionId: string): Promise<void> {
     await this.db.deleteFrom('sessions').where('id', '=', sessionId).execute();
   }

@@ -9,4 +9,16 @@ export const de: CodeMailTexts = {
       `Geben Sie ihn auf der Seite ein, auf der Sie ihn angefordert haben. Er ist ${minutes} Minuten gültig.`,
       'Wenn Sie keinen Code angefordert haben, können Sie diese E-Mail ignorieren.',
     ].join('\r\n')}\r\n`,
+  mobileChanged: {
+    subject: 'Ihre Mobilnummer für eine versiegelte Nachricht wurde geändert',
+    body: (sender: string, when: string, to: string) =>
+      `${[
+        `Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde am ${when} auf ${to} geändert.`,
+        '',
+        'Codes für diese Nachricht gehen ab jetzt an die neue Nummer.',
+        'Falls Sie diese Änderung nicht vorgenommen haben, wenden Sie sich sofort an den Absender.',
+      ].join('\r\n')}\r\n`,
+    sms: (sender: string, when: string) =>
+      `Sealpost: Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde am ${when} geändert. Falls Sie das nicht waren, wenden Sie sich an den Absender.`,
+  },
 };

@@ -9,4 +9,16 @@ export const it: CodeMailTexts = {
       `Lo inserisca nella pagina in cui lo ha richiesto. È valido per ${minutes} minuti.`,
       'Se non ha richiesto un codice, può ignorare questa e-mail.',
     ].join('\r\n')}\r\n`,
+  mobileChanged: {
+    subject: 'Il suo numero di cellulare per un messaggio sigillato è stato modificato',
+    body: (sender: string, when: string, to: string) =>
+      `${[
+        `Il numero di cellulare per il suo messaggio sigillato da ${sender} è stato cambiato il ${when} in ${to}.`,
+        '',
+        "D'ora in poi i codici per questo messaggio vanno al nuovo numero.",
+        'Se non ha effettuato lei questa modifica, contatti subito il mittente.',
+      ].join('\r\n')}\r\n`,
+    sms: (sender: string, when: string) =>
+      `Sealpost: il numero di cellulare per il suo messaggio sigillato da ${sender} è stato cambiato il ${when}. Se non è stato lei, contatti il mittente.`,
+  },
 };

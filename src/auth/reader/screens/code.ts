@@ -134,6 +134,7 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
             reader.api.verify(value, remember.checked).then(
               (signedIn) => {
                 reader.email = signedIn.email;
+                reader.config = { ...reader.config, signedIn: true, email: signedIn.email, method: signedIn.method };
               },
               (error: unknown) => error,
             ),

@@ -3,6 +3,7 @@ import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
 import { messageFrame } from './message-frame.ts';
+import { mobileSection } from './mobile.ts';
 import { busy } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
 import { signOutControl } from './signed-out.ts';
@@ -107,6 +108,7 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
           attachments,
         ),
         replySection(reader, message, draft),
+        mobileSection(reader),
         otherMessages(reader, others),
       );
     },

@@ -72,6 +72,20 @@ export const en = {
     signOutFailed: 'You are still signed in: signing out did not work.',
   },
 
+  mobile: {
+    title: 'Change your mobile number',
+    explain: 'Codes for this message go to your mobile number. To change it, confirm a code sent to your current number, then one sent to the new number.',
+    newNumber: 'New mobile number',
+    newNumberHint: 'In international format, for example +41 79 123 45 67.',
+    start: 'Send a code to my current number',
+    starting: 'Sending…',
+    codeTo: (to: string) => `Enter the code we sent to ${to}.`,
+    code: 'Code',
+    confirm: 'Confirm',
+    confirming: 'Checking…',
+    changed: (to: string) => `Your mobile number is now ${to}. Your old number and your email address have been told.`,
+  },
+
   others: {
     title: 'Your other sealed messages',
     explain: 'You can open these without another code.',
