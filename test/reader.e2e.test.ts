@@ -582,7 +582,8 @@ describe('the reader page with short-lived codes and no resend interval', () => 
     const page = await context.newPage();
     try {
       // The draft does not load at first: no form that could overwrite it, a way to try again.
-      const draftUrl = `${new URL(link).origin}/v1/message/reply`;
+      // The page names its message in every request (?messageId=): match the path, whatever the query.
+      const draftUrl = new RegExp(`^${new URL(link).origin}/v1/message/reply(\\?|$)`);
       await page.route(draftUrl, (route) =>
         route.request().method() === 'GET'
           ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ id: 'e2e', kind: 503, errorCode: 'unavailable', message: 'test' }) })
