@@ -1,0 +1,26 @@
+import { AppError } from '../../kernel/errors.ts';
+
+/** An SMTP reply carried by an Error, the way smtp-server takes it from a handler. */
+export type SmtpReply = Error & { responseCode: number };
+
+export function smtpReply(code: number, message: string): SmtpReply {
+  return Object.assign(new Error(message), { responseCode: code });
+}
+
+/** 499 as in nginx's "client closed request": nobody is left to answer, but accept() must see a failure. */
+export function senderGone(): AppError {
+  return new AppError(undefined, 499, 'The sender closed the connection before the end of the message');
+}
+
+/**
+ * The SMTP reply for a refused message. 503s (store down, no matching rule) are temporary: the sending
+ * server keeps the message and tries again. Anything unexpected is temporary too — a message must never
+ * be lost, nor bounced, for our own fault — and the log line has the details.
+ */
+export function replyFor(error: unknown): SmtpReply {
+  if (error instanceof AppError && error.status === 413) return smtpReply(552, error.message);
+  if (error instanceof AppError && error.status === 550) return smtpReply(550, `5.7.1 ${error.message}`);
+  if (error instanceof AppError && error.status === 503) return smtpReply(451, error.message);
+  if (error instanceof AppError && error.status === 499) return smtpReply(451, error.message);
+  return smtpReply(451, 'Local error in processing; try again later');
+}
