@@ -52,8 +52,38 @@ const SMALL = { requestTimeout: 5_000 };
 const PING = { requestTimeout: 2_000 };
 
 export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStore {
-  const { bucket } = options;
-  const client = new S3Client({
+  const target: S3Target = { client: createS3Client(options), bucket: options.bucket };
+  const ensureBucket = () => ensureBucketExists(target);
+  const beforeWrite = bucketBeforeWrite(options, ensureBucket);
+  return {
+    driver: 's3',
+    ensureBucket,
+
+    async put(key: string, body: Readable | Buffer | string, putOptions: PutOptions = {}): Promise<ObjectInfo> {
+      assertValidKey(key);
+      await beforeWrite();
+      if (typeof body === 'string' || Buffer.isBuffer(body)) return putBytes(target, key, body, putOptions);
+      return putStream(target, key, body, putOptions);
+    },
+    get: (key: string) => getObject(target, key),
+    head: (key: string) => headObject(target, key),
+    delete: (key: string) => deleteObject(target, key),
+    list: (prefix: string) => listObjects(target, prefix, options.listPageSize),
+    ping: () => pingBucket(target),
+    async close(): Promise<void> {
+      target.client.destroy();
+    },
+  };
+}
+
+/** The client and the bucket every operation addresses. */
+interface S3Target {
+  client: S3Client;
+  bucket: string;
+}
+
+function createS3Client(options: S3ObjectStoreOptions): S3Client {
+  return new S3Client({
     endpoint: options.endpoint,
     region: options.region,
     forcePathStyle: options.forcePathStyle,
@@ -64,36 +94,48 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
         : undefined,
     // A dead server must fail a call within seconds (readiness checks and fault tests rely on it):
     // connect within 3 s, the response headers within 30 s for uploads (a 5 MiB part included; small
-    // calls pass a shorter per-call limit below), and no socket may sit idle for 30 s (covers response
+    // calls pass a shorter per-call limit), and no socket may sit idle for 30 s (covers response
     // bodies that stall mid-stream; long enough that a reader slowed by backpressure is not cut off).
     // One retry only.
     maxAttempts: 2,
-    requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000, throwOnRequestTimeout: true, socketTimeout: 30_000 },
+    requestHandler: {
+      connectionTimeout: 3_000,
+      requestTimeout: 30_000,
+      throwOnRequestTimeout: true,
+      socketTimeout: 30_000,
+    },
     // Newer SDKs add CRC32 checksums (aws-chunked trailers) by default, which S3-compatible servers
     // such as Swift 2.30 do not all understand; send and check them only where the API demands it.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
+}
 
+async function ensureBucketExists({ client, bucket }: S3Target): Promise<void> {
+  try {
+    await client.send(new HeadBucketCommand({ Bucket: bucket }), SMALL);
+    return;
+  } catch (error) {
+    if (!isNotFound(error)) throw storeError(error, `Cannot reach bucket ${bucket}`);
+  }
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }), SMALL);
+  } catch (error) {
+    // Another process may have created it in the meantime.
+    const name = (error as { name?: string }).name;
+    if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') {
+      throw storeError(error, `Cannot create bucket ${bucket}`);
+    }
+  }
+}
+
+/** With createBucket, what each put awaits first: the bucket's creation, once it has succeeded. */
+function bucketBeforeWrite(
+  options: S3ObjectStoreOptions,
+  ensureBucket: () => Promise<void>,
+): () => Promise<void> | undefined {
   let bucketReady: Promise<void> | undefined;
-  const ensureBucket = async (): Promise<void> => {
-    try {
-      await client.send(new HeadBucketCommand({ Bucket: bucket }), SMALL);
-      return;
-    } catch (error) {
-      if (!isNotFound(error)) throw storeError(error, `Cannot reach bucket ${bucket}`);
-    }
-    try {
-      await client.send(new CreateBucketCommand({ Bucket: bucket }), SMALL);
-    } catch (error) {
-      // Another process may have created it in the meantime.
-      const name = (error as { name?: string }).name;
-      if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') {
-        throw storeError(error, `Cannot create bucket ${bucket}`);
-      }
-    }
-  };
-  const beforeWrite = (): Promise<void> | undefined => {
+  return () => {
     if (!options.createBucket) return undefined;
     // Remember success only, so a failed attempt (S3 down at start) is retried on the next put.
     bucketReady ??= ensureBucket().catch((error: unknown) => {
@@ -102,125 +144,130 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
     });
     return bucketReady;
   };
+}
 
-  return {
-    driver: 's3',
-    ensureBucket,
+async function putBytes(
+  { client, bucket }: S3Target,
+  key: string,
+  body: Buffer | string,
+  { contentType, contentLength }: PutOptions,
+): Promise<ObjectInfo> {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  checkLength(key, bytes.length, contentLength);
+  try {
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentType: contentType }));
+  } catch (error) {
+    throw storeError(error, `Cannot store ${key}`);
+  }
+  return { key, size: bytes.length, contentType };
+}
 
-    async put(key: string, body: Readable | Buffer | string, putOptions: PutOptions = {}): Promise<ObjectInfo> {
-      assertValidKey(key);
-      await beforeWrite();
-      const { contentType, contentLength } = putOptions;
-      if (typeof body === 'string' || Buffer.isBuffer(body)) {
-        const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-        checkLength(key, bytes.length, contentLength);
-        try {
-          await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentType: contentType }));
-        } catch (error) {
-          throw storeError(error, `Cannot store ${key}`);
-        }
-        return { key, size: bytes.length, contentType };
-      }
-      // Streams (known length or not) go through Upload: one PutObject when the body fits in one part,
-      // multipart otherwise. The counter also enforces a declared contentLength before the upload
-      // completes, so a short or long body fails instead of being stored.
-      const counter = new ByteCounter(key, contentLength);
-      let sourceError: unknown;
-      const source = body.on('error', (error) => {
-        sourceError = error;
-        counter.destroy(error);
-      });
-      source.pipe(counter);
-      const upload = new Upload({
-        client,
-        params: { Bucket: bucket, Key: key, Body: counter, ContentType: contentType },
-        partSize: PART_SIZE,
-        queueSize: QUEUE_SIZE,
-        leavePartsOnError: false, // Abort the multipart upload so no orphaned parts are billed.
-      });
-      try {
-        await upload.done();
-      } catch (error) {
-        source.destroy();
-        counter.destroy();
-        // The caller's stream failing (or a length mismatch) is not the store's fault: no 503 for it.
-        if (sourceError !== undefined) throw sourceError;
-        throw storeError(error, `Cannot store ${key}`);
-      }
-      return { key, size: counter.bytes, contentType };
-    },
+/**
+ * Streams (known length or not) go through Upload: one PutObject when the body fits in one part,
+ * multipart otherwise. The counter also enforces a declared contentLength before the upload
+ * completes, so a short or long body fails instead of being stored.
+ */
+async function putStream(
+  { client, bucket }: S3Target,
+  key: string,
+  body: Readable,
+  { contentType, contentLength }: PutOptions,
+): Promise<ObjectInfo> {
+  const counter = new ByteCounter(key, contentLength);
+  let sourceError: unknown;
+  const source = body.on('error', (error) => {
+    sourceError = error;
+    counter.destroy(error);
+  });
+  source.pipe(counter);
+  const upload = new Upload({
+    client,
+    params: { Bucket: bucket, Key: key, Body: counter, ContentType: contentType },
+    partSize: PART_SIZE,
+    queueSize: QUEUE_SIZE,
+    leavePartsOnError: false, // Abort the multipart upload so no orphaned parts are billed.
+  });
+  try {
+    await upload.done();
+  } catch (error) {
+    source.destroy();
+    counter.destroy();
+    // The caller's stream failing (or a length mismatch) is not the store's fault: no 503 for it.
+    if (sourceError !== undefined) throw sourceError;
+    throw storeError(error, `Cannot store ${key}`);
+  }
+  return { key, size: counter.bytes, contentType };
+}
 
-    async get(key: string): Promise<Readable> {
-      assertValidKey(key);
-      try {
-        const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-        // In Node the SDK's Body is the http.IncomingMessage (a Readable) with helper methods mixed in.
-        return result.Body as Readable;
-      } catch (error) {
-        if (isNotFound(error)) throw new ObjectNotFoundError(key);
-        throw storeError(error, `Cannot read ${key}`);
-      }
-    },
+async function getObject({ client, bucket }: S3Target, key: string): Promise<Readable> {
+  assertValidKey(key);
+  try {
+    const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+    // In Node the SDK's Body is the http.IncomingMessage (a Readable) with helper methods mixed in.
+    return result.Body as Readable;
+  } catch (error) {
+    if (isNotFound(error)) throw new ObjectNotFoundError(key);
+    throw storeError(error, `Cannot read ${key}`);
+  }
+}
 
-    async head(key: string): Promise<ObjectInfo | undefined> {
-      assertValidKey(key);
-      try {
-        const result = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-        return { key, size: result.ContentLength ?? 0, lastModified: result.LastModified, contentType: result.ContentType };
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw storeError(error, `Cannot read ${key}`);
-      }
-    },
+async function headObject({ client, bucket }: S3Target, key: string): Promise<ObjectInfo | undefined> {
+  assertValidKey(key);
+  try {
+    const result = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+    return { key, size: result.ContentLength ?? 0, lastModified: result.LastModified, contentType: result.ContentType };
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw storeError(error, `Cannot read ${key}`);
+  }
+}
 
-    async delete(key: string): Promise<void> {
-      assertValidKey(key);
-      try {
-        // S3 answers 204 for a missing key already; the 404 check covers stores that do not.
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-      } catch (error) {
-        if (isNotFound(error)) return;
-        throw storeError(error, `Cannot delete ${key}`);
-      }
-    },
+async function deleteObject({ client, bucket }: S3Target, key: string): Promise<void> {
+  assertValidKey(key);
+  try {
+    // S3 answers 204 for a missing key already; the 404 check covers stores that do not.
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), SMALL);
+  } catch (error) {
+    if (isNotFound(error)) return;
+    throw storeError(error, `Cannot delete ${key}`);
+  }
+}
 
-    async *list(prefix: string): AsyncGenerator<ObjectInfo> {
-      assertValidPrefix(prefix);
-      let continuationToken: string | undefined;
-      do {
-        let page;
-        try {
-          page = await client.send(
-            new ListObjectsV2Command({
-              Bucket: bucket,
-              Prefix: prefix || undefined,
-              ContinuationToken: continuationToken,
-              MaxKeys: options.listPageSize,
-            }),
-            SMALL,
-          );
-        } catch (error) {
-          throw storeError(error, `Cannot list ${JSON.stringify(prefix)}`);
-        }
-        for (const item of page.Contents ?? []) {
-          if (item.Key !== undefined) yield { key: item.Key, size: item.Size ?? 0, lastModified: item.LastModified };
-        }
-        continuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (continuationToken);
-    },
+async function* listObjects(
+  { client, bucket }: S3Target,
+  prefix: string,
+  pageSize: number | undefined,
+): AsyncGenerator<ObjectInfo> {
+  assertValidPrefix(prefix);
+  let continuationToken: string | undefined;
+  do {
+    let page;
+    try {
+      page = await client.send(
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix || undefined,
+          ContinuationToken: continuationToken,
+          MaxKeys: pageSize,
+        }),
+        SMALL,
+      );
+    } catch (error) {
+      throw storeError(error, `Cannot list ${JSON.stringify(prefix)}`);
+    }
+    for (const item of page.Contents ?? []) {
+      if (item.Key !== undefined) yield { key: item.Key, size: item.Size ?? 0, lastModified: item.LastModified };
+    }
+    continuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (continuationToken);
+}
 
-    async ping(): Promise<void> {
-      try {
-        await client.send(new HeadBucketCommand({ Bucket: bucket }), PING);
-      } catch (error) {
-        throw storeError(error, `Object store bucket ${bucket} is not reachable`);
-      }
-    },
-
-    async close(): Promise<void> {
-      client.destroy();
-    },
-  };
+async function pingBucket({ client, bucket }: S3Target): Promise<void> {
+  try {
+    await client.send(new HeadBucketCommand({ Bucket: bucket }), PING);
+  } catch (error) {
+    throw storeError(error, `Object store bucket ${bucket} is not reachable`);
+  }
 }
 
 /** Passes bytes through, counting them; fails the stream when a declared length is not met exactly. */
