@@ -1,8 +1,16 @@
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
+import type { Registry } from 'prom-client';
+import type { Config } from '../kernel/config.ts';
 import { durationToMs } from '../kernel/duration.ts';
+import type { Logger } from '../kernel/logger.ts';
 import { createRegistry } from '../kernel/metrics.ts';
-import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
+import {
+  type RunningService,
+  type ServiceContext,
+  type ServiceDefinition,
+  startHttpService,
+} from '../kernel/service.ts';
 import { PendingCodes } from './codes/pending-codes.ts';
 import { CodeSendLimiter } from './codes/rate-limit.ts';
 import { ForbiddenTypes } from './attachments/file-type.ts';
@@ -12,10 +20,10 @@ import type { AuthContext } from './context.ts';
 import { DraftStore } from './drafts/store.ts';
 import { ExpiredDraftsWatcher } from './drafts/watcher.ts';
 import { ExchangeClient } from './exchange/client.ts';
-import { createCodeMailer } from './mail/code-mail.ts';
+import { type CodeMailer, createCodeMailer } from './mail/code-mail.ts';
 import { emailMethod } from './methods/email.ts';
 import { smsMethod } from './methods/sms.ts';
-import { createAuthMetrics } from './metrics.ts';
+import { type AuthMetrics, createAuthMetrics } from './metrics.ts';
 import { migrations } from './migrations/index.ts';
 import type { App } from '../kernel/http.ts';
 import { authPlugin, type AuthPluginOptions } from './plugin.ts';
@@ -28,12 +36,15 @@ import { SealClient } from './seal/client.ts';
 import { RecipientDirectory } from './seal/recipients.ts';
 import { MessageAccess } from './sessions/access.ts';
 import { MobileChangeNotices } from './mobile-notices.ts';
-import { deriveKeys, resolveAuthSecret } from './secret.ts';
+import { type AuthKeys, deriveKeys, resolveAuthSecret } from './secret.ts';
 import { startCleanup } from './sessions/cleanup.ts';
 import { sessionCookie } from './sessions/cookie.ts';
 import { SessionStore } from './sessions/store.ts';
-import { createSmsProvider } from './sms/index.ts';
+import { createSmsProvider, type SmsProvider } from './sms/index.ts';
 import type { AuthTables } from './tables.ts';
+
+type AuthSettings = Config['auth'];
+type AuthDb = Kysely<AuthTables>;
 
 /** Component A: recipients sign in with a one-time code, read their sealed message and reply. */
 export const authService: ServiceDefinition = {
@@ -43,137 +54,265 @@ export const authService: ServiceDefinition = {
     const { config } = context;
     const auth = config.auth;
     const logger = context.logger.child({ service: 'auth' });
-    // Both refuse to start in production without a real provider and an explicit secret.
-    const provider = createSmsProvider(config, logger);
-    const secret = await resolveAuthSecret(config);
-    if (secret.source === 'generated') logger.info({ file: join(resolve(config.dataDir), 'auth-secret.key') }, 'generated AUTH_SECRET into the data folder');
-
-    const db = context.database.db.withSchema('auth') as Kysely<AuthTables>;
+    const { provider, keys } = await loadProviderAndKeys(config, logger);
+    const db = context.database.db.withSchema('auth') as AuthDb;
     const registry = createRegistry('auth');
     const metrics = createAuthMetrics(registry);
-    const expirationMs = durationToMs(auth.smsCodeExpiration);
-    const timeouts = {
-      idleMs: durationToMs(auth.session.idleTimeout),
-      absoluteMs: durationToMs(auth.session.absoluteTimeout),
-      rememberMeMs: durationToMs(auth.session.rememberMeMaxAge),
-    };
-    const keys = deriveKeys(secret.secret);
-    const sessions = new SessionStore(db, timeouts);
-    const limiter = new CodeSendLimiter(db, {
-      destinationIntervalMs: durationToMs(auth.limits.numberInterval),
-      destinationHourly: auth.limits.numberHourly,
-      clientHourly: auth.limits.ipHourly,
-    });
-    // GET /v1/message holds a whole message: no more than the seal service seals (SEAL_MAX_MESSAGE_SIZE).
-    const seal = new SealClient({ baseUrl: auth.sealUrl, serviceToken: config.serviceToken, maxContentBytes: config.seal.maxMessageSize });
-    const recipients = new RecipientDirectory(db, seal);
-    // A send claim outlives the exchange request's own time limit (10 min), so it is never taken over mid-send.
-    const drafts = new DraftStore(db, 15 * 60_000);
-    const { attachments: attachmentConfig } = auth;
-    const attachments = new DraftAttachments({
-      drafts,
-      objects: context.objects,
-      settings: {
-        maxSize: attachmentConfig.maxSize,
-        maxTotalSize: attachmentConfig.replyMaxTotalSize,
-        forbidden: new ForbiddenTypes(attachmentConfig.forbiddenTypes),
-        scanner: attachmentConfig.clamd
-          ? new ClamdClient({ host: attachmentConfig.clamd.host, port: attachmentConfig.clamd.port, timeoutMs: durationToMs(attachmentConfig.clamd.timeout) })
-          : undefined,
-        requireScan: attachmentConfig.requireScan,
-      },
-      onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),
-    });
-    // A warning where it matters; on a developer's machine (the embedded default) a plain fact.
-    if (!attachmentConfig.clamd) logger[config.production ? 'warn' : 'info']('CLAMD_HOST is not set: reply attachments are not scanned for malware');
-    const replies = new ReplySender({
-      drafts,
-      attachments,
-      objects: context.objects,
-      recipients,
-      seal,
-      exchange: new ExchangeClient({ baseUrl: auth.exchangeUrl, serviceToken: config.serviceToken }),
-      from: { replyFrom: auth.replyFrom, fromRecipient: auth.replyFromRecipient },
-    });
+    const stores = buildStores(db, auth);
+    const clients = buildServiceClients(config, db);
+    const attachments = buildAttachments(context, stores.drafts, metrics, logger);
+    const replies = buildReplySender(context, stores.drafts, attachments, clients);
     const retentionMs = durationToMs(auth.attachmentsRetentionPeriod);
-    const dkim = await loadDkimSigner(auth.dkim);
-    if (dkim && !dkim.aligned(replyIdentityDomain(auth.replyFrom)) && !auth.replyFromRecipient) {
-      logger.warn({ replyFrom: auth.replyFrom, dkimDomain: dkim.domain }, 'REPLY_FROM is not in DKIM_DOMAIN: replies will not be DKIM-signed and fail DMARC alignment');
-    }
-    const mailer = createCodeMailer({
-      outboundSmtpUrl: auth.outboundSmtpUrl,
-      outboxDir: join(resolve(config.dataDir), 'outbox'),
-      from: auth.mailFrom,
-      timeoutMs: durationToMs(auth.sms.timeout),
-      dkim,
-    });
+    const mailer = await buildCodeMailer(config, logger);
+    const signIn = buildSignIn({ auth, provider, keys, sessions: stores.sessions, mailer, metrics, logger });
     const authContext: AuthContext = {
       metrics,
-      sessions,
-      codes: new PendingCodes(sessions, { codeKey: keys.codeKey, expirationMs, maxAttempts: auth.codeMaxAttempts }),
-      limiter,
-      seal,
-      recipients,
-      access: new MessageAccess(db, recipients, seal),
+      sessions: stores.sessions,
+      codes: signIn.codes,
+      limiter: stores.limiter,
+      seal: clients.seal,
+      recipients: clients.recipients,
+      access: new MessageAccess(db, clients.recipients, clients.seal),
       mobileNotices: new MobileChangeNotices({ provider, mailer, defaultLanguage: auth.defaultLanguage }),
-      methods: {
-        sms: smsMethod({ provider, text: auth.sms.text, metrics }),
-        email: emailMethod({ mailer, expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)), logCodes: provider.kind === 'log', metrics, defaultLanguage: auth.defaultLanguage }),
-      },
+      methods: signIn.methods,
       cookie: sessionCookie(auth.publicUrl),
       keys,
       trustProxyHops: auth.trustProxyHops,
-      drafts,
+      drafts: stores.drafts,
       attachments,
       replies,
-      settings: {
-        codeExpiresInSeconds: Math.floor(expirationMs / 1000),
-        maxAttempts: auth.codeMaxAttempts,
-        rememberMeMaxAgeSeconds: Math.floor(timeouts.rememberMeMs / 1000),
-        limits: {
-          perNumberIntervalSeconds: Math.ceil(durationToMs(auth.limits.numberInterval) / 1000),
-          perNumberHourly: auth.limits.numberHourly,
-          perIpHourly: auth.limits.ipHourly,
-        },
-        attachments: { maxFileSize: attachmentConfig.maxSize, maxTotalSize: attachmentConfig.replyMaxTotalSize, retentionMs },
-      },
+      settings: readerSettings(auth, stores.timeouts, retentionMs),
     };
-    if (provider.kind === 'log') logger.info('SMS_PROVIDER=log: sign-in codes are written to the log, not sent (development only)');
     if (config.production && !authContext.cookie.secure) {
-      logger.warn({ publicUrl: auth.publicUrl }, 'AUTH_PUBLIC_URL is plain http: session cookies are sent without Secure (meant for local development only)');
+      logger.warn(
+        { publicUrl: auth.publicUrl },
+        'AUTH_PUBLIC_URL is plain http: session cookies are sent without Secure (meant for local development only)',
+      );
     }
-
     const readerPage = await prepareReaderPage(logger);
-    const http = await startHttpService({
-      name: 'auth',
-      title: 'Sealpost auth service (A)',
-      description:
-        'Sign-in with a one-time code sent by SMS or email, sessions, CSRF, reading and replying. Every POST, PUT and ' +
-        'DELETE needs the X-CSRF-Token header with the token from GET /v1/config or GET /v1/message/files.',
-      port: auth.port,
-      context,
-      registry,
-      browserPage: readerErrorPage,
-      // The reader page beside the API, not inside it: public and cacheable, no session lookup.
-      plugin: async (app: App, options: AuthPluginOptions) => {
-        await app.register(readerPageRoutes, { page: readerPage });
-        await app.register(authPlugin, options);
-      },
-      pluginOptions: { auth: authContext },
-    }).catch(async (error: unknown) => {
+    const http = await startAuthHttp(context, registry, authContext, readerPage).catch(async (error: unknown) => {
       await mailer.close();
       throw error;
     });
-    const cleanup = startCleanup({ sessions, limiter, intervalMs: durationToMs(auth.session.cleanupInterval), logger });
-    const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, logger }).start(durationToMs(auth.expiredAttachmentsWatcherInterval));
+    const housekeeping = startHousekeeping(context, db, stores, retentionMs, logger);
     return {
       ...http,
       async stop() {
         await http.stop();
-        await cleanup.stop();
-        await watcher.stop();
+        await housekeeping.stop();
         await mailer.close();
       },
     };
   },
 };
+
+/** Both refuse to start in production without a real provider and an explicit secret. */
+async function loadProviderAndKeys(config: Config, logger: Logger): Promise<{ provider: SmsProvider; keys: AuthKeys }> {
+  const provider = createSmsProvider(config, logger);
+  const secret = await resolveAuthSecret(config);
+  if (secret.source === 'generated') {
+    const file = join(resolve(config.dataDir), 'auth-secret.key');
+    logger.info({ file }, 'generated AUTH_SECRET into the data folder');
+  }
+  return { provider, keys: deriveKeys(secret.secret) };
+}
+
+function buildStores(db: AuthDb, auth: AuthSettings) {
+  const timeouts = {
+    idleMs: durationToMs(auth.session.idleTimeout),
+    absoluteMs: durationToMs(auth.session.absoluteTimeout),
+    rememberMeMs: durationToMs(auth.session.rememberMeMaxAge),
+  };
+  const sessions = new SessionStore(db, timeouts);
+  const limiter = new CodeSendLimiter(db, {
+    destinationIntervalMs: durationToMs(auth.limits.numberInterval),
+    destinationHourly: auth.limits.numberHourly,
+    clientHourly: auth.limits.ipHourly,
+  });
+  // A send claim outlives the exchange request's own time limit (10 min), so it is never taken over mid-send.
+  const drafts = new DraftStore(db, 15 * 60_000);
+  return { timeouts, sessions, limiter, drafts };
+}
+
+/** The seal service (B) and the exchange engine (C), as this service calls them. */
+function buildServiceClients(config: Config, db: AuthDb) {
+  const auth = config.auth;
+  // GET /v1/message holds a whole message: no more than the seal service seals (SEAL_MAX_MESSAGE_SIZE).
+  const seal = new SealClient({
+    baseUrl: auth.sealUrl,
+    serviceToken: config.serviceToken,
+    maxContentBytes: config.seal.maxMessageSize,
+  });
+  const recipients = new RecipientDirectory(db, seal);
+  const exchange = new ExchangeClient({ baseUrl: auth.exchangeUrl, serviceToken: config.serviceToken });
+  return { seal, recipients, exchange };
+}
+
+/** Reply attachments: size limits, forbidden types and the malware scan when clamd is configured. */
+function buildAttachments(
+  context: ServiceContext,
+  drafts: DraftStore,
+  metrics: AuthMetrics,
+  logger: Logger,
+): DraftAttachments {
+  const { config } = context;
+  const { attachments: attachmentConfig } = config.auth;
+  const { clamd } = attachmentConfig;
+  const attachments = new DraftAttachments({
+    drafts,
+    objects: context.objects,
+    settings: {
+      maxSize: attachmentConfig.maxSize,
+      maxTotalSize: attachmentConfig.replyMaxTotalSize,
+      forbidden: new ForbiddenTypes(attachmentConfig.forbiddenTypes),
+      scanner: clamd
+        ? new ClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: durationToMs(clamd.timeout) })
+        : undefined,
+      requireScan: attachmentConfig.requireScan,
+    },
+    onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),
+  });
+  // A warning where it matters; on a developer's machine (the embedded default) a plain fact.
+  if (!clamd) {
+    logger[config.production ? 'warn' : 'info']('CLAMD_HOST is not set: reply attachments are not scanned for malware');
+  }
+  return attachments;
+}
+
+function buildReplySender(
+  context: ServiceContext,
+  drafts: DraftStore,
+  attachments: DraftAttachments,
+  clients: ReturnType<typeof buildServiceClients>,
+): ReplySender {
+  const auth = context.config.auth;
+  return new ReplySender({
+    drafts,
+    attachments,
+    objects: context.objects,
+    recipients: clients.recipients,
+    seal: clients.seal,
+    exchange: clients.exchange,
+    from: { replyFrom: auth.replyFrom, fromRecipient: auth.replyFromRecipient },
+  });
+}
+
+/** Sign-in codes by email: through the outbound relay, or into the outbox folder without one. */
+async function buildCodeMailer(config: Config, logger: Logger): Promise<CodeMailer> {
+  const auth = config.auth;
+  const dkim = await loadDkimSigner(auth.dkim);
+  if (dkim && !dkim.aligned(replyIdentityDomain(auth.replyFrom)) && !auth.replyFromRecipient) {
+    logger.warn(
+      { replyFrom: auth.replyFrom, dkimDomain: dkim.domain },
+      'REPLY_FROM is not in DKIM_DOMAIN: replies will not be DKIM-signed and fail DMARC alignment',
+    );
+  }
+  return createCodeMailer({
+    outboundSmtpUrl: auth.outboundSmtpUrl,
+    outboxDir: join(resolve(config.dataDir), 'outbox'),
+    from: auth.mailFrom,
+    timeoutMs: durationToMs(auth.sms.timeout),
+    dkim,
+  });
+}
+
+/** The one-time codes and the two ways of sending them (SMS, email). */
+function buildSignIn(parts: {
+  auth: AuthSettings;
+  provider: SmsProvider;
+  keys: AuthKeys;
+  sessions: SessionStore;
+  mailer: CodeMailer;
+  metrics: AuthMetrics;
+  logger: Logger;
+}): Pick<AuthContext, 'codes' | 'methods'> {
+  const { auth, provider, keys, sessions, mailer, metrics, logger } = parts;
+  const expirationMs = durationToMs(auth.smsCodeExpiration);
+  const codes = new PendingCodes(sessions, { codeKey: keys.codeKey, expirationMs, maxAttempts: auth.codeMaxAttempts });
+  const methods = {
+    sms: smsMethod({ provider, text: auth.sms.text, metrics }),
+    email: emailMethod({
+      mailer,
+      expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)),
+      logCodes: provider.kind === 'log',
+      metrics,
+      defaultLanguage: auth.defaultLanguage,
+    }),
+  };
+  if (provider.kind === 'log') {
+    logger.info('SMS_PROVIDER=log: sign-in codes are written to the log, not sent (development only)');
+  }
+  return { codes, methods };
+}
+
+/** The numbers GET /v1/config tells the reader page. */
+function readerSettings(
+  auth: AuthSettings,
+  timeouts: ReturnType<typeof buildStores>['timeouts'],
+  retentionMs: number,
+): AuthContext['settings'] {
+  const expirationMs = durationToMs(auth.smsCodeExpiration);
+  const { attachments } = auth;
+  return {
+    codeExpiresInSeconds: Math.floor(expirationMs / 1000),
+    maxAttempts: auth.codeMaxAttempts,
+    rememberMeMaxAgeSeconds: Math.floor(timeouts.rememberMeMs / 1000),
+    limits: {
+      perNumberIntervalSeconds: Math.ceil(durationToMs(auth.limits.numberInterval) / 1000),
+      perNumberHourly: auth.limits.numberHourly,
+      perIpHourly: auth.limits.ipHourly,
+    },
+    attachments: { maxFileSize: attachments.maxSize, maxTotalSize: attachments.replyMaxTotalSize, retentionMs },
+  };
+}
+
+async function startAuthHttp(
+  context: ServiceContext,
+  registry: Registry,
+  authContext: AuthContext,
+  readerPage: Awaited<ReturnType<typeof prepareReaderPage>>,
+): Promise<RunningService> {
+  return startHttpService({
+    name: 'auth',
+    title: 'Sealpost auth service (A)',
+    description:
+      'Sign-in with a one-time code sent by SMS or email, sessions, CSRF, reading and replying. Every POST, PUT and ' +
+      'DELETE needs the X-CSRF-Token header with the token from GET /v1/config or GET /v1/message/files.',
+    port: context.config.auth.port,
+    context,
+    registry,
+    browserPage: readerErrorPage,
+    // The reader page beside the API, not inside it: public and cacheable, no session lookup.
+    plugin: async (app: App, options: AuthPluginOptions) => {
+      await app.register(readerPageRoutes, { page: readerPage });
+      await app.register(authPlugin, options);
+    },
+    pluginOptions: { auth: authContext },
+  });
+}
+
+/** The timers that keep the tables small: expired sessions and send counters, drafts past their retention. */
+function startHousekeeping(
+  context: ServiceContext,
+  db: AuthDb,
+  stores: ReturnType<typeof buildStores>,
+  retentionMs: number,
+  logger: Logger,
+): { stop(): Promise<void> } {
+  const auth = context.config.auth;
+  const cleanup = startCleanup({
+    sessions: stores.sessions,
+    limiter: stores.limiter,
+    intervalMs: durationToMs(auth.session.cleanupInterval),
+    logger,
+  });
+  const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, logger }).start(
+    durationToMs(auth.expiredAttachmentsWatcherInterval),
+  );
+  return {
+    async stop() {
+      await cleanup.stop();
+      await watcher.stop();
+    },
+  };
+}
