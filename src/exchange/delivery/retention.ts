@@ -1,6 +1,7 @@
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import { ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
+import { Batcher } from '../../kernel/batcher.ts';
+import { DELETE_MANY_MAX, ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { Envelope } from '../tables.ts';
@@ -39,12 +40,25 @@ export interface FinisherDeps {
 export class EnvelopeFinisher {
   /** Clean-ups started by finishSoon() and not done yet. */
   private readonly pending = new Set<Promise<void>>();
+  /**
+   * Payload deletions of envelopes finished at about the same time go out together: one DeleteObjects call
+   * for up to 1,000 keys on S3 instead of a DELETE each (a store round trip per delivered message saved).
+   */
+  private readonly deletions: Batcher<string, undefined>;
 
-  constructor(private readonly deps: FinisherDeps) {}
+  constructor(private readonly deps: FinisherDeps) {
+    this.deletions = new Batcher(
+      async (keys) => {
+        await deps.objects.deleteMany(keys);
+        return keys.map(() => undefined);
+      },
+      { maxBatch: DELETE_MANY_MAX, maxConcurrent: 2 },
+    );
+  }
 
   async finish(envelope: Envelope): Promise<void> {
     if (envelope.bounce_report && envelope.bounce_report.recipients.length > 0) await this.bounce(envelope);
-    await this.deps.objects.delete(envelope.payload_key);
+    await this.deletions.submit(envelope.payload_key);
     await this.deps.queue.remove(envelope.id);
   }
 

@@ -39,7 +39,7 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
       throw error;
     }));
 
-  return {
+  const store: ObjectStore = {
     driver: 'local',
 
     async put(key: string, body: Readable | Buffer | string, putOptions: PutOptions = {}): Promise<ObjectInfo> {
@@ -104,6 +104,11 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
       }
     },
 
+    async deleteMany(keys: string[]): Promise<void> {
+      // Files have no bulk call; one at a time keeps the folder clean-up of delete() simple.
+      for (const key of keys) await store.delete(key);
+    },
+
     async delete(key: string): Promise<void> {
       assertValidKey(key);
       const path = pathOf(key);
@@ -143,6 +148,7 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
       // Nothing held open: every call opens and closes its own files.
     },
   };
+  return store;
 }
 
 /** `list` takes "" (everything) or a folder-like prefix ending in "/" whose part before it is a valid key. */

@@ -3,10 +3,12 @@
  * Streams go through lib-storage's Upload: multipart in 5 MiB parts (PART_SIZE), at most QUEUE_SIZE parts
  * in flight, so memory stays around (QUEUE_SIZE + 1) × 5 MiB whatever the object's size.
  */
+import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -18,7 +20,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { AppError } from '../errors.ts';
 import { assertValidPrefix } from './local.ts';
-import { assertValidKey, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+import { assertValidKey, DELETE_MANY_MAX, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
 
 export interface S3ObjectStoreOptions {
   endpoint?: string;
@@ -48,6 +50,8 @@ const PART_SIZE = 5 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 /** Small calls (head, delete, list pages, get until its headers) must answer quickly; per attempt. */
 const SMALL = { requestTimeout: 5_000 };
+/** A bulk delete of up to 1,000 keys: some S3-compatible stores (Swift) delete them one by one inside the call. */
+const BULK = { requestTimeout: 60_000 };
 /** Readiness checks want an answer sooner still: at most ~2 × 2 s with the one retry. */
 const PING = { requestTimeout: 2_000 };
 
@@ -68,6 +72,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
     get: (key: string) => getObject(target, key),
     head: (key: string) => headObject(target, key),
     delete: (key: string) => deleteObject(target, key),
+    deleteMany: (keys: string[]) => deleteObjects(target, keys),
     list: (prefix: string) => listObjects(target, prefix, options.listPageSize),
     ping: () => pingBucket(target),
     async close(): Promise<void> {
@@ -231,6 +236,46 @@ async function deleteObject({ client, bucket }: S3Target, key: string): Promise<
     if (isNotFound(error)) return;
     throw storeError(error, `Cannot delete ${key}`);
   }
+}
+
+async function deleteObjects(target: S3Target, keys: string[]): Promise<void> {
+  for (const key of keys) assertValidKey(key);
+  for (let from = 0; from < keys.length; from += DELETE_MANY_MAX) {
+    const chunk = keys.slice(from, from + DELETE_MANY_MAX);
+    let errors: Array<{ Key?: string; Code?: string; Message?: string }> | undefined;
+    try {
+      // Quiet: the answer lists only the keys that failed, not every one deleted.
+      const command = new DeleteObjectsCommand({ Bucket: target.bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } });
+      withContentMd5(command);
+      const answer = await target.client.send(command, BULK);
+      errors = answer.Errors?.filter((error) => error.Code !== 'NoSuchKey');
+    } catch (error) {
+      throw storeError(error, `Cannot delete ${chunk.length} objects`);
+    }
+    if (errors && errors.length > 0) {
+      const first = errors[0]!;
+      throw storeUnavailable(`Cannot delete ${errors.length} of ${chunk.length} objects`, new Error(`${first.Key}: ${first.Code} ${first.Message ?? ''}`));
+    }
+  }
+}
+
+/**
+ * S3 requires an integrity header on DeleteObjects. The SDK, with checksums only WHEN_REQUIRED, sends a CRC32
+ * one, which AWS takes and S3-compatible stores such as Swift's s3api refuse ("Missing required header for
+ * this request: Content-MD5"); Content-MD5, which every S3 implementation takes, is added to the finished
+ * request. The SDK has no option for it, hence this small middleware.
+ */
+function withContentMd5(command: DeleteObjectsCommand): void {
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers?: Record<string, string>; body?: unknown };
+      if (request.headers && (typeof request.body === 'string' || Buffer.isBuffer(request.body))) {
+        request.headers['content-md5'] = createHash('md5').update(request.body).digest('base64');
+      }
+      return next(args);
+    },
+    { step: 'build', name: 'sealpostContentMd5' },
+  );
 }
 
 async function* listObjects(

@@ -157,6 +157,17 @@ function objectStoreContract(driver: DriverUnderTest): void {
       assert.deepEqual(await collect(store.list('')), []);
     });
 
+    it('deleteMany deletes every key given, more than one call takes, missing keys included, and nothing else', async () => {
+      const store = await fresh();
+      const keys = Array.from({ length: 1005 }, (_, i) => `bulk/${String(i).padStart(4, '0')}`);
+      for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, 'x')));
+      await store.put('keep/me', 'stay');
+      await store.deleteMany([...keys, 'bulk/never-existed']);
+      assert.deepEqual((await collect(store.list(''))).map((object) => object.key), ['keep/me']);
+      await store.deleteMany([]);
+      await assert.rejects(store.deleteMany(['ok/key', '../escape']), isBadRequest, 'keys are checked before any I/O');
+    });
+
     it('overwriting a key replaces the object', async () => {
       const store = await fresh();
       await store.put('over/k', 'first version, longer');

@@ -28,12 +28,20 @@ export interface ObjectStore {
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Deletes the object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Deletes these objects (missing keys are not an error): on S3 one DeleteObjects call per
+   * DELETE_MANY_MAX keys instead of a call each, for callers that delete in bulk.
+   */
+  deleteMany(keys: string[]): Promise<void>;
   /** Every object whose key starts with `prefix`, in key order. */
   list(prefix: string): AsyncIterable<ObjectInfo>;
   /** Throws when the store cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The most keys one S3 DeleteObjects call takes. */
+export const DELETE_MANY_MAX = 1000;
 
 /** What a client is told when the store fails, whichever driver and whatever the reason. */
 export const STORE_UNAVAILABLE = 'Object storage is unavailable; try again later';

@@ -1,0 +1,36 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { Envelope } from '../tables.ts';
+import { EnvelopeFinisher, type FinisherDeps } from './retention.ts';
+
+describe('finishing delivered envelopes', () => {
+  it('deletes the payloads of envelopes finished together in one bulk call, then their rows', async () => {
+    const bulk: string[][] = [];
+    const single: string[] = [];
+    const removed: string[] = [];
+    const objects = {
+      deleteMany: async (keys: string[]) => void bulk.push([...keys]),
+      delete: async (key: string) => void single.push(key),
+    } as unknown as ObjectStore;
+    const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
+    const finisher = new EnvelopeFinisher({ objects, queue } as FinisherDeps);
+    const envelopes = Array.from({ length: 40 }, (_, i) => ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope);
+
+    await Promise.all(envelopes.map((envelope) => finisher.finish(envelope)));
+
+    assert.deepEqual(single, [], 'no payload deleted on its own');
+    assert.ok(bulk.length <= 2, `${bulk.length} bulk calls for 40 payloads`);
+    assert.deepEqual(bulk.flat().sort(), envelopes.map((e) => e.payload_key).sort());
+    assert.deepEqual(removed.sort(), envelopes.map((e) => e.id).sort(), 'every row removed, after its payload');
+  });
+
+  it('keeps the row when the bulk delete fails, for the retention sweep', async () => {
+    const removed: string[] = [];
+    const objects = { deleteMany: async () => Promise.reject(new Error('store down')) } as unknown as ObjectStore;
+    const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
+    const finisher = new EnvelopeFinisher({ objects, queue } as FinisherDeps);
+    await assert.rejects(finisher.finish({ id: 'e1', payload_key: 'exchange/payloads/e1', bounce_report: null } as unknown as Envelope), /store down/);
+    assert.deepEqual(removed, []);
+  });
+});
