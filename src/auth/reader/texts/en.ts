@@ -1,15 +1,18 @@
 import type { ErrorCode } from '../../../kernel/errors.ts';
+import type { Language } from '../../../kernel/languages.ts';
 
 /**
- * Every word the reader page shows, in English. A translation is a copy of this file with the same
- * keys (`texts/de.ts`), picked in texts/index.ts; TypeScript refuses one with a key missing.
- * Functions take the values they put into a sentence.
+ * Every word the reader page shows, in English. The translations (de.ts, fr.ts, it.ts) are copies with
+ * the same keys that `satisfy` the type taken from this file: TypeScript refuses one with a key missing
+ * or one too many. Functions take the values they put into a sentence.
  */
 export const en = {
-  lang: 'en',
+  lang: 'en' as Language,
   appName: 'Sealpost',
   loading: 'Loading…',
   skipToContent: 'Skip to content',
+  /** The label of the language switcher in the page header. */
+  language: 'Language',
 
   signIn: {
     title: 'Read your sealed message',
@@ -195,7 +198,7 @@ export const en = {
   /** For answers without a known errorCode, by situation. */
   errorFallback: {
     network: 'No connection to the server. Please check your internet connection and try again.',
-    status: (status: number) =>
+    status: (status: number): string =>
       status >= 500 ? 'Something went wrong on our side. Please try again later.' : 'That did not work. Please try again.',
     retryIn: (duration: string) => `Please try again in ${duration}.`,
     reference: (id: string) => `Reference: ${id}`,

@@ -1,13 +1,17 @@
+import { languageOfTag, type Language } from '../../../kernel/languages.ts';
+import { de } from './de.ts';
 import { en, type Texts } from './en.ts';
+import { fr } from './fr.ts';
+import { it } from './it.ts';
 
-/** The languages the page has texts for; a translation adds itself here. */
-const LANGUAGES: Record<string, Texts> = { en };
+/** Every language the page has texts for: the kernel's list, so the page speaks what the emails speak. */
+export const TEXTS: Record<Language, Texts> = { en, de, fr, it };
 
-/** The first of the browser's preferred languages we have, else English. */
-export function pickTexts(preferred: readonly string[]): Texts {
+/** The first of the given language tags (`de-CH`, `fr`) we have texts for, else English. */
+export function pickTexts(preferred: ReadonlyArray<string | null | undefined>): Texts {
   for (const tag of preferred) {
-    const texts = LANGUAGES[tag.toLowerCase().split('-')[0]!];
-    if (texts) return texts;
+    const language = tag ? languageOfTag(tag) : undefined;
+    if (language) return TEXTS[language];
   }
   return en;
 }

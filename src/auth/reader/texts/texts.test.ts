@@ -1,0 +1,107 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { ApiError } from '../api.ts';
+import { errorText } from '../errors.ts';
+import { en } from './en.ts';
+import { pickTexts, TEXTS, type Texts } from './index.ts';
+
+/**
+ * Every errorCode the services can answer has its own sentence on the page, in every language. en.ts and
+ * the translations check this with `satisfies` too, but only the type checker sees that; this runs with
+ * the tests.
+ */
+
+/**
+ * The auth service's codes as docs/specification.md#error-codes lists them, written out rather than read from
+ * the code under test.
+ */
+const SPEC_CODES = [
+  'expired_code',
+  'incorrect_code',
+  'invalid_email',
+  'invalid_mobile',
+  'invalid_code_or_email',
+  'invalid_bcc_address',
+  'email_mismatch',
+  'unauthorized_user',
+  'forbidden_auth_method',
+  'forbidden_file_type',
+  'malware_detected',
+  'file_too_large',
+  'upload_limit_reached',
+  'new_mobile_conflict',
+  'sms_rate_limit',
+  'email_and_mobile_mismatch',
+];
+
+const KERNEL_ERRORS = fileURLToPath(new URL('../../../kernel/errors.ts', import.meta.url));
+
+/** The members of `export type ErrorCode = 'a' | 'b' | …` in the kernel: every code a service can send. */
+async function serverErrorCodes(): Promise<string[]> {
+  const source = ts.createSourceFile(KERNEL_ERRORS, await readFile(KERNEL_ERRORS, 'utf8'), ts.ScriptTarget.Latest, true);
+  const alias = source.statements.find((s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === 'ErrorCode');
+  assert.ok(alias && ts.isUnionTypeNode(alias.type), 'ErrorCode is a union of string literals in src/kernel/errors.ts');
+  return alias.type.types.map((member) => {
+    assert.ok(ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal), `not a string literal: ${member.getText(source)}`);
+    return member.literal.text;
+  });
+}
+
+/** Where `a` and `b` differ in shape: a key only in one, or a string where the other has a function. */
+function shapeDifferences(a: unknown, b: unknown, path = ''): string[] {
+  if (typeof a !== typeof b) return [`${path || '(root)'}: ${typeof a} against ${typeof b}`];
+  if (typeof a !== 'object' || a === null || b === null) return [];
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = new Set([...Object.keys(left), ...Object.keys(right)]);
+  return [...keys].flatMap((key) =>
+    key in left && key in right ? shapeDifferences(left[key], right[key], `${path}.${key}`) : [`${path}.${key}: only in ${key in left ? 'one' : 'the other'}`],
+  );
+}
+
+const LANGUAGES = Object.entries(TEXTS) as Array<[string, Texts]>;
+
+describe('the reader page texts', () => {
+  it('are there in English, German, French and Italian, each with the keys of en.ts', () => {
+    assert.deepEqual(Object.keys(TEXTS).sort(), ['de', 'en', 'fr', 'it']);
+    for (const [language, texts] of LANGUAGES) {
+      assert.equal(texts.lang, language);
+      assert.deepEqual(shapeDifferences(en, texts), [], `${language} has the shape of en`);
+    }
+  });
+
+  it('know every errorCode of the spec and of the services, and no other, in every language', async () => {
+    const codes = await serverErrorCodes();
+    assert.ok(codes.length >= SPEC_CODES.length);
+    for (const code of SPEC_CODES) assert.ok(codes.includes(code), `${code} (spec) is missing from ErrorCode`);
+    for (const [language, texts] of LANGUAGES) assert.deepEqual(Object.keys(texts.errors).sort(), [...codes].sort(), language);
+  });
+
+  it('show a sentence of its own for each errorCode, never the server message, in every language', async () => {
+    for (const [language, texts] of LANGUAGES) {
+      for (const code of await serverErrorCodes()) {
+        const sentence = (texts.errors as Record<string, string>)[code];
+        assert.equal(typeof sentence, 'string', `${language} ${code}`);
+        assert.match(sentence!, /^\p{Lu}.{10,}[.!]$/u, `${language} ${code}: a whole sentence`);
+        assert.ok(!sentence!.includes(code) && !/[{}_]/.test(sentence!), `${language} ${code}: no code or JSON in the sentence`);
+        if (language !== 'en') assert.notEqual(sentence, (en.errors as Record<string, string>)[code], `${language} ${code}: translated`);
+        // At a 4xx and a 5xx: the fallback sentences of the two differ, so only the errorCode gives both the same.
+        for (const status of [400, 503]) {
+          const shown = errorText(texts, new ApiError(status, code, 'some-id', undefined, 'technical message for the log'));
+          assert.equal(shown, sentence, `${language} ${code} at ${status}`);
+        }
+      }
+    }
+  });
+
+  it('are picked by the first language tag the page has, else English', () => {
+    assert.equal(pickTexts(['de-CH', 'en']).lang, 'de');
+    assert.equal(pickTexts(['es', 'FR-ca', 'de']).lang, 'fr');
+    assert.equal(pickTexts([undefined, 'it']).lang, 'it');
+    assert.equal(pickTexts(['es', 'pt-BR']).lang, 'en');
+    assert.equal(pickTexts([]).lang, 'en');
+  });
+});
