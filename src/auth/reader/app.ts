@@ -3,7 +3,10 @@ import { append, h } from './dom.ts';
 import { errorReference, errorText } from './errors.ts';
 import type { Texts } from './texts/index.ts';
 
-/** What every screen gets: the API, the texts, the message of this page and the way to the next screen. */
+/**
+ * What every screen gets: the API, the texts (changed by the language switcher, so screens read them when
+ * they are made), the message of this page and the way to the next screen.
+ */
 export interface Reader {
   api: Api;
   t: Texts;
@@ -13,6 +16,11 @@ export interface Reader {
   show(screen: Screen): void;
   /** A note shown at the top of the next screen (e.g. "your session has ended"). */
   notice: string | undefined;
+  /**
+   * What the screen shown must finish before it is drawn again in another language (the reply's pending
+   * save); show() clears it, the screen sets it.
+   */
+  settle: (() => Promise<unknown>) | undefined;
   /** The address the reader signed in with, once known (for "send me a copy"). */
   email: string | undefined;
   /** The way to every other screen: the one router (main.ts fills it), so that no screen imports another. */
@@ -51,12 +59,14 @@ export function createReader(
     messageId,
     config,
     notice: undefined,
+    settle: undefined,
     email: config.email,
     show(screen) {
+      reader.settle = undefined;
       const content = screen.render();
       main.replaceChildren(content);
       main.dataset.screen = screen.name;
-      document.title = `${screen.title} – ${t.appName}`;
+      document.title = `${screen.title} – ${reader.t.appName}`;
       // Screen readers and keyboards start at the new screen's heading, not at the top of an old page.
       const heading = main.querySelector('h1');
       if (heading) {

@@ -1,43 +1,68 @@
 import './app.css';
 import { Api } from './api.ts';
-import { createReader } from './app.ts';
+import { createReader, type Reader, type Screen } from './app.ts';
+import { applyLanguage, initialTexts, languageSwitcher, redrawKeeping } from './language.ts';
 import { codeScreen } from './screens/code.ts';
 import { messageScreen } from './screens/message.ts';
 import { sentScreen } from './screens/sent.ts';
 import { signedOutScreen } from './screens/signed-out.ts';
 import { signInScreen } from './screens/sign-in.ts';
 import { fatalScreen, loadingScreen } from './screens/status.ts';
-import { pickTexts } from './texts/index.ts';
+import type { Texts } from './texts/index.ts';
 
 /** The page is served at /m/{id} for any id; the id is the sealed message's. */
 const MESSAGE_PATH = /^\/m\/([A-Za-z0-9_-]{1,128})\/?$/;
 
 async function start(): Promise<void> {
-  const t = pickTexts(navigator.languages ?? [navigator.language]);
-  document.documentElement.lang = t.lang;
+  let t = initialTexts();
+  applyLanguage(t);
   const main = document.getElementById('main')!;
-  const showAlone = (screen: { title: string; name: string; render(): HTMLElement }) => {
-    main.replaceChildren(screen.render());
-    main.dataset.screen = screen.name;
-    document.title = `${screen.title} – ${t.appName}`;
-  };
-  const skip = document.querySelector<HTMLAnchorElement>('.skip-link');
-  if (skip) skip.textContent = t.skipToContent;
+  let reader: Reader | undefined;
+  /** How the screen shown now was reached: a language change draws it again that way. */
+  let redraw: () => unknown = () => undefined;
+  const drawn =
+    <A extends unknown[], R>(route: (...args: A) => R) =>
+    (...args: A): R => {
+      redraw = () => route(...args);
+      return route(...args);
+    };
+
+  // One language change after the other: a quick run through the options ends at the last one chosen.
+  let switching = Promise.resolve();
+  const switcher = languageSwitcher(t, (next) => {
+    t = next;
+    if (reader) reader.t = next;
+    applyLanguage(next);
+    switcher.update(next);
+    switching = switching.then(() => redrawKeeping(main, reader?.settle, redraw)).catch(() => undefined);
+  });
+  document.querySelector('.site-header')?.append(switcher.element);
+
+  const showAlone = drawn((screen: (t: Texts) => Screen) => {
+    const shown = screen(t);
+    main.replaceChildren(shown.render());
+    main.dataset.screen = shown.name;
+    document.title = `${shown.title} – ${t.appName}`;
+  });
 
   const match = MESSAGE_PATH.exec(window.location.pathname);
-  if (!match) return showAlone(fatalScreen({ t }, undefined, t.fatal.badLink));
+  if (!match) return showAlone((t) => fatalScreen({ t }, undefined, t.fatal.badLink));
   const messageId = match[1]!;
   const api = new Api(messageId);
-  showAlone(loadingScreen({ t }));
+  showAlone((t) => loadingScreen({ t }));
   try {
     const config = await api.config(messageId);
     // The one router: every screen reaches the others through reader.go, none imports another.
-    const reader = createReader(api, t, messageId, config, main, (r) => ({
-      signIn: (prefill) => r.show(signInScreen(r, prefill)),
-      code: (request, sent, earlier) => r.show(codeScreen(r, request, sent, earlier)),
-      message: () => messageScreen(r),
-      sent: (to) => r.show(sentScreen(r, to)),
-      signedOut: () => r.show(signedOutScreen(r)),
+    reader = createReader(api, t, messageId, config, main, (r) => ({
+      signIn: drawn((prefill) => r.show(signInScreen(r, prefill))),
+      code: (request, sent, earlier) => {
+        // Drawn again in another language, the resend button still counts from when the code was sent.
+        const shownAt = Date.now();
+        drawn(() => r.show(codeScreen(r, request, sent, earlier, shownAt)))();
+      },
+      message: drawn(() => messageScreen(r)),
+      sent: drawn((to) => r.show(sentScreen(r, to))),
+      signedOut: drawn(() => r.show(signedOutScreen(r))),
     }));
     if (config.signedIn) await reader.go.message();
     else if (config.codePending) {
@@ -46,7 +71,7 @@ async function start(): Promise<void> {
       reader.go.code(undefined, { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn }, pending);
     } else reader.go.signIn();
   } catch (error) {
-    showAlone(fatalScreen({ t }, error));
+    showAlone((t) => fatalScreen({ t }, error));
   }
 }
 

@@ -12,7 +12,7 @@ import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
  * (`request` unknown, `earlier` from GET /v1/config) it says where and when the code went; a new code then
  * goes to the same place (POST /v1/auth/code/resend) without anything typed again.
  */
-export function codeScreen(reader: Reader, request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending): Screen {
+export function codeScreen(reader: Reader, request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending, shownAt = Date.now()): Screen {
   const { t, config } = reader;
   const sendAgain = () => (request ? reader.api.requestCode(request) : reader.api.resendCode(reader.messageId));
   return {
@@ -70,8 +70,10 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
           },
         );
       };
-      // After a reload the interval runs from when the code was sent, not from now.
-      const sentAgo = earlier ? Math.max(0, Math.floor((Date.now() - Date.parse(earlier.sentAt)) / 1000)) : 0;
+      // After a reload the interval runs from when the code was sent, not from now; drawn again in another
+      // language, from when the screen was first shown.
+      const sentAt = earlier ? Date.parse(earlier.sentAt) : shownAt;
+      const sentAgo = Math.max(0, Math.floor((Date.now() - sentAt) / 1000));
       startCooldown(config.limits.perNumberInterval - (Number.isFinite(sentAgo) ? sentAgo : 0));
 
       /** The code field and its button, usable or not (a void or expired code cannot be tried again). */

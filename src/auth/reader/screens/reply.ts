@@ -120,6 +120,12 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     if (saveTimer) void saveNow();
     saveTimer = 0;
   });
+  // Before the form is drawn again in another language: the text typed is saved, every change is done.
+  reader.settle = () => {
+    if (saveTimer) void saveNow();
+    saveTimer = 0;
+    return changes;
+  };
 
   const list = h('ul', { class: 'files', 'aria-live': 'polite' });
   const used = h('p', { class: 'hint' });
