@@ -81,9 +81,11 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
                   h(
                     'li',
                     {},
+                    // Named by what it shows (WCAG 2.5.3: a voice user says what they see), "Download" first.
                     h(
                       'a',
-                      { href: reader.api.attachmentUrl(a.index), download: a.filename, 'aria-label': t.message.download(a.filename, formatBytes(t, a.size)) },
+                      { href: reader.api.attachmentUrl(a.index), download: a.filename },
+                      h('span', { class: 'visually-hidden' }, `${t.message.download} `),
                       h('span', { class: 'file-name' }, a.filename),
                       h('span', { class: 'file-size' }, formatBytes(t, a.size)),
                     ),

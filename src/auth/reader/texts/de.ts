@@ -68,7 +68,7 @@ export const de = {
         : `${count} Bilder aus dem Internet werden nicht angezeigt, damit der Absender nicht sehen kann, wann Sie dies lesen.`,
     showImages: 'Bilder anzeigen',
     attachments: 'Anhänge',
-    download: (name: string, size: string) => `${name} herunterladen (${size})`,
+    download: 'Herunterladen:',
     signOut: 'Abmelden',
     signingOut: 'Wird abgemeldet…',
     signOutFailed: 'Sie sind noch angemeldet: Das Abmelden hat nicht funktioniert.',

@@ -69,7 +69,8 @@ export const en = {
       count === 1 ? 'One image from the internet is not shown, so that the sender cannot see when you read this.' : `${count} images from the internet are not shown, so that the sender cannot see when you read this.`,
     showImages: 'Show images',
     attachments: 'Attachments',
-    download: (name: string, size: string) => `Download ${name} (${size})`,
+    /** Said before the file name to screen readers: the link's name is what it shows, with this first. */
+    download: 'Download',
     signOut: 'Sign out',
     signingOut: 'Signing out…',
     signOutFailed: 'You are still signed in: signing out did not work.',

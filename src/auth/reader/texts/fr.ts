@@ -71,7 +71,7 @@ export const fr = {
         : `${count} images provenant d’Internet ne sont pas affichées, afin que l’expéditeur ne puisse pas savoir quand vous lisez ce message.`,
     showImages: 'Afficher les images',
     attachments: 'Pièces jointes',
-    download: (name: string, size: string) => `Télécharger ${name} (${size})`,
+    download: 'Télécharger',
     signOut: 'Se déconnecter',
     signingOut: 'Déconnexion…',
     signOutFailed: 'Vous êtes toujours connecté : la déconnexion n’a pas fonctionné.',

@@ -71,7 +71,7 @@ export const it = {
         : `${count} immagini da Internet non vengono mostrate, affinché il mittente non possa sapere quando Lei legge questo messaggio.`,
     showImages: 'Mostrare le immagini',
     attachments: 'Allegati',
-    download: (name: string, size: string) => `Scaricare ${name} (${size})`,
+    download: 'Scaricare',
     signOut: 'Disconnettersi',
     signingOut: 'Disconnessione in corso…',
     signOutFailed: 'È ancora connesso: la disconnessione non è riuscita.',
