@@ -1,0 +1,357 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AxeBuilder } from '@axe-core/playwright';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Language } from '../src/kernel/languages.ts';
+import { buildReader } from '../src/auth/reader-assets.ts';
+import { TEXTS, type Texts } from '../src/auth/reader/texts/index.ts';
+import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
+import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
+import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+
+/**
+ * The reader page in its four languages, checked with axe-core (through @axe-core/playwright, all rules
+ * but the experimental ones) on every screen — sign-in, code, message with the reply form, reply sent,
+ * signed out, a link to no message, a broken seal, and the alerts of a form — in English, German, French
+ * and Italian, at 360 and 1280 px: no violations. The languages are switched with the page's own
+ * switcher, so that it is checked on every screen too. Screenshots go to test-output/screenshots
+ * (`a11y-<screen>-<lang>-<width>.png`); the README's come from here.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
+const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
+const LANGUAGES: Language[] = ['en', 'de', 'fr', 'it'];
+const WIDTHS = [360, 1280] as const;
+
+const SENDER = 'Dana Sender <dana@sender.example>';
+const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
+const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
+const SUBJECT = 'Your contract, sealed';
+const TAMPERED_SUBJECT = 'Your deed, sealed';
+const BODY_LINE = 'Please find the signed contract attached.';
+const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
+async function sendMail(smtpPort: number, to: { email: string; mobile: string }, subject: string, html: boolean): Promise<void> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  try {
+    await transport.sendMail({
+      from: SENDER,
+      to: to.email,
+      subject,
+      text: `Hello,\n\n${BODY_LINE}\n\nKind regards,\nDana ${'x'.repeat(400)}`,
+      ...(html
+        ? {
+            html:
+              `<p>Hello,</p><p><strong>${BODY_LINE}</strong></p>` +
+              '<p><img src="https://images.example.invalid/logo.png" alt="Logo"></p><p>Kind regards,<br>Dana</p>',
+            attachments: [{ filename: 'contract.png', content: TINY_PNG, contentType: 'image/png' }],
+          }
+        : {}),
+      headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }],
+    });
+  } finally {
+    transport.close();
+  }
+}
+
+/** The reader link of the first notification to `to` beyond the `before` first messages at the sink. */
+async function readerLink(sink: SmtpSink, to: string, before: number): Promise<string> {
+  const about = (m: SmtpSink['messages'][number]) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
+  await sink.waitUntil(() => sink.messages.slice(before).some(about), 30_000, `the notification to ${to}`);
+  const parsed = await simpleParser(sink.messages.slice(before).find(about)!.raw);
+  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
+  assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
+  return link;
+}
+
+async function sealFor(smtpPort: number, sink: SmtpSink, to: { email: string; mobile: string }, subject: string, html: boolean): Promise<string> {
+  const before = sink.messages.length;
+  await sendMail(smtpPort, to, subject, html);
+  return readerLink(sink, to.email, before);
+}
+
+/** Waits until the SMS capture has a code for `to` beyond the `before` first messages. */
+async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  while (sms.messages.slice(before).every((m) => m.to !== to)) {
+    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return sms.lastCodeTo(to);
+}
+
+const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+/** From the link to the code screen, in English. */
+async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
+  await page.goto(link);
+  await page.getByLabel('Email address').fill(who.email);
+  await page.getByLabel(/Mobile number/).fill(who.mobile);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+}
+
+/** The block files of the IPFS Cluster stand-in (blockstore-fs: one `.data` file per block). */
+async function blockFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.data')).map((entry) => join(entry.parentPath, entry.name));
+}
+
+/** axe's findings, one readable block per rule and place. */
+function describeViolations(where: string, violations: Awaited<ReturnType<AxeBuilder['analyze']>>['violations']): string[] {
+  return violations.map(
+    (v) => `${where}: ${v.id} (${v.impact}) ${v.help}\n${v.nodes.map((node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`).join('\n')}`,
+  );
+}
+
+/**
+ * Checks the screen now shown in each language (chosen with the page's switcher) at each width, and
+ * collects axe's violations in `found`. `ready` waits until the screen is drawn in that language;
+ * `prepare` brings it into the state to check (an alert, say) first. Back to English at the end.
+ */
+async function checkScreen(
+  page: Page,
+  screen: string,
+  found: string[],
+  ready: (page: Page, t: Texts) => Promise<unknown>,
+  prepare?: (page: Page, t: Texts) => Promise<unknown>,
+): Promise<void> {
+  for (const lang of LANGUAGES) {
+    const t = TEXTS[lang];
+    await page.locator('#language').selectOption(lang);
+    await page.waitForFunction((l) => document.documentElement.lang === l, lang);
+    await ready(page, t);
+    await prepare?.(page, t);
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
+      await page.waitForTimeout(100);
+      // Not inside the message's frame: its sandbox (no allow-scripts) lets no script run there, so axe's
+      // per-frame run waits for it forever, and what it shows is the sender's HTML. The legacy run with
+      // iframes: false still checks the <iframe> itself (frame-title) with the page.
+      const results = await new AxeBuilder({ page }).setLegacyMode(true).options({ iframes: false }).analyze();
+      found.push(...describeViolations(`${screen}, ${lang}, ${width} px`, results.violations));
+      // The run did look: contrast and the page's language were checked, and passed.
+      for (const rule of ['color-contrast', 'html-lang-valid']) assert.ok(results.passes.some((r) => r.id === rule), `${screen} ${lang}: ${rule} was checked`);
+      if (width === 360) assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${screen} ${lang}: wider than 360 px`);
+      await page.screenshot({ path: join(SCREENSHOTS, `a11y-${screen}-${lang}-${width}.png`), fullPage: width === 1280 });
+    }
+  }
+  await page.locator('#language').selectOption('en');
+  await page.waitForFunction(() => document.documentElement.lang === 'en');
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+const heading = (name: string) => (page: Page) => page.getByRole('heading', { name, exact: true }).waitFor();
+
+function assertNone(found: string[]): void {
+  if (found.length > 0) console.log(`axe found ${found.length} violation(s):\n${found.join('\n')}`);
+  assert.equal(found.length, 0, `axe violations:\n${found.join('\n')}`);
+}
+
+describe('the reader page in four languages, accessible (axe-core in Chromium)', () => {
+  let sms: SmsCapture;
+  let sink: SmtpSink;
+  let sealpost: SealpostProcess;
+  let browser: Browser;
+  let dataDir: string;
+  let link: string;
+
+  before(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    await buildReader();
+    sms = await startSmsCapture();
+    sink = await startSmtpSink();
+    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-a11y-'));
+    sealpost = await startSealpostProcess(
+      {
+        SEALPOST_DATA_DIR: dataDir,
+        SMS_PROVIDER: 'http',
+        SMS_PROVIDER_URL: `${sms.url}/sms`,
+        OUTBOUND_SMTP_URL: sink.url,
+        DELIVERY_POLL_INTERVAL: '100ms',
+        DELIVERY_RETRY_BASE: '1s',
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+        // A wrong code in each of the four languages, and the right one still works.
+        CODE_MAX_ATTEMPTS: '10',
+      },
+      { timeoutMs: 120_000 },
+    );
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, true);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await sealpost?.stop();
+    await sink?.close();
+    await sms?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("speaks the link's ?lang=, else the browser's language, else English; the switcher changes it in place, by keyboard too, and the address keeps it", async () => {
+    for (const [locale, path, expected] of [
+      ['fr-FR', '', 'fr'],
+      ['fr-FR', '?lang=it', 'it'],
+      ['de-CH', '', 'de'],
+      ['es-ES', '', 'en'],
+      ['es-ES', '?lang=xx', 'en'],
+    ] as const) {
+      const context = await browser.newContext({ locale, viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      try {
+        await page.goto(`${link}${path}`);
+        await page.getByRole('heading', { name: TEXTS[expected].signIn.title }).waitFor();
+        assert.equal(await page.evaluate(() => document.documentElement.lang), expected, `${locale} ${path}`);
+      } finally {
+        await context.close();
+      }
+    }
+
+    const context = await browser.newContext({ locale: 'en-GB', viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${link}?lang=it`);
+      await page.getByLabel(TEXTS.it.signIn.email).fill(ALICE.email);
+      // Keyboard only: Up from Italiano (the last) is Français, at once, with the focus kept on the switcher.
+      await page.getByLabel('Lingua').focus();
+      await page.keyboard.press('ArrowUp');
+      await page.getByRole('heading', { name: TEXTS.fr.signIn.title }).waitFor();
+      assert.equal(await page.evaluate(() => document.documentElement.lang), 'fr');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'language', 'the focus stays on the switcher');
+      assert.equal(await page.getByLabel(TEXTS.fr.signIn.email).inputValue(), ALICE.email, 'what was typed stays');
+      assert.equal(new URL(page.url()).searchParams.get('lang'), 'fr');
+      assert.equal(await page.title(), `${TEXTS.fr.signIn.title} – Sealpost`);
+      await page.reload();
+      await page.getByRole('heading', { name: TEXTS.fr.signIn.title }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('has no violations on the sign-in and code screens, with and without an alert, in every language and width', async () => {
+    const found: string[] = [];
+    const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(link);
+      await checkScreen(page, 'sign-in', found, (page, t) => heading(t.signIn.title)(page));
+      await checkScreen(
+        page,
+        'sign-in-error',
+        found,
+        (page, t) => heading(t.signIn.title)(page),
+        async (page, t) => {
+          await page.getByLabel(t.signIn.email).fill('not an address');
+          await page.getByRole('button', { name: t.signIn.send }).click();
+          await page.getByRole('alert').filter({ hasText: t.errors.invalid_email }).waitFor();
+        },
+      );
+      // The README's sign-in: English, on a phone.
+      await page.goto(link);
+      await page.setViewportSize({ width: 360, height: 780 });
+      await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
+      await page.screenshot({ path: join(SCREENSHOTS, 'readme-sign-in-360.png') });
+      await page.setViewportSize({ width: 1280, height: 900 });
+
+      const before = sms.messages.length;
+      await requestCode(page, link, ALICE);
+      const code = await nextCode(sms, ALICE.mobile, before);
+      await checkScreen(page, 'code', found, (page, t) => heading(t.code.title)(page));
+      await checkScreen(
+        page,
+        'code-wrong',
+        found,
+        (page, t) => heading(t.code.title)(page),
+        async (page, t) => {
+          await page.getByLabel(t.code.label, { exact: true }).fill(wrongCode(code));
+          await page.getByRole('button', { name: t.code.submit, exact: true }).click();
+          await page.getByRole('alert').filter({ hasText: t.errors.incorrect_code }).waitFor();
+        },
+      );
+    } finally {
+      await context.close();
+    }
+    assertNone(found);
+  });
+
+  it('has no violations on the message with the reply form, the reply sent and signed out, in every language and width', async () => {
+    const found: string[] = [];
+    const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      const before = sms.messages.length;
+      await requestCode(page, link, ALICE);
+      await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, ALICE.mobile, before));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: SUBJECT }).waitFor();
+      await page.getByLabel('Your reply').fill('Thank you, signed copy attached.');
+      await page.locator('input[type=file]').setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: TINY_PNG });
+      await page.getByRole('button', { name: 'Remove signed.png' }).waitFor();
+
+      const messageReady = async (page: Page, t: Texts) => {
+        await page.getByRole('heading', { name: t.reply.title, exact: true }).waitFor();
+        await page.frameLocator('iframe.body-frame').getByText(BODY_LINE).waitFor();
+        await page.getByRole('button', { name: t.reply.remove('signed.png') }).waitFor();
+        // The download link is named by what it shows, with the word for "download" first.
+        await page.getByRole('link', { name: new RegExp(`^${t.message.download} contract\\.png \\d+`) }).waitFor();
+      };
+      await checkScreen(page, 'message', found, messageReady);
+      // What was typed went with the draft through every language.
+      assert.equal(await page.getByLabel('Your reply').inputValue(), 'Thank you, signed copy attached.');
+      await page.getByText('Your unsent draft was restored.').waitFor();
+      await page.screenshot({ path: join(SCREENSHOTS, 'readme-message-1280.png'), fullPage: true });
+
+      await page.getByRole('button', { name: 'Send reply' }).click();
+      await page.getByRole('heading', { name: 'Your reply was sent' }).waitFor();
+      await checkScreen(page, 'sent', found, (page, t) => heading(t.sent.title)(page));
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+      await checkScreen(page, 'signed-out', found, (page, t) => heading(t.signedOut.title)(page));
+    } finally {
+      await context.close();
+    }
+    assertNone(found);
+  });
+
+  it('has no violations on the error screens (a link to no message, a broken seal), in every language and width', async () => {
+    const found: string[] = [];
+    const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(new URL('/m/no-such-message', link).href);
+      await checkScreen(page, 'not-found', found, async (page, t) => {
+        await heading(t.fatal.title)(page);
+        await page.getByRole('alert').filter({ hasText: t.errors.not_found }).waitFor();
+      });
+
+      // A flipped byte in the stored block of a message sealed for this: its content no longer matches.
+      const blocks = join(dataDir, 'ipfs-cluster', 'blocks');
+      const known = new Set(await blockFiles(blocks));
+      const tamperedLink = await sealFor(sealpost.ports.smtp, sink, CAROL, TAMPERED_SUBJECT, false);
+      const added = (await blockFiles(blocks)).filter((file) => !known.has(file));
+      const sizes = await Promise.all(added.map(async (file) => ({ file, size: (await stat(file)).size })));
+      const target = sizes.sort((a, b) => b.size - a.size)[0]!.file;
+      const block = await readFile(target);
+      block.writeUInt8(block.readUInt8(Math.floor(block.length / 2)) ^ 0x01, Math.floor(block.length / 2));
+      await writeFile(target, block);
+
+      const before = sms.messages.length;
+      await requestCode(page, tamperedLink, CAROL);
+      await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, CAROL.mobile, before));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'The seal is broken' }).waitFor();
+      await checkScreen(page, 'seal-broken', found, (page, t) => heading(t.brokenSeal.title)(page));
+    } finally {
+      await context.close();
+    }
+    assertNone(found);
+  });
+});
