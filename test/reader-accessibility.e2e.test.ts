@@ -20,7 +20,8 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * but the experimental ones) on every screen — sign-in, code, message with the reply form, reply sent,
  * signed out, a link to no message, a broken seal, and the alerts of a form — in English, German, French
  * and Italian, at 360 and 1280 px: no violations. The languages are switched with the page's own
- * switcher, so that it is checked on every screen too. Screenshots go to test-output/screenshots
+ * switcher, so that it is checked on every screen too. The plain pages for addresses that are no reader
+ * link (English only) are checked as well. Screenshots go to test-output/screenshots
  * (`a11y-<screen>-<lang>-<width>.png`); the README's come from here.
  */
 
@@ -349,6 +350,19 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'The seal is broken' }).waitFor();
       await checkScreen(page, 'seal-broken', found, (page, t) => heading(t.brokenSeal.title)(page));
+
+      // The plain pages for addresses that are no reader link (English only, no script, no switcher).
+      for (const [path, name] of [
+        ['/', 'no-link'],
+        [`/m/${'a'.repeat(600)}`, 'link-too-long'],
+      ] as const) {
+        await page.goto(new URL(path, link).href);
+        for (const width of WIDTHS) {
+          await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
+          const results = await new AxeBuilder({ page }).analyze();
+          found.push(...describeViolations(`${name}, en, ${width} px`, results.violations));
+        }
+      }
     } finally {
       await context.close();
     }

@@ -166,9 +166,10 @@ function simplePage(heading: string, sentence: string, errorId: string, title = 
     '<!doctype html>',
     '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
     `<meta name="robots" content="noindex, nofollow"><title>${title}</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"></head><body>`,
-    `<h1>${heading}</h1>`,
+    // In <main>: assistive technology finds the page's content by its landmark (axe, region).
+    `<main><h1>${heading}</h1>`,
     `<p>${sentence}</p>`,
-    `<p><small>Reference: ${errorId}</small></p>`,
+    `<p><small>Reference: ${errorId}</small></p></main>`,
     '</body></html>',
   ].join('\n');
 }
