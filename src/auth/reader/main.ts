@@ -54,7 +54,14 @@ async function start(): Promise<void> {
     const config = await api.config(messageId);
     // The one router: every screen reaches the others through reader.go, none imports another.
     reader = createReader(api, t, messageId, config, main, (r) => ({
-      signIn: drawn((prefill) => r.show(signInScreen(r, prefill))),
+      signIn: (prefill) => {
+        // The note it shows once ("your session has ended") is shown again when drawn in another language.
+        const notice = r.notice;
+        drawn(() => {
+          r.notice = notice;
+          r.show(signInScreen(r, prefill));
+        })();
+      },
       code: (request, sent, earlier) => {
         // Drawn again in another language, the resend button still counts from when the code was sent.
         const shownAt = Date.now();
