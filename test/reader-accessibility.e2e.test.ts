@@ -34,6 +34,7 @@ const WIDTHS = [360, 1280] as const;
 const SENDER = 'Dana Sender <dana@sender.example>';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
+const OTHER_SUBJECT = 'Your deposit, sealed';
 const SUBJECT = 'Your contract, sealed';
 const TAMPERED_SUBJECT = 'Your deed, sealed';
 const BODY_LINE = 'Please find the signed contract attached.';
@@ -185,6 +186,8 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
       { timeoutMs: 120_000 },
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    // A second message for the same recipient, so that the message screen lists "your other sealed messages".
+    await sealFor(sealpost.ports.smtp, sink, ALICE, OTHER_SUBJECT, false);
     link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, true);
   });
 
@@ -303,7 +306,15 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
         // The download link is named by what it shows, with the word for "download" first.
         await page.getByRole('link', { name: new RegExp(`^${t.message.download} contract\\.png \\d+`) }).waitFor();
       };
-      await checkScreen(page, 'message', found, messageReady);
+      await checkScreen(page, 'message', found, async (page, t) => {
+        await messageReady(page, t);
+        await page.getByRole('link', { name: new RegExp(OTHER_SUBJECT) }).waitFor();
+      });
+      // The mobile change, opened, with its first form.
+      await checkScreen(page, 'message-mobile', found, messageReady, async (page, t) => {
+        await page.getByText(t.mobile.title).click();
+        await page.getByLabel(t.mobile.newNumber).waitFor();
+      });
       // What was typed went with the draft through every language.
       assert.equal(await page.getByLabel('Your reply').inputValue(), 'Thank you, signed copy attached.');
       await page.getByText('Your unsent draft was restored.').waitFor();

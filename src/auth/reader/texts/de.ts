@@ -74,6 +74,26 @@ export const de = {
     signOutFailed: 'Sie sind noch angemeldet: Das Abmelden hat nicht funktioniert.',
   },
 
+  mobile: {
+    title: 'Mobilnummer ändern',
+    explain: 'Codes für diese Nachricht gehen an Ihre Mobilnummer. Um sie zu ändern, bestätigen Sie einen Code an Ihre bisherige Nummer und danach einen an die neue Nummer.',
+    newNumber: 'Neue Mobilnummer',
+    newNumberHint: 'Im internationalen Format, zum Beispiel +41 79 123 45 67.',
+    start: 'Code an meine bisherige Nummer senden',
+    starting: 'Wird gesendet…',
+    codeTo: (to: string) => `Geben Sie den Code ein, den wir an ${to} gesendet haben.`,
+    code: 'Code',
+    confirm: 'Bestätigen',
+    confirming: 'Wird geprüft…',
+    changed: (to: string) => `Ihre Mobilnummer ist jetzt ${to}. Ihre bisherige Nummer und Ihre E-Mail-Adresse wurden benachrichtigt.`,
+  },
+
+  others: {
+    title: 'Ihre weiteren versiegelten Nachrichten',
+    explain: 'Diese können Sie ohne weiteren Code öffnen.',
+    meta: (sender: string, date: string) => `von ${sender}, versiegelt am ${date}`,
+  },
+
   reply: {
     title: 'Antworten',
     to: (to: string) => `Ihre Antwort geht an ${to}.`,

@@ -77,6 +77,26 @@ export const fr = {
     signOutFailed: 'Vous êtes toujours connecté : la déconnexion n’a pas fonctionné.',
   },
 
+  mobile: {
+    title: 'Changer votre numéro de mobile',
+    explain: "Les codes pour ce message sont envoyés à votre numéro de mobile. Pour le changer, confirmez un code envoyé à votre numéro actuel, puis un code envoyé au nouveau numéro.",
+    newNumber: 'Nouveau numéro de mobile',
+    newNumberHint: 'Au format international, par exemple +41 79 123 45 67.',
+    start: 'Envoyer un code à mon numéro actuel',
+    starting: 'Envoi…',
+    codeTo: (to: string) => `Saisissez le code que nous avons envoyé au ${to}.`,
+    code: 'Code',
+    confirm: 'Confirmer',
+    confirming: 'Vérification…',
+    changed: (to: string) => `Votre numéro de mobile est désormais le ${to}. Votre ancien numéro et votre adresse e-mail ont été prévenus.`,
+  },
+
+  others: {
+    title: 'Vos autres messages scellés',
+    explain: 'Vous pouvez les ouvrir sans nouveau code.',
+    meta: (sender: string, date: string) => `de ${sender}, scellé le ${date}`,
+  },
+
   reply: {
     title: 'Répondre',
     to: (to: string) => `Votre réponse sera envoyée à ${to}.`,

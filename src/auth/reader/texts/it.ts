@@ -77,6 +77,26 @@ export const it = {
     signOutFailed: 'È ancora connesso: la disconnessione non è riuscita.',
   },
 
+  mobile: {
+    title: 'Cambiare il numero di cellulare',
+    explain: 'I codici per questo messaggio vanno al suo numero di cellulare. Per cambiarlo, confermi un codice inviato al numero attuale e poi uno inviato al nuovo numero.',
+    newNumber: 'Nuovo numero di cellulare',
+    newNumberHint: 'In formato internazionale, per esempio +41 79 123 45 67.',
+    start: 'Invia un codice al mio numero attuale',
+    starting: 'Invio…',
+    codeTo: (to: string) => `Inserisca il codice che abbiamo inviato al ${to}.`,
+    code: 'Codice',
+    confirm: 'Conferma',
+    confirming: 'Verifica…',
+    changed: (to: string) => `Il suo numero di cellulare ora è ${to}. Il numero precedente e il suo indirizzo e-mail sono stati avvisati.`,
+  },
+
+  others: {
+    title: 'Gli altri suoi messaggi sigillati',
+    explain: 'Può aprirli senza un altro codice.',
+    meta: (sender: string, date: string) => `da ${sender}, sigillato il ${date}`,
+  },
+
   reply: {
     title: 'Rispondere',
     to: (to: string) => `La sua risposta andrà a ${to}.`,
