@@ -197,7 +197,7 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it(`serves a ${BIG / MiB} MiB attachment byte for byte, the process's peak memory growing by far less than the message`, async (t) => {
+  it(`serves a ${BIG / MiB} MiB attachment byte for byte, the process's peak memory far below what holding the message took`, async (t) => {
     // Warm-up on a smaller message: every code path of a download loaded, V8's young generation and the
     // allocator's pools grown to their working size, nothing of the big message read yet.
     const warm = await signIn(warmUpMessage.id);
@@ -217,9 +217,11 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     t.diagnostic(`auth RSS ${(before.rss / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for a ${(bigRawSize / MiB).toFixed(1)} MiB message`);
 
     assert.deepEqual(received, { sha256: sha256(big), bytes: BIG });
-    // Holding the message or the file adds at least the file's size: the former whole-message download grew
-    // the process by +107 MiB here. Streamed, the growth measured +0.5 to +5 MiB after the warm-up.
-    assert.ok(growth < BIG, `the auth process grew by ${(growth / MiB).toFixed(1)} MiB while serving ${BIG / MiB} MiB`);
+    // The former whole-message download grew the process by +107 MiB here. Streamed, the growth measured
+    // +0.5 to +6 MiB after the warm-up, and once +26 MiB: the streamed chunks' garbage waits in Node's young
+    // generation (tens of MiB by default) until a collection, so the peak follows the GC's timing too. Twice
+    // the file still tells a streamed download from one that holds the message.
+    assert.ok(growth < 2 * BIG, `the auth process grew by ${(growth / MiB).toFixed(1)} MiB while serving ${BIG / MiB} MiB`);
     // The rest of the message was read to its end (drained, not parsed): the seal service's answer completed.
     const answer = proxy.answers.at(-1)!;
     await answer.closed;
