@@ -192,14 +192,7 @@ export class DraftStore {
    */
   async removeFile(owner: DraftOwner, fileId: string, now: Date, expected: ExpectedVersion, removeObject: (file: DraftFileRow) => Promise<void>): Promise<number | 'not_found' | 'sending'> {
     return this.db.transaction().execute(async (trx) => {
-      const draft = await trx
-        .selectFrom('drafts')
-        .selectAll()
-        .where('message_id', '=', owner.messageId)
-        .where('email_key', '=', owner.emailKey)
-        .where('sent_at', 'is', null)
-        .forUpdate()
-        .executeTakeFirst();
+      const draft = await openDraftLocked(trx, owner).executeTakeFirst();
       await checkVersion(trx, owner, expected);
       const file = draft ? await trx.selectFrom('draft_files').selectAll().where('draft_id', '=', draft.id).where('id', '=', fileId).executeTakeFirst() : undefined;
       if (!draft || !file || file.state !== 'stored') return 'not_found' as const;
@@ -268,15 +261,19 @@ export class DraftStore {
       .values({ message_id: owner.messageId, email_key: owner.emailKey, html: null, bcc: null, created_at: now, updated_at: now, sending_since: null, sent_at: null })
       .onConflict((oc) => oc.columns(['message_id', 'email_key']).where('sent_at', 'is', null).doNothing())
       .execute();
-    return trx
-      .selectFrom('drafts')
-      .selectAll()
-      .where('message_id', '=', owner.messageId)
-      .where('email_key', '=', owner.emailKey)
-      .where('sent_at', 'is', null)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
+    return openDraftLocked(trx, owner).executeTakeFirstOrThrow();
   }
+}
+
+/** The recipient's open (unsent) draft, locked for the rest of the transaction. */
+function openDraftLocked(trx: Transaction<AuthTables>, owner: DraftOwner) {
+  return trx
+    .selectFrom('drafts')
+    .selectAll()
+    .where('message_id', '=', owner.messageId)
+    .where('email_key', '=', owner.emailKey)
+    .where('sent_at', 'is', null)
+    .forUpdate();
 }
 
 /** Thrown inside a transaction to roll it back when the file row disappeared. */
