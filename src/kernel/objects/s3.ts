@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -116,22 +117,46 @@ function createS3Client(options: S3ObjectStoreOptions): S3Client {
   });
 }
 
-async function ensureBucketExists({ client, bucket }: S3Target): Promise<void> {
+/**
+ * Bucket creation happens once, at start or before the first write, so it may wait out a store that is
+ * busy for a moment: Swift answers 503 "Please reduce your request rate" while its account database is
+ * locked by other writers. Up to BUSY_RETRIES more tries, 250 ms doubling (about 7.5 s in all); any other
+ * error fails at once.
+ */
+const BUSY_RETRIES = 5;
+const BUSY_FIRST_WAIT_MS = 250;
+
+async function ensureBucketExists(target: S3Target): Promise<void> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await headOrCreateBucket(target);
+    } catch (error) {
+      if (retry >= BUSY_RETRIES || !isBusy(error)) throw storeError(error, `Cannot create bucket ${target.bucket}`);
+      await sleep(BUSY_FIRST_WAIT_MS * 2 ** retry);
+    }
+  }
+}
+
+async function headOrCreateBucket({ client, bucket }: S3Target): Promise<void> {
   try {
     await client.send(new HeadBucketCommand({ Bucket: bucket }), SMALL);
     return;
   } catch (error) {
-    if (!isNotFound(error)) throw storeError(error, `Cannot reach bucket ${bucket}`);
+    if (!isNotFound(error)) throw error;
   }
   try {
     await client.send(new CreateBucketCommand({ Bucket: bucket }), SMALL);
   } catch (error) {
     // Another process may have created it in the meantime.
     const name = (error as { name?: string }).name;
-    if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') {
-      throw storeError(error, `Cannot create bucket ${bucket}`);
-    }
+    if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
   }
+}
+
+/** The store said it is overloaded for now (503, SlowDown), as opposed to refusing the request. */
+function isBusy(error: unknown): boolean {
+  if (!(error instanceof S3ServiceException)) return false;
+  return error.$metadata?.httpStatusCode === 503 || error.name === 'SlowDown' || error.name === 'ServiceUnavailable';
 }
 
 /** With createBucket, what each put awaits first: the bucket's creation, once it has succeeded. */

@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -347,6 +349,28 @@ describe('S3 on Swift', () => {
       }
     });
 
+    it('waits out a store too busy to create the bucket (503 SlowDown), but not one that refuses it', async () => {
+      const proxy = await startBucketCreationProxy(new URL(server.endpoint));
+      try {
+        proxy.answer = { status: 503, code: 'SlowDown', times: 3 };
+        const busy = createS3ObjectStore({ ...s3Options(), endpoint: proxy.endpoint, bucket: uniqueBucket('busy') });
+        await busy.ensureBucket();
+        await busy.put('after/busy', 'created');
+        assert.equal(await text(await busy.get('after/busy')), 'created');
+        assert.equal(proxy.refused, 3);
+        await busy.close();
+
+        proxy.answer = { status: 403, code: 'AccessDenied', times: 100 };
+        proxy.refused = 0;
+        const denied = createS3ObjectStore({ ...s3Options(), endpoint: proxy.endpoint, bucket: uniqueBucket('denied') });
+        await assert.rejects(denied.ensureBucket(), (error: unknown) => error instanceof AppError && error.status === 503);
+        assert.equal(proxy.refused, 1, 'a refusal is not retried');
+        await denied.close();
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('ping fails within seconds while the server is paused and works after resume, data intact', async () => {
       const store = await s3Store();
       try {
@@ -368,3 +392,39 @@ describe('S3 on Swift', () => {
     });
   });
 });
+
+/**
+ * Forwards every request to the S3 server unchanged (the Host header too, so signatures hold), except
+ * the bucket creations (PUT /bucket) it is told to answer with an error first.
+ */
+async function startBucketCreationProxy(target: URL) {
+  const state = {
+    answer: { status: 503, code: 'SlowDown', times: 0 },
+    refused: 0,
+    endpoint: '',
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+  const server = createServer((request, response) => {
+    const isCreate = request.method === 'PUT' && /^\/[^/?]+\/?(\?.*)?$/.test(request.url ?? '');
+    if (isCreate && state.refused < state.answer.times) {
+      state.refused++;
+      request.resume();
+      response.writeHead(state.answer.status, { 'content-type': 'application/xml' });
+      response.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${state.answer.code}</Code><Message>no</Message></Error>`);
+      return;
+    }
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    upstream.on('error', () => response.destroy());
+    request.pipe(upstream);
+  });
+  server.keepAliveTimeout = 1_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return state;
+}
