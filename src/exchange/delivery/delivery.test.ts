@@ -14,7 +14,7 @@ import { startSmtpSink, type SinkMessage, type SmtpSink } from '../../../test/su
 
 const MAX_RETRIES = 3;
 
-describe('delivery through the smtp path', () => {
+describe('delivery through the smtp strategy', () => {
   let s3: S3TestServer;
   let sink: SmtpSink;
   let exchange: ServiceUnderTest;

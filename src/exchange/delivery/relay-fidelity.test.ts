@@ -14,12 +14,12 @@ const smtpPort = (service: ServiceUnderTest) => Number(new URL(service.service.l
 const HOSTNAME = 'mx.sealpost.test';
 
 /**
- * What the relay receives on the smtp path, read as bytes at the sink: the MAIL FROM parameters of the
+ * What the relay receives by the smtp strategy, read as bytes at the sink: the MAIL FROM parameters of the
  * inbound transaction declared again, a 7-bit re-encoding (or a bounce that says why not) for a relay
  * without 8BITMIME, Date and Message-ID added when missing, one rule for line ends on both paths, and
  * the bounce's returned headers as they were.
  */
-describe('fidelity of the smtp path', () => {
+describe('fidelity of the smtp strategy', () => {
   let s3: S3TestServer;
   let seal: Awaited<ReturnType<typeof startSealStandIn>>;
 

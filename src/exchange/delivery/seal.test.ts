@@ -15,7 +15,7 @@ import { startSealStandIn } from '../../../test/support/exchange-seal-stand-in.t
 const confidential = (messageId: string, to = 'sms-ann@rcpt.example, bo@rcpt.example') =>
   sampleMessage({ from: 'Alice <alice@sender.example>', to, subject: 'Quarterly figures', messageId, body: ['The numbers are in.'] });
 
-describe('delivery through the seal path', () => {
+describe('delivery through the seal strategy', () => {
   let s3: S3TestServer;
   let sink: SmtpSink;
   let seal: Awaited<ReturnType<typeof startSealStandIn>>;
