@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { ErrorCode } from './error-codes.ts';
+
+export type { ErrorCode };
 
 /**
  * The error object (docs/specification.md#error-object): `kind` is the HTTP status,
@@ -17,44 +20,6 @@ export interface ErrorObject {
 
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
 export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid'>;
-
-/**
- * The errorCode values (docs/specification.md#error-codes): the auth service's, plus the few generic ones the
- * services add.
- */
-export type ErrorCode =
-  | 'expired_code'
-  | 'incorrect_code'
-  | 'invalid_email'
-  | 'invalid_mobile'
-  | 'invalid_code_or_email'
-  | 'invalid_bcc_address'
-  | 'email_mismatch'
-  | 'unauthorized_user'
-  | 'forbidden_auth_method'
-  | 'forbidden_file_type'
-  | 'malware_detected'
-  | 'file_too_large'
-  | 'upload_limit_reached'
-  | 'new_mobile_conflict'
-  | 'sms_rate_limit'
-  | 'email_and_mobile_mismatch'
-  // Refinements of our own where the spec's codes would say the wrong thing.
-  | 'code_attempts_exceeded'
-  | 'seal_broken'
-  // Generic codes of our own, for clients that switch on errorCode rather than on the status.
-  | 'validation_failed'
-  | 'not_found'
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'csrf_token_invalid'
-  | 'conflict'
-  /** A reply draft changed since the version the client sent (If-Match): it must load the draft again. */
-  | 'draft_conflict'
-  | 'payload_too_large'
-  | 'unavailable'
-  | 'upstream_failed'
-  | 'internal';
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */
 export class AppError extends Error {

@@ -1,6 +1,7 @@
 /**
  * The languages Sealpost writes to recipients in (notifications, email codes, the reader page). One
- * list: the type, the schemas' enums and the configuration's allowed values all come from it.
+ * list: the type, the schemas' enums and the configuration's allowed values all come from it. The reader
+ * page (web/reader) bundles this file, so it imports nothing and needs neither Node nor the DOM.
  */
 export const LANGUAGES = ['en', 'de', 'fr', 'it'] as const;
 

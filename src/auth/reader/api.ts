@@ -5,7 +5,7 @@
  */
 
 import type { Static } from 'typebox';
-import type { MessageResponse } from '../routes/message.ts';
+import type { MessageResponse } from '../../contracts/auth.ts';
 
 export type Method = 'sms' | 'email';
 

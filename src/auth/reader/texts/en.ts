@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../../../kernel/errors.ts';
+import type { ErrorCode } from '../../../kernel/error-codes.ts';
 import type { Language } from '../../../kernel/languages.ts';
 
 /**

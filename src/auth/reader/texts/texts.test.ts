@@ -37,13 +37,13 @@ const SPEC_CODES = [
   'email_and_mobile_mismatch',
 ];
 
-const KERNEL_ERRORS = fileURLToPath(new URL('../../../kernel/errors.ts', import.meta.url));
+const KERNEL_ERRORS = fileURLToPath(new URL('../../../kernel/error-codes.ts', import.meta.url));
 
 /** The members of `export type ErrorCode = 'a' | 'b' | …` in the kernel: every code a service can send. */
 async function serverErrorCodes(): Promise<string[]> {
   const source = ts.createSourceFile(KERNEL_ERRORS, await readFile(KERNEL_ERRORS, 'utf8'), ts.ScriptTarget.Latest, true);
   const alias = source.statements.find((s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === 'ErrorCode');
-  assert.ok(alias && ts.isUnionTypeNode(alias.type), 'ErrorCode is a union of string literals in src/kernel/errors.ts');
+  assert.ok(alias && ts.isUnionTypeNode(alias.type), 'ErrorCode is a union of string literals in src/kernel/error-codes.ts');
   return alias.type.types.map((member) => {
     assert.ok(ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal), `not a string literal: ${member.getText(source)}`);
     return member.literal.text;
