@@ -1,5 +1,5 @@
 /**
- * The reader half of `npm run build`: bundles the reader page (src/auth/reader) into dist/reader with esbuild. The auth
+ * The reader half of `npm run build`: bundles the reader page (web/reader) into dist/reader with esbuild. The auth
  * service builds it by itself at start when dist/reader is missing; run this after changing the page.
  */
 import { buildReader, READER_DIST_DIR } from '../src/auth/reader-assets.ts';

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where code and scripts live: `docs/<file>.md#<anchor>` references in them are checked. */
-const CODE_DIRS = ['src', 'test', 'bench', 'scripts'];
+const CODE_DIRS = ['src', 'web', 'test', 'bench', 'scripts'];
 /** Everything a reader of the repository reads: no citation of documents outside it, no issue numbers. */
 const ALL_PATHS = [...CODE_DIRS, 'docs', 'deploy', '.ci', 'README.md'];
 const TEXT = /\.(ts|js|mjs|cjs|md|sh|yml|yaml|json|jsonc|conf|html|css|txt)$|(^|\/)\.ci\/[^.]+$/;

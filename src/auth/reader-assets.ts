@@ -8,8 +8,8 @@ import type { Logger } from '../kernel/logger.ts';
 // `npm run build`): both name the same project folder.
 const PROJECT_ROOT = new URL(import.meta.url.includes('/dist/server/') ? '../../../' : '../../', import.meta.url);
 
-/** Sources of the reader page (browser TypeScript and CSS) and where `npm run build` puts the page. */
-export const READER_SOURCE_DIR = fileURLToPath(new URL('src/auth/reader/', PROJECT_ROOT));
+/** Sources of the reader page (browser code, web/reader) and where `npm run build` puts the page. */
+export const READER_SOURCE_DIR = fileURLToPath(new URL('web/reader/', PROJECT_ROOT));
 export const READER_DIST_DIR = fileURLToPath(new URL('dist/reader/', PROJECT_ROOT));
 
 export interface BuiltReader {

@@ -1,5 +1,5 @@
-import type { ErrorCode } from '../../../kernel/error-codes.ts';
-import type { Language } from '../../../kernel/languages.ts';
+import type { ErrorCode } from '../../../src/kernel/error-codes.ts';
+import type { Language } from '../../../src/kernel/languages.ts';
 
 /**
  * Every word the reader page shows, in English. The translations (de.ts, fr.ts, it.ts) are copies with

@@ -5,7 +5,7 @@
  */
 
 import type { Static } from 'typebox';
-import type { MessageResponse } from '../../contracts/auth.ts';
+import type { MessageResponse } from '../../src/contracts/auth.ts';
 
 export type Method = 'sms' | 'email';
 

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { ApiError } from '../api.ts';
-import { errorText } from '../errors.ts';
-import { en } from './en.ts';
-import { pickTexts, TEXTS, type Texts } from './index.ts';
+import { ApiError } from '../web/reader/api.ts';
+import { errorText } from '../web/reader/errors.ts';
+import { en } from '../web/reader/texts/en.ts';
+import { pickTexts, TEXTS, type Texts } from '../web/reader/texts/index.ts';
 
 /**
  * Every errorCode the services can answer has its own sentence on the page, in every language. en.ts and
@@ -37,7 +37,7 @@ const SPEC_CODES = [
   'email_and_mobile_mismatch',
 ];
 
-const KERNEL_ERRORS = fileURLToPath(new URL('../../../kernel/error-codes.ts', import.meta.url));
+const KERNEL_ERRORS = fileURLToPath(new URL('../src/kernel/error-codes.ts', import.meta.url));
 
 /** The members of `export type ErrorCode = 'a' | 'b' | …` in the kernel: every code a service can send. */
 async function serverErrorCodes(): Promise<string[]> {

@@ -1,4 +1,4 @@
-import { languageOfTag, type Language } from '../../../kernel/languages.ts';
+import { languageOfTag, type Language } from '../../../src/kernel/languages.ts';
 import { de } from './de.ts';
 import { en, type Texts } from './en.ts';
 import { fr } from './fr.ts';

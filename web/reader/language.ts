@@ -1,4 +1,4 @@
-import { LANGUAGES, type Language } from '../../kernel/languages.ts';
+import { LANGUAGES, type Language } from '../../src/kernel/languages.ts';
 import { h } from './dom.ts';
 import { pickTexts, TEXTS, type Texts } from './texts/index.ts';
 
