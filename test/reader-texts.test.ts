@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { ApiError } from '../web/reader/api.ts';
+import { ApiError } from '../web/reader/api-error.ts';
 import { errorText } from '../web/reader/errors.ts';
 import { en } from '../web/reader/texts/en.ts';
 import { pickTexts, TEXTS, type Texts } from '../web/reader/texts/index.ts';

@@ -5,6 +5,7 @@
  */
 
 import type { Static } from 'typebox';
+import { ApiError } from './api-error.ts';
 import type { MessageResponse } from '../../src/contracts/auth.ts';
 
 export type Method = 'sms' | 'email';
@@ -81,30 +82,6 @@ export interface Draft {
    * did not say, and changes go without.
    */
   version?: number;
-}
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly errorCode: string | undefined,
-    /** The error object's id, for a support request. */
-    readonly errorId: string | undefined,
-    /** From Retry-After, in seconds. */
-    readonly retryAfter: number | undefined,
-    message: string,
-    /** The error object's extra fields: wrong tries left (incorrect_code), the broken seal's CID (seal_broken). */
-    readonly details: { attemptsLeft?: number; cid?: string } = {},
-    /** The draft's version after a refused change that still changed it (ETag); see Draft.version. */
-    readonly version?: number,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-
-  /** No answer at all (offline, server down). */
-  get network(): boolean {
-    return this.status === 0;
-  }
 }
 
 export class Api {

@@ -1,4 +1,5 @@
-import { type Api, ApiError, type CodePending, type CodeRequest, type CodeSent, type ReaderConfig } from './api.ts';
+import type { Api, CodePending, CodeRequest, CodeSent, ReaderConfig } from './api.ts';
+import { ApiError } from './api-error.ts';
 import { append, h } from './dom.ts';
 import { errorReference, errorText } from './errors.ts';
 import type { Texts } from './texts/index.ts';

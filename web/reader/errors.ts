@@ -1,4 +1,4 @@
-import { ApiError } from './api.ts';
+import { ApiError } from './api-error.ts';
 import { formatDuration } from './format.ts';
 import type { Texts } from './texts/index.ts';
 

@@ -32,7 +32,7 @@ export class ExchangeClient {
       response = await fetch(`${this.options.baseUrl}/v1/messages`, {
         method: 'POST',
         headers: { authorization: `Bearer ${this.options.serviceToken}`, 'content-type': 'application/json' },
-        body: body as unknown as BodyInit,
+        body: body as unknown as RequestInit['body'],
         duplex: 'half',
         redirect: 'error',
         signal: AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),

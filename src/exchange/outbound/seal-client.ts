@@ -41,7 +41,7 @@ export class SealClient {
           // The RCPT TO list: it adds the Bcc recipients, whom the headers do not name.
           'x-sealpost-envelope-recipients': recipients.join(', '),
         },
-        body: Readable.toWeb(body) as unknown as BodyInit,
+        body: Readable.toWeb(body) as unknown as RequestInit['body'],
         duplex: 'half',
         signal: AbortSignal.timeout(this.options.timeoutMs ?? SEAL_TIMEOUT_MS),
       } as RequestInit);

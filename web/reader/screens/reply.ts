@@ -1,4 +1,5 @@
-import { ApiError, type Draft, type DraftFile, type SealedMessage } from '../api.ts';
+import type { Draft, DraftFile, SealedMessage } from '../api.ts';
+import { ApiError } from '../api-error.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
 import { announce, h, uid } from '../dom.ts';
 import { errorText, isCode } from '../errors.ts';

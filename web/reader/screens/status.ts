@@ -1,4 +1,4 @@
-import type { ApiError } from '../api.ts';
+import type { ApiError } from '../api-error.ts';
 import type { Reader, Screen } from '../app.ts';
 import { signOutControl } from './signed-out.ts';
 import { h } from '../dom.ts';
