@@ -1,12 +1,15 @@
 # Sealpost: one image, one service per container (`sealpost start auth|seal|exchange`).
-# The image runs the compiled server (`npm run build`: src → dist/server by tsc, the reader page → dist/reader
-# by esbuild) with plain node: no TypeScript loader in memory (about 50 MB less RSS per process than tsx).
+# The image runs the compiled server (`npm run build`: src → dist/server by tsc, the reader page web/reader →
+# static files in dist/reader by esbuild) with plain node: no TypeScript loader in memory (about 50 MB less RSS
+# per process than tsx). The build stage has the development dependencies (tsc, tsx, esbuild); the image
+# ships without them.
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY web ./web
 COPY scripts ./scripts
 RUN npm run build
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildReader } from '../scripts/build-reader.ts';
 import { SEALPOST_BUILT, startSealpostProcess } from './support/sealpost-process.ts';
 
 const run = promisify(execFile);
@@ -32,6 +33,8 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
   });
 
   it('starts all three services with plain node, serves the reader page, and stops cleanly', async () => {
+    // The other half of `npm run build`: the compiled server serves the page built beside it, never builds it.
+    await buildReader();
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-built-'));
     dirs.push(dataDir);
     const sealpost = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir }, { built: true });

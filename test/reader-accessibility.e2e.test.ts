@@ -9,7 +9,7 @@ import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { Language } from '../src/kernel/languages.ts';
-import { buildReader } from '../src/auth/reader-assets.ts';
+import { buildReader } from '../scripts/build-reader.ts';
 import { TEXTS, type Texts } from '../web/reader/texts/index.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';

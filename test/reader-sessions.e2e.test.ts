@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildReader } from '../src/auth/reader-assets.ts';
+import { buildReader } from '../scripts/build-reader.ts';
 import { enterCode, nextCode, requestCode, sealFor } from './support/reader-browser.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';

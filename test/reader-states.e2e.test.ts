@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildReader } from '../src/auth/reader-assets.ts';
+import { buildReader } from '../scripts/build-reader.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
