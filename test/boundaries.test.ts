@@ -81,3 +81,26 @@ describe('borders between the services', () => {
     assert.deepEqual(copies, []);
   });
 });
+
+describe('the border between the reader page and the server', () => {
+  const WEB = join(ROOT, 'web');
+  /** Every file under `from` that a relative import of a file under `dir` reaches. */
+  const reached = (dir: string, from: string) =>
+    sourceFiles(dir).flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)]
+        .map((match) => relative(ROOT, resolve(dirname(file), match[1]!)))
+        .filter((target) => target.startsWith(`${from}/`))
+        .map((target) => `${relative(ROOT, file)} imports ${target}`),
+    );
+
+  it('the page takes from src only what is made for both: the contracts, the languages and the error codes', () => {
+    // tsc holds these to no Node (web/reader/tsconfig.json); this keeps the page from reaching further.
+    const shared = ['src/contracts/', 'src/kernel/languages.ts', 'src/kernel/error-codes.ts'];
+    const reaches = reached(WEB, 'src').filter((line) => !shared.some((path) => line.includes(` imports ${path}`)));
+    assert.deepEqual(reaches, []);
+  });
+
+  it('the server imports nothing of the page: it serves the files built from it', () => {
+    assert.deepEqual(reached(SRC, 'web'), []);
+  });
+});
