@@ -24,7 +24,11 @@ export interface Reader {
   settle: (() => Promise<unknown>) | undefined;
   /** The address the reader signed in with, once known (for "send me a copy"). */
   email: string | undefined;
-  /** The way to every other screen: the one router (main.ts fills it), so that no screen imports another. */
+  /**
+   * The way to every other screen: the one router (main.ts fills it), so that no screen imports one it
+   * leads to. What screens share they import: controls from screens/parts.ts, and the loading and failure
+   * screens of screens/status.ts, which lead nowhere.
+   */
   go: Routes;
 }
 

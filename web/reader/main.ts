@@ -52,7 +52,7 @@ async function start(): Promise<void> {
   showAlone((t) => loadingScreen({ t }));
   try {
     const config = await api.config(messageId);
-    // The one router: every screen reaches the others through reader.go, none imports another.
+    // The one router: every screen reaches the others through reader.go, none imports one it leads to.
     reader = createReader(api, t, messageId, config, main, (r) => ({
       signIn: (prefill) => {
         // The note it shows once ("your session has ended") is shown again when drawn in another language.

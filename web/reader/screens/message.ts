@@ -4,9 +4,8 @@ import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
 import { messageFrame } from './message-frame.ts';
 import { mobileSection } from './mobile.ts';
-import { busy } from './parts.ts';
+import { busy, signOutControl } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
-import { signOutControl } from './signed-out.ts';
 import { brokenSealScreen, fatalScreen, loadingScreen } from './status.ts';
 import { isCode } from '../errors.ts';
 

@@ -1,3 +1,4 @@
+import { alertBox, type Reader } from '../app.ts';
 import { h, uid } from '../dom.ts';
 
 /** A labelled input with an optional hint, wired with for/id and aria-describedby. */
@@ -78,4 +79,28 @@ export function countdown(seconds: number, owner: Element, onTick: (left: number
   if (seconds > 0) onTick(Math.ceil(seconds));
   else onDone();
   return () => window.clearInterval(timer);
+}
+
+/**
+ * The sign-out button and its alert. "You are signed out" only once the server has ended the session:
+ * when GET /logout fails the session is still alive (on a shared computer the next person could read
+ * on), so the reader must learn that and can try again.
+ */
+export function signOutControl(reader: Reader, buttonClass: string): { button: HTMLButtonElement; alert: HTMLElement } {
+  const { t } = reader;
+  const alert = alertBox();
+  const button = h('button', { type: 'button', class: buttonClass }, t.message.signOut);
+  button.addEventListener('click', () => {
+    alert.clear();
+    void busy(button, t.message.signingOut, async () => {
+      try {
+        await reader.api.logout();
+      } catch (error) {
+        alert.show(t, error, t.message.signOutFailed);
+        return;
+      }
+      reader.go.signedOut();
+    });
+  });
+  return { button, alert: alert.element };
 }

@@ -1,6 +1,6 @@
 import type { Reader, Screen } from '../app.ts';
 import { h } from '../dom.ts';
-import { signOutControl } from './signed-out.ts';
+import { signOutControl } from './parts.ts';
 
 export function sentScreen(reader: Reader, to: string): Screen {
   const { t } = reader;

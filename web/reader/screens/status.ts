@@ -1,6 +1,6 @@
 import type { ApiError } from '../api-error.ts';
 import type { Reader, Screen } from '../app.ts';
-import { signOutControl } from './signed-out.ts';
+import { signOutControl } from './parts.ts';
 import { h } from '../dom.ts';
 import { errorReference, errorText } from '../errors.ts';
 
