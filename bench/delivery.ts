@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import nodemailer from 'nodemailer';
-import { VARIABLES } from '../src/kernel/config.ts';
+import { EXCHANGE_VARIABLES } from '../src/exchange/config.ts';
 import { migrateSchema, openDatabase } from '../src/kernel/db/index.ts';
 import { createLocalObjectStore } from '../src/kernel/objects/index.ts';
 import { migrations } from '../src/exchange/migrations/index.ts';
@@ -45,7 +45,7 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '3000' },
     size: { type: 'string', default: '10240' },
     // The product's default unless given.
-    concurrency: { type: 'string', default: VARIABLES.DELIVERY_CONCURRENCY.default },
+    concurrency: { type: 'string', default: EXCHANGE_VARIABLES.delivery.concurrency.default },
     rate: { type: 'string', default: '100' },
     'latency-messages': { type: 'string', default: '500' },
     sink: { type: 'string', default: SMTP_SINK ? 'c' : 'node' },

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { ClamdClient } from './auth/clamd/client.ts';
 import { ClusterClient } from './seal/clusters/client.ts';
 import { probeRelay } from './exchange/outbound/relay-capabilities.ts';
-import type { Config } from './kernel/config.ts';
+import type { Config } from './config.ts';
 import { openDatabase } from './kernel/db/index.ts';
 import { createObjectStore } from './kernel/objects/index.ts';
 

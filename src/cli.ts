@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig, variablesJson, variablesMarkdown, type Config } from './kernel/config.ts';
-import { durationToMs } from './kernel/duration.ts';
+import { loadConfig, variablesJson, variablesMarkdown, type Config } from './config.ts';
+import { ConfigError, SERVICE_NAMES, type ServiceName } from './kernel/variables.ts';
 import { createLogger } from './kernel/logger.ts';
 import { keepGeneratedAdminToken } from './queue-command.ts';
-import { migrate, openStores, startSealpost, type ServiceName } from './start.ts';
+import { migrate, openStores, startSealpost } from './start.ts';
 
 const USAGE = `Usage: sealpost <command> [--help]
 
@@ -133,7 +133,7 @@ function readConfig(services: ServiceName[] = []): Config {
 
 async function start(which: string): Promise<number> {
   const names: ServiceName[] =
-    which === 'all' ? ['seal', 'exchange', 'auth'] : (['auth', 'seal', 'exchange'] as const).filter((n) => n === which);
+    which === 'all' ? ['seal', 'exchange', 'auth'] : SERVICE_NAMES.filter((n) => n === which);
   if (names.length === 0) {
     process.stderr.write(`sealpost: unknown service ${JSON.stringify(which)}; expected all, auth, seal or exchange\n`);
     return 2;
@@ -160,7 +160,7 @@ async function start(which: string): Promise<number> {
       setTimeout(() => {
         logger.error('graceful shutdown timed out; exiting');
         process.exit(1);
-      }, durationToMs(config.shutdownTimeout)).unref();
+      }, config.shutdownTimeout).unref();
       sealpost.stop().then(resolve, (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         resolve();

@@ -1,7 +1,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { QueuedEnvelope, QueueSummary } from './exchange/queue/view.ts';
-import type { Config } from './kernel/config.ts';
+import type { Config } from './config.ts';
 
 /**
  * `sealpost queue` (Postfix's mailq): the envelopes waiting in the exchange, by status and age, with the

@@ -1,17 +1,18 @@
 import { join, resolve } from 'node:path';
-import type { Config } from './kernel/config.ts';
+import type { Config } from './config.ts';
+import type { SharedConfig } from './kernel/config.ts';
 import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
 import { listenError } from './kernel/listen-error.ts';
 import type { Logger } from './kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
 import { replySizeWarning } from './auth/reply/exchange-limit.ts';
-import type { RunningService, ServiceDefinition } from './kernel/service.ts';
-export type ServiceName = 'auth' | 'seal' | 'exchange';
+import type { RunningService, ServiceContext, ServiceDefinition } from './kernel/service.ts';
+import type { ServiceName } from './kernel/variables.ts';
 /**
  * Loaded on demand: a process that runs one service (production) does not load the other two, nor the
  * devstack, which keeps its memory and start-up to what it uses.
  */
-const SERVICES: Record<ServiceName, () => Promise<ServiceDefinition>> = {
+const SERVICES: { [Name in ServiceName]: () => Promise<ServiceDefinition<Name, Config[Name]>> } = {
   seal: async () => (await import('./seal/service.ts')).sealService,
   exchange: async () => (await import('./exchange/service.ts')).exchangeService,
   auth: async () => (await import('./auth/service.ts')).authService,
@@ -27,7 +28,7 @@ export interface Sealpost {
   stop(): Promise<void>;
 }
 
-export async function openStores(config: Config): Promise<{ database: Database; objects: ObjectStore }> {
+export async function openStores(config: SharedConfig): Promise<{ database: Database; objects: ObjectStore }> {
   const database = await openDatabase({
     url: config.databaseUrl,
     pgliteDir: join(resolve(config.dataDir), 'pg'),
@@ -93,15 +94,23 @@ export async function startSealpost(
       embedded.push(`IPFS Cluster stand-in at ${standIn.url} (IPFS proxy ${standIn.proxyUrl})`);
     }
 
-    for (const name of START_ORDER.filter((n) => names.includes(n))) {
-      const definition = await SERVICES[name]();
-      services.push(await definition.start({ config, database, objects, logger, embedded: options.embedded ?? false }));
-    }
+    const shared = { database, objects, logger, embedded: options.embedded ?? false };
+    for (const name of START_ORDER.filter((n) => names.includes(n))) services.push(await startService(name, config, shared));
   } catch (error) {
     await stop().catch(() => {});
     throw error;
   }
   return { config, services, banner: banner(config, services, embedded, warnings), stop };
+}
+
+/** One service, handed the shared configuration and its own section, and no other service's. */
+async function startService<Name extends ServiceName>(
+  name: Name,
+  config: Config,
+  shared: Omit<ServiceContext, 'config' | 'settings'>,
+): Promise<RunningService> {
+  const definition = await SERVICES[name]();
+  return definition.start({ ...shared, config, settings: config[name] });
 }
 
 /**

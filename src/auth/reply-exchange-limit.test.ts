@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { loadConfig } from '../kernel/config.ts';
+import { loadConfig } from '../config.ts';
 import { startWarnings } from '../start.ts';
 import { composeReply } from './reply/compose.ts';
 import { REPLY_HEADROOM, replySizeShortfall, replySizeWarning } from './reply/exchange-limit.ts';

@@ -1,5 +1,5 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
-import type { Config } from '../kernel/config.ts';
+import type { SharedConfig } from '../kernel/config.ts';
 import { readOrCreateSecretFile } from '../kernel/secret-file.ts';
 
 export const AUTH_SECRET_FILE = 'auth-secret.key';
@@ -17,8 +17,11 @@ export interface AuthKeys {
  * (a code sent by one instance is checked by another). Elsewhere one is generated once into the data
  * folder (mode 0600) and reused, like the seal service's master key.
  */
-export async function resolveAuthSecret(config: Config): Promise<{ secret: string; source: 'environment' | 'file' | 'generated' }> {
-  if (config.auth.secret) return { secret: config.auth.secret, source: 'environment' };
+export async function resolveAuthSecret(
+  config: SharedConfig,
+  secret: string | undefined,
+): Promise<{ secret: string; source: 'environment' | 'file' | 'generated' }> {
+  if (secret) return { secret, source: 'environment' };
   if (config.production) {
     throw new Error(
       'AUTH_SECRET is not set: production needs the secret that keys sign-in codes and CSRF tokens, the same on every auth ' +

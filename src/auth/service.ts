@@ -1,8 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
-import type { Config } from '../kernel/config.ts';
-import { durationToMs } from '../kernel/duration.ts';
+import type { SharedConfig } from '../kernel/config.ts';
 import type { Logger } from '../kernel/logger.ts';
 import { createRegistry } from '../kernel/metrics.ts';
 import {
@@ -42,28 +41,28 @@ import { sessionCookie } from './sessions/cookie.ts';
 import { SessionStore } from './sessions/store.ts';
 import { createSmsProvider, type SmsProvider } from './sms/index.ts';
 import type { AuthTables } from './tables.ts';
+import type { AuthConfig } from './config.ts';
 
-type AuthSettings = Config['auth'];
+type AuthContextIn = ServiceContext<AuthConfig>;
 type AuthDb = Kysely<AuthTables>;
 
 /** Component A: recipients sign in with a one-time code, read their sealed message and reply. */
-export const authService: ServiceDefinition = {
+export const authService: ServiceDefinition<'auth', AuthConfig> = {
   name: 'auth',
   migrations: { schema: 'auth', migrations },
   async start(context) {
-    const { config } = context;
-    const auth = config.auth;
+    const { config, settings: auth } = context;
     const logger = context.logger.child({ service: 'auth' });
-    const { provider, keys } = await loadProviderAndKeys(config, logger);
+    const { provider, keys } = await loadProviderAndKeys(config, auth, logger);
     const db = context.database.db.withSchema('auth') as AuthDb;
     const registry = createRegistry('auth');
     const metrics = createAuthMetrics(registry);
     const stores = buildStores(db, auth);
-    const clients = buildServiceClients(config, db);
+    const clients = buildServiceClients(config, auth, db);
     const attachments = buildAttachments(context, stores.drafts, metrics, logger);
     const replies = buildReplySender(context, stores.drafts, attachments, clients);
-    const retentionMs = durationToMs(auth.attachmentsRetentionPeriod);
-    const mailer = await buildCodeMailer(config, logger);
+    const retentionMs = auth.attachmentsRetentionPeriod;
+    const mailer = await buildCodeMailer(config, auth, logger);
     const signIn = buildSignIn({ auth, provider, keys, sessions: stores.sessions, mailer, metrics, logger });
     const authContext: AuthContext = {
       metrics,
@@ -107,9 +106,9 @@ export const authService: ServiceDefinition = {
 };
 
 /** Both refuse to start in production without a real provider and an explicit secret. */
-async function loadProviderAndKeys(config: Config, logger: Logger): Promise<{ provider: SmsProvider; keys: AuthKeys }> {
-  const provider = createSmsProvider(config, logger);
-  const secret = await resolveAuthSecret(config);
+async function loadProviderAndKeys(config: SharedConfig, auth: AuthConfig, logger: Logger): Promise<{ provider: SmsProvider; keys: AuthKeys }> {
+  const provider = createSmsProvider(auth.sms, config.production, logger);
+  const secret = await resolveAuthSecret(config, auth.secret);
   if (secret.source === 'generated') {
     const file = join(resolve(config.dataDir), 'auth-secret.key');
     logger.info({ file }, 'generated AUTH_SECRET into the data folder');
@@ -117,15 +116,15 @@ async function loadProviderAndKeys(config: Config, logger: Logger): Promise<{ pr
   return { provider, keys: deriveKeys(secret.secret) };
 }
 
-function buildStores(db: AuthDb, auth: AuthSettings) {
+function buildStores(db: AuthDb, auth: AuthConfig) {
   const timeouts = {
-    idleMs: durationToMs(auth.session.idleTimeout),
-    absoluteMs: durationToMs(auth.session.absoluteTimeout),
-    rememberMeMs: durationToMs(auth.session.rememberMeMaxAge),
+    idleMs: auth.session.idleTimeout,
+    absoluteMs: auth.session.absoluteTimeout,
+    rememberMeMs: auth.session.rememberMeMaxAge,
   };
   const sessions = new SessionStore(db, timeouts);
   const limiter = new CodeSendLimiter(db, {
-    destinationIntervalMs: durationToMs(auth.limits.numberInterval),
+    destinationIntervalMs: auth.limits.numberInterval,
     destinationHourly: auth.limits.numberHourly,
     clientHourly: auth.limits.ipHourly,
   });
@@ -135,13 +134,12 @@ function buildStores(db: AuthDb, auth: AuthSettings) {
 }
 
 /** The seal service (B) and the exchange engine (C), as this service calls them. */
-function buildServiceClients(config: Config, db: AuthDb) {
-  const auth = config.auth;
+function buildServiceClients(config: SharedConfig, auth: AuthConfig, db: AuthDb) {
   // GET /v1/message holds a whole message: no more than the seal service seals (SEAL_MAX_MESSAGE_SIZE).
   const seal = new SealClient({
     baseUrl: auth.sealUrl,
     serviceToken: config.serviceToken,
-    maxContentBytes: config.seal.maxMessageSize,
+    maxContentBytes: auth.sealMaxMessageSize,
   });
   const recipients = new RecipientDirectory(db, seal);
   const exchange = new ExchangeClient({ baseUrl: auth.exchangeUrl, serviceToken: config.serviceToken });
@@ -150,13 +148,13 @@ function buildServiceClients(config: Config, db: AuthDb) {
 
 /** Reply attachments: size limits, forbidden types and the malware scan when clamd is configured. */
 function buildAttachments(
-  context: ServiceContext,
+  context: AuthContextIn,
   drafts: DraftStore,
   metrics: AuthMetrics,
   logger: Logger,
 ): DraftAttachments {
   const { config } = context;
-  const { attachments: attachmentConfig } = config.auth;
+  const { attachments: attachmentConfig } = context.settings;
   const { clamd } = attachmentConfig;
   const attachments = new DraftAttachments({
     drafts,
@@ -166,7 +164,7 @@ function buildAttachments(
       maxTotalSize: attachmentConfig.replyMaxTotalSize,
       forbidden: new ForbiddenTypes(attachmentConfig.forbiddenTypes),
       scanner: clamd
-        ? new ClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: durationToMs(clamd.timeout) })
+        ? new ClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: clamd.timeout })
         : undefined,
       requireScan: attachmentConfig.requireScan,
     },
@@ -180,12 +178,12 @@ function buildAttachments(
 }
 
 function buildReplySender(
-  context: ServiceContext,
+  context: AuthContextIn,
   drafts: DraftStore,
   attachments: DraftAttachments,
   clients: ReturnType<typeof buildServiceClients>,
 ): ReplySender {
-  const auth = context.config.auth;
+  const auth = context.settings;
   return new ReplySender({
     drafts,
     attachments,
@@ -198,8 +196,7 @@ function buildReplySender(
 }
 
 /** Sign-in codes by email: through the outbound relay, or into the outbox folder without one. */
-async function buildCodeMailer(config: Config, logger: Logger): Promise<CodeMailer> {
-  const auth = config.auth;
+async function buildCodeMailer(config: SharedConfig, auth: AuthConfig, logger: Logger): Promise<CodeMailer> {
   const dkim = await loadDkimSigner(auth.dkim);
   if (dkim && !dkim.aligned(replyIdentityDomain(auth.replyFrom)) && !auth.replyFromRecipient) {
     logger.warn(
@@ -211,14 +208,14 @@ async function buildCodeMailer(config: Config, logger: Logger): Promise<CodeMail
     outboundSmtpUrl: auth.outboundSmtpUrl,
     outboxDir: join(resolve(config.dataDir), 'outbox'),
     from: auth.mailFrom,
-    timeoutMs: durationToMs(auth.sms.timeout),
+    timeoutMs: auth.sms.timeout,
     dkim,
   });
 }
 
 /** The one-time codes and the two ways of sending them (SMS, email). */
 function buildSignIn(parts: {
-  auth: AuthSettings;
+  auth: AuthConfig;
   provider: SmsProvider;
   keys: AuthKeys;
   sessions: SessionStore;
@@ -227,7 +224,7 @@ function buildSignIn(parts: {
   logger: Logger;
 }): Pick<AuthContext, 'codes' | 'methods'> {
   const { auth, provider, keys, sessions, mailer, metrics, logger } = parts;
-  const expirationMs = durationToMs(auth.smsCodeExpiration);
+  const expirationMs = auth.smsCodeExpiration;
   const codes = new PendingCodes(sessions, { codeKey: keys.codeKey, expirationMs, maxAttempts: auth.codeMaxAttempts });
   const methods = {
     sms: smsMethod({ provider, text: auth.sms.text, metrics }),
@@ -247,18 +244,18 @@ function buildSignIn(parts: {
 
 /** The numbers GET /v1/config tells the reader page. */
 function readerSettings(
-  auth: AuthSettings,
+  auth: AuthConfig,
   timeouts: ReturnType<typeof buildStores>['timeouts'],
   retentionMs: number,
 ): AuthContext['settings'] {
-  const expirationMs = durationToMs(auth.smsCodeExpiration);
+  const expirationMs = auth.smsCodeExpiration;
   const { attachments } = auth;
   return {
     codeExpiresInSeconds: Math.floor(expirationMs / 1000),
     maxAttempts: auth.codeMaxAttempts,
     rememberMeMaxAgeSeconds: Math.floor(timeouts.rememberMeMs / 1000),
     limits: {
-      perNumberIntervalSeconds: Math.ceil(durationToMs(auth.limits.numberInterval) / 1000),
+      perNumberIntervalSeconds: Math.ceil(auth.limits.numberInterval / 1000),
       perNumberHourly: auth.limits.numberHourly,
       perIpHourly: auth.limits.ipHourly,
     },
@@ -267,7 +264,7 @@ function readerSettings(
 }
 
 async function startAuthHttp(
-  context: ServiceContext,
+  context: AuthContextIn,
   registry: Registry,
   authContext: AuthContext,
   readerPage: Awaited<ReturnType<typeof prepareReaderPage>>,
@@ -278,7 +275,8 @@ async function startAuthHttp(
     description:
       'Sign-in with a one-time code sent by SMS or email, sessions, CSRF, reading and replying. Every POST, PUT and ' +
       'DELETE needs the X-CSRF-Token header with the token from GET /v1/config or GET /v1/message/files.',
-    port: context.config.auth.port,
+    port: context.settings.port,
+    portVariable: 'AUTH_PORT',
     context,
     registry,
     browserPage: readerErrorPage,
@@ -293,21 +291,21 @@ async function startAuthHttp(
 
 /** The timers that keep the tables small: expired sessions and send counters, drafts past their retention. */
 function startHousekeeping(
-  context: ServiceContext,
+  context: AuthContextIn,
   db: AuthDb,
   stores: ReturnType<typeof buildStores>,
   retentionMs: number,
   logger: Logger,
 ): { stop(): Promise<void> } {
-  const auth = context.config.auth;
+  const auth = context.settings;
   const cleanup = startCleanup({
     sessions: stores.sessions,
     limiter: stores.limiter,
-    intervalMs: durationToMs(auth.session.cleanupInterval),
+    intervalMs: auth.session.cleanupInterval,
     logger,
   });
   const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, logger }).start(
-    durationToMs(auth.expiredAttachmentsWatcherInterval),
+    auth.expiredAttachmentsWatcherInterval,
   );
   return {
     async stop() {

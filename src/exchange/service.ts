@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import { createRegistry } from '../kernel/metrics.ts';
-import { durationToMs } from '../kernel/duration.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
@@ -15,21 +14,24 @@ import { createStarterRules } from './rules/starter.ts';
 import { RuleStore } from './rules/store.ts';
 import { StatusHistory } from './status/history.ts';
 import type { ExchangeTables } from './tables.ts';
+import type { ExchangeConfig } from './config.ts';
 
 /** Component C: accepts, stores temporarily and routes messages. */
-export const exchangeService: ServiceDefinition = createExchangeService();
+export const exchangeService: ExchangeServiceDefinition = createExchangeService();
+
+export type ExchangeServiceDefinition = ServiceDefinition<'exchange', ExchangeConfig>;
 
 /**
  * The exchange with a registry of outbound strategies other than the shipped one: how a test runs a
  * strategy that Sealpost does not ship.
  */
-export function createExchangeService(options: { outboundStrategies?: OutboundRegistry } = {}): ServiceDefinition {
+export function createExchangeService(options: { outboundStrategies?: OutboundRegistry } = {}): ExchangeServiceDefinition {
   const outboundStrategies = checkOutboundRegistry(options.outboundStrategies ?? OUTBOUND_STRATEGIES);
   return {
     name: 'exchange',
     migrations: { schema: 'exchange', migrations },
     async start(context) {
-      const { config } = context;
+      const { config, settings } = context;
       const logger = context.logger.child({ service: 'exchange' });
       const db = context.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
       const registry = createRegistry('exchange');
@@ -40,7 +42,7 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
       const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
 
       // A DKIM key that cannot be used stops start-up before anything listens.
-      const dkim = await loadDkimSigner(config.exchange.dkim);
+      const dkim = await loadDkimSigner(settings.dkim);
       if (dkim) logger.info({ domain: dkim.domain, selector: dkim.selector, algorithm: dkim.algorithm }, 'outbound mail is DKIM-signed');
 
       await createStarterRules(db, { embedded: context.embedded ?? false, production: config.production, logger });
@@ -48,10 +50,11 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
       // SMTP first: its TLS files are checked before anything listens, so a bad one stops start-up cleanly.
       const smtp = await startInboundSmtpServer({
         config,
+        settings,
         intake,
         metrics,
         logger,
-        drainTimeoutMs: durationToMs(config.shutdownTimeout) / 2,
+        drainTimeoutMs: config.shutdownTimeout / 2,
       });
       const http = await startHttpService({
         name: 'exchange',
@@ -60,7 +63,8 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
           `Accepts messages over SMTP and JSON, stores them, routes them by prioritised delivery rules to ${strategyNames(outboundStrategies).join(' or ')}. ` +
           'Rules: lower priority runs first, ties in creation order; the first rule whose params match wins. ' +
           'With no matching rule a message is refused with a temporary error (SMTP 451, HTTP 503).',
-        port: config.exchange.port,
+        port: settings.port,
+        portVariable: 'EXCHANGE_PORT',
         context,
         registry,
         plugin: exchangePlugin,
@@ -70,7 +74,7 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
           adminToken: config.adminToken,
           serviceToken: config.serviceToken,
           statusHistory: new StatusHistory(db),
-          inboundLimits: { maxMessageSize: config.exchange.smtpMaxMessageSize, maxRecipients: config.exchange.smtpMaxRecipients },
+          inboundLimits: { maxMessageSize: settings.smtpMaxMessageSize, maxRecipients: settings.smtpMaxRecipients },
           queue,
           outboundStrategies,
         },
@@ -79,7 +83,7 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
         throw error;
       });
       // Workers start once the API is up; they stop after it, before the caller closes the database.
-      const delivery = startDeliveryEngine({ config, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies });
+      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies });
       return {
         ...http,
         listening: { ...http.listening, smtp: smtp.url },

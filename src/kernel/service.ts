@@ -1,17 +1,21 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Config } from './config.ts';
+import type { SharedConfig } from './config.ts';
 import type { Database, SchemaMigrations } from './db/index.ts';
-import { durationToMs } from './duration.ts';
 import { listenError } from './listen-error.ts';
 import { createHttpServer, type App, type BrowserPage } from './http.ts';
 import type { Logger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
 import type { ObjectStore } from './objects/index.ts';
+import type { ServiceName } from './variables.ts';
 
-/** What the CLI hands every service: configuration and the shared connections of this process. */
-export interface ServiceContext {
-  config: Config;
+/**
+ * What the CLI hands every service: the shared configuration, the service's own section (its
+ * src/<service>/config.ts), and the shared connections of this process.
+ */
+export interface ServiceContext<Settings = unknown> {
+  config: SharedConfig;
+  settings: Settings;
   database: Database;
   objects: ObjectStore;
   logger: Logger;
@@ -32,11 +36,11 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** A service as the CLI sees it: its schema's migrations and how to start it. */
-export interface ServiceDefinition {
-  name: 'auth' | 'seal' | 'exchange';
+/** A service as the CLI sees it: its schema's migrations and how to start it with its own settings. */
+export interface ServiceDefinition<Name extends ServiceName = ServiceName, Settings = unknown> {
+  name: Name;
   migrations: SchemaMigrations;
-  start(context: ServiceContext): Promise<RunningService>;
+  start(context: ServiceContext<Settings>): Promise<RunningService>;
 }
 
 export interface HttpServiceOptions {
@@ -44,6 +48,8 @@ export interface HttpServiceOptions {
   title: string;
   description: string;
   port: number;
+  /** The variable the port comes from, named when it cannot be listened on. */
+  portVariable: string;
   context: ServiceContext;
   /** The service's routes, registered as one encapsulated Fastify plugin. */
   // biome-ignore lint/suspicious/noExplicitAny: each service's plugin has options of its own type
@@ -58,8 +64,6 @@ export interface HttpServiceOptions {
   registry?: Registry;
 }
 
-const PORT_VARIABLES = { auth: 'AUTH_PORT', seal: 'SEAL_PORT', exchange: 'EXCHANGE_PORT' } as const;
-
 /** Builds the service's Fastify app on the kernel factory, registers its plugin and listens. */
 export async function startHttpService(options: HttpServiceOptions): Promise<RunningService> {
   const { context } = options;
@@ -73,7 +77,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     registry,
     bodyLimit: options.bodyLimit,
     browserPage: options.browserPage,
-    limits: { idleTimeoutMs: durationToMs(context.config.http.idleTimeout), maxConnections: context.config.http.maxConnections },
+    limits: { idleTimeoutMs: context.config.http.idleTimeout, maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),
       objects: () => context.objects.ping(),
@@ -85,7 +89,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     await app.listen({ host: context.config.host, port: options.port });
   } catch (error) {
     await app.close().catch(() => {});
-    throw listenError(error, { portVariable: PORT_VARIABLES[options.name as keyof typeof PORT_VARIABLES] ?? 'PORT', port: options.port, host: context.config.host });
+    throw listenError(error, { portVariable: options.portVariable, port: options.port, host: context.config.host });
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { rootCertificates } from 'node:tls';
 import type { Kysely } from 'kysely';
-import { durationToMs } from '../kernel/duration.ts';
 import { createRegistry } from '../kernel/metrics.ts';
 import { ReadinessProblem } from '../kernel/http.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
@@ -16,41 +15,42 @@ import { PinFollower } from './sealing/repin.ts';
 import { Sealer } from './sealing/sealer.ts';
 import { SealedStore } from './sealing/store.ts';
 import type { SealTables } from './tables.ts';
+import type { SealConfig } from './config.ts';
 
 /** Component B: holds the IPFS cluster configuration and seals messages onto IPFS. */
-export const sealService: ServiceDefinition = {
+export const sealService: ServiceDefinition<'seal', SealConfig> = {
   name: 'seal',
   migrations: { schema: 'seal', migrations },
   async start(context) {
-    const { config } = context;
+    const { config, settings: seal } = context;
     const logger = context.logger.child({ service: 'seal' });
     const db = context.database.db.withSchema('seal') as Kysely<SealTables>;
 
-    const master = await resolveMasterKey(config);
+    const master = await resolveMasterKey(config, seal.masterKey);
     if (master.source === 'generated') logger.info({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
 
     const configStore = new ClusterConfigStore(db, master.key);
-    const inForce = await loadConfigInForce(configStore, config);
-    const ca = config.seal.clusterCaFile ? [...rootCertificates, await readCaFile(config.seal.clusterCaFile)] : undefined;
-    const clusters = inForce.clusters.map((settings) => new ClusterClient(settings, { proxyPort: config.seal.ipfsProxyPort, ca }));
+    const inForce = await loadConfigInForce(configStore, seal.envCluster);
+    const ca = seal.clusterCaFile ? [...rootCertificates, await readCaFile(seal.clusterCaFile)] : undefined;
+    const clusters = inForce.clusters.map((settings) => new ClusterClient(settings, { proxyPort: seal.ipfsProxyPort, ca }));
     logger.info({ source: inForce.source, clusters: inForce.clusters.map(redactCluster) }, 'IPFS cluster configuration in force');
 
     const sealedStore = new SealedStore(db);
     const follower = new PinFollower({
       store: sealedStore,
       clusters,
-      repinInterval: config.seal.repinInterval,
-      checkInterval: config.seal.pinCheckInterval,
-      deadline: config.seal.pinDeadline,
+      repinIntervalMs: seal.repinInterval,
+      checkIntervalMs: seal.pinCheckInterval,
+      deadlineMs: seal.pinDeadline,
       logger,
     });
     const sealer = new Sealer({
       store: sealedStore,
       clusters,
       masterKey: master.key,
-      maxMessageSize: config.seal.maxMessageSize,
-      repinDelayMs: durationToMs(config.seal.repinInterval),
-      pinCheckMs: durationToMs(config.seal.pinCheckInterval),
+      maxMessageSize: seal.maxMessageSize,
+      repinDelayMs: seal.repinInterval,
+      pinCheckMs: seal.pinCheckInterval,
       watchPins: (pins) => follower.watch(pins),
       logger,
     });
@@ -64,7 +64,8 @@ export const sealService: ServiceDefinition = {
         'IPFS cluster configuration and sealed messages: each message is encrypted with its own AES-256-GCM key, added through the ' +
         'primary cluster and pinned on all. The configuration in force is read at start (stored through POST /v1/ipfs/config, else ' +
         'the IPFS_CLUSTER_* variables) and stays until the restart.',
-      port: config.seal.port,
+      port: seal.port,
+      portVariable: 'SEAL_PORT',
       context,
       plugin: sealPlugin,
       pluginOptions: {
@@ -74,9 +75,9 @@ export const sealService: ServiceDefinition = {
         sealedStore,
         adminToken: config.adminToken,
         serviceToken: config.serviceToken,
-        publicUrl: config.auth.publicUrl,
-        maxMessageSize: config.seal.maxMessageSize,
-        pinDeadlineMs: durationToMs(config.seal.pinDeadline),
+        publicUrl: seal.publicUrl,
+        maxMessageSize: seal.maxMessageSize,
+        pinDeadlineMs: seal.pinDeadline,
       },
       registry,
       // B is ready when its primary cluster answers, and the IPFS daemon behind it too (GET /id is 200

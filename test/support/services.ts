@@ -2,11 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { loadConfig, type Config } from '../../src/kernel/config.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
 import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger, type Logger } from '../../src/kernel/logger.ts';
 import { createObjectStore, createS3ObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { RunningService, ServiceDefinition } from '../../src/kernel/service.ts';
+import type { ServiceName } from '../../src/kernel/variables.ts';
 import { createTestDatabase } from './postgres.ts';
 import { freePort } from './ports.ts';
 import { uniqueBucket, type S3TestServer } from './s3-server.ts';
@@ -38,7 +39,10 @@ export interface StartOptions {
  * Starts one service in this process the way `sealpost start <name>` does, against a fresh PostgreSQL
  * database of its own and (optionally) a fresh bucket on the real S3 server, on free loopback ports.
  */
-export async function startServiceForTest(definition: ServiceDefinition, options: StartOptions = {}): Promise<ServiceUnderTest> {
+export async function startServiceForTest<Name extends ServiceName>(
+  definition: ServiceDefinition<Name, Config[Name]>,
+  options: StartOptions = {},
+): Promise<ServiceUnderTest> {
   const dataDir = await mkdtemp(join(tmpdir(), `sealpost-${definition.name}-`));
   const fresh = options.databaseUrl ? undefined : await createTestDatabase(definition.name);
   const databaseUrl = options.databaseUrl ?? fresh!.url;
@@ -82,7 +86,7 @@ export async function startServiceForTest(definition: ServiceDefinition, options
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
   const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });
   await migrateSchema(database.db, definition.migrations);
-  const service = await definition.start({ config, database, objects, logger, embedded: options.embedded ?? false });
+  const service = await definition.start({ config, settings: config[definition.name], database, objects, logger, embedded: options.embedded ?? false });
   return {
     config,
     service,

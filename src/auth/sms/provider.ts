@@ -1,6 +1,13 @@
+/**
+ * Every SMS provider Sealpost ships, and the only list of them: SmsProviderName and SMS_PROVIDER's allowed
+ * values come from it, and the registry (./index.ts) maps each name to its provider.
+ */
+export const SMS_PROVIDERS = ['http', 'twilio', 'log'] as const;
+export type SmsProviderName = (typeof SMS_PROVIDERS)[number];
+
 /** What every SMS provider does (one file per provider, like the exchange's outbound strategies). */
 export interface SmsProvider {
-  readonly kind: 'http' | 'twilio' | 'log';
+  readonly kind: SmsProviderName;
   /** Sends `text` to an E.164 number; throws SmsProviderError when the provider did not take it. */
   send(message: { to: string; text: string }): Promise<void>;
 }

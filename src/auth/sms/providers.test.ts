@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../kernel/config.ts';
+import { loadConfig } from '../../config.ts';
+import { ConfigError } from '../../kernel/config.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { assertError } from '../../../test/support/auth-assert.ts';
 import { ALICE, BOB, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
@@ -115,27 +116,35 @@ describe('SMS provider: log (development)', () => {
 describe('SMS provider and secret: production rules', () => {
   const logger = createLogger({ level: 'silent' });
   const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+  const providerFor = (env: Record<string, string>) => {
+    const config = loadConfig(env);
+    return createSmsProvider(config.auth.sms, config.production, logger);
+  };
+  const secretFor = (env: Record<string, string>) => {
+    const config = loadConfig(env);
+    return resolveAuthSecret(config, config.auth.secret);
+  };
 
   it('refuses the log provider with NODE_ENV=production', () => {
-    assert.throws(() => createSmsProvider(loadConfig({ ...production, SMS_PROVIDER: 'log' }), logger), /SMS_PROVIDER=log .* refused with NODE_ENV=production/);
+    assert.throws(() => providerFor({ ...production, SMS_PROVIDER: 'log' }), /SMS_PROVIDER=log .* refused with NODE_ENV=production/);
   });
 
   it('has no default provider in production', () => {
-    assert.throws(() => createSmsProvider(loadConfig(production), logger), /SMS_PROVIDER is not set/);
-    assert.equal(createSmsProvider(loadConfig({}), logger).kind, 'log');
+    assert.throws(() => providerFor(production), /SMS_PROVIDER is not set/);
+    assert.equal(providerFor({}).kind, 'log');
   });
 
   it('needs the URL for http and the account SID and token for twilio', () => {
-    assert.throws(() => createSmsProvider(loadConfig({ SMS_PROVIDER: 'http' }), logger), /SMS_PROVIDER_URL/);
-    assert.throws(() => createSmsProvider(loadConfig({ SMS_PROVIDER: 'twilio', SMS_PROVIDER_USER: TWILIO_SID }), logger), /SMS_PROVIDER_PASSWORD/);
+    assert.throws(() => providerFor({ SMS_PROVIDER: 'http' }), /SMS_PROVIDER_URL/);
+    assert.throws(() => providerFor({ SMS_PROVIDER: 'twilio', SMS_PROVIDER_USER: TWILIO_SID }), /SMS_PROVIDER_PASSWORD/);
   });
 
   it('needs AUTH_SECRET in production; elsewhere generates one into the data folder once', async () => {
-    await assert.rejects(resolveAuthSecret(loadConfig(production)), /AUTH_SECRET is not set/);
+    await assert.rejects(secretFor(production), /AUTH_SECRET is not set/);
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-auth-secret-'));
     try {
-      const first = await resolveAuthSecret(loadConfig({ SEALPOST_DATA_DIR: dataDir }));
-      const second = await resolveAuthSecret(loadConfig({ SEALPOST_DATA_DIR: dataDir }));
+      const first = await secretFor({ SEALPOST_DATA_DIR: dataDir });
+      const second = await secretFor({ SEALPOST_DATA_DIR: dataDir });
       assert.deepEqual([first.source, second.source], ['generated', 'file']);
       assert.equal(first.secret, second.secret);
       assert.equal((await readFile(join(dataDir, 'auth-secret.key'), 'utf8')).trim(), first.secret);

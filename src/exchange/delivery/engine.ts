@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
-import type { Config } from '../../kernel/config.ts';
-import { durationToMs } from '../../kernel/duration.ts';
+import type { SharedConfig } from '../../kernel/config.ts';
+import type { ExchangeConfig } from '../config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
@@ -29,7 +29,8 @@ export interface DeliveryEngine {
  * transport (relay or outbox), the registry's outbound strategies, the queue and its workers, and the status archive job.
  */
 export function startDeliveryEngine(deps: {
-  config: Config;
+  config: SharedConfig;
+  settings: ExchangeConfig;
   db: Kysely<ExchangeTables>;
   objects: ObjectStore;
   intake: Pick<MessageIntake, 'accept' | 'onAccepted'>;
@@ -39,13 +40,13 @@ export function startDeliveryEngine(deps: {
   dkim?: DkimSigner;
   outboundStrategies: OutboundRegistry;
 }): DeliveryEngine {
-  const { config, db, objects, metrics } = deps;
-  const { delivery, statusArchive } = config.exchange;
+  const { config, settings, db, objects, metrics } = deps;
+  const { delivery, statusArchive } = settings;
   const logger = deps.logger.child({ component: 'delivery' });
-  const leaseMs = durationToMs(delivery.lease);
+  const leaseMs = delivery.lease;
 
   const transport = createMailTransport({
-    outboundSmtpUrl: config.exchange.outboundSmtpUrl,
+    outboundSmtpUrl: settings.outboundSmtpUrl,
     outboxDir: join(resolve(config.dataDir), 'outbox'),
     maxConnections: delivery.concurrency,
   });
@@ -53,7 +54,7 @@ export function startDeliveryEngine(deps: {
     { transport: transport.kind, to: transport.description },
     transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
   );
-  const strategies = createOutboundStrategies(deps.outboundStrategies, { config, transport, dkim: deps.dkim, logger });
+  const strategies = createOutboundStrategies(deps.outboundStrategies, { config, settings, transport, dkim: deps.dkim, logger });
   const queue = new EnvelopeQueue(db, leaseMs);
   const finisher = new EnvelopeFinisher({
     queue,
@@ -61,14 +62,14 @@ export function startDeliveryEngine(deps: {
     intake: deps.intake,
     metrics,
     logger,
-    reportingMta: config.exchange.smtpHostname,
-    notifyFrom: config.exchange.notifyFrom,
+    reportingMta: settings.smtpHostname,
+    notifyFrom: settings.notifyFrom,
     dkim: deps.dkim,
   });
   const retry = {
     maxRetries: delivery.maxRetries,
-    baseMs: durationToMs(delivery.retryBase),
-    maxMs: durationToMs(delivery.retryMax),
+    baseMs: delivery.retryBase,
+    maxMs: delivery.retryMax,
   };
   const workers = delivery.enabled
     ? startDelivery({
@@ -76,7 +77,7 @@ export function startDeliveryEngine(deps: {
         finisher,
         deliver: (claim) => deliverClaim(claim, { queue, objects, strategies, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
         concurrency: delivery.concurrency,
-        pollIntervalMs: durationToMs(delivery.pollInterval),
+        pollIntervalMs: delivery.pollInterval,
         leaseMs,
         logger,
       })
@@ -94,8 +95,8 @@ export function startDeliveryEngine(deps: {
   });
   const archive = startStatusArchive({
     db,
-    settings: { afterMs: durationToMs(statusArchive.after), retentionMs: durationToMs(statusArchive.retention) },
-    intervalMs: durationToMs(statusArchive.interval),
+    settings: { afterMs: statusArchive.after, retentionMs: statusArchive.retention },
+    intervalMs: statusArchive.interval,
     logger: deps.logger.child({ component: 'status-archive' }),
   });
 

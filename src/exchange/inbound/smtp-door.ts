@@ -1,4 +1,5 @@
-import type { Config } from '../../kernel/config.ts';
+import type { SharedConfig } from '../../kernel/config.ts';
+import type { ExchangeConfig } from '../config.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { MessageIntake } from './accept.ts';
@@ -6,7 +7,8 @@ import { type InboundTls, loadInboundTls } from './smtp-tls.ts';
 import { SubmissionPolicy } from './submission-policy.ts';
 
 export interface InboundSmtpOptions {
-  config: Config;
+  config: SharedConfig;
+  settings: ExchangeConfig;
   intake: MessageIntake;
   /** The service's one metrics instance (smtp_incoming_*). */
   metrics: ExchangeMetrics;
@@ -17,8 +19,8 @@ export interface InboundSmtpOptions {
 
 /** What the SMTP server's parts share: settings, the submission policy and TLS, as loaded at start. */
 export interface SmtpDoor {
-  config: Config;
-  settings: Config['exchange'];
+  config: SharedConfig;
+  settings: ExchangeConfig;
   intake: MessageIntake;
   metrics: ExchangeMetrics;
   log: Logger;
@@ -31,8 +33,7 @@ export interface SmtpDoor {
 
 /** Reads the TLS files and the submission policy; fails before anything listens. */
 export async function openSmtpDoor(options: InboundSmtpOptions): Promise<SmtpDoor> {
-  const { config, intake, metrics } = options;
-  const settings = config.exchange;
+  const { config, settings, intake, metrics } = options;
   const log = options.logger.child({ component: 'smtp' });
   // Read before anything listens: bad PEM files stop start-up with a message naming the variable.
   const tls = loadInboundTls(settings.inboundSmtpTls);

@@ -486,7 +486,8 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       const logger = createLogger({ level: 'silent' });
       const intake = new MessageIntake({ db: pdb, objects: plain.objects, rules: new RuleStore(pdb), logger });
       const server = await startInboundSmtpServer({
-        config: { ...plain.config, exchange: { ...plain.config.exchange, smtpPort: 0 } },
+        config: plain.config,
+        settings: { ...plain.config.exchange, smtpPort: 0 },
         intake,
         metrics: createExchangeMetrics(new Registry()),
         logger,

@@ -1,7 +1,8 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { ConfigError, type Config } from '../../kernel/config.ts';
+import { ConfigError } from '../../kernel/config.ts';
+import type { ExchangeConfig } from '../config.ts';
 
 export interface InboundTls {
   cert: Buffer;
@@ -16,7 +17,7 @@ export interface InboundTls {
  * stops start-up with a ConfigError naming the variable and the file: finding out at the first
  * STARTTLS, from a failing sender, would be far worse.
  */
-export function loadInboundTls(tls: Config['exchange']['inboundSmtpTls']): InboundTls | undefined {
+export function loadInboundTls(tls: ExchangeConfig['inboundSmtpTls']): InboundTls | undefined {
   if (!tls) return undefined;
   const cert = readPem('INBOUND_SMTP_TLS_PUBLIC_KEY', tls.certPath, 'certificate');
   const key = readPem('INBOUND_SMTP_TLS_PRIVATE_KEY', tls.keyPath, 'private key');

@@ -11,12 +11,12 @@ import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type FailedRecipie
 export const sealStrategy = defineOutboundStrategy({
   name: 'seal',
   description: 'sealed onto IPFS and each recipient notified with a reader link',
-  create: ({ config, transport, dkim, logger }) =>
+  create: ({ config, settings, transport, dkim, logger }) =>
     createSealOutbound({
-      client: new SealClient({ baseUrl: config.exchange.sealUrl, serviceToken: config.serviceToken }),
+      client: new SealClient({ baseUrl: settings.sealUrl, serviceToken: config.serviceToken }),
       transport,
-      notifyFrom: config.exchange.notifyFrom,
-      defaultLanguage: config.exchange.notifyDefaultLanguage,
+      notifyFrom: settings.notifyFrom,
+      defaultLanguage: settings.notifyDefaultLanguage,
       dkim,
       logger,
     }),

@@ -7,7 +7,7 @@ import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type OutboundStrat
 export const smtpStrategy = defineOutboundStrategy({
   name: 'smtp',
   description: 'relayed unchanged',
-  create: ({ config, transport, dkim }) => createSmtpOutbound(transport, { hostname: config.exchange.smtpHostname, dkim }),
+  create: ({ settings, transport, dkim }) => createSmtpOutbound(transport, { hostname: settings.smtpHostname, dkim }),
 });
 
 /**

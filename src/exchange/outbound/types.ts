@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
-import type { Config } from '../../kernel/config.ts';
+import type { SharedConfig } from '../../kernel/config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
+import type { ExchangeConfig } from '../config.ts';
 import type { BounceReport, Envelope } from '../tables.ts';
 import type { MailTransport } from './mail-transport.ts';
 
@@ -35,7 +36,8 @@ export interface OutboundStrategy {
  * rather than open each for themselves (one relay connection pool, one DKIM key).
  */
 export interface OutboundContext {
-  config: Config;
+  config: SharedConfig;
+  settings: ExchangeConfig;
   /** The relay (OUTBOUND_SMTP_URL), or the outbox without one. */
   transport: MailTransport;
   /** DKIM_*: for mail whose From is in DKIM_DOMAIN. */

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { loadConfig } from '../../kernel/config.ts';
+import { loadConfig } from '../../config.ts';
 import { openDatabase } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
@@ -246,7 +246,7 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     const config = loadConfig({ DATABASE_URL: database.url, SEAL_MASTER_KEY: 'bb'.repeat(32), SEAL_PORT: '0', LOG_LEVEL: 'silent' });
     const db = await openDatabase({ url: database.url, poolSize: 1 });
     try {
-      const context = { config, database: db, objects: undefined as never, logger: createLogger({ level: 'silent' }) };
+      const context = { config, settings: config.seal, database: db, objects: undefined as never, logger: createLogger({ level: 'silent' }) };
       await assert.rejects(sealService.start(context), /does not decrypt with SEAL_MASTER_KEY: was the key changed\?/);
     } finally {
       await db.close();

@@ -1,4 +1,4 @@
-import type { Config } from '../../kernel/config.ts';
+import type { SealConfig } from '../config.ts';
 import { environmentCluster, type ClusterSettings, type ConfigSource } from './config.ts';
 import type { ClusterConfigStore } from './store.ts';
 
@@ -24,9 +24,9 @@ export class MissingClusterConfigError extends Error {
  * IPFS_CLUSTER_* variables are used only when nothing was stored; with neither the service does not start.
  * Read once, at start: it stays in force until the process restarts, even when a new one is stored meanwhile.
  */
-export async function loadConfigInForce(store: ClusterConfigStore, config: Config): Promise<ConfigInForce> {
+export async function loadConfigInForce(store: ClusterConfigStore, envCluster: SealConfig['envCluster']): Promise<ConfigInForce> {
   const stored = await store.latest();
   if (stored) return { source: 'stored', clusters: stored.clusters };
-  if (config.seal.envCluster) return { source: 'environment', clusters: [environmentCluster(config.seal.envCluster)] };
+  if (envCluster) return { source: 'environment', clusters: [environmentCluster(envCluster)] };
   throw new MissingClusterConfigError();
 }

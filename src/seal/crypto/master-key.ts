@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../../kernel/config.ts';
+import type { SharedConfig } from '../../kernel/config.ts';
 import { readOrCreateSecretFile } from '../../kernel/secret-file.ts';
 
 export const MASTER_KEY_FILE = 'seal-master.key';
@@ -10,8 +10,11 @@ export const MASTER_KEY_FILE = 'seal-master.key';
  * one is generated once into the data folder (mode 0600) and reused, so development restarts keep
  * their sealed messages readable.
  */
-export async function resolveMasterKey(config: Config): Promise<{ key: Buffer; source: 'environment' | 'file' | 'generated'; file?: string }> {
-  if (config.seal.masterKey) return { key: config.seal.masterKey, source: 'environment' };
+export async function resolveMasterKey(
+  config: SharedConfig,
+  masterKey: Buffer | undefined,
+): Promise<{ key: Buffer; source: 'environment' | 'file' | 'generated'; file?: string }> {
+  if (masterKey) return { key: masterKey, source: 'environment' };
   if (config.production) {
     throw new Error(
       'SEAL_MASTER_KEY is not set: production needs the key that wraps message keys and cluster passwords, ' +

@@ -1,5 +1,4 @@
 import { Gauge, type Registry } from 'prom-client';
-import { durationToMs } from '../../kernel/duration.ts';
 import { cachedFor } from '../../kernel/metrics.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ClusterClient, PinState } from '../clusters/client.ts';
@@ -14,11 +13,11 @@ export interface PinFollowerOptions {
   store: SealedStore;
   clusters: ClusterClient[];
   /** SEAL_REPIN_INTERVAL: first delay before a pin in error is pinned again (then doubling up to 1h). */
-  repinInterval: bigint;
+  repinIntervalMs: number;
   /** SEAL_PIN_CHECK_INTERVAL: how often a pin the cluster accepted but does not hold yet is looked at. */
-  checkInterval: bigint;
+  checkIntervalMs: number;
   /** SEAL_PIN_DEADLINE: a seal not pinned everywhere this long after sealing is reported as an error. */
-  deadline: bigint;
+  deadlineMs: number;
   logger: Logger;
 }
 
@@ -44,9 +43,9 @@ export class PinFollower {
   private readonly deadlineMs: number;
 
   constructor(private readonly options: PinFollowerOptions) {
-    this.repinMs = Math.max(1, Math.min(durationToMs(options.repinInterval), MAX_TIMER_MS));
-    this.checkMs = Math.max(1, Math.min(durationToMs(options.checkInterval), MAX_TIMER_MS));
-    this.deadlineMs = durationToMs(options.deadline);
+    this.repinMs = Math.max(1, Math.min(options.repinIntervalMs, MAX_TIMER_MS));
+    this.checkMs = Math.max(1, Math.min(options.checkIntervalMs, MAX_TIMER_MS));
+    this.deadlineMs = options.deadlineMs;
   }
 
   start(): void {
