@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, variablesMarkdown, configurationDoc } from './config.ts';
+import { loadConfig, variableRows, variablesMarkdown, configurationDoc } from './config.ts';
 import { ConfigError, type LoadOptions } from './kernel/config.ts';
 import { durationToMs, parseDuration } from './kernel/duration.ts';
 
@@ -203,6 +203,21 @@ describe('configuration', () => {
       assert.match(table, new RegExp(`\\| \`${name}\` \\|`));
     }
     assert.match(table, /\| `SMS_CODE_EXPIRATION` \| A \| lifetime of an SMS verification code \| `15m` \|/);
+  });
+});
+
+describe('who declares which variable', () => {
+  it('lists each variable once, declared by one object, with every service that reads it', () => {
+    const rows = variableRows();
+    const names = rows.map((row) => row.spec.name);
+    assert.deepEqual(names, [...new Set(names)], 'two declarations of one name would show twice');
+    const readers = (name: string) => rows.find((row) => row.spec.name === name)?.readers;
+    assert.equal(readers('NODE_ENV'), 'all');
+    assert.deepEqual(readers('SEAL_URL'), ['auth', 'exchange']);
+    assert.deepEqual(readers('AUTH_PUBLIC_URL'), ['auth', 'seal']);
+    assert.deepEqual(readers('SEAL_MAX_MESSAGE_SIZE'), ['auth', 'seal']);
+    assert.deepEqual(readers('DKIM_DOMAIN'), ['auth', 'exchange']);
+    assert.deepEqual(readers('DELIVERY_LEASE'), ['exchange']);
   });
 });
 

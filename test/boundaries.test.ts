@@ -3,6 +3,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AUTH_VARIABLES } from '../src/auth/config.ts';
+import { EXCHANGE_VARIABLES } from '../src/exchange/config.ts';
+import { SHARED_VARIABLES } from '../src/kernel/config.ts';
+import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../src/kernel/mail-config.ts';
+import { SERVICE_NAMES, variablesOf } from '../src/kernel/variables.ts';
+import { SEAL_VARIABLES } from '../src/seal/config.ts';
 
 /**
  * The house's borders, checked on the source: a service talks to another over HTTP only, so it imports
@@ -11,7 +17,7 @@ import { fileURLToPath } from 'node:url';
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
-const SERVICES = ['auth', 'seal', 'exchange'];
+const SERVICES: readonly string[] = SERVICE_NAMES;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -79,6 +85,24 @@ describe('borders between the services', () => {
       .filter((file) => /\b(interface|type)\s+\w+\s*=?\s*\{[^}]*\bcid\b[^}]*\bsha256\b/s.test(readFileSync(file, 'utf8')))
       .map((file) => relative(ROOT, file));
     assert.deepEqual(copies, []);
+  });
+
+  it("the kernel names no service's variable: each service declares its own", () => {
+    const kernelOwned = new Set([...variablesOf(SHARED_VARIABLES), OUTBOUND_SMTP_URL, ...variablesOf(DKIM_VARIABLES), NOTIFY_DEFAULT_LANGUAGE]);
+    const names = [AUTH_VARIABLES, SEAL_VARIABLES, EXCHANGE_VARIABLES]
+      .flatMap(variablesOf)
+      .filter((spec) => !kernelOwned.has(spec))
+      .map((spec) => spec.name);
+    assert.ok(names.includes('AUTH_PUBLIC_URL') && names.includes('SEAL_URL') && names.includes('DELIVERY_LEASE'));
+    const pattern = new RegExp(`\\b(${[...new Set(names)].join('|')})\\b`);
+    // Its tests too: a kernel test that needs a service's variable belongs beside that service.
+    const kernelFiles = readdirSync(join(SRC, 'kernel'), { recursive: true, encoding: 'utf8' }).filter((path) => path.endsWith('.ts'));
+    const mentions = kernelFiles.map((path) => join(SRC, 'kernel', path)).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (pattern.test(line) ? [`${relative(ROOT, file)}:${i + 1} names ${pattern.exec(line)![1]}`] : [])),
+    );
+    assert.deepEqual(mentions, []);
   });
 });
 

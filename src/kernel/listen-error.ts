@@ -1,7 +1,7 @@
 import { ConfigError } from './config.ts';
 
 /**
- * A listen that failed, told in the words of the configuration: `AUTH_PORT=8081: the port is in use`
+ * A listen that failed, told in the words of the configuration: `<the port's variable>=8081: the port is in use`
  * rather than Node's `listen EADDRINUSE: address already in use 127.0.0.1:8081`, so that the operator
  * knows which variable to change. Errors that are not about the address pass through unchanged.
  */

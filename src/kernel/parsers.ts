@@ -3,7 +3,7 @@ import { durationToMs, parseDuration } from './duration.ts';
 
 /**
  * The kinds of value a variable holds: how its text is read, and what the operator is told when it
- * cannot be. A variable's declaration spreads one of these (`{ name: 'AUTH_PORT', ...port, … }`); a
+ * cannot be. A variable's declaration spreads one of these (`{ name: 'LOG_LEVEL', ...oneOf(LOG_LEVELS), … }`); a
  * service with a value of its own kind writes a parse function that throws ValueError.
  */
 export interface ValueKind<T> {
