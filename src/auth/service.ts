@@ -20,8 +20,7 @@ import { DraftStore } from './drafts/store.ts';
 import { ExpiredDraftsWatcher } from './drafts/watcher.ts';
 import { ExchangeClient } from './exchange/client.ts';
 import { type CodeMailer, createCodeMailer } from './mail/code-mail.ts';
-import { emailMethod } from './methods/email.ts';
-import { smsMethod } from './methods/sms.ts';
+import { createSignInMethods } from './methods/registry.ts';
 import { type AuthMetrics, createAuthMetrics } from './metrics.ts';
 import { migrations } from './migrations/index.ts';
 import type { App } from '../kernel/http.ts';
@@ -226,16 +225,15 @@ function buildSignIn(parts: {
   const { auth, provider, keys, sessions, mailer, metrics, logger } = parts;
   const expirationMs = auth.smsCodeExpiration;
   const codes = new PendingCodes(sessions, { codeKey: keys.codeKey, expirationMs, maxAttempts: auth.codeMaxAttempts });
-  const methods = {
-    sms: smsMethod({ provider, text: auth.sms.text, metrics }),
-    email: emailMethod({
-      mailer,
-      expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)),
-      logCodes: provider.kind === 'log',
-      metrics,
-      defaultLanguage: auth.defaultLanguage,
-    }),
-  };
+  const methods = createSignInMethods({
+    provider,
+    smsText: auth.sms.text,
+    mailer,
+    expiresInMinutes: Math.max(1, Math.round(expirationMs / 60_000)),
+    logCodes: provider.kind === 'log',
+    metrics,
+    defaultLanguage: auth.defaultLanguage,
+  });
   if (provider.kind === 'log') {
     logger.info('SMS_PROVIDER=log: sign-in codes are written to the log, not sent (development only)');
   }

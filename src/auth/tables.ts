@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
+import type { SignInMethodName } from './methods/names.ts';
 
 /** The auth schema (PostgreSQL schema `auth`), as Kysely sees it. */
 export interface AuthTables {
@@ -13,7 +14,7 @@ export interface AuthTables {
   session_grants: SessionGrantsTable;
 }
 
-export type SignInMethodName = 'sms' | 'email';
+export type { SignInMethodName };
 /**
  * What a pending code proves when it is entered: a sign-in; for a mobile change, first the current number
  * (`mobile_current`), then the new one (`mobile_change`).

@@ -4,6 +4,7 @@ import type { App } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { maskEmail, maskMobile } from '../masking.ts';
+import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
 import { TAGS, errorResponses } from './errors.ts';
@@ -11,7 +12,7 @@ import { TAGS, errorResponses } from './errors.ts';
 const ReaderConfig = Type.Object({
   messageId: Type.Optional(Type.String()),
   methods: Type.Optional(
-    Type.Array(Type.Union([Type.Literal('sms'), Type.Literal('email')]), {
+    Type.Array(signInMethodSchema(), {
       description: 'sign-in methods the recipients of this message may use (sms: they were given a mobile number; email: not)',
     }),
   ),
@@ -19,11 +20,11 @@ const ReaderConfig = Type.Object({
   subject: Type.Optional(Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" })),
   signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
   email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
-  method: Type.Optional(Type.Union([Type.Literal('sms'), Type.Literal('email')], { description: 'how that recipient signs in to this message (when signedIn)' })),
+  method: Type.Optional(signInMethodSchema({ description: 'how that recipient signs in to this message (when signedIn)' })),
   codePending: Type.Optional(
     Type.Object(
       {
-        method: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
+        method: signInMethodSchema(),
         destination: Type.String({ description: 'where the code went, masked (+41******67, a***@example.com)' }),
         email: Type.String({ description: 'the recipient the code is for (the address the reader typed)' }),
         sentAt: Type.String({ format: 'date-time' }),
@@ -69,7 +70,7 @@ export async function configRoutes(app: App, context: AuthContext) {
     },
     async (request, reply) => {
       const { messageId } = request.query;
-      let methods: Array<'sms' | 'email'> | undefined;
+      let methods: SignInMethodName[] | undefined;
       let about: { sender: string; subject: string } | undefined;
       if (messageId !== undefined) {
         const record = await context.seal.sealed(messageId);
@@ -90,7 +91,7 @@ export async function configRoutes(app: App, context: AuthContext) {
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
       // Signed in for this message when the session signed in for it, or has proven what it asks for
       // (docs/decisions.md#sessions-follow-the-person): then it opens without another code.
-      let openedAs: { email: string; method?: 'sms' | 'email' } | undefined;
+      let openedAs: { email: string; method?: SignInMethodName } | undefined;
       const last = session.row.email ? { email: session.row.email, ...(session.row.method ? { method: session.row.method } : {}) } : undefined;
       if (messageId === undefined || session.row.message_id === messageId) openedAs = last;
       else if (session.row.signed_in_at) openedAs = await context.access.open(session.row.id, messageId);

@@ -8,6 +8,7 @@ import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { isProbeRefusal } from '../codes/refusal-limit.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
+import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import type { Recipient } from '../seal/recipients.ts';
 import { normalizeMobile } from '../mobile.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
@@ -19,13 +20,13 @@ const CodeRequest = Type.Object(
     messageId: Type.String({ pattern: MESSAGE_ID_PATTERN }),
     email: Type.String({ maxLength: 320 }),
     mobile: Type.Optional(Type.String({ maxLength: 64, description: 'international format (+41 79 123 45 67); required for sms' })),
-    method: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
+    method: signInMethodSchema(),
   },
   { additionalProperties: false },
 );
 
 const CodeSent = Type.Object({
-  method: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
+  method: signInMethodSchema(),
   codeLength: Type.Integer(),
   expiresIn: Type.Integer({ description: 'seconds the code stays valid' }),
 });
@@ -42,7 +43,7 @@ const SignedIn = Type.Object({
   signedIn: Type.Literal(true),
   messageId: Type.String(),
   email: Type.String(),
-  method: Type.Union([Type.Literal('sms'), Type.Literal('email')], { description: 'how the code came, and so what it proved' }),
+  method: signInMethodSchema({ description: 'how the code came, and so what it proved' }),
   rememberMe: Type.Boolean(),
   expiresAt: Type.String({ format: 'date-time', description: 'the absolute end of this session' }),
 });
@@ -184,7 +185,7 @@ async function issueCode(
   request: FastifyRequest,
   session: LoadedSession,
   to: { recipient: Recipient; method: SignInMethod; destination: string; messageId: string; client: string },
-): Promise<{ method: 'sms' | 'email'; codeLength: number; expiresIn: number }> {
+): Promise<{ method: SignInMethodName; codeLength: number; expiresIn: number }> {
   const { recipient, method, destination, messageId } = to;
   const reservation = await context.limiter.reserve(method.limitKey(destination), to.client, new Date());
   const code = context.codes.newCode();
@@ -205,7 +206,7 @@ async function issueCode(
  */
 async function matchRecipient(
   context: AuthContext,
-  body: { messageId: string; method: 'sms' | 'email' },
+  body: { messageId: string; method: SignInMethodName },
   email: string,
   mobile: string | undefined,
 ): Promise<{ recipient: Recipient; method: SignInMethod; destination: string }> {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import { emailKey } from '../seal/recipients.ts';
-import type { AuthTables, SessionRow, SessionsTable } from '../tables.ts';
+import type { AuthTables, SessionRow, SessionsTable, SignInMethodName } from '../tables.ts';
 
 export interface SessionTimeouts {
   idleMs: number;
@@ -83,7 +83,7 @@ export class SessionStore {
   async signIn(
     trx: Transaction<AuthTables>,
     sessionId: string,
-    who: { messageId: string; email: string; method: 'sms' | 'email'; mobile?: string; rememberMe: boolean },
+    who: { messageId: string; email: string; method: SignInMethodName; mobile?: string; rememberMe: boolean },
     now: Date,
   ): Promise<{ token: string; expiresAt: Date }> {
     // The proof the code gave, kept for every other message it satisfies, and the message it was for.
