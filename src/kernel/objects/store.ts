@@ -15,11 +15,18 @@ export interface PutOptions {
 }
 
 /**
+ * Every object-store driver, and the only list of them: ObjectStoreDriver comes from it, and the
+ * registry (index.ts) maps each name to how its store is made.
+ */
+export const OBJECT_STORE_DRIVERS = ['local', 's3'] as const;
+export type ObjectStoreDriver = (typeof OBJECT_STORE_DRIVERS)[number];
+
+/**
  * One interface for every object-store driver (S3, local disk). Bodies are streams: no driver holds a
  * whole object in memory. Keys are relative, slash-separated paths checked by `assertValidKey`.
  */
 export interface ObjectStore {
-  readonly driver: 's3' | 'local';
+  readonly driver: ObjectStoreDriver;
   /** Stores the body under `key`, replacing any object there; resolves once the object is durable. */
   put(key: string, body: Readable | Buffer | string, options?: PutOptions): Promise<ObjectInfo>;
   /** A stream of the object's bytes; rejects with ObjectNotFoundError when there is none. */
