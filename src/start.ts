@@ -110,7 +110,8 @@ async function startService<Name extends ServiceName>(
   shared: Omit<ServiceContext, 'config' | 'settings'>,
 ): Promise<RunningService> {
   const definition = await SERVICES[name]();
-  return definition.start({ ...shared, config, settings: config[name] });
+  const { auth, seal, exchange, ...sharedConfig } = config;
+  return definition.start({ ...shared, config: sharedConfig, settings: config[name] });
 }
 
 /**

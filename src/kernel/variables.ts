@@ -59,7 +59,7 @@ export function loadVariables<const D extends Declarations>(declarations: D, env
   return values as Values<D>;
 }
 
-export function readVariable<T>(spec: VariableSpec<T>, env: Env, problems: string[]): T | undefined {
+function readVariable<T>(spec: VariableSpec<T>, env: Env, problems: string[]): T | undefined {
   const given = env[spec.name];
   const raw = given ?? spec.default;
   if (raw === undefined || (raw === '' && spec.default === undefined)) return undefined;
