@@ -4,7 +4,7 @@
  * (`Value.Check`) and take their types from them. Types and schemas only: no service code, so that any
  * service may import this folder while none imports another service.
  */
-import { Type } from 'typebox';
+import { type TLiteral, type TSchemaOptions, Type } from 'typebox';
 import { LANGUAGES } from '../kernel/languages.ts';
 
 const PinSchema = Type.Object({
@@ -27,7 +27,22 @@ const PinDetailSchema = Type.Object({
   nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'when a pin not held yet is looked at (pinning) or pinned (pin_error) again' })),
 });
 
-const MethodSchema = Type.Union([Type.Literal('sms'), Type.Literal('email')], {
+/**
+ * How a recipient signs in to read (docs/design.md#recipients), and the only list of the ways: the type,
+ * the schemas here and in the auth service's routes, and the auth service's registry of methods
+ * (src/auth/methods/registry.ts) all come from it.
+ */
+export const SIGN_IN_METHODS = ['sms', 'email'] as const;
+export type SignInMethodName = (typeof SIGN_IN_METHODS)[number];
+
+type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
+
+/** A sign-in method's name in a request or an answer: the `anyOf` of constants, one per listed name. */
+export function signInMethodSchema(options?: TSchemaOptions) {
+  return Type.Union(SIGN_IN_METHODS.map((name) => Type.Literal(name)) as Literals<typeof SIGN_IN_METHODS>, options);
+}
+
+const MethodSchema = signInMethodSchema({
   description: '`sms` when the sender gave a mobile number (X-Sealpost-Mobile), else `email`',
 });
 

@@ -1,3 +1,4 @@
+import type { SignInMethodName } from '../contracts/seal.ts';
 import type { Language } from '../kernel/languages.ts';
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
@@ -31,7 +32,7 @@ export interface StoredCluster {
   pinParams?: { replicationFactorMin?: number; replicationFactorMax?: number; name?: string; expireIn?: string };
 }
 
-export type SignInMethod = 'sms' | 'email';
+export type SignInMethod = SignInMethodName;
 /** `pinning`: accepted by the cluster, not yet held by its peers; `pin_error`: refused, unreachable or failed in IPFS. */
 export type PinStatus = 'pinning' | 'pinned' | 'pin_error';
 

@@ -1,15 +1,5 @@
-import { type TLiteral, type TSchemaOptions, Type } from 'typebox';
-
 /**
- * Every sign-in method, and the only list of them: SignInMethodName, the routes' schemas and the
- * registry (./registry.ts), which maps each name to its method, come from it.
+ * The sign-in methods are the seal contract's (a sealed message's recipients each have one): the list,
+ * its type and its schema come from there, and ./registry.ts maps each name to its method here.
  */
-export const SIGN_IN_METHODS = ['sms', 'email'] as const;
-export type SignInMethodName = (typeof SIGN_IN_METHODS)[number];
-
-type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
-
-/** A sign-in method's name in a request or an answer: the `anyOf` of constants, one per listed name. */
-export function signInMethodSchema(options?: TSchemaOptions) {
-  return Type.Union(SIGN_IN_METHODS.map((name) => Type.Literal(name)) as Literals<typeof SIGN_IN_METHODS>, options);
-}
+export { SIGN_IN_METHODS, type SignInMethodName, signInMethodSchema } from '../../contracts/seal.ts';

@@ -1,4 +1,5 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
+import type { SignInMethodName } from '../../contracts/seal.ts';
 import type { Language } from '../../kernel/languages.ts';
 import { NOTIFICATION_TEXTS } from './texts/index.ts';
 
@@ -8,7 +9,7 @@ export interface Notification {
   /** Who sent the sealed message, as the seal service read it from the message. */
   sender: string;
   link: string;
-  method: 'sms' | 'email';
+  method: SignInMethodName;
   sealedId: string;
   /** The recipient's language (X-Sealpost-Language), else NOTIFY_DEFAULT_LANGUAGE. */
   language: Language;
