@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { assertError } from '../support/auth-assert.ts';
 import { startAuthHarness, type AuthHarness } from '../support/auth-harness.ts';
 import type { Reader } from '../support/auth-reader.ts';
+import type { SignInMethodName } from '../../src/contracts/seal.ts';
 
 /**
  * An attacker who wants a code for someone else's message cycles everything a client controls: a new
@@ -27,7 +28,7 @@ async function freshSession(harness: AuthHarness, messageId: string, forwardedFo
   return reader;
 }
 
-function askForCode(reader: Reader, messageId: string, who: { email: string; mobile?: string }, method: 'sms' | 'email' = 'sms') {
+function askForCode(reader: Reader, messageId: string, who: { email: string; mobile?: string }, method: SignInMethodName = 'sms') {
   return reader.request('POST', '/v1/auth/code', { body: { messageId, email: who.email, ...(who.mobile ? { mobile: who.mobile } : {}), method } });
 }
 

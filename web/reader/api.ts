@@ -7,8 +7,9 @@
 import type { Static } from 'typebox';
 import { ApiError } from './api-error.ts';
 import type { MessageResponse } from '../../src/contracts/auth.ts';
+import type { SignInMethodName } from '../../src/contracts/seal.ts';
 
-export type Method = 'sms' | 'email';
+export type Method = SignInMethodName;
 
 export interface ReaderConfig {
   messageId?: string;

@@ -12,10 +12,11 @@ import { startSmsCapture, type SmsCapture } from '../../../test/support/sms-capt
 import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts';
 import { resolveAuthSecret } from '../secret.ts';
 import { createSmsProvider } from './index.ts';
+import type { SignInMethodName } from '../../contracts/seal.ts';
 
 const TWILIO_SID = 'AC0123456789abcdef0123456789abcdef';
 
-async function requestSmsCode(harness: AuthHarness, who: { email: string; mobile?: string; method: 'sms' | 'email' } = ALICE) {
+async function requestSmsCode(harness: AuthHarness, who: { email: string; mobile?: string; method: SignInMethodName } = ALICE) {
   const record = harness.sealSample();
   const reader = harness.reader();
   await reader.get(`/v1/config?messageId=${record.id}`);
