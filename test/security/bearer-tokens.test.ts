@@ -5,6 +5,7 @@ import { startThreeServices, type ThreeServices } from '../support/three-service
 import { assertErrorObject, readBody } from '../support/fuzz.ts';
 import { concretePath, routeTable, type RouteEntry } from '../support/route-table.ts';
 import type { ServiceUnderTest } from '../support/services.ts';
+import type { ServiceName } from '../../src/kernel/variables.ts';
 
 /**
  * Who may call what. Every route of each app must match one of its patterns (first match wins): a route
@@ -22,7 +23,7 @@ const OPERATIONS: Array<[RegExp, Guard]> = [
   [/^\/readyz$/, 'public'],
 ];
 
-const GUARDS: Record<'exchange' | 'seal' | 'auth', Array<[RegExp, Guard]>> = {
+const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
   exchange: [
     [/^\/v1\/config(\/|$)/, 'admin'],
     [/^\/v1\/messages\/:id\/status$/, 'service-or-admin'],
@@ -96,7 +97,7 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
     );
     assert.deepEqual(unknown, [], 'routes without an expected guard: decide one in GUARDS');
     // The table is not vacuous: the endpoints the design names are there, with their guards.
-    const guards = (name: 'exchange' | 'seal', method: string, path: string) => guardOf(name, { method, path });
+    const guards = (name: Exclude<ServiceName, 'auth'>, method: string, path: string) => guardOf(name, { method, path });
     assert.equal(guards('exchange', 'POST', '/v1/config'), 'admin');
     assert.equal(guards('exchange', 'POST', '/v1/messages'), 'service');
     assert.equal(guards('seal', 'POST', '/v1/ipfs/config'), 'admin');
@@ -160,7 +161,7 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
   });
 
   it('answers the public routes without any token', async () => {
-    for (const [name, service] of Object.entries(services()) as Array<['exchange' | 'seal' | 'auth', ServiceUnderTest]>) {
+    for (const [name, service] of Object.entries(services()) as Array<[ServiceName, ServiceUnderTest]>) {
       for (const route of routeTable(service.service.app).filter((entry) => guardOf(name, entry) === 'public' && entry.method === 'GET')) {
         const answer = await call(service.url, route, {});
         assert.notEqual(answer.status, 401, `${name} GET ${route.path}`);
