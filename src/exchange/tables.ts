@@ -20,8 +20,10 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
 /**
  * The envelope's life, in order (docs/specification.md#envelope-statuses). `routed` is a history entry
  * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it.
+ * `storing` is a row's only, never a history entry: the intake wrote the row while the payload was still
+ * being stored, and nothing was acknowledged yet (docs/design.md#durability-of-intake).
  */
-export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
+export type EnvelopeStatus = 'storing' | 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
 
 export interface RulesTable {
   id: Generated<string>;

@@ -5,6 +5,7 @@ import type { ExchangeConfig } from '../config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { AbandonedIntakeSweep } from '../inbound/abandoned-intakes.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import { createMailTransport } from '../outbound/mail-transport.ts';
@@ -84,13 +85,15 @@ export function startDeliveryEngine(deps: {
     : heldDelivery(logger);
   // Mail this instance takes (and the bounces it writes) is claimed at once, not at the next poll.
   deps.intake.onAccepted(() => workers.wake());
-  // Payloads of intakes cut short between the object store and the envelope row (a crash, kill -9).
+  // What intakes cut short leave behind (a crash, kill -9): rows never acknowledged, payloads without a row.
+  const abandoned = new AbandonedIntakeSweep({ db, objects, graceMs: leaseMs, logger });
   const orphans = new OrphanPayloadSweep({ db, objects, graceMs: leaseMs, logger });
   const orphanSweep = every(leaseMs, async () => {
     try {
+      await abandoned.sweep();
       await orphans.sweep();
     } catch (error) {
-      logger.warn({ err: error }, 'orphan payload sweep failed; will try again');
+      logger.warn({ err: error }, 'sweep of abandoned intakes and orphan payloads failed; will try again');
     }
   });
   const archive = startStatusArchive({

@@ -8,7 +8,7 @@ import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
-import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
+import { createEnvelopeAcknowledger, createEnvelopeWriter, type AcknowledgedEnvelope, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 
 export interface IncomingMessage {
@@ -37,94 +37,131 @@ export interface AcceptedMessage {
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
 
 /**
- * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands:
- * store the payload, then write the envelope row with its first status — and only then resolve, so
- * the caller acknowledges nothing that is not durable. The delivery rule is matched in the same
- * statement that writes the row (see createEnvelopeWriter); with no matching rule nothing is written,
- * the payload is deleted again, and accept() fails with RuleStore.match's 503. If the database refused
- * the row the payload is deleted again too; if the outcome of the write is unknown (connection lost) the
- * payload stays, and OrphanPayloadSweep deletes it once it is sure no row came. Failures of either store
- * are 503 AppErrors (the SMTP handler turns them into 451).
+ * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands,
+ * with the payload's put and the envelope row's insert overlapped (docs/design.md#durability-of-intake):
+ * the row is written in status `storing`, which nothing claims or bounces, while the payload is stored;
+ * once both are durable one batched UPDATE makes it `accepted` with its first status rows, and only then
+ * does accept() resolve, so the caller acknowledges nothing that is not durable. The delivery rule is
+ * matched in the statement that writes the row (see createEnvelopeWriter); with no matching rule nothing
+ * is written, the payload is deleted again, and accept() fails with RuleStore.match's 503. A message that
+ * fails before its acknowledgement loses its payload and its `storing` row again; what a crash leaves
+ * behind is removed by AbandonedIntakeSweep (rows) and OrphanPayloadSweep (payloads). Failures of either
+ * store are 503 AppErrors (the SMTP handler turns them into 451).
  */
 export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+  private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
   private readonly acceptedListeners: Array<() => void> = [];
 
   constructor(
     private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; rules: RuleStore; logger: Logger },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
+    this.acknowledge = createEnvelopeAcknowledger(deps.db);
   }
 
   async accept(message: IncomingMessage): Promise<AcceptedMessage> {
-    const { objects, logger } = this.deps;
     const envelopeId = message.envelopeId ?? randomUUID();
     const key = payloadKey(envelopeId);
-
-    let size: number;
-    try {
-      // A stream that already failed (sender gone, size limit passed) would never end for a driver
-      // that only starts listening now: report its error instead of waiting for it.
-      if (!Buffer.isBuffer(message.payload) && (message.payload.errored || message.payload.destroyed)) {
-        throw message.payload.errored ?? new Error('The message stream was closed before it was stored');
-      }
-      size = (await objects.put(key, withCrlfLineEnds(message.payload), { contentType: 'message/rfc822' })).size;
-    } catch (error) {
-      await objects.delete(key).catch(() => {});
-      // A payload stream that failed on its own terms (e.g. the size limit) is the caller's to report.
-      if (error instanceof AppError && error.status !== 503) throw error;
-      throw new AppError('unavailable', 503, 'Message storage is unavailable; try again later', { cause: error });
+    // A stream that already failed (sender gone, size limit passed) would never end for a driver
+    // that only starts listening now: report its error instead of waiting for it.
+    if (!Buffer.isBuffer(message.payload) && (message.payload.errored || message.payload.destroyed)) {
+      throw storageError(message.payload.errored ?? new Error('The message stream was closed before it was stored'));
     }
-
-    const deletePayload = () =>
-      objects.delete(key).catch((cleanupError: unknown) => {
-        logger.error({ err: cleanupError, envelopeId, key }, 'could not delete the payload of an envelope that was not written');
-      });
     const envelope: NewEnvelope = {
       id: envelopeId,
       channel: message.channel,
       sender: message.sender,
       senderKey: senderKey(message.sender),
       recipients: message.recipients,
-      size,
       payloadKey: key,
       isBounce: message.isBounce ?? false,
       body8bitmime: message.body8bitmime ?? false,
       smtputf8: message.smtputf8 ?? false,
     };
-    // Twice at most: a rule created between the statement and match() below gets one more try.
-    for (let attempt = 1; ; attempt++) {
-      let written: WrittenEnvelope;
-      try {
-        written = await this.writeEnvelope(envelope);
-      } catch (error) {
-        // The payload goes only if the row certainly does not exist. Otherwise (the connection lost,
-        // perhaps after the commit) deleting it could leave an envelope without payload, which would
-        // bounce a message whose sender got 451 and sent again; OrphanPayloadSweep removes it later
-        // if no row appears.
-        if (statementRolledBack(error)) await deletePayload();
-        else logger.warn({ err: error, envelopeId, key }, 'envelope write failed with its outcome unknown; the payload stays for the orphan sweep');
-        throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
-      }
-      if (written) {
-        for (const listener of this.acceptedListeners) listener();
-        return { envelopeId, size, outbound: written.outbound };
-      }
-      // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender).
+    const [stored, row] = await Promise.allSettled([this.storePayload(key, message.payload), this.writeEnvelope(envelope)]);
+    if (stored.status === 'rejected') {
+      if (row.status === 'fulfilled' && row.value) await this.forgetRow(envelopeId);
+      throw stored.reason;
+    }
+    const size = stored.value;
+    let written: WrittenEnvelope;
+    if (row.status === 'rejected') {
+      // Whether or not the insert was committed, the row is at most `storing`: never claimed, removed with
+      // its payload by AbandonedIntakeSweep. When the outcome is unknown (the connection lost) the payload
+      // stays for that sweep, or for OrphanPayloadSweep if no row came, as it did before the overlap.
+      if (statementRolledBack(row.reason)) await this.deletePayload(key, envelopeId);
+      else this.deps.logger.warn({ err: row.reason, envelopeId, key, step: 'insert' }, 'envelope write failed with its outcome unknown; the payload stays for the sweeps');
+      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: row.reason });
+    }
+    written = row.value;
+    // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender);
+    // a rule created between the statement and match() gets one more try.
+    if (!written) {
       try {
         await this.route(message);
+        written = await this.writeEnvelope(envelope);
       } catch (error) {
-        await deletePayload();
-        throw error;
+        await this.deletePayload(key, envelopeId);
+        if (error instanceof AppError) throw error;
+        throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
       }
-      if (attempt >= 2) {
-        await deletePayload();
+      if (!written) {
+        await this.deletePayload(key, envelopeId);
         throw new AppError('unavailable', 503, 'Delivery rules changed while the message was being accepted; try again later');
       }
     }
+
+    let acknowledged: boolean;
+    try {
+      acknowledged = await this.acknowledge({ id: envelopeId, size, acceptedDetail: acceptedDetail(message, size), routedDetail: written.routedDetail });
+    } catch (error) {
+      // The payload goes only if the row certainly stayed `storing`. Otherwise (the connection lost,
+      // perhaps after the commit) deleting it could leave an accepted envelope without payload, which
+      // would bounce a message whose sender got 451 and sent again; if the row stayed `storing`,
+      // AbandonedIntakeSweep removes both later.
+      if (statementRolledBack(error)) await Promise.all([this.deletePayload(key, envelopeId), this.forgetRow(envelopeId)]);
+      else this.deps.logger.warn({ err: error, envelopeId, key, step: 'acknowledge' }, 'envelope write failed with its outcome unknown; the payload stays for the sweeps');
+      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
+    }
+    if (!acknowledged) {
+      // The row was removed as abandoned (an intake slower than the sweep's grace): nothing was promised.
+      await this.deletePayload(key, envelopeId);
+      throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
+    }
+    for (const listener of this.acceptedListeners) listener();
+    return { envelopeId, size, outbound: written.outbound };
   }
 
-  /** Called after each message is durable (envelope committed), before accept() resolves. */
+  /** Stores the payload with CRLF line ends; its size. On failure nothing is left (best effort) and the error is a 503 AppError, or the stream's own. */
+  private async storePayload(key: string, payload: Readable | Buffer): Promise<number> {
+    try {
+      return (await this.deps.objects.put(key, withCrlfLineEnds(payload), { contentType: 'message/rfc822' })).size;
+    } catch (error) {
+      await this.deps.objects.delete(key).catch(() => {});
+      throw storageError(error);
+    }
+  }
+
+  /** Removes the `storing` row of an intake that failed; if that fails too, AbandonedIntakeSweep will. */
+  private async forgetRow(envelopeId: string): Promise<void> {
+    await this.deps.db
+      .deleteFrom('envelopes')
+      .where('id', '=', envelopeId)
+      .where('status', '=', 'storing')
+      .execute()
+      .catch((error: unknown) => {
+        this.deps.logger.warn({ err: error, envelopeId }, 'could not delete the row of an intake that failed; the abandoned-intake sweep will');
+      });
+  }
+
+  private async deletePayload(key: string, envelopeId: string): Promise<void> {
+    await this.deps.objects.delete(key).catch((cleanupError: unknown) => {
+      this.deps.logger.error({ err: cleanupError, envelopeId, key }, 'could not delete the payload of an envelope that was not accepted');
+    });
+  }
+
+  /** Called after each message is durable (payload stored, envelope acknowledged), before accept() resolves. */
   onAccepted(listener: () => void): void {
     this.acceptedListeners.push(listener);
   }
@@ -155,6 +192,17 @@ export class MessageIntake {
  */
 function statementRolledBack(error: unknown): boolean {
   return (error as { severity?: unknown } | undefined)?.severity === 'ERROR';
+}
+
+/** A failure of the payload's put: the caller's stream failing on its own terms (e.g. the size limit) is the caller's to report. */
+function storageError(error: unknown): unknown {
+  if (error instanceof AppError && error.status !== 503) return error;
+  return new AppError('unavailable', 503, 'Message storage is unavailable; try again later', { cause: error });
+}
+
+/** The `accepted` status row's detail. */
+function acceptedDetail(message: IncomingMessage, size: number): string {
+  return `${size} bytes over ${message.channel}${message.isBounce ? ', a bounce of ours' : ''}`;
 }
 
 /** The message as it is stored: with CRLF line ends (line-endings.ts). */

@@ -5,7 +5,7 @@ import { firstMatchingRule } from '../rules/match.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
 import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
 
-/** An accepted message whose payload is stored, ready for its envelope row. */
+/** A message being taken in, whose envelope row is written while its payload is stored. */
 export interface NewEnvelope {
   id: string;
   channel: Channel;
@@ -13,7 +13,6 @@ export interface NewEnvelope {
   /** senderKey(sender): what rules compare. */
   senderKey: string;
   recipients: string[];
-  size: number;
   payloadKey: string;
   /** A bounce of ours: no rule, routed to smtp. */
   isBounce: boolean;
@@ -21,19 +20,29 @@ export interface NewEnvelope {
   smtputf8: boolean;
 }
 
-/** The envelope as written, or undefined when no rule matched it (nothing was written then). */
-export type WrittenEnvelope = { outbound: OutboundStrategyName[] } | undefined;
+/**
+ * The envelope as written (status `storing`), with what its `routed` status row will say, or undefined
+ * when no rule matched it (nothing was written then).
+ */
+export type WrittenEnvelope = { outbound: OutboundStrategyName[]; routedDetail: string } | undefined;
+
+/** A stored envelope whose payload is durable too: what its acknowledgement records. */
+export interface AcknowledgedEnvelope {
+  id: string;
+  size: number;
+  acceptedDetail: string;
+  routedDetail: string;
+}
 
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
-const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], size bigint, payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
+const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
 
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
- * one statement matches each message to its delivery rule, inserts the envelope (status `accepted`) and
- * its first status rows, `accepted` and `routed` (the rule and strategies in its detail), so a message
- * costs a fraction of one round trip and one commit instead of two round trips (rule lookup, insert)
- * of its own. The rule is chosen by firstMatchingRule, as RuleStore.match chooses it. Atomic per
- * statement like a transaction: a message's row and its status rows exist together or not at all.
+ * one statement matches each message to its delivery rule and inserts the envelope in status `storing`,
+ * which no worker claims and no one bounces (docs/design.md#durability-of-intake), so a message costs a
+ * fraction of one round trip and one commit. The rule is chosen by firstMatchingRule, as RuleStore.match
+ * chooses it. The row is written while the payload is being stored, not after.
  */
 export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
   const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]');
@@ -45,9 +54,64 @@ export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: New
   return (envelope) => batcher.submit(envelope);
 }
 
+/**
+ * Acknowledges envelopes whose payload is durable, several per statement: `storing` becomes `accepted`
+ * (claimable from now on) with the payload's size, and the `accepted` and `routed` status rows are
+ * written, in one statement per batch. True when the row was still `storing` (the recovery rule had not
+ * deleted it); only then may the sender be told 250/202.
+ */
+export function createEnvelopeAcknowledger(db: Kysely<ExchangeTables>): (envelope: AcknowledgedEnvelope) => Promise<boolean> {
+  const statement = compileOnce((rows: string) => acknowledgeStatement(db, rows), '["compile-once placeholder"]');
+  const batcher = new Batcher<AcknowledgedEnvelope, boolean>(
+    async (batch) => {
+      const rows = JSON.stringify(batch.map((e) => ({ id: e.id, size: e.size, accepted_detail: e.acceptedDetail, routed_detail: e.routedDetail })));
+      const done = new Set((await db.executeQuery(statement(rows))).rows.map((row) => row.id));
+      return batch.map((e) => done.has(e.id));
+    },
+    { maxBatch: 200, maxConcurrent: 2, retryAlone: isDataError },
+  );
+  return (envelope) => batcher.submit(envelope);
+}
+
+function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
+  const acked = sql<{ id: string; size: number; accepted_detail: string; routed_detail: string }>`jsonb_to_recordset(${rows}::jsonb)`.as<'acked'>(
+    sql`acked(id uuid, size bigint, accepted_detail text, routed_detail text)`,
+  );
+  return db
+    .with('changed', (qc) =>
+      qc
+        .updateTable('envelopes')
+        .from(acked)
+        // Claimed in the order of acknowledgement, not of the start of the intake.
+        .set({ status: 'accepted', size: sql<number>`acked.size`, next_attempt_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .whereRef('envelopes.id', '=', 'acked.id')
+        .where('envelopes.status', '=', 'storing')
+        .returning(['envelopes.id', 'acked.accepted_detail', 'acked.routed_detail']),
+    )
+    .with('history', (qc) =>
+      qc
+        .insertInto('message_status')
+        .columns(['envelope_id', 'status', 'detail'])
+        .expression((eb) =>
+          eb
+            .selectFrom('changed')
+            // Two rows per envelope, `accepted` then `routed`: unnest emits them in array order, so their
+            // ids (the history's order within one timestamp) follow that order.
+            .select([
+              'changed.id',
+              sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
+              sql<string>`unnest(array[changed.accepted_detail, changed.routed_detail])`.as('detail'),
+            ]),
+        )
+        .returning('message_status.id'),
+    )
+    .selectFrom('changed')
+    .select('changed.id');
+}
+
 async function insertEnvelopes(
   db: Kysely<ExchangeTables>,
-  statement: (rows: string) => CompiledQuery<{ id: string; outbound: OutboundStrategyName[] }>,
+  statement: (rows: string) => CompiledQuery<{ id: string; outbound: OutboundStrategyName[]; routed_detail: string }>,
   batch: NewEnvelope[],
 ): Promise<WrittenEnvelope[]> {
   // One jsonb parameter rather than eight per message: the statement's text is the same for any batch,
@@ -59,7 +123,6 @@ async function insertEnvelopes(
       sender: e.sender,
       sender_key: e.senderKey,
       recipients: e.recipients,
-      size: e.size,
       payload_key: e.payloadKey,
       is_bounce: e.isBounce,
       body_8bitmime: e.body8bitmime,
@@ -67,14 +130,14 @@ async function insertEnvelopes(
     })),
   );
   const written = (await db.executeQuery(statement(rows))).rows;
-  const byId = new Map(written.map((row) => [row.id, row.outbound]));
+  const byId = new Map(written.map((row) => [row.id, row]));
   return batch.map((e) => {
-    const outbound = byId.get(e.id);
-    return outbound ? { outbound } : undefined;
+    const row = byId.get(e.id);
+    return row ? { outbound: row.outbound, routedDetail: row.routed_detail } : undefined;
   });
 }
 
-/** Matches each incoming message to its rule and writes its envelope and its `accepted` and `routed` status rows. */
+/** Matches each incoming message to its rule and writes its envelope, `storing`, its size not known yet. */
 function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
   const incoming = sql<{
     id: string;
@@ -82,7 +145,6 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     sender: string;
     sender_key: string;
     recipients: string[];
-    size: number;
     payload_key: string;
     is_bounce: boolean;
     body_8bitmime: boolean;
@@ -107,15 +169,12 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.channel',
           'incoming.sender',
           'incoming.recipients',
-          'incoming.size',
           'incoming.payload_key',
           'incoming.is_bounce',
           'incoming.body_8bitmime',
           'incoming.smtputf8',
           'rule.id as rule_id',
           sql<OutboundStrategyName[]>`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as('outbound'),
-          sql<string>`incoming.size || ' bytes over ' || incoming.channel
-            || case when incoming.is_bounce then ', a bounce of ours' else '' end`.as('accepted_detail'),
           sql<string>`case when incoming.is_bounce then 'to ' || ${sql.lit(BOUNCE_STRATEGY)} || ', without a rule (a bounce)'
             else 'by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('routed_detail'),
         ]),
@@ -132,11 +191,11 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
               'routed.channel',
               'routed.sender',
               'routed.recipients',
-              'routed.size',
+              sql.lit(0).as('size'),
               'routed.payload_key',
               'routed.rule_id',
               'routed.outbound',
-              sql.lit('accepted').as('status'),
+              sql.lit('storing').as('status'),
               'routed.is_bounce',
               'routed.body_8bitmime',
               'routed.smtputf8',
@@ -144,24 +203,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
         )
         .returning(['id', 'outbound']),
     )
-    .with('history', (qc) =>
-      qc
-        .insertInto('message_status')
-        .columns(['envelope_id', 'status', 'detail'])
-        .expression((eb) =>
-          eb
-            .selectFrom('envelope')
-            .innerJoin('routed', 'routed.id', 'envelope.id')
-            // Two rows per envelope, `accepted` then `routed`: unnest emits them in array order, so their
-            // ids (the history's order within one timestamp) follow that order.
-            .select([
-              'envelope.id',
-              sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
-              sql<string>`unnest(array[routed.accepted_detail, routed.routed_detail])`.as('detail'),
-            ]),
-        )
-        .returning('message_status.id'),
-    )
     .selectFrom('envelope')
-    .select(['envelope.id', 'envelope.outbound']);
+    .innerJoin('routed', 'routed.id', 'envelope.id')
+    .select(['envelope.id', 'envelope.outbound', 'routed.routed_detail']);
 }

@@ -38,6 +38,8 @@ export class QueueView {
     const rows = await this.db
       .selectFrom('envelopes')
       .select((eb) => ['status', eb.fn.countAll<string>().as('count'), sql<number>`extract(epoch from now() - min(created_at))`.as('oldest')])
+      // Rows of intakes still storing their payload are not mail taken yet.
+      .where('status', '!=', 'storing')
       .groupBy('status')
       .execute();
     return rows.map((row) => ({ status: row.status, count: Number(row.count), oldestAgeSeconds: Math.max(0, Number(row.oldest)) }));
