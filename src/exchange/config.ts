@@ -32,6 +32,13 @@ export const EXCHANGE_VARIABLES = defineVariables({
     retryMax: { name: 'DELIVERY_RETRY_MAX', meaning: 'longest delay between two retries', default: '1h', ...positiveDuration },
     lease: { name: 'DELIVERY_LEASE', meaning: "how long a worker owns a message; a crashed worker's message is taken again after it", default: '5m', ...positiveDuration },
     enabled: { name: 'DELIVERY_ENABLED', meaning: 'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances on the same database that do (an intake-only instance, or delivery held for maintenance)', default: 'true', ...boolean },
+    payloadCache: {
+      name: 'DELIVERY_PAYLOAD_CACHE',
+      meaning: 'memory for the payloads (each up to 256 KiB) of messages this instance accepted, so that it delivers them without reading them back from the object store; 0 turns it off',
+      default: '32MiB',
+      parse: (raw: string) => (raw.trim() === '0' ? 0 : byteSize.parse(raw)),
+      expected: 'a byte size such as 33554432, 512KiB or 32MiB, or 0',
+    },
     pollInterval: { name: 'DELIVERY_POLL_INTERVAL', meaning: 'how often idle workers look for due messages (retries, and mail taken by other instances); mail this instance takes is claimed at once', default: '1s', ...positiveDuration },
   },
   statusArchive: {

@@ -4,6 +4,7 @@ import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
 import { MessageIntake } from './inbound/accept.ts';
+import { RecentPayloads } from './inbound/recent-payloads.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
 import { checkOutboundRegistry, OUTBOUND_STRATEGIES, type OutboundRegistry, strategyNames } from './outbound/registry.ts';
@@ -39,7 +40,10 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
       const queue = new QueueView(db);
       queue.registerMetrics(registry);
       const rules = new RuleStore(db);
-      const intake = new MessageIntake({ db, objects: context.objects, rules, logger });
+      // Only an instance that delivers has a use for the bytes of what it accepted.
+      const { enabled, payloadCache } = settings.delivery;
+      const recentPayloads = enabled && payloadCache > 0 ? new RecentPayloads(payloadCache) : undefined;
+      const intake = new MessageIntake({ db, objects: context.objects, rules, logger, recentPayloads });
 
       // A DKIM key that cannot be used stops start-up before anything listens.
       const dkim = await loadDkimSigner(settings.dkim);
@@ -83,7 +87,7 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
         throw error;
       });
       // Workers start once the API is up; they stop after it, before the caller closes the database.
-      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies });
+      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies, recentPayloads });
       return {
         ...http,
         listening: { ...http.listening, smtp: smtp.url },

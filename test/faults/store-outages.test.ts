@@ -37,6 +37,9 @@ const ENV = {
   DELIVERY_MAX_RETRIES: '30',
   // A delivery cut off by the database outage is taken again 3 s after its last lease renewal.
   DELIVERY_LEASE: '3s',
+  // Deliveries read every payload from the store, so that the S3 outage reaches them too (the engine
+  // would otherwise send what it accepted from memory, and only its deletes would meet the outage).
+  DELIVERY_PAYLOAD_CACHE: '0',
 };
 
 interface OutageRun {

@@ -1,6 +1,8 @@
+import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import type { RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type OutboundStrategy } from '../outbound/types.ts';
@@ -12,6 +14,8 @@ import type { EnvelopeFinisher } from './retention.ts';
 export interface DeliverDeps {
   queue: EnvelopeQueue;
   objects: ObjectStore;
+  /** Payloads this instance accepted and still holds: read from memory, not from the store. */
+  recentPayloads?: RecentPayloads;
   /** This instance's outbound strategies, by name (createOutboundStrategies). */
   strategies: ReadonlyMap<string, OutboundStrategy>;
   finisher: EnvelopeFinisher;
@@ -52,10 +56,14 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
   const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
+  const openPayload = () => {
+    const held = deps.recentPayloads?.get(claim.id);
+    return held ? Promise.resolve(new PassThrough().end(held)) : objects.get(claim.payload_key);
+  };
   for (const [i, strategy] of pending.entries()) {
     let result;
     try {
-      result = await strategyFor(strategies, strategy).deliver(claim, () => objects.get(claim.payload_key));
+      result = await strategyFor(strategies, strategy).deliver(claim, openPayload);
     } catch (error) {
       const failure = asDeliveryError(error);
       if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, logger, strategy);
@@ -115,6 +123,7 @@ async function fail(
  * the retention sweep.
  */
 async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, logger: Logger): Promise<void> {
+  deps.recentPayloads?.forget(claim.id);
   await deps.finisher.finishSoon({ ...claim, ...changes }, logger, deps.maxPendingFinishes ?? 0);
 }
 

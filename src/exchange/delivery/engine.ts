@@ -7,6 +7,7 @@ import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { AbandonedIntakeSweep } from '../inbound/abandoned-intakes.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
+import type { RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import { createMailTransport } from '../outbound/mail-transport.ts';
 import { createOutboundStrategies, type OutboundRegistry } from '../outbound/registry.ts';
@@ -34,12 +35,14 @@ export function startDeliveryEngine(deps: {
   settings: ExchangeConfig;
   db: Kysely<ExchangeTables>;
   objects: ObjectStore;
-  intake: Pick<MessageIntake, 'accept' | 'onAccepted'>;
+  intake: Pick<MessageIntake, 'accept' | 'onAccepted'> & Partial<Pick<MessageIntake, 'recentlyBusy'>>;
   metrics: ExchangeMetrics;
   logger: Logger;
   /** DKIM_*: signs notifications, bounces and relayed mail whose From is in DKIM_DOMAIN. */
   dkim?: DkimSigner;
   outboundStrategies: OutboundRegistry;
+  /** Small payloads this instance accepted, delivered from memory instead of read back from the store. */
+  recentPayloads?: RecentPayloads;
 }): DeliveryEngine {
   const { config, settings, db, objects, metrics } = deps;
   const { delivery, statusArchive } = settings;
@@ -76,7 +79,18 @@ export function startDeliveryEngine(deps: {
     ? startDelivery({
         queue,
         finisher,
-        deliver: (claim) => deliverClaim(claim, { queue, objects, strategies, finisher, metrics, logger, retry, maxPendingFinishes: delivery.concurrency }),
+        deliver: (claim) => deliverClaim(claim, {
+            queue,
+            objects,
+            recentPayloads: deps.recentPayloads,
+            strategies,
+            finisher,
+            metrics,
+            logger,
+            retry,
+            maxPendingFinishes: delivery.concurrency,
+          }),
+        intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
         concurrency: delivery.concurrency,
         pollIntervalMs: delivery.pollInterval,
         leaseMs,

@@ -10,6 +10,7 @@ import type { Channel, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 import { createEnvelopeAcknowledger, createEnvelopeWriter, type AcknowledgedEnvelope, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
+import { readUpTo, RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
 
 export interface IncomingMessage {
   channel: Channel;
@@ -34,6 +35,9 @@ export interface AcceptedMessage {
   outbound: OutboundStrategyName[];
 }
 
+/** How long after a message came in the intake counts as busy: a few messages' time at 1 connection. */
+const INTAKE_BUSY_WINDOW_MS = 100;
+
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
 
 /**
@@ -52,15 +56,29 @@ export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
   private readonly acceptedListeners: Array<() => void> = [];
+  private lastIntakeAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; rules: RuleStore; logger: Logger },
+    private readonly deps: {
+      db: Kysely<ExchangeTables>;
+      objects: ObjectStore;
+      rules: RuleStore;
+      logger: Logger;
+      /** Keeps small accepted payloads for this instance's delivery. */
+      recentPayloads?: RecentPayloads;
+    },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
     this.acknowledge = createEnvelopeAcknowledger(deps.db);
   }
 
+  /** Whether a message came in during the last INTAKE_BUSY_WINDOW_MS (delivery then keeps to its share). */
+  recentlyBusy(): boolean {
+    return performance.now() - this.lastIntakeAt < INTAKE_BUSY_WINDOW_MS;
+  }
+
   async accept(message: IncomingMessage): Promise<AcceptedMessage> {
+    this.lastIntakeAt = performance.now();
     const envelopeId = message.envelopeId ?? randomUUID();
     const key = payloadKey(envelopeId);
     // A stream that already failed (sender gone, size limit passed) would never end for a driver
@@ -84,7 +102,7 @@ export class MessageIntake {
       if (row.status === 'fulfilled' && row.value) await this.forgetRow(envelopeId);
       throw stored.reason;
     }
-    const size = stored.value;
+    const { size, bytes } = stored.value;
     let written: WrittenEnvelope;
     if (row.status === 'rejected') {
       // Whether or not the insert was committed, the row is at most `storing`: never claimed, removed with
@@ -129,14 +147,22 @@ export class MessageIntake {
       await this.deletePayload(key, envelopeId);
       throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
     }
+    if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
     for (const listener of this.acceptedListeners) listener();
     return { envelopeId, size, outbound: written.outbound };
   }
 
-  /** Stores the payload with CRLF line ends; its size. On failure nothing is left (best effort) and the error is a 503 AppError, or the stream's own. */
-  private async storePayload(key: string, payload: Readable | Buffer): Promise<number> {
+  /**
+   * Stores the payload with CRLF line ends; its size, and its bytes when it was small enough to be read
+   * whole (one PutObject then, and RecentPayloads keeps it for delivery). On failure nothing is left
+   * (best effort) and the error is a 503 AppError, or the stream's own.
+   */
+  private async storePayload(key: string, payload: Readable | Buffer): Promise<{ size: number; bytes?: Buffer }> {
     try {
-      return (await this.deps.objects.put(key, withCrlfLineEnds(payload), { contentType: 'message/rfc822' })).size;
+      const crlf = withCrlfLineEnds(payload);
+      const body = Buffer.isBuffer(crlf) ? crlf : await readUpTo(crlf, RECENT_PAYLOAD_MAX);
+      const { size } = await this.deps.objects.put(key, body, { contentType: 'message/rfc822' });
+      return { size, bytes: Buffer.isBuffer(body) ? body : undefined };
     } catch (error) {
       await this.deps.objects.delete(key).catch(() => {});
       throw storageError(error);
