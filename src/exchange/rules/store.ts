@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
+import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import type { Channel, ExchangeTables, Rule } from '../tables.ts';
@@ -7,7 +8,19 @@ import type { RuleBody, RuleView } from './schemas.ts';
 
 /** Delivery rules in PostgreSQL, in execution order: lower priority first, then creation order. */
 export class RuleStore {
-  constructor(private readonly db: Kysely<ExchangeTables>) {}
+  /** match()'s lookup, run at every SMTP MAIL FROM: built and compiled once (compileOnce), one jsonb parameter. */
+  private readonly matchStatement: (asked: string) => CompiledQuery<Rule>;
+
+  constructor(private readonly db: Kysely<ExchangeTables>) {
+    this.matchStatement = compileOnce((asked: string) => {
+      const params = sql<{ channel: Channel; sender_key: string }>`jsonb_to_record(${asked}::jsonb)`.as<'asked'>(sql`asked(channel text, sender_key text)`);
+      return firstMatchingRule(
+        db.selectFrom(params).innerJoin('rules', (join) => join.onTrue()).selectAll('rules'),
+        sql<Channel>`asked.channel`,
+        sql<string>`asked.sender_key`,
+      );
+    }, '{"compile-once":"placeholder"}');
+  }
 
   async list(): Promise<Rule[]> {
     return inExecutionOrder(this.db.selectFrom('rules').selectAll()).execute();
@@ -46,8 +59,8 @@ export class RuleStore {
    * fix, so senders should retry later.
    */
   async match(channel: Channel, sender: string): Promise<Rule> {
-    const candidates = await firstMatchingRule(this.db.selectFrom('rules').selectAll(), channel, senderKey(sender)).execute();
-    const rule = candidates[0];
+    const asked = JSON.stringify({ channel, sender_key: senderKey(sender) });
+    const rule = (await this.db.executeQuery(this.matchStatement(asked))).rows[0];
     if (rule) return rule;
     const any = await this.db.selectFrom('rules').select('id').limit(1).executeTakeFirst();
     throw new AppError(
