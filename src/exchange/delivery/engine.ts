@@ -4,7 +4,7 @@ import type { SharedConfig } from '../../kernel/config.ts';
 import type { ExchangeConfig } from '../config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { DELETE_MANY_MAX, type ObjectStore } from '../../kernel/objects/index.ts';
 import { AbandonedIntakeSweep } from '../inbound/abandoned-intakes.ts';
 import type { MessageIntake } from '../inbound/accept.ts';
 import type { RecentPayloads } from '../inbound/recent-payloads.ts';
@@ -88,7 +88,10 @@ export function startDeliveryEngine(deps: {
             metrics,
             logger,
             retry,
-            maxPendingFinishes: delivery.concurrency,
+            // Clean-ups (payload deletes, row removals) may fall behind by up to one DeleteObjects call's
+            // worth of keys before deliveries wait for them: while the intake keeps the store busy, the
+            // deletes wait and go out in large batches instead of holding the delivery slots.
+            maxPendingFinishes: Math.max(delivery.concurrency, DELETE_MANY_MAX),
           }),
         intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
         concurrency: delivery.concurrency,
