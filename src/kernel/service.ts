@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
+import type { Clock } from './clock.ts';
 import type { SharedConfig } from './config.ts';
 import type { Database, SchemaMigrations } from './db/index.ts';
 import { listenError } from './listen-error.ts';
@@ -19,6 +20,8 @@ export interface ServiceContext<Settings = unknown> {
   database: Database;
   objects: ObjectStore;
   logger: Logger;
+  /** The time every route and worker goes by; the system clock unless a test injects its own. */
+  clock?: Clock;
   /**
    * True for `sealpost start all` on the embedded defaults outside production: a service may then
    * create starter data (e.g. the exchange's starter delivery rules) so that a newcomer sees it work.
@@ -32,6 +35,11 @@ export interface RunningService {
   listening: Record<string, string>;
   app: App;
   registry: Registry;
+  /**
+   * Background workers by name, each able to run one pass now: a test triggers the pass it waits for
+   * instead of sleeping until the worker's timer fires.
+   */
+  workers?: Record<string, { runOnce(): Promise<unknown> }>;
   /** Stops accepting, finishes in-flight work, stops the service's timers and workers. */
   stop(): Promise<void>;
 }

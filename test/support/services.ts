@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import type { Clock } from '../../src/kernel/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger, type Logger } from '../../src/kernel/logger.ts';
@@ -33,6 +34,8 @@ export interface StartOptions {
   /** Use this database URL rather than a fresh one (e.g. two instances on one database). */
   databaseUrl?: string;
   embedded?: boolean;
+  /** The clock the service goes by (a TestClock to move time forward); the system clock otherwise. */
+  clock?: Clock;
 }
 
 /**
@@ -86,7 +89,7 @@ export async function startServiceForTest<Name extends ServiceName>(
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
   const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });
   await migrateSchema(database.db, definition.migrations);
-  const service = await definition.start({ config, settings: config[definition.name], database, objects, logger, embedded: options.embedded ?? false });
+  const service = await definition.start({ config, settings: config[definition.name], database, objects, logger, clock: options.clock, embedded: options.embedded ?? false });
   return {
     config,
     service,
