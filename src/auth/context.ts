@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { Clock } from '../kernel/clock.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { DraftAttachments } from './attachments/upload.ts';
 import type { PendingCodes } from './codes/pending-codes.ts';
@@ -18,6 +19,8 @@ import type { SessionRow, SignInMethodName } from './tables.ts';
 
 /** Everything the auth routes use, built once by the service (service.ts) and passed to the plugin. */
 export interface AuthContext {
+  /** The time every route goes by (code expiry, session timeouts, limits, drafts). */
+  clock: Clock;
   metrics: AuthMetrics;
   sessions: SessionStore;
   codes: PendingCodes;

@@ -161,7 +161,7 @@ describe('changing the mobile number: expiry', () => {
     await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } });
     assert.equal((await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } })).status, 202);
     const code = harness.sms.lastCodeTo(NEW_MOBILE);
-    await new Promise((resolve) => setTimeout(resolve, 2200));
+    harness.clock.advance(2200);
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code } }), 401, 'expired_code');
   });
 });

@@ -25,7 +25,7 @@ export async function authPlugin(app: App, options: AuthPluginOptions) {
   app.addHook('onRequest', async (request) => {
     const token = context.cookie.read(request.headers.cookie);
     if (!token) return;
-    const row = await context.sessions.findByToken(token, new Date());
+    const row = await context.sessions.findByToken(token, new Date(context.clock.now()));
     if (row) request.readerSession = { row, token };
   });
   app.addHook('onRequest', csrfGuard(context.keys.csrfKey));

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
+import { type Clock, systemClock } from '../kernel/clock.ts';
 import type { SharedConfig } from '../kernel/config.ts';
 import type { Logger } from '../kernel/logger.ts';
 import { createRegistry } from '../kernel/metrics.ts';
@@ -52,18 +53,20 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
   async start(context) {
     const { config, settings: auth } = context;
     const logger = context.logger.child({ service: 'auth' });
+    const clock = context.clock ?? systemClock;
     const { provider, keys } = await loadProviderAndKeys(config, auth, logger);
     const db = context.database.db.withSchema('auth') as AuthDb;
     const registry = createRegistry('auth');
     const metrics = createAuthMetrics(registry);
     const stores = buildStores(db, auth);
     const clients = buildServiceClients(config, auth, db);
-    const attachments = buildAttachments(context, stores.drafts, metrics, logger);
-    const replies = buildReplySender(context, stores.drafts, attachments, clients);
+    const attachments = buildAttachments(context, stores.drafts, metrics, clock, logger);
+    const replies = buildReplySender(context, stores.drafts, attachments, clients, clock);
     const retentionMs = auth.attachmentsRetentionPeriod;
     const mailer = await buildCodeMailer(config, auth, logger);
     const signIn = buildSignIn({ auth, provider, keys, sessions: stores.sessions, mailer, metrics, logger });
     const authContext: AuthContext = {
+      clock,
       metrics,
       sessions: stores.sessions,
       codes: signIn.codes,
@@ -92,7 +95,7 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       await mailer.close();
       throw error;
     });
-    const housekeeping = startHousekeeping(context, db, stores, retentionMs, logger);
+    const housekeeping = startHousekeeping(context, db, stores, retentionMs, clock, logger);
     return {
       ...http,
       async stop() {
@@ -150,6 +153,7 @@ function buildAttachments(
   context: AuthContextIn,
   drafts: DraftStore,
   metrics: AuthMetrics,
+  clock: Clock,
   logger: Logger,
 ): DraftAttachments {
   const { config } = context;
@@ -168,6 +172,7 @@ function buildAttachments(
       requireScan: attachmentConfig.requireScan,
     },
     onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),
+    clock,
   });
   // A warning where it matters; on a developer's machine (the embedded default) a plain fact.
   if (!clamd) {
@@ -181,6 +186,7 @@ function buildReplySender(
   drafts: DraftStore,
   attachments: DraftAttachments,
   clients: ReturnType<typeof buildServiceClients>,
+  clock: Clock,
 ): ReplySender {
   const auth = context.settings;
   return new ReplySender({
@@ -191,6 +197,7 @@ function buildReplySender(
     seal: clients.seal,
     exchange: clients.exchange,
     from: { replyFrom: auth.replyFrom, fromRecipient: auth.replyFromRecipient },
+    clock,
   });
 }
 
@@ -293,6 +300,7 @@ function startHousekeeping(
   db: AuthDb,
   stores: ReturnType<typeof buildStores>,
   retentionMs: number,
+  clock: Clock,
   logger: Logger,
 ): { stop(): Promise<void> } {
   const auth = context.settings;
@@ -300,9 +308,10 @@ function startHousekeeping(
     sessions: stores.sessions,
     limiter: stores.limiter,
     intervalMs: auth.session.cleanupInterval,
+    clock,
     logger,
   });
-  const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, logger }).start(
+  const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, clock, logger }).start(
     auth.expiredAttachmentsWatcherInterval,
   );
   return {

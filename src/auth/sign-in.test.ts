@@ -514,7 +514,7 @@ describe('auth service: code expiry', () => {
     await reader.get(`/v1/config?messageId=${record.id}`);
     await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
     const code = harness.sms.lastCodeTo(ALICE.mobile);
-    await new Promise((resolve) => setTimeout(resolve, 2200));
+    harness.clock.advance(2200);
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: code === '000000' ? '000001' : '000000' } }), 401, 'incorrect_code');
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
     // Used up, and it stays expired: the page keeps saying so until a new code is requested.

@@ -1,5 +1,6 @@
 import { authService } from '../../src/auth/service.ts';
 import { Reader } from './auth-reader.ts';
+import { TestClock } from './clock.ts';
 import type { S3TestServer } from './s3-server.ts';
 import { startSealStandIn, type SealStandIn, type StandInRecord } from './seal-stand-in.ts';
 import { startServiceForTest, type ServiceUnderTest } from './services.ts';
@@ -27,6 +28,8 @@ export interface AuthHarness {
   auth: ServiceUnderTest;
   seal: SealStandIn;
   sms: SmsCapture;
+  /** The auth service's clock: advance it to let codes, sessions and drafts expire. */
+  clock: TestClock;
   reader(forwardedFor?: string): Reader;
   /** A sealed message for ALICE (sms) and BOB (email) on the stand-in. */
   sealSample(raw?: string): StandInRecord;
@@ -43,7 +46,9 @@ export async function startAuthHarness(
 ): Promise<AuthHarness> {
   const seal = options.seal ?? (await startSealStandIn({ serviceToken: 'test-service-token' }));
   const sms = options.sms ?? (await startSmsCapture());
+  const clock = new TestClock();
   const auth = await startServiceForTest(authService, {
+    clock,
     databaseUrl: options.databaseUrl,
     s3: options.s3,
     env: {
@@ -65,6 +70,7 @@ export async function startAuthHarness(
     auth,
     seal,
     sms,
+    clock,
     reader: (forwardedFor) => new Reader(auth.url, forwardedFor),
     sealSample: (raw = SAMPLE_MESSAGE) => seal.register({ raw, recipients: [ALICE, BOB], subject: 'Contract' }),
     async stop() {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
+import type { Clock } from '../../kernel/clock.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { ClamdClient, ClamdScan, ScanVerdict } from '../clamd/client.ts';
 import { draftConflict, type DraftOwner, type DraftStore, type ExpectedVersion } from '../drafts/store.ts';
@@ -74,6 +75,7 @@ export class DraftAttachments {
       settings: AttachmentSettings;
       /** Told of each clamd verdict (for the metrics). */
       onScanned?: (verdict: ScanVerdict['outcome']) => void;
+      clock: Clock;
     },
   ) {}
 
@@ -96,7 +98,7 @@ export class DraftAttachments {
     if (byName) throw forbiddenType(filename, byName);
 
     const scan = await this.openScan(log);
-    const now = new Date();
+    const now = new Date(this.deps.clock.now());
     const begun = await drafts
       .beginUpload(owner, (draftId) => {
         const id = randomUUID();
@@ -121,7 +123,7 @@ export class DraftAttachments {
         file.id,
         { size: stored.size, contentType, detectedType: check.detected?.mime ?? null, scanned: check.scanned },
         settings.maxTotalSize,
-        new Date(),
+        new Date(this.deps.clock.now()),
         expected,
       );
       if (outcome === 'over_limit') throw uploadLimitReached(settings.maxTotalSize);
@@ -170,7 +172,7 @@ export class DraftAttachments {
    */
   async remove(owner: DraftOwner, fileId: string, expected?: ExpectedVersion): Promise<number> {
     const { drafts, objects } = this.deps;
-    const removed = await drafts.removeFile(owner, fileId, new Date(), expected, (file) => objects.delete(file.object_key));
+    const removed = await drafts.removeFile(owner, fileId, new Date(this.deps.clock.now()), expected, (file) => objects.delete(file.object_key));
     if (removed === 'not_found') throw new AppError('not_found', 404, 'The draft has no file with this id');
     if (removed === 'sending') throw replyBeingSent();
     return removed;

@@ -165,7 +165,7 @@ describe('the expired-attachments watcher', () => {
       const listed = async () => ((await reader.get('/v1/message/files')).body.files as unknown[]).length;
 
       // Just before the period ends, the watcher (which has run many times by then) has left it alone.
-      await sleep(Math.max(0, expiresAt - 300 - Date.now()));
+      harness.clock.advance(Math.max(0, expiresAt - 300 - harness.clock.now()));
       assert.equal(await listed(), 1, 'the file is still there 300 ms before the period ends');
       assert.notEqual(await harness.auth.objects.head(row!.object_key), undefined, 'and so is its object');
 
@@ -173,7 +173,7 @@ describe('the expired-attachments watcher', () => {
       const dueBy = expiresAt + intervalMs + 1_500;
       for (;;) {
         const count = await listed();
-        const seenAt = Date.now();
+        const seenAt = harness.clock.now();
         if (count === 0) {
           assert.ok(seenAt >= expiresAt, `deleted ${expiresAt - seenAt} ms before the period ended`);
           break;

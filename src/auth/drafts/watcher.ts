@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type Clock, systemClock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { AuthTables } from '../tables.ts';
@@ -9,6 +10,8 @@ export interface WatcherOptions {
   /** ATTACHMENTS_RETENTION_PERIOD: nothing changed more recently than this is touched. */
   retentionMs: number;
   logger: Logger;
+  /** What "older than the period" is measured from; the system clock by default. */
+  clock?: Clock;
   /** Drafts handled per transaction. */
   batchSize?: number;
 }
@@ -36,7 +39,7 @@ export class ExpiredDraftsWatcher {
     this.batchSize = options.batchSize ?? 50;
   }
 
-  async sweep(now = new Date()): Promise<SweepResult> {
+  async sweep(now = new Date((this.options.clock ?? systemClock).now())): Promise<SweepResult> {
     const cutoff = new Date(now.getTime() - this.options.retentionMs);
     const result: SweepResult = { drafts: 0, files: 0 };
     // Each batch deletes what it locked, so the loop ends once nothing expired is left unlocked.

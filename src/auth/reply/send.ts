@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../kernel/clock.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
@@ -51,13 +52,14 @@ export class ReplySender {
       exchange: ExchangeClient;
       /** REPLY_FROM and REPLY_FROM_RECIPIENT. */
       from: ReplyFromSettings;
+      clock: Clock;
     },
   ) {}
 
   async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger, expected?: ExpectedVersion): Promise<SentReply> {
     const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
     const text = { text: input.text, html: input.html ?? null };
-    const first = await this.deps.drafts.save(owner, text, new Date(), expected);
+    const first = await this.deps.drafts.save(owner, text, new Date(this.deps.clock.now()), expected);
     if (first === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
     const at = { version: first.version };
     try {
@@ -77,7 +79,7 @@ export class ReplySender {
     /** The reply's version, kept up to date as each step raises it. */
     at: { version: number },
   ): Promise<SentReply> {
-    const { drafts, attachments, objects, recipients, seal, exchange } = this.deps;
+    const { drafts, attachments, objects, recipients, seal, exchange, clock } = this.deps;
     const bcc = checkBcc(input.bcc, session.email);
 
     const found = await recipients.find(session.messageId, session.email);
@@ -86,10 +88,10 @@ export class ReplySender {
     if (!to) throw new AppError('conflict', 409, 'The sealed message has no sender address a reply could go to');
     const recipientEmail = found.recipient.email;
 
-    const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date(), at.version);
+    const saved = await drafts.save(owner, { ...text, bcc: input.bcc ?? null }, new Date(clock.now()), at.version);
     if (saved === 'sending') throw new AppError('conflict', 409, 'This reply is being sent already');
     at.version = saved.version;
-    const claimed = await drafts.claimForSending(saved.id, new Date(), at.version);
+    const claimed = await drafts.claimForSending(saved.id, new Date(clock.now()), at.version);
     if (claimed === false) throw new AppError('conflict', 409, 'This reply is being sent already');
     at.version = claimed;
     const draftId = saved.id;
@@ -107,7 +109,7 @@ export class ReplySender {
         text: input.text,
         ...(input.html !== undefined ? { html: input.html } : {}),
         attachments: files.map((file) => ({ filename: file.filename, contentType: file.content_type, open: () => objects.get(file.object_key) })),
-        date: new Date(),
+        date: new Date(clock.now()),
       });
       // The copy to oneself is an envelope recipient only: no Bcc header is written.
       const { envelopeId } = await exchange.submitRaw({ from: identity.envelopeFrom, to: [to], ...(bcc ? { bcc: [bcc] } : {}) }, stream);
@@ -117,7 +119,7 @@ export class ReplySender {
       throw error;
     }
 
-    const version = await drafts.markSent(draftId, new Date());
+    const version = await drafts.markSent(draftId, new Date(clock.now()));
     if (version !== undefined) at.version = version;
     log.info({ draftId, envelopeId: sent.envelopeId, files: sent.files, bcc: Boolean(bcc) }, 'reply handed to the exchange engine');
     // What is left of a sent draft is the watcher's if this fails (it deletes sent drafts on its next run).

@@ -83,7 +83,7 @@ export async function configRoutes(app: App, context: AuthContext) {
       }
       let session = request.readerSession;
       if (!session) {
-        const issued = await context.sessions.create(new Date());
+        const issued = await context.sessions.create(new Date(context.clock.now()));
         session = { row: issued.session, token: issued.token };
         request.readerSession = session;
         reply.header('set-cookie', context.cookie.set(issued.token));
@@ -98,7 +98,7 @@ export async function configRoutes(app: App, context: AuthContext) {
       const signedIn = Boolean(session.row.message_id) && openedAs !== undefined;
       const { settings } = context;
       const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
-      const expiresIn = pending ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - Date.now()) / 1000) : 0;
+      const expiresIn = pending ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - context.clock.now()) / 1000) : 0;
       // Only a code that can still be tried: after an expired or void one the page starts at sign-in again.
       const codePending =
         pending?.live === true && expiresIn > 0

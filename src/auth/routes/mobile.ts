@@ -42,7 +42,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
   ): Promise<Static<typeof CodeStep>> {
     const sms = context.methods.sms;
     const client = clientKey(clientAddress(request, context.trustProxyHops));
-    const reservation = await context.limiter.reserve(sms.limitKey(to), client, new Date());
+    const reservation = await context.limiter.reserve(sms.limitKey(to), client, new Date(context.clock.now()));
     const code = context.codes.newCode();
     try {
       await sms.send(to, code, request.log);
@@ -51,7 +51,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
       throw error;
     }
     const purpose = step === 'current' ? 'mobile_current' : 'mobile_change';
-    await context.codes.store(session.row.id, { purpose, method: 'sms', messageId: session.messageId, email, destination: to }, code, new Date());
+    await context.codes.store(session.row.id, { purpose, method: 'sms', messageId: session.messageId, email, destination: to }, code, new Date(context.clock.now()));
     request.log.info({ messageId: session.messageId, step, to: maskMobile(to) }, 'mobile change code issued');
     return { step, to: maskMobile(to), codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
   }
@@ -105,7 +105,7 @@ export async function mobileRoutes(app: App, context: AuthContext) {
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      const now = new Date();
+      const now = new Date(context.clock.now());
       const step = session.row.code_purpose === 'mobile_current' ? 'mobile_current' : 'mobile_change';
       const before = step === 'mobile_change' ? await context.recipients.find(session.messageId, session.email) : undefined;
       const checked = await context.codes.check(session.row.id, request.body.code, step, now, async (trx, target) => {

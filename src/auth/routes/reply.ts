@@ -100,7 +100,7 @@ export async function replyRoutes(app: App, context: AuthContext) {
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const { text, html, bcc } = request.body;
-      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date(), expectedVersion(request));
+      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date(context.clock.now()), expectedVersion(request));
       if (saved === 'sending') throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
       setVersion(reply, saved.version);
       return draftView(saved, saved.version);

@@ -79,7 +79,7 @@ export async function signInRoutes(app: App, context: AuthContext) {
       }
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       // Counted before the lookup, so that probing for recipients and their numbers meets a limit too.
-      const checked = await context.limiter.refusals.check(body.messageId, client, new Date());
+      const checked = await context.limiter.refusals.check(body.messageId, client, new Date(context.clock.now()));
       const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(async (error: unknown) => {
         if (!isProbeRefusal(error)) await checked.notRefused();
         throw error;
@@ -143,7 +143,7 @@ export async function signInRoutes(app: App, context: AuthContext) {
     async (request, reply) => {
       const session = request.readerSession as LoadedSession;
       const rememberMe = request.body.rememberMe === true;
-      const now = new Date();
+      const now = new Date(context.clock.now());
       const checked = await context.codes.check(session.row.id, request.body.code, 'sign_in', now, (trx, target) =>
         context.sessions.signIn(
           trx,
@@ -187,7 +187,7 @@ async function issueCode(
   to: { recipient: Recipient; method: SignInMethod; destination: string; messageId: string; client: string },
 ): Promise<{ method: SignInMethodName; codeLength: number; expiresIn: number }> {
   const { recipient, method, destination, messageId } = to;
-  const reservation = await context.limiter.reserve(method.limitKey(destination), to.client, new Date());
+  const reservation = await context.limiter.reserve(method.limitKey(destination), to.client, new Date(context.clock.now()));
   const code = context.codes.newCode();
   try {
     await method.send(destination, code, request.log, recipient.language);
@@ -195,7 +195,7 @@ async function issueCode(
     await reservation.release();
     throw error;
   }
-  await context.codes.store(session.row.id, { purpose: 'sign_in', method: method.name, messageId, email: recipient.email, destination }, code, new Date());
+  await context.codes.store(session.row.id, { purpose: 'sign_in', method: method.name, messageId, email: recipient.email, destination }, code, new Date(context.clock.now()));
   request.log.info({ messageId, method: method.name }, 'sign-in code issued');
   return { method: method.name, codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
 }

@@ -37,7 +37,7 @@ describe('sessions: idle timeout and cleanup', () => {
     const remembered = harness.reader();
     await signInAlice(harness, remembered, record.id, true);
     assert.equal((await browser.get('/v1/message')).status, 200);
-    await sleep(1300);
+    harness.clock.advance(1300);
     assertError(await browser.get('/v1/message'), 401, 'unauthenticated');
     assert.equal((await remembered.get('/v1/message')).status, 200);
     await eventually(async () => (await sessionRows(harness, browser.token!)) === 0, 'the idle session row is deleted');
@@ -84,9 +84,9 @@ describe('sessions: absolute timeout', () => {
     const reader = harness.reader();
     await signInAlice(harness, reader, record.id);
     assert.equal((await reader.get('/v1/message')).status, 200);
-    await sleep(800);
+    harness.clock.advance(800);
     assert.equal((await reader.get('/v1/message')).status, 200);
-    await sleep(1400);
+    harness.clock.advance(1400);
     assertError(await reader.get('/v1/message'), 401, 'unauthenticated');
   });
 });
