@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { systemClock } from '../kernel/clock.ts';
 import { createRegistry } from '../kernel/metrics.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
@@ -35,9 +36,10 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
       const { config, settings } = context;
       const logger = context.logger.child({ service: 'exchange' });
       const db = context.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+      const clock = context.clock ?? systemClock;
       const registry = createRegistry('exchange');
       const metrics = createExchangeMetrics(registry);
-      const queue = new QueueView(db);
+      const queue = new QueueView(db, clock);
       queue.registerMetrics(registry);
       const rules = new RuleStore(db);
       // Only an instance that delivers has a use for the bytes of what it accepted.
@@ -87,7 +89,7 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
         throw error;
       });
       // Workers start once the API is up; they stop after it, before the caller closes the database.
-      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies, recentPayloads });
+      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies, recentPayloads, clock });
       return {
         ...http,
         listening: { ...http.listening, smtp: smtp.url },

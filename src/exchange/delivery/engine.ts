@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
+import type { Clock } from '../../kernel/clock.ts';
 import type { SharedConfig } from '../../kernel/config.ts';
 import type { ExchangeConfig } from '../config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
@@ -43,6 +44,7 @@ export function startDeliveryEngine(deps: {
   outboundStrategies: OutboundRegistry;
   /** Small payloads this instance accepted, delivered from memory instead of read back from the store. */
   recentPayloads?: RecentPayloads;
+  clock: Clock;
 }): DeliveryEngine {
   const { config, settings, db, objects, metrics } = deps;
   const { delivery, statusArchive } = settings;
@@ -59,7 +61,7 @@ export function startDeliveryEngine(deps: {
     transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
   );
   const strategies = createOutboundStrategies(deps.outboundStrategies, { config, settings, transport, dkim: deps.dkim, logger });
-  const queue = new EnvelopeQueue(db, leaseMs);
+  const queue = new EnvelopeQueue(db, leaseMs, deps.clock);
   const finisher = new EnvelopeFinisher({
     queue,
     objects,
@@ -117,6 +119,7 @@ export function startDeliveryEngine(deps: {
     db,
     settings: { afterMs: statusArchive.after, retentionMs: statusArchive.retention },
     intervalMs: statusArchive.interval,
+    clock: deps.clock,
     logger: deps.logger.child({ component: 'status-archive' }),
   });
 

@@ -1,12 +1,12 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
+import { TestClock } from '../../../test/support/clock.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
 describe('the delivery queue', () => {
@@ -59,13 +59,14 @@ describe('the delivery queue', () => {
 
   it('takes an envelope over once its lease ran out, and the worker that lost it can change nothing', async () => {
     const [id] = await enqueue(1);
-    const queue = new EnvelopeQueue(db, 500);
+    const clock = new TestClock();
+    const queue = new EnvelopeQueue(db, 500, clock);
     const [stale] = await queue.claimDue(10);
     assert.equal(stale!.id, id);
     assert.equal(stale!.attempts, 1);
     assert.deepEqual(await queue.claimDue(10), [], 'not while the lease holds');
 
-    await sleep(700);
+    clock.advance(700);
     const [fresh] = await queue.claimDue(10);
     assert.equal(fresh!.id, id);
     assert.equal(fresh!.previous_status, 'delivering');
@@ -81,10 +82,11 @@ describe('the delivery queue', () => {
 
   it('renews the leases of deliveries in progress', async () => {
     await enqueue(1);
-    const queue = new EnvelopeQueue(db, 1000);
+    const clock = new TestClock();
+    const queue = new EnvelopeQueue(db, 1000, clock);
     const [claim] = await queue.claimDue(1);
     for (let i = 0; i < 4; i++) {
-      await sleep(300);
+      clock.advance(300);
       assert.deepEqual(await queue.renewLeases([claim!]), []);
     }
     assert.deepEqual(await queue.claimDue(1), [], 'still owned after twice the lease');
@@ -92,11 +94,12 @@ describe('the delivery queue', () => {
 
   it('leaves a retrying envelope alone until its next attempt is due', async () => {
     await enqueue(1);
-    const queue = new EnvelopeQueue(db, 60_000);
+    const clock = new TestClock();
+    const queue = new EnvelopeQueue(db, 60_000, clock);
     const [claim] = await queue.claimDue(1);
     assert.equal(await queue.markRetrying(claim!, 500, 'busy', 'retry 1'), true);
     assert.deepEqual(await queue.claimDue(1), []);
-    await sleep(700);
+    clock.advance(700);
     const [again] = await queue.claimDue(1);
     assert.equal(again!.attempts, 2);
     assert.equal(again!.last_error, 'busy');

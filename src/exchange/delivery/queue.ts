@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
+import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
@@ -10,9 +11,6 @@ export interface Claim extends Envelope {
   previous_status: EnvelopeStatus;
 }
 
-/** `now() + ms` in the database's clock, so every instance measures time the same way. */
-const later = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000})`;
-const earlier = (ms: number) => sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
 
 /**
  * The delivery queue is the envelopes table itself (docs/design.md#delivery): due rows are claimed with
@@ -35,6 +33,8 @@ export class EnvelopeQueue {
   constructor(
     private readonly db: Kysely<ExchangeTables>,
     private readonly leaseMs: number,
+    /** Leases and retries are times of this clock, passed as parameters, so that a test clock drives them. */
+    private readonly clock: Clock = systemClock,
   ) {
     const options = { maxBatch: 200, maxConcurrent: 2, retryAlone: isDataError };
     this.deliveredBatch = new Batcher((items) => this.markDeliveredNow(items), options);
@@ -54,7 +54,7 @@ export class EnvelopeQueue {
           .selectFrom('envelopes')
           .select(['id', 'status as previous_status'])
           .where('status', '=', 'delivering')
-          .where('lease_until', '<', sql<Date>`now()`)
+          .where('lease_until', '<', this.at(0))
           .orderBy('lease_until')
           .limit(limit)
           .forUpdate()
@@ -65,7 +65,10 @@ export class EnvelopeQueue {
           .selectFrom('envelopes')
           .select(['id', 'status as previous_status'])
           .where('status', 'in', ['accepted', 'retrying'])
-          .where('next_attempt_at', '<=', sql<Date>`now()`)
+          // Due by the service's clock (retries it set; a test clock moved on) or by the database's: a
+          // fresh envelope's next_attempt_at is the database's now(), to the microsecond, which a
+          // millisecond clock reading taken just after may not reach yet.
+          .where('next_attempt_at', '<=', sql<Date>`greatest(now(), ${this.at(0)})`)
           .orderBy('next_attempt_at')
           .limit(limit)
           .forUpdate()
@@ -81,7 +84,7 @@ export class EnvelopeQueue {
           .set((eb) => ({
             status: 'delivering',
             attempts: eb('envelopes.attempts', '+', 1),
-            lease_until: later(this.leaseMs),
+            lease_until: this.at(this.leaseMs),
             updated_at: sql<Date>`now()`,
           }))
           .whereRef('envelopes.id', '=', 'due.id')
@@ -114,7 +117,7 @@ export class EnvelopeQueue {
     if (claims.length === 0) return [];
     const renewed = await this.db
       .updateTable('envelopes')
-      .set({ lease_until: later(this.leaseMs) })
+      .set({ lease_until: this.at(this.leaseMs) })
       .where('status', '=', 'delivering')
       .where((eb) => eb.or(claims.map((c) => eb.and([eb('id', '=', c.id), eb('attempts', '=', c.attempts)]))))
       .returning('id')
@@ -194,7 +197,7 @@ export class EnvelopeQueue {
   );
 
   async markRetrying(claim: Claim, delayMs: number, error: string, detail: string): Promise<boolean> {
-    return this.transition(claim, 'retrying', detail, { last_error: error, next_attempt_at: later(delayMs) });
+    return this.transition(claim, 'retrying', detail, { last_error: error, next_attempt_at: this.at(delayMs) });
   }
 
   async markFailed(claim: Claim, error: string, report: BounceReport): Promise<boolean> {
@@ -235,13 +238,13 @@ export class EnvelopeQueue {
   async claimUnfinished(limit: number, olderThanMs: number): Promise<Envelope[]> {
     return this.db
       .updateTable('envelopes')
-      .set({ updated_at: sql<Date>`now()` })
+      .set({ updated_at: this.at(0) })
       .where('id', 'in', (db) =>
         db
           .selectFrom('envelopes')
           .select('id')
           .where('status', 'in', ['delivered', 'failed'])
-          .where('updated_at', '<', earlier(olderThanMs))
+          .where('updated_at', '<', this.at(-olderThanMs))
           .orderBy('updated_at')
           .limit(limit)
           .forUpdate()
@@ -249,6 +252,11 @@ export class EnvelopeQueue {
       )
       .returningAll()
       .execute();
+  }
+
+  /** `ms` from now by the clock (negative: before now). */
+  private at(ms: number): Date {
+    return new Date(this.clock.now() + ms);
   }
 
   private fenced(claim: Claim) {

@@ -12,6 +12,7 @@ import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { OrphanPayloadSweep } from '../delivery/orphans.ts';
+import { TestClock } from '../../../test/support/clock.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
 import { payloadCount } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
@@ -115,10 +116,11 @@ describe('MessageIntake with concurrent messages', () => {
     assert.equal(await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(), undefined);
 
     const GRACE_MS = 300;
-    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }) });
+    const clock = new TestClock();
+    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }), now: () => clock.now() });
     assert.equal(await sweep.sweep(), 0, 'first seen without a row: still within its grace');
     assert.ok(await objects.head(payloadKey(envelopeId)));
-    await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 50));
+    clock.advance(GRACE_MS + 50);
     assert.equal(await sweep.sweep(), 1);
     assert.equal(await objects.head(payloadKey(envelopeId)), undefined, 'deleted by the sweep once its grace passed');
   });

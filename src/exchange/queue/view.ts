@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { Gauge, type Registry } from 'prom-client';
+import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { cachedFor } from '../../kernel/metrics.ts';
 import type { EnvelopeStatus, ExchangeTables } from '../tables.ts';
 
@@ -32,12 +33,15 @@ export interface QueuedEnvelope {
  * not yet delivered (rows go once a message is delivered or has failed), so it is the queue itself.
  */
 export class QueueView {
-  constructor(private readonly db: Kysely<ExchangeTables>) {}
+  constructor(
+    private readonly db: Kysely<ExchangeTables>,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   async summary(): Promise<QueueSummary[]> {
     const rows = await this.db
       .selectFrom('envelopes')
-      .select((eb) => ['status', eb.fn.countAll<string>().as('count'), sql<number>`extract(epoch from now() - min(created_at))`.as('oldest')])
+      .select((eb) => ['status', eb.fn.countAll<string>().as('count'), sql<number>`extract(epoch from ${new Date(this.clock.now())}::timestamptz - min(created_at))`.as('oldest')])
       // Rows of intakes still storing their payload are not mail taken yet.
       .where('status', '!=', 'storing')
       .groupBy('status')
@@ -53,7 +57,7 @@ export class QueueView {
       .orderBy('created_at')
       .limit(limit)
       .execute();
-    const now = Date.now();
+    const now = this.clock.now();
     return rows.map((row) => ({
       id: row.id,
       status: row.status,

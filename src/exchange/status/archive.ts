@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { type Clock, systemClock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { every } from '../delivery/periodic.ts';
 import type { ExchangeTables } from '../tables.ts';
@@ -12,18 +13,21 @@ export interface ArchiveSettings {
   batchSize?: number;
 }
 
-const ago = (ms: number) => sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
-
 /**
  * One pass of the archive job (docs/specification.md#retention, rule 3;
  * docs/design.md#retention-and-archive): moves status rows older than `after` to message_status_archive, then
  * deletes archived rows older than `retention`, batch by batch. Each batch is one statement, hence one
  * transaction: the rows are locked with `FOR UPDATE SKIP LOCKED`, deleted and inserted into the archive
  * together, so a row is always in exactly one of the two tables, and instances running the job at the same
- * time take different rows. Age is the row's created_at against the database clock.
+ * time take different rows. Age is the row's created_at against `now`, the service's clock.
  */
-export async function archiveStatusHistory(db: Kysely<ExchangeTables>, settings: ArchiveSettings): Promise<{ archived: number; purged: number }> {
+export async function archiveStatusHistory(
+  db: Kysely<ExchangeTables>,
+  settings: ArchiveSettings,
+  now = new Date(),
+): Promise<{ archived: number; purged: number }> {
   const batchSize = settings.batchSize ?? 1000;
+  const ago = (ms: number) => new Date(now.getTime() - ms);
   let archived = 0;
   for (;;) {
     const moved = await db
@@ -75,13 +79,13 @@ export async function archiveStatusHistory(db: Kysely<ExchangeTables>, settings:
 }
 
 /** Runs the archive pass every STATUS_ARCHIVE_INTERVAL, the first one shortly after start. */
-export function startStatusArchive(options: { db: Kysely<ExchangeTables>; settings: ArchiveSettings; intervalMs: number; logger: Logger }) {
+export function startStatusArchive(options: { db: Kysely<ExchangeTables>; settings: ArchiveSettings; intervalMs: number; clock?: Clock; logger: Logger }) {
   const { logger } = options;
   return every(
     options.intervalMs,
     async () => {
       try {
-        const { archived, purged } = await archiveStatusHistory(options.db, options.settings);
+        const { archived, purged } = await archiveStatusHistory(options.db, options.settings, new Date((options.clock ?? systemClock).now()));
         if (archived > 0 || purged > 0) logger.info({ archived, purged }, 'status history archived');
       } catch (error) {
         logger.warn({ err: error }, 'status archive pass failed; will try again at the next interval');
