@@ -1,3 +1,4 @@
+import type { Clock } from '../kernel/clock.ts';
 import type { App } from '../kernel/http.ts';
 import type { ConfigInForce } from './clusters/in-force.ts';
 import { clusterConfigRoutes } from './clusters/routes.ts';
@@ -17,6 +18,7 @@ export interface SealPluginOptions {
   publicUrl: string;
   maxMessageSize: number;
   pinDeadlineMs: number;
+  clock: Clock;
 }
 
 /** The seal service's HTTP API: IPFS cluster configuration (admin) and sealed messages (service). */
@@ -29,5 +31,5 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     publicUrl: options.publicUrl,
     maxMessageSize: options.maxMessageSize,
   });
-  await app.register(pinsRoutes, { store: options.sealedStore, adminToken: options.adminToken, deadlineMs: options.pinDeadlineMs });
+  await app.register(pinsRoutes, { store: options.sealedStore, adminToken: options.adminToken, deadlineMs: options.pinDeadlineMs, clock: options.clock });
 }

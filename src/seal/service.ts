@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { rootCertificates } from 'node:tls';
 import type { Kysely } from 'kysely';
+import { systemClock } from '../kernel/clock.ts';
 import { createRegistry } from '../kernel/metrics.ts';
 import { ReadinessProblem } from '../kernel/http.ts';
 import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
@@ -25,6 +26,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const { config, settings: seal } = context;
     const logger = context.logger.child({ service: 'seal' });
     const db = context.database.db.withSchema('seal') as Kysely<SealTables>;
+    const clock = context.clock ?? systemClock;
 
     const master = await resolveMasterKey(config, seal.masterKey);
     if (master.source === 'generated') logger.info({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
@@ -35,13 +37,14 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const clusters = inForce.clusters.map((settings) => new ClusterClient(settings, { proxyPort: seal.ipfsProxyPort, ca }));
     logger.info({ source: inForce.source, clusters: inForce.clusters.map(redactCluster) }, 'IPFS cluster configuration in force');
 
-    const sealedStore = new SealedStore(db);
+    const sealedStore = new SealedStore(db, clock);
     const follower = new PinFollower({
       store: sealedStore,
       clusters,
       repinIntervalMs: seal.repinInterval,
       checkIntervalMs: seal.pinCheckInterval,
       deadlineMs: seal.pinDeadline,
+      clock,
       logger,
     });
     const sealer = new Sealer({
@@ -52,6 +55,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       repinDelayMs: seal.repinInterval,
       pinCheckMs: seal.pinCheckInterval,
       watchPins: (pins) => follower.watch(pins),
+      clock,
       logger,
     });
     const registry = createRegistry('seal');
@@ -78,6 +82,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         publicUrl: seal.publicUrl,
         maxMessageSize: seal.maxMessageSize,
         pinDeadlineMs: seal.pinDeadline,
+        clock,
       },
       registry,
       // B is ready when its primary cluster answers, and the IPFS daemon behind it too (GET /id is 200
@@ -87,6 +92,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     follower.start();
     return {
       ...running,
+      workers: { pinFollower: follower },
       async stop() {
         await follower.stop();
         await sealer.settle();

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { Clock } from '../../kernel/clock.ts';
 import { requireBearer } from '../../kernel/bearer.ts';
 import type { App } from '../../kernel/http.ts';
 import { OpenSealsSchema } from '../../contracts/seal.ts';
@@ -10,6 +11,7 @@ export interface PinsRoutesOptions {
   adminToken: string;
   /** SEAL_PIN_DEADLINE in milliseconds: a seal older than this and not pinned everywhere is overdue. */
   deadlineMs: number;
+  clock: Clock;
 }
 
 /** The operator's view of the promise "pinned on every cluster": what is not kept yet. */
@@ -35,7 +37,7 @@ export async function pinsRoutes(app: App, options: PinsRoutesOptions) {
     },
     async (request) => {
       const seals = await options.store.openSeals(Number(request.query.limit ?? 100));
-      const cutoff = Date.now() - options.deadlineMs;
+      const cutoff = options.clock.now() - options.deadlineMs;
       return {
         seals: seals.map(({ message, pins }) => ({
           id: message.id,

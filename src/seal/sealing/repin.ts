@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import { cachedFor } from '../../kernel/metrics.ts';
+import type { Clock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ClusterClient, PinState } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
@@ -18,6 +19,7 @@ export interface PinFollowerOptions {
   checkIntervalMs: number;
   /** SEAL_PIN_DEADLINE: a seal not pinned everywhere this long after sealing is reported as an error. */
   deadlineMs: number;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -149,7 +151,7 @@ export class PinFollower {
     for (let pass = 0; pass < 100 && !this.stopped; pass++) {
       // The lease outlasts the slowest possible round (pin, status, recover, status), so a live
       // instance never loses its claim.
-      const lease = new Date(Date.now() + 4 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000);
+      const lease = new Date(this.options.clock.now() + 4 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000);
       const due = await store.claimDuePins([...byName.keys()], BATCH, lease);
       if (due.length === 0) break;
       const outcomes = await Promise.all(due.map((pin) => this.follow(byName.get(pin.cluster)!, pin)));
@@ -188,10 +190,10 @@ export class PinFollower {
     const attempts = pin.attempts + (repinning ? 1 : 0);
     if (state.state === 'pin_error') {
       const delay = Math.min(this.repinMs * 2 ** Math.min(attempts - 1, 30), MAX_DELAY_MS);
-      await store.recordPinState(pin, { status: 'pin_error', error: state.error, nextAttemptAt: new Date(Date.now() + delay), attempted: repinning });
+      await store.recordPinState(pin, { status: 'pin_error', error: state.error, nextAttemptAt: new Date(this.options.clock.now() + delay), attempted: repinning });
       logger.warn({ ...context, attempts, err: state.error }, repinning ? 'pin retried: failed again' : 'pin failed in IPFS; it will be retried');
     } else if (state.state === 'pinning') {
-      await store.recordPinState(pin, { status: 'pinning', nextAttemptAt: new Date(Date.now() + this.checkMs), attempted: repinning });
+      await store.recordPinState(pin, { status: 'pinning', nextAttemptAt: new Date(this.options.clock.now() + this.checkMs), attempted: repinning });
     } else {
       await store.recordPinState(pin, { status: 'pinned', attempted: repinning });
       logger.info({ ...context, attempts }, 'pin held by the cluster');
@@ -199,7 +201,7 @@ export class PinFollower {
   }
 
   private async reportOverdue(): Promise<void> {
-    const overdue = await this.options.store.markOverdue(new Date(Date.now() - this.deadlineMs));
+    const overdue = await this.options.store.markOverdue(new Date(this.options.clock.now() - this.deadlineMs));
     for (const pin of overdue) {
       this.options.logger.error(
         { sealedId: pin.sealedId, cluster: pin.cluster, status: pin.status, err: pin.error ?? undefined },

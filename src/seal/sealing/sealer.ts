@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Clock } from '../../kernel/clock.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { ClusterError, type ClusterClient } from '../clusters/client.ts';
@@ -37,6 +38,7 @@ export interface SealerOptions {
   pinCheckMs: number;
   /** Told of each new seal's pins that are not held yet, to follow them closely. */
   watchPins?: (pins: ClaimedPin[]) => void;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -214,7 +216,7 @@ export class Sealer {
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
           logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
-          return { cluster: cluster.name, status: 'pin_error', error: message, nextAttemptAt: new Date(Date.now() + repinDelayMs) };
+          return { cluster: cluster.name, status: 'pin_error', error: message, nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs) };
         }
         const state = await cluster.pinStatus(cid).catch((error: unknown) => {
           logger.warn({ cluster: cluster.name, cid, err: error instanceof Error ? error.message : String(error) }, 'pin accepted; its status could not be read yet');
@@ -222,9 +224,9 @@ export class Sealer {
         });
         if (state.state === 'pin_error') {
           logger.warn({ cluster: cluster.name, cid, err: state.error }, 'pin accepted, then failed in IPFS; it will be retried');
-          return { cluster: cluster.name, status: 'pin_error', error: state.error, nextAttemptAt: new Date(Date.now() + repinDelayMs) };
+          return { cluster: cluster.name, status: 'pin_error', error: state.error, nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs) };
         }
-        return { cluster: cluster.name, status: state.state, ...(state.state === 'pinning' ? { nextAttemptAt: new Date(Date.now() + pinCheckMs) } : {}) };
+        return { cluster: cluster.name, status: state.state, ...(state.state === 'pinning' ? { nextAttemptAt: new Date(this.options.clock.now() + pinCheckMs) } : {}) };
       }),
     );
   }

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type QueryCreator } from 'kysely';
+import type { Clock } from '../../kernel/clock.ts';
 import { notFound } from '../../kernel/errors.ts';
 import type { PinStatus, SealedMessage, SealedPin, SealedRecipient, SealTables } from '../tables.ts';
 import type { Recipient } from './recipients.ts';
@@ -50,7 +51,10 @@ const PIN_TYPES = { cluster: 'text', position: 'integer', status: 'text', error:
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
 export class SealedStore {
-  constructor(private readonly db: Kysely<SealTables>) {}
+  constructor(
+    private readonly db: Kysely<SealTables>,
+    private readonly clock: Clock,
+  ) {}
 
   async findByEnvelope(envelopeId: string): Promise<SealedRecord | undefined> {
     const message = await this.db.selectFrom('sealed_messages').selectAll().where('envelope_id', '=', envelopeId).executeTakeFirst();
@@ -102,7 +106,7 @@ export class SealedStore {
    * the same sealed record.
    */
   async insert(message: NewSealedMessage, recipients: Recipient[], pins: PinOutcome[]): Promise<{ created: boolean; record: SealedRecord }> {
-    const now = new Date();
+    const now = new Date(this.clock.now());
     const recipientRows: SealedRecipient[] = recipients.map((recipient, position) => ({
       sealed_id: message.id,
       position,
@@ -200,7 +204,7 @@ export class SealedStore {
           .select(['sealed_id', 'cluster'])
           .where('status', '<>', 'pinned')
           .where('cluster', 'in', clusters)
-          .where('next_attempt_at', '<=', new Date())
+          .where('next_attempt_at', '<=', new Date(this.clock.now()))
           .orderBy('next_attempt_at')
           .limit(limit)
           .forUpdate()
@@ -229,9 +233,9 @@ export class SealedStore {
         status: outcome.status,
         error: outcome.status === 'pin_error' ? (outcome.error ?? null) : null,
         attempts: pin.attempts + (outcome.attempted ? 1 : 0),
-        next_attempt_at: pinned ? null : (outcome.nextAttemptAt ?? new Date()),
+        next_attempt_at: pinned ? null : (outcome.nextAttemptAt ?? new Date(this.clock.now())),
         ...(pinned ? { overdue_at: null } : {}),
-        updated_at: new Date(),
+        updated_at: new Date(this.clock.now()),
       })
       .where('sealed_id', '=', pin.sealedId)
       .where('cluster', '=', pin.cluster)
@@ -245,7 +249,7 @@ export class SealedStore {
   async markOverdue(sealedBefore: Date): Promise<Array<{ sealedId: string; cluster: string; status: PinStatus; error: string | null }>> {
     const rows = await this.db
       .updateTable('sealed_pins')
-      .set({ overdue_at: new Date() })
+      .set({ overdue_at: new Date(this.clock.now()) })
       .where('status', '<>', 'pinned')
       .where('overdue_at', 'is', null)
       .where('sealed_id', 'in', (eb) => eb.selectFrom('sealed_messages').select('id').where('sealed_at', '<', sealedBefore))
