@@ -26,6 +26,7 @@ const SENDER_ADDRESS = 'dana@sender.example';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
 const SUBJECT = 'Your contract, sealed';
+const ADMIN = 'test-admin-token';
 /** A PNG signature and then bytes: passes the magic-byte check. */
 const PICTURE = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(3000, 7)]);
 
@@ -51,6 +52,18 @@ async function readerLink(sink: SmtpSink, to: string): Promise<string> {
   const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
   assert.ok(link, parsed.text);
   return link;
+}
+
+/** Waits until the exchange engine's queue (GET /v1/admin/queue) holds no envelope: every one was delivered or failed. */
+async function queueEmpty(sealpost: SealpostProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const response = await fetch(`${sealpost.urls.exchange}/v1/admin/queue`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const { envelopes } = (await response.json()) as { envelopes: unknown[] };
+    if (envelopes.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`the exchange queue still holds ${envelopes.length} envelopes`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
@@ -99,6 +112,7 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
         SMS_LIMIT_NUMBER_INTERVAL: '0s',
         DELIVERY_POLL_INTERVAL: '100ms',
         DELIVERY_RETRY_BASE: '1s',
+        ADMIN_TOKEN: ADMIN,
       },
       STARTUP,
     );
@@ -203,8 +217,8 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
       assert.equal(await a.getByLabel('Your reply').inputValue(), '');
       assert.equal(await a.locator('li.file').count(), 0, 'the sent file is no longer shown');
 
-      // Nothing more leaves, however long one waits for the engine (it polls every 100 ms).
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // Nothing more leaves: the exchange engine's queue holds no mail waiting to go.
+      await queueEmpty(sealpost);
       assert.equal(replies().length, mailsBefore + 1, 'exactly one reply reached the sink');
     } finally {
       await context.close();

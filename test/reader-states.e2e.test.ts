@@ -9,7 +9,7 @@ import { buildReader } from '../scripts/build-reader.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
-import { enterCode, nextCode, requestCode, sealFor, sentTo, wrongCode } from './support/reader-browser.ts';
+import { enterCode, nextCode, requestCode, sealFor, sentTo, watchRequests, wrongCode } from './support/reader-browser.ts';
 
 /**
  * The reader page says what happened, in Chromium against `sealpost start all`: a code voided by wrong
@@ -131,12 +131,13 @@ describe('the reader page says what happened (Chromium)', () => {
       const code = await nextCode(sms, DAVE.mobile, before);
       const sent = sentTo(sms, DAVE.mobile);
 
+      const requests = watchRequests(page);
       await page.reload();
       await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
       await page.getByText(/We sent you a code by SMS to \+41\*+69 at .+\. It is valid for \d+ minutes? more\./).waitFor();
       await page.getByRole('button', { name: 'Send a new code' }).waitFor();
       await shoot(page, 'code-after-reload');
-      await page.waitForTimeout(500);
+      await requests.settled();
       assert.equal(sentTo(sms, DAVE.mobile), sent, 'the reload sent no SMS');
 
       await enterCode(page, code);

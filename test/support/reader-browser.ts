@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import type { SmsCapture } from './sms-capture.ts';
 import type { SmtpSink } from './smtp-sink.ts';
 
@@ -50,6 +50,27 @@ export async function nextCode(sms: SmsCapture, to: string, before: number): Pro
 
 export const sentTo = (sms: SmsCapture, to: string) => sms.messages.filter((m) => m.to === to).length;
 export const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+/**
+ * Follows the page's requests from now on. `settled()` resolves once none is in flight: what the page
+ * sent has had its effect (an SMS sent, a draft saved), so a test checks it without waiting a fixed time.
+ */
+export function watchRequests(page: Page): { settled(): Promise<void> } {
+  const inFlight = new Set<Request>();
+  const done = (request: Request) => inFlight.delete(request);
+  page.on('request', (request) => inFlight.add(request));
+  page.on('requestfinished', done);
+  page.on('requestfailed', done);
+  return {
+    async settled() {
+      const deadline = Date.now() + 10_000;
+      while (inFlight.size > 0) {
+        if (Date.now() > deadline) throw new Error(`requests still in flight: ${[...inFlight].map((request) => request.url()).join(', ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+}
 
 export async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
   await page.goto(link);
