@@ -5,7 +5,7 @@ import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts
 import { listenError } from './kernel/listen-error.ts';
 import type { Logger } from './kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
-import { replySizeWarning } from './auth/reply/exchange-limit.ts';
+import { replySizeWarning } from './auth/replies/exchange-limit.ts';
 import type { RunningService, ServiceContext, ServiceDefinition } from './kernel/service.ts';
 import type { ServiceName } from './kernel/variables.ts';
 /**

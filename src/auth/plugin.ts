@@ -1,12 +1,12 @@
 import type { App } from '../kernel/http.ts';
 import type { AuthContext } from './context.ts';
-import { configRoutes } from './routes/config.ts';
-import { filesRoutes } from './routes/files.ts';
-import { logoutRoutes } from './routes/logout.ts';
-import { messageRoutes } from './routes/message.ts';
-import { mobileRoutes } from './routes/mobile.ts';
-import { replyRoutes } from './routes/reply.ts';
-import { signInRoutes } from './routes/sign-in.ts';
+import { configRoutes } from './sign-in/config-routes.ts';
+import { filesRoutes } from './replies/files-routes.ts';
+import { logoutRoutes } from './sessions/logout-routes.ts';
+import { messageRoutes } from './message/routes.ts';
+import { mobileRoutes } from './mobile/routes.ts';
+import { replyRoutes } from './replies/reply-routes.ts';
+import { signInRoutes } from './sign-in/routes.ts';
 import { csrfGuard } from './sessions/csrf.ts';
 
 export interface AuthPluginOptions {

@@ -125,7 +125,7 @@ async function send(url: URL, reader: Reader, plan: Upload): Promise<Answer | un
       method: 'POST',
       headers: plan.delivery.kind === 'whole' && plan.delivery.chunked ? headers : { ...headers, 'content-length': String(body.length) },
       agent: false,
-      // Above the service's 10 s stall limit (src/auth/routes/files.ts), which a stalled form waits out.
+      // Above the service's 10 s stall limit (src/auth/replies/files-routes.ts), which a stalled form waits out.
       timeout: 20_000,
     });
     req.on('timeout', () => req.destroy(new Error('no answer within 20 s')));

@@ -8,7 +8,7 @@ import { assertErrorObject, readBody } from '../support/fuzz.ts';
 import { concretePath, routeTable, type RouteEntry } from '../support/route-table.ts';
 
 /**
- * What src/auth/csrf.test.ts does not cover: the requests a foreign page can make a browser send
+ * What src/auth/sessions/csrf.test.ts does not cover: the requests a foreign page can make a browser send
  * without any preflight (form posts: text/plain, urlencoded, multipart), the token anywhere but its
  * header, method overrides, CORS; and session fixation from the attacker's side.
  */

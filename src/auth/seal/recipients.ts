@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { isLanguage, type Language } from '../../kernel/languages.ts';
-import { normalizeMobile } from '../mobile.ts';
+import { normalizeMobile } from '../mobile/number.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
 import type { SealClient, SealedRecord } from './client.ts';
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { SealClient } from '../seal/client.ts';
 import { emailKey, type Recipient, type RecipientDirectory } from '../seal/recipients.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
-import { normalizeMobile } from '../mobile.ts';
+import { normalizeMobile } from '../mobile/number.ts';
 
 /** A proof a session holds: an address (email code), or an address with a mobile number (SMS code). */
 export interface Factor {

@@ -5,12 +5,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { loadConfig } from '../config.ts';
-import { startWarnings } from '../start.ts';
-import { composeReply } from './reply/compose.ts';
-import { REPLY_HEADROOM, replySizeShortfall, replySizeWarning } from './reply/exchange-limit.ts';
-import { replyIdentity } from './reply/identity.ts';
-import { startSealpostProcess } from '../../test/support/sealpost-process.ts';
+import { loadConfig } from '../../config.ts';
+import { startWarnings } from '../../start.ts';
+import { composeReply } from './compose.ts';
+import { REPLY_HEADROOM, replySizeShortfall, replySizeWarning } from './exchange-limit.ts';
+import { replyIdentity } from './identity.ts';
+import { startSealpostProcess } from '../../../test/support/sealpost-process.ts';
 
 const MiB = 1024 * 1024;
 

@@ -2,11 +2,11 @@ import { Type } from 'typebox';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
-import { MESSAGE_QUERY, MessageQuery } from './message-query.ts';
-import { findAttachment } from '../message/attachment-stream.ts';
-import { readMessage } from '../message/read.ts';
+import { MESSAGE_QUERY, MessageQuery } from './query.ts';
+import { findAttachment } from './attachment-stream.ts';
+import { readMessage } from './read.ts';
 import { withSealCid } from '../seal/client.ts';
-import { TAGS, errorResponses } from './errors.ts';
+import { TAGS, errorResponses } from '../route-docs.ts';
 import { MessageResponse } from '../../contracts/auth.ts';
 
 /** How many of a reader's sealed messages the list shows (newest first). */

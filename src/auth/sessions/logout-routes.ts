@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
-import { TAGS } from './errors.ts';
+import { TAGS } from '../route-docs.ts';
 
 /**
  * GET /logout (docs/specification.md#authentication): deletes the session row and sends the cookie with an

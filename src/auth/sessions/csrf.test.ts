@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader } from '../../test/support/auth-reader.ts';
-import { concretePath as concrete, routeTable, type RouteEntry } from '../../test/support/route-table.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader } from '../../../test/support/auth-reader.ts';
+import { concretePath as concrete, routeTable, type RouteEntry } from '../../../test/support/route-table.ts';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'DELETE', 'PATCH']);
 

@@ -1,11 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader, ReaderResponse } from '../../test/support/auth-reader.ts';
-import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR } from './codes/refusal-limit.ts';
-import type { AuthTables } from './tables.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { ALICE, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader, ReaderResponse } from '../../../test/support/auth-reader.ts';
+import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR } from '../codes/refusal-limit.ts';
+import type { AuthTables } from '../tables.ts';
 
 const IP_HOURLY = 3;
 const PER_CLIENT = IP_HOURLY * REFUSALS_PER_CLIENT_FACTOR;

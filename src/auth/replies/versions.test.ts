@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Kysely } from 'kysely';
-import type { AuthTables } from './tables.ts';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader, ReaderResponse } from '../../test/support/auth-reader.ts';
-import { generatedBuffer, uploadFile } from '../../test/support/multipart-upload.ts';
+import type { AuthTables } from '../tables.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader, ReaderResponse } from '../../../test/support/auth-reader.ts';
+import { generatedBuffer, uploadFile } from '../../../test/support/multipart-upload.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), generatedBuffer(20_000), Buffer.from('\n%%EOF\n')]);
 

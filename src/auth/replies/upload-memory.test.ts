@@ -1,11 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader } from '../../test/support/auth-reader.ts';
-import { startClamd, type ClamdTestServer } from '../../test/support/clamd.ts';
-import { generatedBytes, uploadFile } from '../../test/support/multipart-upload.ts';
-import { startS3Server, type S3TestServer } from '../../test/support/s3-server.ts';
+import { signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader } from '../../../test/support/auth-reader.ts';
+import { startClamd, type ClamdTestServer } from '../../../test/support/clamd.ts';
+import { generatedBytes, uploadFile } from '../../../test/support/multipart-upload.ts';
+import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 100 * MiB;

@@ -5,10 +5,10 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
-import { MessageQuery } from './message-query.ts';
+import { MessageQuery } from '../message/query.ts';
 import { maskMobile } from '../masking.ts';
-import { normalizeMobile } from '../mobile.ts';
-import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { normalizeMobile } from './number.ts';
+import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 const NewMobile = Type.Object(
   { mobile: Type.String({ maxLength: 64, description: 'the new number, international format' }) },

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, BOB, TEST_AUTH_SECRET, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader } from '../../test/support/auth-reader.ts';
-import { deriveKeys } from './secret.ts';
-import { tokenHash } from './sessions/store.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { ALICE, BOB, TEST_AUTH_SECRET, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader } from '../../../test/support/auth-reader.ts';
+import { deriveKeys } from '../secret.ts';
+import { tokenHash } from '../sessions/store.ts';
 
 const SESSION_COOKIE = /^sealpost_session=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Lax$/;
 const REMEMBER_ME_COOKIE = /^sealpost_session=([A-Za-z0-9_-]{43}); Max-Age=2592000; Path=\/; HttpOnly; SameSite=Lax$/;

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Language } from '../kernel/languages.ts';
-import type { CodeMailer } from './mail/code-mail.ts';
-import { CODE_MAIL_TEXTS } from './mail/texts/index.ts';
-import { maskEmail, maskMobile } from './masking.ts';
-import type { SmsProvider } from './sms/index.ts';
+import type { Language } from '../../kernel/languages.ts';
+import type { CodeMailer } from '../mail/code-mail.ts';
+import { CODE_MAIL_TEXTS } from '../mail/texts/index.ts';
+import { maskEmail, maskMobile } from '../masking.ts';
+import type { SmsProvider } from '../sms/index.ts';
 
 /**
  * After a mobile number changed, the recipient hears of it where an intruder cannot intercept it: an SMS to

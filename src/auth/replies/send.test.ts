@@ -6,16 +6,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
-import { exchangeService } from '../exchange/service.ts';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import { Reader } from '../../test/support/auth-reader.ts';
-import { settled } from '../../test/support/exchange-delivery.ts';
-import { generatedBuffer, uploadFile } from '../../test/support/multipart-upload.ts';
-import { startS3Server, type S3TestServer } from '../../test/support/s3-server.ts';
-import { startServiceForTest, type ServiceUnderTest } from '../../test/support/services.ts';
-import { startSmtpSink, type SmtpSink } from '../../test/support/smtp-sink.ts';
-import { refusedPort } from '../../test/support/ports.ts';
+import { exchangeService } from '../../exchange/service.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import { Reader } from '../../../test/support/auth-reader.ts';
+import { settled } from '../../../test/support/exchange-delivery.ts';
+import { generatedBuffer, uploadFile } from '../../../test/support/multipart-upload.ts';
+import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
+import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
+import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts';
+import { refusedPort } from '../../../test/support/ports.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), generatedBuffer(40_000), Buffer.from('\n%%EOF\n')]);
 /** Bytes of every value, so that any re-encoding on the way would show; 3 MiB, so the reply is several MB of base64. */

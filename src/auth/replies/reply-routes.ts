@@ -3,10 +3,10 @@ import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { fileView } from '../attachments/upload.ts';
 import { requireSignedIn, type AuthContext } from '../context.ts';
-import { MessageQuery } from './message-query.ts';
-import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { MessageQuery } from '../message/query.ts';
+import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
-import { FileSchema, draftOwner } from './files.ts';
+import { FileSchema, draftOwner } from './files-routes.ts';
 import type { DraftRow } from '../tables.ts';
 
 /**

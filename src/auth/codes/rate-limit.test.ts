@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader } from '../../test/support/auth-reader.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { ALICE, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader } from '../../../test/support/auth-reader.ts';
 
 /** Two auth instances on one database, as behind a load balancer; the limits must hold across both. */
 async function startPair(env: Record<string, string>): Promise<{ one: AuthHarness; two: AuthHarness; stop(): Promise<void> }> {

@@ -7,7 +7,7 @@ import { maskEmail, maskMobile } from '../masking.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
-import { TAGS, errorResponses } from './errors.ts';
+import { TAGS, errorResponses } from '../route-docs.ts';
 
 const ReaderConfig = Type.Object({
   messageId: Type.Optional(Type.String()),

@@ -4,11 +4,11 @@ import { Type } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
-import { MessageQuery } from './message-query.ts';
+import { MessageQuery } from '../message/query.ts';
 import { emailKey } from '../seal/recipients.ts';
 import { csrfToken } from '../sessions/csrf.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
-import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 export const FileSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),

@@ -10,10 +10,10 @@ import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import type { Recipient } from '../seal/recipients.ts';
-import { normalizeMobile } from '../mobile.ts';
+import { normalizeMobile } from '../mobile/number.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
-import { CSRF_NOTE, TAGS, errorResponses } from './errors.ts';
+import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 const CodeRequest = Type.Object(
   {

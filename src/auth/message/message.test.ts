@@ -1,10 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import nodemailer from 'nodemailer';
-import { assertError } from '../../test/support/auth-assert.ts';
-import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../test/support/auth-harness.ts';
-import type { Reader } from '../../test/support/auth-reader.ts';
-import { refusedPort } from '../../test/support/ports.ts';
+import { assertError } from '../../../test/support/auth-assert.ts';
+import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import type { Reader } from '../../../test/support/auth-reader.ts';
+import { refusedPort } from '../../../test/support/ports.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
 const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
