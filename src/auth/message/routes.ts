@@ -24,7 +24,7 @@ const OpenableList = Type.Object({
  * GET /v1/message parses the whole message in memory (at most SEAL_MAX_MESSAGE_SIZE); an attachment
  * download streams its one part from the seal service's answer to ours.
  */
-export async function messageRoutes(app: App, context: AuthContext) {
+export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' | 'access'>) {
   async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
     const record = await context.seal.sealed(messageId);
     if (!record) throw notFound('The sealed message is no longer available');

@@ -4,6 +4,7 @@ import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { sendCode } from '../codes/send-code.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { maskMobile } from '../masking.ts';
@@ -31,7 +32,12 @@ const CodeStep = Type.Object({
  * immutable, so the confirmed number is kept here (mobile_overrides, per message and recipient) and wins
  * over it for every later SMS sign-in to that message.
  */
-export async function mobileRoutes(app: App, context: AuthContext) {
+export type MobileRoutesOptions = Pick<
+  AuthContext,
+  'clock' | 'access' | 'recipients' | 'methods' | 'trustProxyHops' | 'limiter' | 'codes' | 'sessions' | 'settings' | 'mobileNotices'
+>;
+
+export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
   /** Sends a code of this step to `to` under the send limits, and makes it the session's pending code. */
   async function sendStepCode(
     request: FastifyRequest,
@@ -40,18 +46,14 @@ export async function mobileRoutes(app: App, context: AuthContext) {
     to: string,
     email: string,
   ): Promise<Static<typeof CodeStep>> {
-    const sms = context.methods.sms;
     const client = clientKey(clientAddress(request, context.trustProxyHops));
-    const reservation = await context.limiter.reserve(sms.limitKey(to), client, new Date(context.clock.now()));
-    const code = context.codes.newCode();
-    try {
-      await sms.send(to, code, request.log);
-    } catch (error) {
-      await reservation.release();
-      throw error;
-    }
     const purpose = step === 'current' ? 'mobile_current' : 'mobile_change';
-    await context.codes.store(session.row.id, { purpose, method: 'sms', messageId: session.messageId, email, destination: to }, code, new Date(context.clock.now()));
+    await sendCode(
+      context,
+      session.row.id,
+      { purpose, method: 'sms', messageId: session.messageId, email, destination: to },
+      { method: context.methods.sms, client, log: request.log },
+    );
     request.log.info({ messageId: session.messageId, step, to: maskMobile(to) }, 'mobile change code issued');
     return { step, to: maskMobile(to), codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
   }

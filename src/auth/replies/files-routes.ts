@@ -36,7 +36,7 @@ export const draftOwner = (session: SignedInSession) => ({ messageId: session.me
  * Uploads are multipart with one file per request, streamed through the checks into the object store
  * (src/auth/attachments/upload.ts).
  */
-export async function filesRoutes(app: App, context: AuthContext) {
+export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings' | 'access' | 'keys' | 'attachments'>) {
   const { maxFileSize, maxTotalSize } = context.settings.attachments;
   // Here only (encapsulated): the other routes keep taking JSON alone (bodies are JSON:
   // docs/specification.md#paths-and-versions).

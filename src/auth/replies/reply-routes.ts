@@ -49,7 +49,7 @@ const Draft = Type.Object({
  * The reply to the sealed message: one draft per message and recipient (so another device, signed in
  * as the same recipient, continues it), saved with PUT and sent with POST.
  */
-export async function replyRoutes(app: App, context: AuthContext) {
+export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'replies'>) {
   const retentionMs = context.settings.attachments.retentionMs;
   /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
   const draftView = async (draft: DraftRow, version: number) => ({

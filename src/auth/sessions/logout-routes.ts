@@ -7,7 +7,7 @@ import { TAGS } from '../route-docs.ts';
  * GET /logout (docs/specification.md#authentication): deletes the session row and sends the cookie with an
  * empty value and a negative Max-Age. Answered the same with or without a session, so it reveals nothing.
  */
-export async function logoutRoutes(app: App, context: AuthContext) {
+export async function logoutRoutes(app: App, context: Pick<AuthContext, 'sessions' | 'cookie'>) {
   app.get(
     '/logout',
     {

@@ -53,7 +53,9 @@ const ReaderConfig = Type.Object({
  * (X-CSRF-Token header). Starts a server-side session when the request has none, with a browser-session
  * cookie.
  */
-export async function configRoutes(app: App, context: AuthContext) {
+export type ConfigRoutesOptions = Pick<AuthContext, 'clock' | 'seal' | 'sessions' | 'cookie' | 'keys' | 'access' | 'codes' | 'settings'>;
+
+export async function configRoutes(app: App, context: ConfigRoutesOptions) {
   app.get(
     '/v1/config',
     {

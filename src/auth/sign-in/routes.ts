@@ -5,6 +5,7 @@ import { normalizeEmail } from '../../kernel/email.ts';
 import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { sendCode } from '../codes/send-code.ts';
 import { isProbeRefusal } from '../codes/refusal-limit.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
@@ -48,8 +49,13 @@ const SignedIn = Type.Object({
   expiresAt: Type.String({ format: 'date-time', description: 'the absolute end of this session' }),
 });
 
+export type SignInRoutesOptions = Pick<
+  AuthContext,
+  'clock' | 'trustProxyHops' | 'limiter' | 'codes' | 'recipients' | 'methods' | 'sessions' | 'metrics' | 'cookie' | 'keys' | 'settings'
+>;
+
 /** POST /v1/auth/code and POST /v1/auth/verify (docs/specification.md#auth-endpoints). */
-export async function signInRoutes(app: App, context: AuthContext) {
+export async function signInRoutes(app: App, context: SignInRoutesOptions) {
   app.post(
     '/v1/auth/code',
     {
@@ -181,21 +187,18 @@ const OUTCOME_LABEL = { accepted: 'signed_in', expired: 'expired_code', incorrec
  * replacing any earlier one.
  */
 async function issueCode(
-  context: AuthContext,
+  context: SignInRoutesOptions,
   request: FastifyRequest,
   session: LoadedSession,
   to: { recipient: Recipient; method: SignInMethod; destination: string; messageId: string; client: string },
 ): Promise<{ method: SignInMethodName; codeLength: number; expiresIn: number }> {
   const { recipient, method, destination, messageId } = to;
-  const reservation = await context.limiter.reserve(method.limitKey(destination), to.client, new Date(context.clock.now()));
-  const code = context.codes.newCode();
-  try {
-    await method.send(destination, code, request.log, recipient.language);
-  } catch (error) {
-    await reservation.release();
-    throw error;
-  }
-  await context.codes.store(session.row.id, { purpose: 'sign_in', method: method.name, messageId, email: recipient.email, destination }, code, new Date(context.clock.now()));
+  await sendCode(
+    context,
+    session.row.id,
+    { purpose: 'sign_in', method: method.name, messageId, email: recipient.email, destination },
+    { method, client: to.client, log: request.log, language: recipient.language },
+  );
   request.log.info({ messageId, method: method.name }, 'sign-in code issued');
   return { method: method.name, codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
 }
@@ -205,7 +208,7 @@ async function issueCode(
  * unauthorized_user, forbidden_auth_method or email_and_mobile_mismatch (the answers a prober learns from).
  */
 async function matchRecipient(
-  context: AuthContext,
+  context: Pick<AuthContext, 'recipients' | 'methods'>,
   body: { messageId: string; method: SignInMethodName },
   email: string,
   mobile: string | undefined,
