@@ -3,7 +3,7 @@ import type { Clock } from '../kernel/clock.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { DraftAttachments } from './attachments/upload.ts';
 import type { PendingCodes } from './codes/pending-codes.ts';
-import type { CodeSendLimiter } from './codes/rate-limit.ts';
+import type { RefusalLimit, SendLimit } from './codes/limits.ts';
 import type { AuthMetrics } from './metrics.ts';
 import type { DraftStore } from './drafts/store.ts';
 import type { SignInMethod } from './methods/method.ts';
@@ -24,7 +24,9 @@ export interface AuthContext {
   metrics: AuthMetrics;
   sessions: SessionStore;
   codes: PendingCodes;
-  limiter: CodeSendLimiter;
+  /** Code sends per destination and client, and refused code requests per client and message. */
+  sendLimit: SendLimit;
+  refusalLimit: RefusalLimit;
   seal: SealClient;
   recipients: RecipientDirectory;
   /** Which sealed messages a session opens with what it has proven. */

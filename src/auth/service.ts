@@ -12,7 +12,7 @@ import {
   startHttpService,
 } from '../kernel/service.ts';
 import { PendingCodes } from './codes/pending-codes.ts';
-import { CodeSendLimiter } from './codes/rate-limit.ts';
+import { refusalLimit, sendLimit } from './codes/limits.ts';
 import { ForbiddenTypes } from './attachments/file-type.ts';
 import { DraftAttachments } from './attachments/upload.ts';
 import { ClamdClient } from './clamd/client.ts';
@@ -70,7 +70,8 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       metrics,
       sessions: stores.sessions,
       codes: signIn.codes,
-      limiter: stores.limiter,
+      sendLimit: stores.sendLimit,
+      refusalLimit: stores.refusalLimit,
       seal: clients.seal,
       recipients: clients.recipients,
       access: new MessageAccess(db, clients.recipients, clients.seal),
@@ -125,14 +126,15 @@ function buildStores(db: AuthDb, auth: AuthConfig) {
     rememberMeMs: auth.session.rememberMeMaxAge,
   };
   const sessions = new SessionStore(db, timeouts);
-  const limiter = new CodeSendLimiter(db, {
+  const sends = sendLimit(db, {
     destinationIntervalMs: auth.limits.numberInterval,
     destinationHourly: auth.limits.numberHourly,
     clientHourly: auth.limits.ipHourly,
   });
   // A send claim outlives the exchange request's own time limit (10 min), so it is never taken over mid-send.
   const drafts = new DraftStore(db, 15 * 60_000);
-  return { timeouts, sessions, limiter, drafts };
+  const refusals = refusalLimit(db, auth.limits.ipHourly);
+  return { timeouts, sessions, sendLimit: sends, refusalLimit: refusals, drafts };
 }
 
 /** The seal service (B) and the exchange engine (C), as this service calls them. */
@@ -306,7 +308,7 @@ function startHousekeeping(
   const auth = context.settings;
   const cleanup = startCleanup({
     sessions: stores.sessions,
-    limiter: stores.limiter,
+    limits: [stores.sendLimit, stores.refusalLimit],
     intervalMs: auth.session.cleanupInterval,
     clock,
     logger,

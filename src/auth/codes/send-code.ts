@@ -2,11 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Language } from '../../kernel/languages.ts';
 import type { SignInMethod } from '../methods/method.ts';
+import type { SendLimit } from './limits.ts';
 import type { CodeTarget, PendingCodes } from './pending-codes.ts';
-import type { CodeSendLimiter } from './rate-limit.ts';
 
 export interface CodeSending {
-  limiter: CodeSendLimiter;
+  sendLimit: SendLimit;
   codes: PendingCodes;
   clock: Clock;
 }
@@ -24,7 +24,7 @@ export async function sendCode(
   how: { method: SignInMethod; client: string; log: FastifyBaseLogger; language?: Language },
 ): Promise<void> {
   const { method } = how;
-  const reservation = await deps.limiter.reserve(method.limitKey(target.destination), how.client, new Date(deps.clock.now()));
+  const reservation = await deps.sendLimit.count({ destination: method.limitKey(target.destination), client: how.client }, new Date(deps.clock.now()));
   const code = deps.codes.newCode();
   try {
     await method.send(target.destination, code, how.log, how.language);

@@ -34,7 +34,7 @@ const CodeStep = Type.Object({
  */
 export type MobileRoutesOptions = Pick<
   AuthContext,
-  'clock' | 'access' | 'recipients' | 'methods' | 'trustProxyHops' | 'limiter' | 'codes' | 'sessions' | 'settings' | 'mobileNotices'
+  'clock' | 'access' | 'recipients' | 'methods' | 'trustProxyHops' | 'sendLimit' | 'codes' | 'sessions' | 'settings' | 'mobileNotices'
 >;
 
 export async function mobileRoutes(app: App, context: MobileRoutesOptions) {

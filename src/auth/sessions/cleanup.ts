@@ -1,6 +1,6 @@
 import type { Clock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import type { CodeSendLimiter } from '../codes/rate-limit.ts';
+import type { HourlyLimit } from '../codes/hourly-limit.ts';
 import type { SessionStore } from './store.ts';
 
 /**
@@ -8,14 +8,15 @@ import type { SessionStore } from './store.ts';
  * hour they count for. Every instance runs it; the deletes are idempotent, so that needs no coordination.
  * Expired rows are ignored by every query anyway: this only keeps the tables small.
  */
-export function startCleanup(options: { sessions: SessionStore; limiter: CodeSendLimiter; intervalMs: number; clock: Clock; logger: Logger }) {
+export function startCleanup(options: { sessions: SessionStore; limits: Array<HourlyLimit<string>>; intervalMs: number; clock: Clock; logger: Logger }) {
   let running: Promise<void> | undefined;
   const run = () => {
     running ??= (async () => {
       try {
         const now = new Date(options.clock.now());
         const sessions = await options.sessions.deleteExpired(now);
-        const sends = await options.limiter.deleteOld(now);
+        let sends = 0;
+        for (const limit of options.limits) sends += await limit.deleteOld(now);
         if (sessions + sends > 0) options.logger.info({ sessions, codeSends: sends }, 'expired sessions and rate-limit records deleted');
       } catch (error) {
         options.logger.warn({ err: error }, 'session cleanup failed; next try at the next interval');

@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import { assertError } from '../../../test/support/auth-assert.ts';
 import { ALICE, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
 import type { Reader, ReaderResponse } from '../../../test/support/auth-reader.ts';
-import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR } from '../codes/refusal-limit.ts';
+import { REFUSALS_PER_CLIENT_FACTOR, REFUSALS_PER_MESSAGE_FACTOR } from '../codes/limits.ts';
 import type { AuthTables } from '../tables.ts';
 
 const IP_HOURLY = 3;

@@ -6,7 +6,7 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { sendCode } from '../codes/send-code.ts';
-import { isProbeRefusal } from '../codes/refusal-limit.ts';
+import { isProbeRefusal } from '../codes/limits.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
@@ -51,7 +51,7 @@ const SignedIn = Type.Object({
 
 export type SignInRoutesOptions = Pick<
   AuthContext,
-  'clock' | 'trustProxyHops' | 'limiter' | 'codes' | 'recipients' | 'methods' | 'sessions' | 'metrics' | 'cookie' | 'keys' | 'settings'
+  'clock' | 'trustProxyHops' | 'sendLimit' | 'refusalLimit' | 'codes' | 'recipients' | 'methods' | 'sessions' | 'metrics' | 'cookie' | 'keys' | 'settings'
 >;
 
 /** POST /v1/auth/code and POST /v1/auth/verify (docs/specification.md#auth-endpoints). */
@@ -85,12 +85,12 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
       }
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       // Counted before the lookup, so that probing for recipients and their numbers meets a limit too.
-      const checked = await context.limiter.refusals.check(body.messageId, client, new Date(context.clock.now()));
+      const counted = await context.refusalLimit.count({ client, message_id: body.messageId }, new Date(context.clock.now()));
       const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(async (error: unknown) => {
-        if (!isProbeRefusal(error)) await checked.notRefused();
+        if (!isProbeRefusal(error)) await counted.release();
         throw error;
       });
-      await checked.notRefused();
+      await counted.release();
       return issueCode(context, request, session, { recipient, method, destination, messageId: body.messageId, client });
     },
   );
