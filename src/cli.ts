@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig, variablesJson, variablesMarkdown, type Config } from './config.ts';
 import { ConfigError, SERVICE_NAMES, type ServiceName } from './kernel/variables.ts';
+import { clockFor } from './kernel/clock.ts';
 import { createLogger } from './kernel/logger.ts';
 import { keepGeneratedAdminToken } from './queue-command.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
@@ -145,6 +146,7 @@ async function start(which: string): Promise<number> {
   const sealpost = await startSealpost(config, names, logger, {
     ipfsStandIn: embedded && !config.seal.envCluster,
     embedded,
+    clock: clockFor(config.env),
   });
   logger.info({ services: names, startupMs: Date.now() - started }, 'sealpost started');
   if (names.includes('exchange')) await keepGeneratedAdminToken(config);

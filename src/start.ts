@@ -4,6 +4,7 @@ import type { SharedConfig } from './kernel/config.ts';
 import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
 import { listenError } from './kernel/listen-error.ts';
 import type { Logger } from './kernel/logger.ts';
+import type { Clock } from './kernel/clock.ts';
 import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
 import { replySizeWarning } from './auth/replies/exchange-limit.ts';
 import type { RunningService, ServiceContext, ServiceDefinition } from './kernel/service.ts';
@@ -54,6 +55,8 @@ export interface StartOptions {
   ipfsStandIn?: boolean;
   /** The embedded default (`start all`, not production): services may create starter data. */
   embedded?: boolean;
+  /** The time every service goes by; the system clock when unset. */
+  clock?: Clock;
 }
 
 export async function startSealpost(
@@ -94,7 +97,7 @@ export async function startSealpost(
       embedded.push(`IPFS Cluster stand-in at ${standIn.url} (IPFS proxy ${standIn.proxyUrl})`);
     }
 
-    const shared = { database, objects, logger, embedded: options.embedded ?? false };
+    const shared = { database, objects, logger, embedded: options.embedded ?? false, clock: options.clock };
     for (const name of START_ORDER.filter((n) => names.includes(n))) services.push(await startService(name, config, shared));
   } catch (error) {
     await stop().catch(() => {});

@@ -52,18 +52,6 @@ function sampleFile(size: number): Buffer {
   return bytes;
 }
 
-/**
- * Waits until the session's pending code is `validMs` old by the service's own record of when it went
- * (GET /v1/config, codePending.sentAt): the services run in a child process, out of reach of a test
- * clock, so the code must age in real time, but no longer than it takes.
- */
-async function untilCodeAged(page: Page, link: string, validMs: number): Promise<void> {
-  const messageId = new URL(link).pathname.split('/').at(-1)!;
-  const config = await (await page.request.get(new URL(`/v1/config?messageId=${messageId}`, link).href)).json();
-  const sentAt = Date.parse(config.codePending.sentAt);
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, sentAt + validMs + 100 - Date.now())));
-}
-
 async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
@@ -525,6 +513,8 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       SMS_PROVIDER: 'http',
       SMS_PROVIDER_URL: `${sms.url}/sms`,
       OUTBOUND_SMTP_URL: sink.url,
+      // The services' clock is moved by the test (advanceClock), so the code expires without waiting.
+      NODE_ENV: 'test',
       SMS_CODE_EXPIRATION: '3s',
       SMS_LIMIT_NUMBER_INTERVAL: '0s',
       DELIVERY_POLL_INTERVAL: '100ms',
@@ -554,7 +544,7 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
       await assertVisibleText(page, 'The code is valid for 3 seconds.');
       const expired = await nextCode(sms, ALICE.mobile, before);
-      await untilCodeAged(page, link, 3000);
+      await sealpost.advanceClock(3_100);
       const codeInput = page.getByLabel('Code', { exact: true });
       await codeInput.fill(expired);
       await page.getByRole('button', { name: 'Sign in' }).click();

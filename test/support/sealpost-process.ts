@@ -13,6 +13,11 @@ export interface SealpostProcess {
   stderr: () => string;
   urls: { auth: string; seal: string; exchange: string };
   ports: { auth: number; seal: number; exchange: number; smtp: number; ipfsProxy: number };
+  /**
+   * Moves the services' clock forward (only with NODE_ENV=test in env: the process then takes its time
+   * from a clock its parent moves over the IPC channel) and resolves once the process has moved it.
+   */
+  advanceClock(ms: number): Promise<void>;
   /** Sends SIGTERM and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -45,7 +50,8 @@ export async function startSealpostProcess(
       // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel is how advanceClock reaches the process (with NODE_ENV=test only).
+    stdio: env.NODE_ENV === 'test' ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -73,6 +79,12 @@ export async function startSealpostProcess(
       auth: `http://127.0.0.1:${ports.auth}`,
       seal: `http://127.0.0.1:${ports.seal}`,
       exchange: `http://127.0.0.1:${ports.exchange}`,
+    },
+    async advanceClock(ms: number) {
+      if (env.NODE_ENV !== 'test') throw new Error('advanceClock needs NODE_ENV=test in the environment');
+      const moved = once(child, 'message');
+      child.send({ advanceClockMs: ms });
+      await moved;
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
