@@ -27,7 +27,9 @@ import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 import { authBenchEnv } from './support/auth-env.ts';
 
-const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' } },
+});
 const CONNECTIONS = Number(values.connections);
 const SECONDS = Number(values.seconds);
 const SERVICE_TOKEN = 'bench-service-token';
@@ -58,7 +60,13 @@ const sealed = seal.register({
 
 const auth = await startSealpostProcess(
   {
-    ...authBenchEnv({ databaseUrl: database.url, dataDir, serviceToken: SERVICE_TOKEN, sealUrl: seal.url, smsUrl: sms.url }),
+    ...authBenchEnv({
+      databaseUrl: database.url,
+      dataDir,
+      serviceToken: SERVICE_TOKEN,
+      sealUrl: seal.url,
+      smsUrl: sms.url,
+    }),
     SMS_LIMIT_NUMBER_HOURLY: '100000',
     SMS_LIMIT_IP_HOURLY: '100000',
   },
@@ -69,9 +77,13 @@ const authUrl = auth.urls.auth;
 
 const barePort = await freePort();
 const bare = stopOnExit(
-  spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./support/bare-fastify.ts', import.meta.url)), String(barePort)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
+  spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./support/bare-fastify.ts', import.meta.url)), String(barePort)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  ),
 );
 await once(bare.stdout!, 'data');
 const bareUrl = `http://127.0.0.1:${barePort}`;
@@ -83,13 +95,22 @@ interface Answer {
   headers: Record<string, string | string[] | undefined>;
   body: string;
 }
-function call(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<Answer> {
+function call(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = httpRequest(`${base}${path}`, {
       method,
       agent,
-      headers: { ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+      headers: {
+        ...headers,
+        ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+      },
     });
     req.on('response', (res) => {
       let text = '';
@@ -126,7 +147,14 @@ interface Figures {
 }
 function wrk(url: string, pid: number, headers: Record<string, string> = {}): Figures {
   const cpu = treeCpuMs(pid);
-  const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), url];
+  const args = [
+    '-t1',
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    '--latency',
+    ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]),
+    url,
+  ];
   const out = execFileSync('wrk', args, { encoding: 'utf8' });
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const ms = (label: string) => {
@@ -156,18 +184,34 @@ async function pairLoop(base: string, pid: number, real: boolean): Promise<Figur
   await Promise.all(
     readers.map(async (reader) => {
       // Once per reader: a session and its CSRF token, as the reader page's first GET /v1/config.
-      const first = await call(base, 'GET', `/v1/config?messageId=${real ? sealed.id : ''}`.replace(/\?messageId=$/, ''));
+      const first = await call(
+        base,
+        'GET',
+        `/v1/config?messageId=${real ? sealed.id : ''}`.replace(/\?messageId=$/, ''),
+      );
       let cookie = cookieOf(first) ?? '';
       let csrf = String(first.headers['x-csrf-token'] ?? '');
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const sent = await call(base, 'POST', '/v1/auth/code', { cookie, 'x-csrf-token': csrf }, { messageId: sealed.id, email: reader.email, mobile: reader.mobile, method: 'sms' });
+        const sent = await call(
+          base,
+          'POST',
+          '/v1/auth/code',
+          { cookie, 'x-csrf-token': csrf },
+          { messageId: sealed.id, email: reader.email, mobile: reader.mobile, method: 'sms' },
+        );
         if (sent.status !== 200) {
           if (errors++ === 0) console.error(`first code request error: ${sent.status} ${sent.body}`);
           continue;
         }
         const code = real ? codeFor(sms, reader.mobile) : '123456';
-        const verified = await call(base, 'POST', '/v1/auth/verify', { cookie, 'x-csrf-token': csrf }, { code, rememberMe: false });
+        const verified = await call(
+          base,
+          'POST',
+          '/v1/auth/verify',
+          { cookie, 'x-csrf-token': csrf },
+          { code, rememberMe: false },
+        );
         if (verified.status !== 200) {
           if (errors++ === 0) console.error(`first verify error: ${verified.status} ${verified.body}`);
           continue;
@@ -196,7 +240,9 @@ const fmt = (f: Figures, unit: string) =>
 
 console.log(`== Auth: ${CONNECTIONS} connections, ${SECONDS} s per run`);
 console.log(`   ${machineLine()}`);
-console.log('   auth: `sealpost start auth`, LOG_LEVEL info, PostgreSQL 127.0.0.1; bare: Fastify, same paths, no work, no logging');
+console.log(
+  '   auth: `sealpost start auth`, LOG_LEVEL info, PostgreSQL 127.0.0.1; bare: Fastify, same paths, no work, no logging',
+);
 const summary: string[] = [];
 if (hasWrk) {
   // A session for the "with a session" run (wrk sends the same cookie on every request).
@@ -219,7 +265,9 @@ const barePair = await pairLoop(bareUrl, bare.pid!, false);
 console.log(`code + verify    bare Fastify           ${fmt(barePair, 'pair')}`);
 const authPair = await pairLoop(authUrl, auth.child.pid!, true);
 console.log(`code + verify    auth (SMS sent)        ${fmt(authPair, 'pair')}`);
-summary.push(`code + verify: ${(authPair.perSecond / barePair.perSecond).toFixed(2)}× bare Fastify (${sms.messages.length} SMS sent)`);
+summary.push(
+  `code + verify: ${(authPair.perSecond / barePair.perSecond).toFixed(2)}× bare Fastify (${sms.messages.length} SMS sent)`,
+);
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);
 

@@ -63,10 +63,17 @@ function message(tag: string, i: number): { messageId: string; raw: Buffer } {
   const messageId = `<${tag}-${i}@bench.example>`;
   const head = `From: bench@sender.example\r\nTo: sink@rcpt.example\r\nSubject: bench ${tag} ${i}\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n`;
   const line = 'The quick brown fox jumps over the lazy dog, again and again and again.\r\n';
-  return { messageId, raw: Buffer.from(head + line.repeat(Math.max(1, Math.ceil((SIZE - head.length) / line.length)))).subarray(0, Math.max(SIZE, head.length + 2)) };
+  return {
+    messageId,
+    raw: Buffer.from(head + line.repeat(Math.max(1, Math.ceil((SIZE - head.length) / line.length)))).subarray(
+      0,
+      Math.max(SIZE, head.length + 2),
+    ),
+  };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
@@ -82,7 +89,11 @@ const setup = await openDatabase({ url: database.url, poolSize: 16 });
 await migrateSchema(setup.db, { schema: 'exchange', migrations });
 const db = setup.db.withSchema('exchange') as Kysely<ExchangeTables>;
 const objects = createLocalObjectStore({ dir: join(dataDir, 'objects') });
-await new RuleStore(db).create({ name: 'bench', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+await new RuleStore(db).create({
+  name: 'bench',
+  priority: 1,
+  configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+});
 const intake = intakeOn(db, objects);
 
 // --- The sink -------------------------------------------------------------------------------------
@@ -92,7 +103,11 @@ let sinkPid = process.pid;
 let cSinkProcess: ReturnType<typeof spawn> | undefined;
 if (C_SINK) {
   const port = await freePort();
-  const child = stopOnExit(spawn(SMTP_SINK!, [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '256'], { stdio: 'ignore' }));
+  const child = stopOnExit(
+    spawn(SMTP_SINK!, [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '256'], {
+      stdio: 'ignore',
+    }),
+  );
   for (let up = false; !up; await sleep(20)) {
     up = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1', () => {
@@ -113,8 +128,15 @@ if (C_SINK) {
 const count = async (table: 'envelopes' | 'delivered') =>
   Number(
     (table === 'envelopes'
-      ? await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
-      : await db.selectFrom('message_status').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()
+      ? await db
+          .selectFrom('envelopes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      : await db
+          .selectFrom('message_status')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('status', '=', 'delivered')
+          .executeTakeFirstOrThrow()
     ).n,
   );
 
@@ -148,15 +170,24 @@ async function acceptAll(tag: string): Promise<void> {
     Array.from({ length: 32 }, async () => {
       while (next < MESSAGES) {
         const { raw } = message(tag, next++);
-        await intake.accept({ channel: 'smtp', sender: 'bench@sender.example', recipients: ['sink@rcpt.example'], payload: raw });
+        await intake.accept({
+          channel: 'smtp',
+          sender: 'bench@sender.example',
+          recipients: ['sink@rcpt.example'],
+          payload: raw,
+        });
       }
     }),
   );
 }
 
-console.log(`== Delivery: accepted → delivered over SMTP, ${MESSAGES} × ${SIZE} B, DELIVERY_CONCURRENCY ${CONCURRENCY} per engine`);
+console.log(
+  `== Delivery: accepted → delivered over SMTP, ${MESSAGES} × ${SIZE} B, DELIVERY_CONCURRENCY ${CONCURRENCY} per engine`,
+);
 console.log(`   ${machineLine()}`);
-console.log(`   sink: ${C_SINK ? "Postfix's smtp-sink (C, discards)" : 'smtp-server in the bench process (keeps messages)'}; payloads on local disk; PostgreSQL 127.0.0.1`);
+console.log(
+  `   sink: ${C_SINK ? "Postfix's smtp-sink (C, discards)" : 'smtp-server in the bench process (keeps messages)'}; payloads on local disk; PostgreSQL 127.0.0.1`,
+);
 
 // --- Baseline: nodemailer straight to the sink --------------------------------------------------
 const transporter = nodemailer.createTransport({ url: sinkUrl, pool: true, maxConnections: CONCURRENCY });
@@ -177,10 +208,13 @@ let baselinePerSecond: number;
   transporter.close();
   baselinePerSecond = MESSAGES / seconds;
   const sinkNote = C_SINK ? `, sink CPU ${((treeCpuMs(sinkPid) - sinkCpu) / MESSAGES).toFixed(2)} ms/msg` : '';
-  console.log(`baseline  nodemailer pool → sink       ${baselinePerSecond.toFixed(0).padStart(6)} msg/s  (${CONCURRENCY} connections${sinkNote})`);
+  console.log(
+    `baseline  nodemailer pool → sink       ${baselinePerSecond.toFixed(0).padStart(6)} msg/s  (${CONCURRENCY} connections${sinkNote})`,
+  );
 }
 if (nodeSink) {
-  if (nodeSink.messages.length !== MESSAGES) throw new Error(`baseline: ${nodeSink.messages.length} of ${MESSAGES} messages arrived`);
+  if (nodeSink.messages.length !== MESSAGES)
+    throw new Error(`baseline: ${nodeSink.messages.length} of ${MESSAGES} messages arrived`);
   nodeSink.messages.length = 0;
 }
 
@@ -197,7 +231,8 @@ for (const engines of [1, 2]) {
   const started = Date.now();
   await db.updateTable('envelopes').set({ next_attempt_at: sql<Date>`now()` }).execute();
   await until(
-    async () => (nodeSink ? nodeSink.messages.length >= MESSAGES : (await count('delivered')) - deliveredBefore >= MESSAGES),
+    async () =>
+      nodeSink ? nodeSink.messages.length >= MESSAGES : (await count('delivered')) - deliveredBefore >= MESSAGES,
     `${MESSAGES} messages delivered`,
   );
   const seconds = (Date.now() - started) / 1000;
@@ -208,7 +243,8 @@ for (const engines of [1, 2]) {
   // Exactly once: at the sink by Message-ID (node sink), or one `delivered` row per envelope.
   if (nodeSink) {
     const unique = new Set(nodeSink.messages.map((m) => m.messageId)).size;
-    if (unique !== MESSAGES || nodeSink.messages.length !== MESSAGES) throw new Error(`expected ${MESSAGES} distinct messages, got ${nodeSink.messages.length} (${unique} distinct)`);
+    if (unique !== MESSAGES || nodeSink.messages.length !== MESSAGES)
+      throw new Error(`expected ${MESSAGES} distinct messages, got ${nodeSink.messages.length} (${unique} distinct)`);
   } else {
     const twice = await db
       .selectFrom('message_status')
@@ -233,7 +269,14 @@ const latencySink = nodeSink ?? (await startSmtpSink());
 for (const pollInterval of ['1s', '100ms']) {
   const [engine] = await startEngines(1, pollInterval, latencySink.url);
   // Over the engine's own SMTP port, as mail arrives: the engine claims what it takes at once.
-  const sender = nodemailer.createTransport({ host: '127.0.0.1', port: engine!.ports.smtp, secure: false, ignoreTLS: true, pool: true, maxConnections: 4 });
+  const sender = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: engine!.ports.smtp,
+    secure: false,
+    ignoreTLS: true,
+    pool: true,
+    maxConnections: 4,
+  });
   latencySink.messages.length = 0;
   const acceptedAt = new Map<string, number>();
   const started = Date.now();
@@ -243,7 +286,9 @@ for (const pollInterval of ['1s', '100ms']) {
     if (due > Date.now()) await sleep(due - Date.now());
     const { messageId, raw } = message(`latency-${pollInterval}`, i);
     inFlight.push(
-      sender.sendMail({ envelope: { from: 'bench@sender.example', to: ['sink@rcpt.example'] }, raw }).then(() => acceptedAt.set(messageId, Date.now())),
+      sender
+        .sendMail({ envelope: { from: 'bench@sender.example', to: ['sink@rcpt.example'] }, raw })
+        .then(() => acceptedAt.set(messageId, Date.now())),
     );
   }
   await Promise.all(inFlight);
@@ -260,7 +305,9 @@ if (latencySink !== nodeSink) await latencySink.close();
 
 for (const t of throughput) {
   const goal = t.perSecond >= 1000 ? 'met' : 'not met';
-  console.log(`ratio     ${t.engines} engine process(es) = ${(t.perSecond / baselinePerSecond).toFixed(2)}× the baseline; goal ≥ 1,000 msg/s: ${goal}`);
+  console.log(
+    `ratio     ${t.engines} engine process(es) = ${(t.perSecond / baselinePerSecond).toFixed(2)}× the baseline; goal ≥ 1,000 msg/s: ${goal}`,
+  );
 }
 console.log(`   load average at the end: ${loadAverage()}`);
 await nodeSink?.close();

@@ -30,7 +30,9 @@ import { postfixUnavailable, startPrivatePostfix, type PrivatePostfix } from './
 import { loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 
-const { values } = parseArgs({ options: { s3: { type: 'boolean', default: false }, messages: { type: 'string', default: '2000' } } });
+const { values } = parseArgs({
+  options: { s3: { type: 'boolean', default: false }, messages: { type: 'string', default: '2000' } },
+});
 const MESSAGES = Number(values.messages);
 const CONNECTIONS = [1, 8, 32];
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
@@ -46,7 +48,11 @@ const fmt = (r: LoadResult, cpuMsPerMessage: number) =>
   `${r.perSecond.toFixed(0).padStart(6)} msg/s  p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms  ` +
   `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg${r.failed ? `  (${r.failed} FAILED)` : ''}`;
 
-async function measure(server: Server, connections: number, count: number): Promise<{ result: LoadResult; cpu: number }> {
+async function measure(
+  server: Server,
+  connections: number,
+  count: number,
+): Promise<{ result: LoadResult; cpu: number }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
   const before = treeCpuMs(server.pid);
   const result = await runSmtpLoad(server.port, connections, count);
@@ -83,13 +89,21 @@ async function waitForPort(port: number): Promise<void> {
 }
 
 const barePort = await freePort();
-const bare = await startChild(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)], 'stdout');
+const bare = await startChild(
+  process.execPath,
+  ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)],
+  'stdout',
+);
 
 let cSink: Server | undefined;
 if (SMTP_SINK) {
   const port = await freePort();
   // -u nobody: it refuses to run as root otherwise; backlog 256.
-  const child = await startChild(SMTP_SINK, [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '256'], port);
+  const child = await startChild(
+    SMTP_SINK,
+    [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '256'],
+    port,
+  );
   cSink = { name: 'smtp-sink (C)', port, pid: child.pid! };
 }
 
@@ -109,7 +123,13 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
       ...(s3
-        ? { S3_ENDPOINT: s3.endpoint, S3_BUCKET: bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey }
+        ? {
+            S3_ENDPOINT: s3.endpoint,
+            S3_BUCKET: bucket!,
+            S3_REGION: s3.region,
+            S3_ACCESS_KEY_ID: s3.accessKeyId,
+            S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+          }
         : {}),
     },
     { which: 'exchange' },
@@ -118,7 +138,11 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
   const rule = await fetch(`${exchange.urls.exchange}/v1/config`, {
     method: 'POST',
     headers: { authorization: 'Bearer bench-admin', 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } }),
+    body: JSON.stringify({
+      name: 'bench',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    }),
   });
   if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${await rule.text()}`);
   return exchange;
@@ -176,7 +200,14 @@ async function rawPuts(connections: number, count: number): Promise<LoadResult> 
   const seconds = (performance.now() - started) / 1000;
   client.destroy();
   latencies.sort((a, b) => a - b);
-  return { messages: count, seconds, perSecond: count / seconds, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), failed };
+  return {
+    messages: count,
+    seconds,
+    perSecond: count / seconds,
+    p50ms: percentile(latencies, 50),
+    p99ms: percentile(latencies, 99),
+    failed,
+  };
 }
 
 const servers: Server[] = [
@@ -189,9 +220,11 @@ const servers: Server[] = [
 
 console.log(`== SMTP ingest: 10 KB messages, ${MESSAGES} per run (500 with 1 connection)`);
 console.log(`   ${machineLine()}`);
-console.log(`   Sealpost: payloads on ${s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)'}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`);
+console.log(
+  `   Sealpost: payloads on ${s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)'}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`,
+);
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
-if (!SMTP_SINK) console.log('   smtp-sink baseline skipped: Postfix\'s smtp-sink is not installed');
+if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
 for (const connections of CONNECTIONS) {
   const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
@@ -199,7 +232,9 @@ for (const connections of CONNECTIONS) {
   if (s3) {
     const result = await rawPuts(connections, count);
     results.set('raw PutObject', result);
-    console.log(`${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${fmt(result, 0).replace(/server CPU.*$/, '(bare SDK client, the S3 ceiling)')}`);
+    console.log(
+      `${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${fmt(result, 0).replace(/server CPU.*$/, '(bare SDK client, the S3 ceiling)')}`,
+    );
   }
   for (const server of servers) {
     const { result, cpu } = await measure(server, connections, count);
@@ -209,7 +244,8 @@ for (const connections of CONNECTIONS) {
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
     // removals may trail the `delivered` status, and they load the same store), so that each run
     // measures its own load.
-    if (server.name === 'sealpost+delivery') for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    if (server.name === 'sealpost+delivery')
+      for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const ours = results.get('sealpost')!.perSecond;
   const ratio = ours / results.get('bare smtp-server')!.perSecond;
@@ -223,7 +259,9 @@ for (const connections of CONNECTIONS) {
   summary.push(line);
 }
 if (postfix) console.log(`Postfix queued ${await postfix.queued()} messages (its maillog)`);
-console.log(`peak RSS: sealpost exchange ${peakRssMb(sealpost.child.pid!).toFixed(0)} MB, bare smtp-server ${peakRssMb(bare.pid!).toFixed(0)} MB`);
+console.log(
+  `peak RSS: sealpost exchange ${peakRssMb(sealpost.child.pid!).toFixed(0)} MB, bare smtp-server ${peakRssMb(bare.pid!).toFixed(0)} MB`,
+);
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);
 

@@ -31,10 +31,14 @@ import { authBenchEnv } from './support/auth-env.ts';
 
 /** `tsc -p tsconfig.build.json` (the server half of `npm run build`): what the production runs below start. */
 async function buildServer(): Promise<void> {
-  const tsc = spawn(process.execPath, [fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
-    cwd: fileURLToPath(new URL('..', import.meta.url)),
-    stdio: 'inherit',
-  });
+  const tsc = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'],
+    {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      stdio: 'inherit',
+    },
+  );
   const [code] = await once(tsc, 'exit');
   if (code !== 0) throw new Error(`tsc -p tsconfig.build.json exited with ${code}`);
 }
@@ -93,7 +97,9 @@ async function holdSessions(port: number, pid: number): Promise<{ before: number
   try {
     // 100 at a time: smtp-server greets each after 100 ms, so the 1,000 take a couple of seconds.
     for (let opened = 0; opened < SESSIONS; opened += 100) {
-      sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, SESSIONS - opened) }, () => openSession(port)))));
+      sockets.push(
+        ...(await Promise.all(Array.from({ length: Math.min(100, SESSIONS - opened) }, () => openSession(port)))),
+      );
     }
     await sleep(2000); // idle, as they would sit between messages
     return { before, with: rssMb(pid), peak: peakRssMb(pid) };
@@ -105,9 +111,13 @@ async function holdSessions(port: number, pid: number): Promise<{ before: number
 const database = await createTestDatabase('bench_memory');
 const barePort = await freePort();
 const bare = stopOnExit(
-  spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
+  spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  ),
 );
 await once(bare.stdout!, 'data');
 const exchange = await startSealpostProcess(
@@ -148,18 +158,37 @@ const limit = `${Math.ceil(UPLOAD_BYTES / 1024 / 1024) + 16}MiB`;
 const reader = { email: 'alice@example.com', method: 'sms' as const, mobile: '+41791234567' };
 
 /** Starts the auth service, signs in, uploads the file once to warm up and once measured. */
-async function uploadRun(nodeOptions: string | undefined, built: boolean): Promise<{ idle: number; peak: number; seconds: number; how: string }> {
+async function uploadRun(
+  nodeOptions: string | undefined,
+  built: boolean,
+): Promise<{ idle: number; peak: number; seconds: number; how: string }> {
   // A message of its own for each run, so that each starts with an empty draft (REPLY_MAX_TOTAL_SIZE).
-  const sealed = seal.register({ raw: 'From: sender@example.org\r\nTo: alice@example.com\r\nSubject: Upload\r\n\r\nHi.\r\n', recipients: [reader], subject: 'Upload' });
+  const sealed = seal.register({
+    raw: 'From: sender@example.org\r\nTo: alice@example.com\r\nSubject: Upload\r\n\r\nHi.\r\n',
+    recipients: [reader],
+    subject: 'Upload',
+  });
   const auth = await startSealpostProcess(
     {
-      ...authBenchEnv({ databaseUrl: database.url, dataDir, serviceToken: SERVICE_TOKEN, sealUrl: seal.url, smsUrl: sms.url }),
+      ...authBenchEnv({
+        databaseUrl: database.url,
+        dataDir,
+        serviceToken: SERVICE_TOKEN,
+        sealUrl: seal.url,
+        smsUrl: sms.url,
+      }),
       ATTACHMENT_MAX_SIZE: limit,
       REPLY_MAX_TOTAL_SIZE: limit,
       ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
       ...(clamd ? { ...clamd.env, ATTACHMENTS_REQUIRE_SCAN: 'true' } : {}),
       ...(s3
-        ? { S3_ENDPOINT: s3.endpoint, S3_BUCKET: bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey }
+        ? {
+            S3_ENDPOINT: s3.endpoint,
+            S3_BUCKET: bucket!,
+            S3_REGION: s3.region,
+            S3_ACCESS_KEY_ID: s3.accessKeyId,
+            S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+          }
         : {}),
     },
     { which: 'auth', built },
@@ -168,14 +197,22 @@ async function uploadRun(nodeOptions: string | undefined, built: boolean): Promi
   try {
     const alice = new Reader(auth.urls.auth);
     await alice.get(`/v1/config?messageId=${sealed.id}`);
-    const sent = await alice.request('POST', '/v1/auth/code', { body: { messageId: sealed.id, email: reader.email, mobile: reader.mobile, method: 'sms' } });
+    const sent = await alice.request('POST', '/v1/auth/code', {
+      body: { messageId: sealed.id, email: reader.email, mobile: reader.mobile, method: 'sms' },
+    });
     if (sent.status !== 200) throw new Error(`code: ${sent.status} ${JSON.stringify(sent.body)}`);
-    const verified = await alice.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(reader.mobile), rememberMe: false } });
+    const verified = await alice.request('POST', '/v1/auth/verify', {
+      body: { code: sms.lastCodeTo(reader.mobile), rememberMe: false },
+    });
     if (verified.status !== 200) throw new Error(`verify: ${verified.status} ${JSON.stringify(verified.body)}`);
     await alice.get('/v1/message/files'); // the CSRF token of the signed-in session
 
     // Warm-up: every code path of an upload loaded once, so the reading is about the big one.
-    const warm = await uploadFile(alice, { filename: 'warm-up.bin', content: generatedBytes(8 * 1024 * 1024), size: 8 * 1024 * 1024 });
+    const warm = await uploadFile(alice, {
+      filename: 'warm-up.bin',
+      content: generatedBytes(8 * 1024 * 1024),
+      size: 8 * 1024 * 1024,
+    });
     if (warm.status !== 201) throw new Error(`warm-up upload: ${warm.status} ${JSON.stringify(warm.body)}`);
     await sleep(1000);
     const pid = auth.child.pid!;
@@ -184,11 +221,20 @@ async function uploadRun(nodeOptions: string | undefined, built: boolean): Promi
     let sampledPeak = idle;
     const sampler = setInterval(() => (sampledPeak = Math.max(sampledPeak, rssMb(pid))), 50);
     const started = performance.now();
-    const uploaded = await uploadFile(alice, { filename: 'big.bin', content: generatedBytes(UPLOAD_BYTES), size: UPLOAD_BYTES });
+    const uploaded = await uploadFile(alice, {
+      filename: 'big.bin',
+      content: generatedBytes(UPLOAD_BYTES),
+      size: UPLOAD_BYTES,
+    });
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
     if (uploaded.status !== 201) throw new Error(`upload: ${uploaded.status} ${JSON.stringify(uploaded.body)}`);
-    return { idle, peak: resettable ? peakRssMb(pid) : sampledPeak, seconds, how: resettable ? 'VmHWM' : 'sampled every 50 ms' };
+    return {
+      idle,
+      peak: resettable ? peakRssMb(pid) : sampledPeak,
+      seconds,
+      how: resettable ? 'VmHWM' : 'sampled every 50 ms',
+    };
   } finally {
     await auth.stop();
   }
@@ -200,7 +246,11 @@ const uploadLines: string[] = [];
 // (what the Dockerfile runs) with Node's defaults and with V8's young generation capped (an operator's
 // NODE_OPTIONS, not a default).
 await buildServer();
-for (const [nodeOptions, built] of [[undefined, false], [undefined, true], ['--max-semi-space-size=2', true]] as const) {
+for (const [nodeOptions, built] of [
+  [undefined, false],
+  [undefined, true],
+  ['--max-semi-space-size=2', true],
+] as const) {
   const run = await uploadRun(nodeOptions, built);
   const flags = `${built ? 'node dist/server/cli.js' : 'bin/sealpost.js through tsx'}${nodeOptions ? `, NODE_OPTIONS=${nodeOptions}` : ''}`;
   console.log(

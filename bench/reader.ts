@@ -26,7 +26,9 @@ import { stopOnExit } from './support/cleanup.ts';
 import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
-const { values } = parseArgs({ options: { small: { type: 'string', default: '200' }, large: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { small: { type: 'string', default: '200' }, large: { type: 'string', default: '10' } },
+});
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
 
 const standIn = await startStandIn();
@@ -35,7 +37,13 @@ const sms = await startSmsCapture();
 const database = await createTestDatabase('bench_reader');
 const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-'));
 const auth = await startSealpostProcess(
-  authBenchEnv({ databaseUrl: database.url, dataDir, serviceToken: seal.serviceToken, sealUrl: seal.url, smsUrl: sms.url }),
+  authBenchEnv({
+    databaseUrl: database.url,
+    dataDir,
+    serviceToken: seal.serviceToken,
+    sealUrl: seal.url,
+    smsUrl: sms.url,
+  }),
   { which: 'auth' },
 );
 stopOnExit(auth.child);
@@ -52,7 +60,10 @@ function call(url: string, method: string, headers: Record<string, string> = {},
     const req = httpRequest(url, {
       method,
       agent,
-      headers: { ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+      headers: {
+        ...headers,
+        ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+      },
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -72,7 +83,11 @@ const cookieOf = (answer: Answer) => {
 /** A sealed message of about `size` bytes for READER, who signs in by SMS. */
 async function sealOf(size: number): Promise<{ id: string; cid: string }> {
   const line = `${randomBytes(57).toString('base64')}\r\n`;
-  const raw = rawMessage({ to: READER.email, mobiles: [`${READER.email}=${READER.mobile}`], body: line.repeat(Math.ceil(size / line.length)) });
+  const raw = rawMessage({
+    to: READER.email,
+    mobiles: [`${READER.email}=${READER.mobile}`],
+    body: line.repeat(Math.ceil(size / line.length)),
+  });
   const response = await postSeal(seal, raw);
   if (response.status !== 201) throw new Error(`seal: ${response.status} ${await response.text()}`);
   return (await response.json()) as { id: string; cid: string };
@@ -84,7 +99,12 @@ async function signIn(messageId: string): Promise<string> {
   const first = await call(`${base}/v1/config?messageId=${messageId}`, 'GET');
   const cookie = cookieOf(first)!;
   const csrf = String(first.headers['x-csrf-token']);
-  const sent = await call(`${base}/v1/auth/code`, 'POST', { cookie, 'x-csrf-token': csrf }, { messageId, email: READER.email, mobile: READER.mobile, method: 'sms' });
+  const sent = await call(
+    `${base}/v1/auth/code`,
+    'POST',
+    { cookie, 'x-csrf-token': csrf },
+    { messageId, email: READER.email, mobile: READER.mobile, method: 'sms' },
+  );
   if (sent.status !== 200) throw new Error(`code: ${sent.status} ${sent.body}`);
   const code = /\b(\d{6})\b/.exec(sms.messages.at(-1)!.text)![1]!;
   const verified = await call(`${base}/v1/auth/verify`, 'POST', { cookie, 'x-csrf-token': csrf }, { code });
@@ -124,26 +144,41 @@ async function timed(count: number, pid: number | undefined, one: () => Promise<
     latencies.push(performance.now() - t);
   }
   latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: pid ? (treeCpuMs(pid) - cpu) / count : NaN };
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    cpu: pid ? (treeCpuMs(pid) - cpu) / count : NaN,
+  };
 }
 
 try {
   console.log('== Reader: GET /v1/message of a signed-in reader, one request at a time');
   console.log(`   ${machineLine()}`);
   const summary: string[] = [];
-  for (const [label, size, count] of [['100 KB', 100 * 1024, Number(values.small)], ['10 MB', 10 * 1024 * 1024, Number(values.large)]] as const) {
+  for (const [label, size, count] of [
+    ['100 KB', 100 * 1024, Number(values.small)],
+    ['10 MB', 10 * 1024 * 1024, Number(values.large)],
+  ] as const) {
     const sealed = await sealOf(size);
     const cookie = await signIn(sealed.id);
-    const row = await sql<{ wrapped_key: string }>`select wrapped_key from seal.sealed_messages where id = ${sealed.id}`.execute(seal.database.db);
+    const row = await sql<{
+      wrapped_key: string;
+    }>`select wrapped_key from seal.sealed_messages where id = ${sealed.id}`.execute(seal.database.db);
     const key = openSecret(Buffer.from(TEST_MASTER_KEY, 'hex'), row.rows[0]!.wrapped_key, messageKeyLabel(sealed.id));
     const bare = await timed(count, undefined, () => bareRead(sealed.cid, key));
     const ours = await timed(count, auth.child.pid!, async () => {
       const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
       if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
     });
-    console.log(`${label.padEnd(6)} proxy + decrypt (bare)  p50 ${bare.p50.toFixed(1).padStart(7)} ms  p99 ${bare.p99.toFixed(1).padStart(7)} ms`);
-    console.log(`${label.padEnd(6)} GET /v1/message         p50 ${ours.p50.toFixed(1).padStart(7)} ms  p99 ${ours.p99.toFixed(1).padStart(7)} ms  auth CPU ${ours.cpu.toFixed(1)} ms/req`);
-    summary.push(`${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt (p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`);
+    console.log(
+      `${label.padEnd(6)} proxy + decrypt (bare)  p50 ${bare.p50.toFixed(1).padStart(7)} ms  p99 ${bare.p99.toFixed(1).padStart(7)} ms`,
+    );
+    console.log(
+      `${label.padEnd(6)} GET /v1/message         p50 ${ours.p50.toFixed(1).padStart(7)} ms  p99 ${ours.p99.toFixed(1).padStart(7)} ms  auth CPU ${ours.cpu.toFixed(1)} ms/req`,
+    );
+    summary.push(
+      `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt (p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`,
+    );
   }
   console.log(summary.join('\n'));
   console.log(`   load average at the end: ${loadAverage()}`);

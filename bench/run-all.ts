@@ -15,20 +15,26 @@ const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const BEGIN = '<!-- bench:latest-run -->';
 const END = '<!-- /bench:latest-run -->';
 /** The AWS SDK's notice that it will need Node 22 (printed by every process that loads it). */
-const NOISE = /NodeVersionSupportWarning|versions published after|will require node >=22|To continue receiving updates|and security updates please upgrade|More information can be found at: https:\/\/a\.co|Use `node --trace-warnings/;
+const NOISE =
+  /NodeVersionSupportWarning|versions published after|will require node >=22|To continue receiving updates|and security updates please upgrade|More information can be found at: https:\/\/a\.co|Use `node --trace-warnings/;
 
 const args = process.argv.slice(2);
 const write = !args.includes('--no-write');
 const chosen = args.filter((arg) => !arg.startsWith('--'));
-for (const name of chosen) if (!BENCHES.includes(name)) throw new Error(`unknown benchmark ${name}; known: ${BENCHES.join(', ')}`);
+for (const name of chosen)
+  if (!BENCHES.includes(name)) throw new Error(`unknown benchmark ${name}; known: ${BENCHES.join(', ')}`);
 const selected = chosen.length > 0 ? BENCHES.filter((name) => chosen.includes(name)) : BENCHES;
 
 function run(name: string): Promise<{ output: string; code: number | null; seconds: number }> {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${name}.ts`, import.meta.url))], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL(`./${name}.ts`, import.meta.url))],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     let partial = '';
     const take = (chunk: Buffer) => {
@@ -57,7 +63,9 @@ let failed = 0;
 for (const name of selected) {
   const { output, code, seconds } = await run(name);
   if (code !== 0) failed++;
-  sections.push(`### ${name}${code === 0 ? '' : ` (FAILED, exit ${code})`} — ${seconds.toFixed(0)} s\n\n\`\`\`\n${output.trimEnd()}\n\`\`\``);
+  sections.push(
+    `### ${name}${code === 0 ? '' : ` (FAILED, exit ${code})`} — ${seconds.toFixed(0)} s\n\n\`\`\`\n${output.trimEnd()}\n\`\`\``,
+  );
   console.log('');
 }
 const footer = `load average at the end: ${loadAverage()}`;
@@ -79,7 +87,10 @@ if (write) {
   }
   const start = text.indexOf(BEGIN);
   const end = text.indexOf(END);
-  text = start >= 0 && end > start ? `${text.slice(0, start)}${block}${text.slice(end + END.length)}` : `${text.trimEnd()}\n\n## Latest run\n\n${block}\n`;
+  text =
+    start >= 0 && end > start
+      ? `${text.slice(0, start)}${block}${text.slice(end + END.length)}`
+      : `${text.trimEnd()}\n\n## Latest run\n\n${block}\n`;
   writeFileSync(RESULTS, text);
   console.log(`figures written to ${RESULTS}`);
 }

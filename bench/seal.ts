@@ -20,7 +20,11 @@ import { machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
-  options: { messages: { type: 'string', default: '120' }, concurrency: { type: 'string', default: '1,4,8' }, size: { type: 'string', default: '10240' } },
+  options: {
+    messages: { type: 'string', default: '120' },
+    concurrency: { type: 'string', default: '1,4,8' },
+    size: { type: 'string', default: '10240' },
+  },
 });
 const MESSAGES = Number(values.messages);
 const LEVELS = values.concurrency.split(',').map(Number);
@@ -39,9 +43,16 @@ const clusters = await startRealClusters();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One HTTP exchange with a cluster's REST API, as any client would make it. */
-function call(cluster: RealCluster, method: string, path: string, body?: { type: string; data: Buffer }): Promise<{ status: number; text: string }> {
+function call(
+  cluster: RealCluster,
+  method: string,
+  path: string,
+  body?: { type: string; data: Buffer },
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}` };
+    const headers: Record<string, string> = {
+      authorization: `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}`,
+    };
     if (body) Object.assign(headers, { 'content-type': body.type, 'content-length': String(body.data.length) });
     const options = { host: '127.0.0.1', port: cluster.restPort, method, path, headers, ca: clusters.ca.cert };
     const done = (res: IncomingMessage) => {
@@ -70,11 +81,16 @@ async function bareOne(): Promise<void> {
   const t = performance.now();
   const boundary = `bench${randomUUID()}`;
   const data = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="m.sealed"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="m.sealed"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
     randomBytes(SIZE),
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
-  const added = await call(clusters.primary, 'POST', '/add', { type: `multipart/form-data; boundary=${boundary}`, data });
+  const added = await call(clusters.primary, 'POST', '/add', {
+    type: `multipart/form-data; boundary=${boundary}`,
+    data,
+  });
   const cid = (JSON.parse(added.text.trim().split('\n').at(-1)!) as { cid: string }).cid;
   await Promise.all([clusters.primary, clusters.secondary].map((cluster) => call(cluster, 'POST', `/pins/${cid}`)));
   accepted.bare!.push(performance.now() - t);
@@ -111,7 +127,13 @@ async function measure(name: string, concurrency: number, one: () => Promise<num
   return figures;
 }
 
-const cluster = (c: RealCluster) => ({ host: '127.0.0.1', port: String(c.restPort), user: c.user, pass: c.pass, secure: c.secure });
+const cluster = (c: RealCluster) => ({
+  host: '127.0.0.1',
+  port: String(c.restPort),
+  user: c.user,
+  pass: c.pass,
+  secure: c.secure,
+});
 const seal = await startSealWithClusters([cluster(clusters.primary), cluster(clusters.secondary)], {
   IPFS_CLUSTER_CA_FILE: clusters.ca.certPath,
   IPFS_PROXY_PORT: String(clusters.primary.proxyPort),
@@ -201,20 +223,33 @@ async function sealOne(): Promise<number> {
 
 try {
   console.log(machineLine());
-  console.log(`seal: ${MESSAGES} messages of ${SIZE} bytes at each level, add + pin until pinned on 2 real clusters (poll ${FRESH_POLL_MS} ms for a second, then ${POLL_MS} ms)`);
+  console.log(
+    `seal: ${MESSAGES} messages of ${SIZE} bytes at each level, add + pin until pinned on 2 real clusters (poll ${FRESH_POLL_MS} ms for a second, then ${POLL_MS} ms)`,
+  );
   await measure('warm-up (bare client, not counted)', Math.max(...LEVELS), async () => bareOne());
-  const p50 = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50).toFixed(0);
+  const p50 = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    ).toFixed(0);
   const ratios: string[] = [];
   for (const level of LEVELS) {
     console.log(`-- ${level} at a time`);
     accepted.bare = [];
     accepted.sealpost = [];
     // SEAL_BENCH_ONLY=sealpost skips the ceiling, for profiling the service's side alone.
-    const bare = process.env.SEAL_BENCH_ONLY === 'sealpost' ? { rate: NaN, p99: NaN } : await measure('bare client -> IPFS Cluster REST (ceiling)', level, bareOne);
+    const bare =
+      process.env.SEAL_BENCH_ONLY === 'sealpost'
+        ? { rate: NaN, p99: NaN }
+        : await measure('bare client -> IPFS Cluster REST (ceiling)', level, bareOne);
     const sealpost = await measure('Sealpost seal service (POST /v1/seal)', level, sealOne);
-    console.log(`accepted (pins accepted / seal answered), p50: bare ${p50(accepted.bare)} ms, Sealpost ${p50(accepted.sealpost)} ms`);
+    console.log(
+      `accepted (pins accepted / seal answered), p50: bare ${p50(accepted.bare)} ms, Sealpost ${p50(accepted.sealpost)} ms`,
+    );
     const ratio = `${(sealpost.rate / bare.rate).toFixed(2)}x`;
-    console.log(`ratio: ${ratio} the ceiling's throughput (goal >= 0.8x); p99 ${(sealpost.p99 / bare.p99).toFixed(2)}x`);
+    console.log(
+      `ratio: ${ratio} the ceiling's throughput (goal >= 0.8x); p99 ${(sealpost.p99 / bare.p99).toFixed(2)}x`,
+    );
     ratios.push(`${level}: ${ratio}`);
   }
   console.log(`ratios by messages in flight: ${ratios.join(', ')} (goal >= 0.8x)`);

@@ -74,7 +74,8 @@ async function swapIn(staging: string, outDir: string): Promise<void> {
     await rename(staging, target);
   } catch (error) {
     // Another build put its page there in between: that one is as good as ours.
-    if ((error as NodeJS.ErrnoException).code !== 'ENOTEMPTY' && (error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOTEMPTY' && (error as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw error;
     await rm(staging, { recursive: true, force: true });
   }
   await rm(old, { recursive: true, force: true });
@@ -84,5 +85,7 @@ async function swapIn(staging: string, outDir: string): Promise<void> {
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const started = Date.now();
   const built = await buildReader(process.argv[2] ?? READER_DIST_DIR);
-  process.stdout.write(`reader page built in ${Date.now() - started} ms: ${built.outDir}\n${built.files.map((f) => `  ${f}\n`).join('')}`);
+  process.stdout.write(
+    `reader page built in ${Date.now() - started} ms: ${built.outDir}\n${built.files.map((f) => `  ${f}\n`).join('')}`,
+  );
 }

@@ -35,7 +35,10 @@ for await (const line of createInterface({ input: child.stdout! })) {
     if (line.startsWith('Sealpost is running.') && !sent) {
       sent = true;
       // After the rest of the banner has been printed.
-      setTimeout(() => void sendSample().catch((error: unknown) => say(`Could not send the sample email: ${String(error)}`)), 200);
+      setTimeout(
+        () => void sendSample().catch((error: unknown) => say(`Could not send the sample email: ${String(error)}`)),
+        200,
+      );
     }
     continue;
   }

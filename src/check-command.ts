@@ -45,7 +45,8 @@ export async function checkCommand(config: Config, out: NodeJS.WritableStream): 
     }
   }
   const width = Math.max(...results.map((r) => r.name.length));
-  for (const r of results) out.write(`${r.name.padEnd(width)}  ${r.ok ? 'ok    ' : 'FAILED'}  ${r.detail.replace(/\s+/g, ' ')}\n`);
+  for (const r of results)
+    out.write(`${r.name.padEnd(width)}  ${r.ok ? 'ok    ' : 'FAILED'}  ${r.detail.replace(/\s+/g, ' ')}\n`);
   const failed = results.filter((r) => !r.ok).length;
   out.write(failed ? `\n${failed} of ${results.length} checks failed\n` : `\nall ${results.length} checks passed\n`);
   return failed ? 1 : 0;
@@ -77,7 +78,8 @@ async function checkObjects(config: Config): Promise<string> {
     await objects.put(key, Readable.from([probe]), { contentType: 'text/plain' });
     const chunks: Buffer[] = [];
     for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
-    if (!Buffer.concat(chunks).equals(probe)) throw new Error('the probe object read back differs from what was written');
+    if (!Buffer.concat(chunks).equals(probe))
+      throw new Error('the probe object read back differs from what was written');
     await objects.delete(key);
     return `${objects.driver === 's3' ? `S3 bucket ${config.s3.bucket}` : `local folder ${join(resolve(config.dataDir), 'objects')}`}: probe written, read and deleted`;
   } finally {
@@ -89,7 +91,8 @@ async function checkObjects(config: Config): Promise<string> {
 async function checkCluster(config: Config): Promise<string> {
   const env = config.seal.envCluster;
   if (!env) {
-    if (config.production) throw new Error('no IPFS cluster: set IPFS_CLUSTER_HOST (or store one through POST /v1/ipfs/config)');
+    if (config.production)
+      throw new Error('no IPFS cluster: set IPFS_CLUSTER_HOST (or store one through POST /v1/ipfs/config)');
     return 'embedded IPFS Cluster stand-in (IPFS_CLUSTER_HOST unset), started by `sealpost start all`';
   }
   const client = new ClusterClient({ ...env, timeout: '10s' }, { proxyPort: config.seal.ipfsProxyPort });
@@ -100,19 +103,23 @@ async function checkCluster(config: Config): Promise<string> {
 
 async function checkRelay(config: Config): Promise<string> {
   const url = config.exchange.outboundSmtpUrl;
-  if (!url) return `no relay (OUTBOUND_SMTP_URL unset): outbound mail is written to ${join(resolve(config.dataDir), 'outbox')}`;
+  if (!url)
+    return `no relay (OUTBOUND_SMTP_URL unset): outbound mail is written to ${join(resolve(config.dataDir), 'outbox')}`;
   const parsed = new URL(url);
   try {
     const offers = await probeRelay(url, CHECK_TIMEOUT_MS);
     return `${parsed.hostname}:${parsed.port || 25} answers EHLO (8BITMIME ${offers.eightBitMime ? 'yes' : 'no'}, SMTPUTF8 ${offers.smtpUtf8 ? 'yes' : 'no'})`;
   } catch (error) {
-    throw new Error(`OUTBOUND_SMTP_URL ${parsed.protocol}//${parsed.host}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(
+      `OUTBOUND_SMTP_URL ${parsed.protocol}//${parsed.host}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
 async function checkSms(config: Config): Promise<string> {
   const { provider, url } = config.auth.sms;
-  if (provider === 'log' || (provider === undefined && !config.production)) return 'log provider: codes are printed, no SMS is sent (development only)';
+  if (provider === 'log' || (provider === undefined && !config.production))
+    return 'log provider: codes are printed, no SMS is sent (development only)';
   if (provider === undefined) throw new Error('SMS_PROVIDER is not set (required in production)');
   const target = new URL(provider === 'twilio' ? 'https://api.twilio.com' : url!);
   const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);

@@ -29,14 +29,20 @@ function commandHelp(command: string): string | undefined {
   if (start < 0) return undefined;
   let end = start + 1;
   while (end < lines.length && /^ {20,}\S/.test(lines[end]!)) end++;
-  return `Usage: sealpost ${lines.slice(start, end).map((line) => line.trim()).join('\n  ')}\n`;
+  return `Usage: sealpost ${lines
+    .slice(start, end)
+    .map((line) => line.trim())
+    .join('\n  ')}\n`;
 }
 
 /** The version in package.json, found next to the source (src/) or the build (dist/server/). */
 function version(): string {
   for (const path of ['../package.json', '../../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === 'sealpost' && pkg.version) return pkg.version;
     } catch {
       // not here: the next place
@@ -90,7 +96,9 @@ async function main(argv: string[]): Promise<number> {
         const { dkimKeyGenerate } = await import('./dkim-key-command.ts');
         return dkimKeyGenerate(rest.slice(1));
       }
-      process.stderr.write('Usage: sealpost dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519]\n');
+      process.stderr.write(
+        'Usage: sealpost dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519]\n',
+      );
       return 2;
     case 'config':
       if (rest.length === 0 || (rest.length === 1 && rest[0] === '--markdown')) {

@@ -44,17 +44,36 @@ describe('configuration', () => {
     assert.equal(config.auth.attachments.maxSize, 17 * 1024 * 1024, 'no single file larger than a whole reply may be');
     assert.equal(config.auth.attachments.replyMaxTotalSize, 17 * 1024 * 1024);
     const forbidden = config.auth.attachments.forbiddenTypes;
-    for (const type of ['exe', 'dll', 'msi', 'bat', 'ps1', 'jar', 'sh', 'apk', 'application/x-msdownload', 'application/x-sh']) {
+    for (const type of [
+      'exe',
+      'dll',
+      'msi',
+      'bat',
+      'ps1',
+      'jar',
+      'sh',
+      'apk',
+      'application/x-msdownload',
+      'application/x-sh',
+    ]) {
       assert.ok(forbidden.includes(type), `${type} is forbidden by default`);
     }
-    for (const type of ['pdf', 'png', 'docx', 'application/pdf']) assert.ok(!forbidden.includes(type), `${type} is allowed by default`);
+    for (const type of ['pdf', 'png', 'docx', 'application/pdf'])
+      assert.ok(!forbidden.includes(type), `${type} is allowed by default`);
   });
 
   it('reads an ATTACHMENT_FORBIDDEN_TYPES override as lower-case entries without dots or duplicates', () => {
     const config = loadConfig({ ATTACHMENT_FORBIDDEN_TYPES: ' .EXE, iso ,application/X-ISO9660-Image,exe' });
     assert.deepEqual(config.auth.attachments.forbiddenTypes, ['exe', 'iso', 'application/x-iso9660-image']);
-    assert.deepEqual(loadConfig({ ATTACHMENT_FORBIDDEN_TYPES: '' }).auth.attachments.forbiddenTypes, [], 'empty allows all');
-    assert.match(problemsOf({ ATTACHMENT_FORBIDDEN_TYPES: 'exe,not a type' })[0]!, /^ATTACHMENT_FORBIDDEN_TYPES="exe,not a type" is not valid/);
+    assert.deepEqual(
+      loadConfig({ ATTACHMENT_FORBIDDEN_TYPES: '' }).auth.attachments.forbiddenTypes,
+      [],
+      'empty allows all',
+    );
+    assert.match(
+      problemsOf({ ATTACHMENT_FORBIDDEN_TYPES: 'exe,not a type' })[0]!,
+      /^ATTACHMENT_FORBIDDEN_TYPES="exe,not a type" is not valid/,
+    );
   });
 
   it('takes NODE_ENV only as development, production or test', () => {
@@ -83,7 +102,10 @@ describe('configuration', () => {
     assert.equal(config.s3.endpoint, 'https://s3.example.com', 'a trailing slash is dropped');
     assert.equal(config.exchange.outboundSmtpUrl, 'smtps://u:p@relay.example.com:465');
     assert.equal(loadConfig({ OUTBOUND_SMTP_URL: 'smtp://relay:25' }).exchange.outboundSmtpUrl, 'smtp://relay:25');
-    assert.deepEqual([config.exchange.sealUrl, config.auth.exchangeUrl, config.auth.publicUrl], ['https://seal.internal', 'http://exchange.internal:8083', 'https://mail.example.com']);
+    assert.deepEqual(
+      [config.exchange.sealUrl, config.auth.exchangeUrl, config.auth.publicUrl],
+      ['https://seal.internal', 'http://exchange.internal:8083', 'https://mail.example.com'],
+    );
     assert.equal(config.auth.sms.url, 'https://sms.example.com/send');
 
     const problems = problemsOf({
@@ -95,15 +117,18 @@ describe('configuration', () => {
       AUTH_PUBLIC_URL: 'javascript:alert(1)',
       SMS_PROVIDER_URL: 'mailto:sms@example.com',
     });
-    assert.deepEqual([...problems].sort(), [
-      'DATABASE_URL=(value hidden) is not valid: expected a postgres:// or postgresql:// URL',
-      'S3_ENDPOINT="ftp://s3.example.com" is not valid: expected an http:// or https:// URL',
-      'OUTBOUND_SMTP_URL=(value hidden) is not valid: expected an smtp:// or smtps:// URL',
-      'AUTH_PUBLIC_URL="javascript:alert(1)" is not valid: expected an http:// or https:// URL',
-      'SMS_PROVIDER_URL="mailto:sms@example.com" is not valid: expected an http:// or https:// URL',
-      'SEAL_URL="smtp://seal.internal" is not valid: expected an http:// or https:// URL',
-      'EXCHANGE_URL="file:///tmp/exchange" is not valid: expected an http:// or https:// URL',
-    ].sort());
+    assert.deepEqual(
+      [...problems].sort(),
+      [
+        'DATABASE_URL=(value hidden) is not valid: expected a postgres:// or postgresql:// URL',
+        'S3_ENDPOINT="ftp://s3.example.com" is not valid: expected an http:// or https:// URL',
+        'OUTBOUND_SMTP_URL=(value hidden) is not valid: expected an smtp:// or smtps:// URL',
+        'AUTH_PUBLIC_URL="javascript:alert(1)" is not valid: expected an http:// or https:// URL',
+        'SMS_PROVIDER_URL="mailto:sms@example.com" is not valid: expected an http:// or https:// URL',
+        'SEAL_URL="smtp://seal.internal" is not valid: expected an http:// or https:// URL',
+        'EXCHANGE_URL="file:///tmp/exchange" is not valid: expected an http:// or https:// URL',
+      ].sort(),
+    );
   });
 
   describe('AUTH_PUBLIC_URL in production', () => {
@@ -114,8 +139,14 @@ describe('configuration', () => {
       assert.deepEqual(problemsOf(production, forAuth), [
         'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links from seal, Secure session cookies in auth)',
       ]);
-      assert.match(problemsOf({ ...production, AUTH_PUBLIC_URL: '' }, { services: ['seal', 'exchange', 'auth'] })[0]!, /^AUTH_PUBLIC_URL is not set/);
-      assert.equal(loadConfig({ ...production, AUTH_PUBLIC_URL: 'https://mail.example.com' }, forAuth).auth.publicUrl, 'https://mail.example.com');
+      assert.match(
+        problemsOf({ ...production, AUTH_PUBLIC_URL: '' }, { services: ['seal', 'exchange', 'auth'] })[0]!,
+        /^AUTH_PUBLIC_URL is not set/,
+      );
+      assert.equal(
+        loadConfig({ ...production, AUTH_PUBLIC_URL: 'https://mail.example.com' }, forAuth).auth.publicUrl,
+        'https://mail.example.com',
+      );
     });
 
     it('refuses plain http: except on a loopback host', () => {
@@ -124,25 +155,41 @@ describe('configuration', () => {
       ]);
       assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://10.0.0.5:8081' }, forAuth).length, 1);
       assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://localhost.example.com' }, forAuth).length, 1);
-      for (const local of ['http://localhost:8081', 'http://LOCALHOST', 'http://app.localhost', 'http://127.0.0.1:8081', 'http://[::1]:8081']) {
+      for (const local of [
+        'http://localhost:8081',
+        'http://LOCALHOST',
+        'http://app.localhost',
+        'http://127.0.0.1:8081',
+        'http://[::1]:8081',
+      ]) {
         assert.equal(loadConfig({ ...production, AUTH_PUBLIC_URL: local }, forAuth).auth.publicUrl, local, local);
       }
     });
 
     it('is required when the seal service starts: it writes the reader links', () => {
       assert.match(problemsOf(production, { services: ['seal'] })[0]!, /^AUTH_PUBLIC_URL is not set/);
-      assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://mail.example.com' }, { services: ['seal'] }).length, 1);
+      assert.equal(
+        problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://mail.example.com' }, { services: ['seal'] }).length,
+        1,
+      );
     });
 
     it('is not asked of processes that start neither auth nor seal, nor outside production', () => {
       assert.equal(loadConfig(production, { services: ['exchange'] }).auth.publicUrl, 'http://127.0.0.1:8081');
-      assert.equal(loadConfig({ AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth).auth.publicUrl, 'http://mail.example.com');
+      assert.equal(
+        loadConfig({ AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth).auth.publicUrl,
+        'http://mail.example.com',
+      );
       assert.equal(loadConfig({ NODE_ENV: 'test' }, forAuth).auth.publicUrl, 'http://127.0.0.1:8081');
     });
   });
 
   it('reads durations in every Go form', () => {
-    const config = loadConfig({ SMS_CODE_EXPIRATION: '1h30m', ATTACHMENTS_RETENTION_PERIOD: '1.5h', EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: '90s' });
+    const config = loadConfig({
+      SMS_CODE_EXPIRATION: '1h30m',
+      ATTACHMENTS_RETENTION_PERIOD: '1.5h',
+      EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: '90s',
+    });
     assert.equal(config.auth.smsCodeExpiration, 90 * 60 * 1_000);
     assert.equal(config.auth.attachmentsRetentionPeriod, 90 * 60 * 1_000);
     assert.equal(config.auth.expiredAttachmentsWatcherInterval, 90 * 1_000);
@@ -157,7 +204,10 @@ describe('configuration', () => {
   });
 
   it('refuses zero and negative durations where a period must pass', () => {
-    assert.match(problemsOf({ EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: '0' })[0]!, /EXPIRED_ATTACHMENTS_WATCHER_INTERVAL="0"/);
+    assert.match(
+      problemsOf({ EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: '0' })[0]!,
+      /EXPIRED_ATTACHMENTS_WATCHER_INTERVAL="0"/,
+    );
     assert.match(problemsOf({ SMS_CODE_EXPIRATION: '-5m' })[0]!, /SMS_CODE_EXPIRATION="-5m"/);
   });
 
@@ -175,14 +225,26 @@ describe('configuration', () => {
 
   it('requires both TLS files when inbound SMTP TLS is on', () => {
     const problems = problemsOf({ INBOUND_SMTP_TLS: 'true', INBOUND_SMTP_TLS_PUBLIC_KEY: '/etc/cert.pem' });
-    assert.deepEqual(problems, ['INBOUND_SMTP_TLS_PRIVATE_KEY is not set: INBOUND_SMTP_TLS=true needs the private key file']);
-    const config = loadConfig({ INBOUND_SMTP_TLS: 'true', INBOUND_SMTP_TLS_PUBLIC_KEY: '/c.pem', INBOUND_SMTP_TLS_PRIVATE_KEY: '/k.pem' });
+    assert.deepEqual(problems, [
+      'INBOUND_SMTP_TLS_PRIVATE_KEY is not set: INBOUND_SMTP_TLS=true needs the private key file',
+    ]);
+    const config = loadConfig({
+      INBOUND_SMTP_TLS: 'true',
+      INBOUND_SMTP_TLS_PUBLIC_KEY: '/c.pem',
+      INBOUND_SMTP_TLS_PRIVATE_KEY: '/k.pem',
+    });
     assert.deepEqual(config.exchange.inboundSmtpTls, { certPath: '/c.pem', keyPath: '/k.pem' });
   });
 
   it('takes the IPFS cluster fallback from IPFS_CLUSTER_* with the spec defaults', () => {
     const config = loadConfig({ IPFS_CLUSTER_HOST: 'cluster.example', IPFS_CLUSTER_USER: 'u', IPFS_CLUSTER_PASS: 'p' });
-    assert.deepEqual(config.seal.envCluster, { host: 'cluster.example', port: '9094', user: 'u', pass: 'p', secure: true });
+    assert.deepEqual(config.seal.envCluster, {
+      host: 'cluster.example',
+      port: '9094',
+      user: 'u',
+      pass: 'p',
+      secure: true,
+    });
     assert.match(problemsOf({ IPFS_CLUSTER_HOST: 'c', IPFS_CLUSTER_USER: 'u' })[0]!, /must be set together/);
   });
 
@@ -199,7 +261,13 @@ describe('configuration', () => {
 
   it('documents every variable in one table', () => {
     const table = variablesMarkdown();
-    for (const name of ['SMS_CODE_EXPIRATION', 'IPFS_CLUSTER_SECURE', 'INBOUND_SMTP_TLS_PRIVATE_KEY', 'DATABASE_URL', 'S3_BUCKET']) {
+    for (const name of [
+      'SMS_CODE_EXPIRATION',
+      'IPFS_CLUSTER_SECURE',
+      'INBOUND_SMTP_TLS_PRIVATE_KEY',
+      'DATABASE_URL',
+      'S3_BUCKET',
+    ]) {
       assert.match(table, new RegExp(`\\| \`${name}\` \\|`));
     }
     assert.match(table, /\| `SMS_CODE_EXPIRATION` \| A \| lifetime of an SMS verification code \| `15m` \|/);

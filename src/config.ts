@@ -38,7 +38,12 @@ import { loadSealConfig, SEAL_VARIABLES } from './seal/config.ts';
 export function loadConfig(env: Env = process.env, options: LoadOptions = {}) {
   const problems: string[] = [];
   const shared = loadSharedConfig(env, problems);
-  const input = (service: ServiceName) => ({ env, shared, problems, starting: options.services?.includes(service) ?? false });
+  const input = (service: ServiceName) => ({
+    env,
+    shared,
+    problems,
+    starting: options.services?.includes(service) ?? false,
+  });
   const config = {
     ...shared,
     auth: loadAuthConfig(input('auth')),
@@ -52,9 +57,15 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}) {
 
 export type Config = ReturnType<typeof loadConfig>;
 
-const SERVICE_VARIABLES: Record<ServiceName, Declarations> = { auth: AUTH_VARIABLES, seal: SEAL_VARIABLES, exchange: EXCHANGE_VARIABLES };
+const SERVICE_VARIABLES: Record<ServiceName, Declarations> = {
+  auth: AUTH_VARIABLES,
+  seal: SEAL_VARIABLES,
+  exchange: EXCHANGE_VARIABLES,
+};
 /** An owner's variables, flattened once. */
-const SERVICE_SPECS = Object.fromEntries(SERVICE_NAMES.map((name) => [name, variablesOf(SERVICE_VARIABLES[name])])) as Record<ServiceName, VariableSpec[]>;
+const SERVICE_SPECS = Object.fromEntries(
+  SERVICE_NAMES.map((name) => [name, variablesOf(SERVICE_VARIABLES[name])]),
+) as Record<ServiceName, VariableSpec[]>;
 
 /**
  * Every variable once, in the reference's order: the shared ones, those between services, the mail
@@ -78,9 +89,7 @@ export function variableRows(): VariableRow[] {
   const shared = new Set(variablesOf(SHARED_VARIABLES));
   return [...new Set(order)].map((spec) => ({
     spec,
-    readers: shared.has(spec)
-      ? 'all'
-      : SERVICE_NAMES.filter((name) => SERVICE_SPECS[name].includes(spec)),
+    readers: shared.has(spec) ? 'all' : SERVICE_NAMES.filter((name) => SERVICE_SPECS[name].includes(spec)),
   }));
 }
 
@@ -98,8 +107,8 @@ export function configurationDoc(): string {
     '<!-- Generated from the variable declarations (src/kernel/config.ts and src/<service>/config.ts) by `npm run docs`; edit there, not here. -->',
     '',
     'Everything is an environment variable, read once at start. A bad value stops the process with a message',
-    'that names the variable, the value (never for secrets) and what was expected. Durations use Go\'s syntax',
-    'exactly (`15m`, `1h30m`, `1.5h`, `336h`; units `ns us µs ms s m h`); booleans Go\'s (`true`/`false`,',
+    "that names the variable, the value (never for secrets) and what was expected. Durations use Go's syntax",
+    "exactly (`15m`, `1h30m`, `1.5h`, `336h`; units `ns us µs ms s m h`); booleans Go's (`true`/`false`,",
     `\`1\`/\`0\`, \`t\`/\`f\`). Component: ${SERVICE_NAMES.map((name) => `${serviceLetter(name)} ${name}`).join(', ')}. \`sealpost config --markdown\` prints this table,`,
     '`sealpost config --json` the same as data.',
     '',

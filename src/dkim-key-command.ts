@@ -2,7 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
-const USAGE = 'Usage: sealpost dkim-key generate --domain example.org --selector sealpost --out FILE [--type rsa|ed25519] [--bits 2048]\n';
+const USAGE =
+  'Usage: sealpost dkim-key generate --domain example.org --selector sealpost --out FILE [--type rsa|ed25519] [--bits 2048]\n';
 
 /**
  * `sealpost dkim-key generate`: writes a DKIM private key (PEM, mode 0600, never over an existing
@@ -27,14 +28,29 @@ export async function dkimKeyGenerate(args: string[]): Promise<number> {
   }
   const { domain, selector, out, type } = values;
   const bits = Number(values.bits);
-  if (!domain || !selector || !out || (type !== 'rsa' && type !== 'ed25519') || !Number.isInteger(bits) || bits < 1024 || bits > 8192) {
+  if (
+    !domain ||
+    !selector ||
+    !out ||
+    (type !== 'rsa' && type !== 'ed25519') ||
+    !Number.isInteger(bits) ||
+    bits < 1024 ||
+    bits > 8192
+  ) {
     process.stderr.write(USAGE);
     return 2;
   }
   const pair =
     type === 'ed25519'
-      ? generateKeyPairSync('ed25519', { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } })
-      : generateKeyPairSync('rsa', { modulusLength: bits, publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+      ? generateKeyPairSync('ed25519', {
+          publicKeyEncoding: { type: 'spki', format: 'der' },
+          privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+        })
+      : generateKeyPairSync('rsa', {
+          modulusLength: bits,
+          publicKeyEncoding: { type: 'spki', format: 'der' },
+          privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+        });
   try {
     await writeFile(out, pair.privateKey, { mode: 0o600, flag: 'wx' });
   } catch (error) {
@@ -46,7 +62,10 @@ export async function dkimKeyGenerate(args: string[]): Promise<number> {
   const publicKey = type === 'ed25519' ? pair.publicKey.subarray(-32) : pair.publicKey;
   const record = `v=DKIM1; k=${type}; p=${publicKey.toString('base64')}`;
   // A TXT string holds at most 255 characters; longer records are split into several (RFC 7208 §3.3 style).
-  const strings = record.match(/.{1,255}/g)!.map((part) => `"${part}"`).join(' ');
+  const strings = record
+    .match(/.{1,255}/g)!
+    .map((part) => `"${part}"`)
+    .join(' ');
   process.stdout.write(
     [
       `Wrote the private key to ${out} (keep it secret; mode 0600).`,

@@ -56,10 +56,14 @@ export function formatQueue(answer: QueueAnswer): string {
         `attempts ${envelope.attempts}  <${envelope.sender}>`,
     );
     for (const recipient of envelope.recipients) lines.push(`    ${recipient}`);
-    if (envelope.status === 'retrying') lines.push(`    next attempt ${envelope.nextAttemptAt}: ${envelope.lastError ?? '(no error recorded)'}`);
+    if (envelope.status === 'retrying')
+      lines.push(`    next attempt ${envelope.nextAttemptAt}: ${envelope.lastError ?? '(no error recorded)'}`);
   }
   const total = answer.summary.reduce((sum, row) => sum + row.count, 0);
-  lines.push('', `-- ${total} envelope${total === 1 ? '' : 's'}: ${answer.summary.map((row) => `${row.count} ${row.status} (oldest ${age(row.oldestAgeSeconds)})`).join(', ')}`);
+  lines.push(
+    '',
+    `-- ${total} envelope${total === 1 ? '' : 's'}: ${answer.summary.map((row) => `${row.count} ${row.status} (oldest ${age(row.oldestAgeSeconds)})`).join(', ')}`,
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -68,9 +72,14 @@ export async function queueCommand(config: Config, args: string[], out: NodeJS.W
   const response = await fetch(`${config.auth.exchangeUrl}/v1/admin/queue?limit=${encodeURIComponent(limit)}`, {
     headers: { authorization: `Bearer ${await adminToken(config)}` },
   }).catch((error: unknown) => {
-    throw new Error(`the exchange at EXCHANGE_URL=${config.auth.exchangeUrl} does not answer: ${(error as Error).cause ?? (error as Error).message}`);
+    throw new Error(
+      `the exchange at EXCHANGE_URL=${config.auth.exchangeUrl} does not answer: ${(error as Error).cause ?? (error as Error).message}`,
+    );
   });
-  if (!response.ok) throw new Error(`the exchange at ${config.auth.exchangeUrl} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  if (!response.ok)
+    throw new Error(
+      `the exchange at ${config.auth.exchangeUrl} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
+    );
   const answer = (await response.json()) as QueueAnswer;
   out.write(args.includes('--json') ? `${JSON.stringify(answer, null, 2)}\n` : formatQueue(answer));
   return 0;

@@ -79,7 +79,8 @@ export async function startSealpost(
   try {
     await migrate(database, names, logger);
     if (database.kind === 'pglite') embedded.push(`PGlite database in ${join(resolve(config.dataDir), 'pg')}`);
-    if (objects.driver === 'local') embedded.push(`objects on local disk in ${join(resolve(config.dataDir), 'objects')}`);
+    if (objects.driver === 'local')
+      embedded.push(`objects on local disk in ${join(resolve(config.dataDir), 'objects')}`);
 
     // The seal service needs an IPFS cluster; on the embedded default a stand-in plays it (no Kubo here).
     if (options.ipfsStandIn && names.includes('seal')) {
@@ -90,15 +91,23 @@ export async function startSealpost(
         proxyPort: config.seal.ipfsProxyPort,
         dataDir: join(resolve(config.dataDir), 'ipfs-cluster'),
       }).catch((error: unknown) => {
-        throw listenError(error, { portVariable: 'IPFS_PROXY_PORT', port: config.seal.ipfsProxyPort, host: '127.0.0.1' });
+        throw listenError(error, {
+          portVariable: 'IPFS_PROXY_PORT',
+          port: config.seal.ipfsProxyPort,
+          host: '127.0.0.1',
+        });
       });
       cleanups.push(() => standIn.close());
-      config = { ...config, seal: { ...config.seal, envCluster: { host: '127.0.0.1', port: String(standIn.port), secure: false } } };
+      config = {
+        ...config,
+        seal: { ...config.seal, envCluster: { host: '127.0.0.1', port: String(standIn.port), secure: false } },
+      };
       embedded.push(`IPFS Cluster stand-in at ${standIn.url} (IPFS proxy ${standIn.proxyUrl})`);
     }
 
     const shared = { database, objects, logger, embedded: options.embedded ?? false, clock: options.clock };
-    for (const name of START_ORDER.filter((n) => names.includes(n))) services.push(await startService(name, config, shared));
+    for (const name of START_ORDER.filter((n) => names.includes(n)))
+      services.push(await startService(name, config, shared));
   } catch (error) {
     await stop().catch(() => {});
     throw error;
@@ -134,8 +143,7 @@ function banner(config: Config, services: RunningService[], embedded: string[], 
   const lines = ['Sealpost is running.'];
   for (const service of services) {
     for (const [kind, url] of Object.entries(service.listening)) {
-      const note =
-        kind === 'http' ? `API description ${url}/swagger/` : kind === 'smtp' ? 'inbound mail' : '';
+      const note = kind === 'http' ? `API description ${url}/swagger/` : kind === 'smtp' ? 'inbound mail' : '';
       lines.push(`  ${service.name.padEnd(9)} ${url.padEnd(26)} ${note}`);
     }
   }

@@ -74,7 +74,11 @@ describe('borders between the services', () => {
     for (const [file, contract] of Object.entries(clients)) {
       const text = readFileSync(join(ROOT, file), 'utf8');
       assert.ok(text.includes(`/${contract}'`), `${file} imports ${contract}`);
-      assert.doesNotMatch(text, /^export interface |^interface /m, `${file} declares no interface of its own for the other service's data`);
+      assert.doesNotMatch(
+        text,
+        /^export interface |^interface /m,
+        `${file} declares no interface of its own for the other service's data`,
+      );
     }
   });
 
@@ -82,13 +86,20 @@ describe('borders between the services', () => {
     // The fields only the seal service's answers carry together: a hand-written copy would list them.
     const copies = sourceFiles(SRC)
       .filter((file) => !['seal', 'contracts'].includes(areaOf(file)))
-      .filter((file) => /\b(interface|type)\s+\w+\s*=?\s*\{[^}]*\bcid\b[^}]*\bsha256\b/s.test(readFileSync(file, 'utf8')))
+      .filter((file) =>
+        /\b(interface|type)\s+\w+\s*=?\s*\{[^}]*\bcid\b[^}]*\bsha256\b/s.test(readFileSync(file, 'utf8')),
+      )
       .map((file) => relative(ROOT, file));
     assert.deepEqual(copies, []);
   });
 
   it("the kernel names no service's variable: each service declares its own", () => {
-    const kernelOwned = new Set([...variablesOf(SHARED_VARIABLES), OUTBOUND_SMTP_URL, ...variablesOf(DKIM_VARIABLES), NOTIFY_DEFAULT_LANGUAGE]);
+    const kernelOwned = new Set([
+      ...variablesOf(SHARED_VARIABLES),
+      OUTBOUND_SMTP_URL,
+      ...variablesOf(DKIM_VARIABLES),
+      NOTIFY_DEFAULT_LANGUAGE,
+    ]);
     const names = [AUTH_VARIABLES, SEAL_VARIABLES, EXCHANGE_VARIABLES]
       .flatMap(variablesOf)
       .filter((spec) => !kernelOwned.has(spec))
@@ -96,12 +107,18 @@ describe('borders between the services', () => {
     assert.ok(names.includes('AUTH_PUBLIC_URL') && names.includes('SEAL_URL') && names.includes('DELIVERY_LEASE'));
     const pattern = new RegExp(`\\b(${[...new Set(names)].join('|')})\\b`);
     // Its tests too: a kernel test that needs a service's variable belongs beside that service.
-    const kernelFiles = readdirSync(join(SRC, 'kernel'), { recursive: true, encoding: 'utf8' }).filter((path) => path.endsWith('.ts'));
-    const mentions = kernelFiles.map((path) => join(SRC, 'kernel', path)).flatMap((file) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .flatMap((line, i) => (pattern.test(line) ? [`${relative(ROOT, file)}:${i + 1} names ${pattern.exec(line)![1]}`] : [])),
+    const kernelFiles = readdirSync(join(SRC, 'kernel'), { recursive: true, encoding: 'utf8' }).filter((path) =>
+      path.endsWith('.ts'),
     );
+    const mentions = kernelFiles
+      .map((path) => join(SRC, 'kernel', path))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .flatMap((line, i) =>
+            pattern.test(line) ? [`${relative(ROOT, file)}:${i + 1} names ${pattern.exec(line)![1]}`] : [],
+          ),
+      );
     assert.deepEqual(mentions, []);
   });
 });

@@ -20,7 +20,9 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
   });
 
   it('compiles src to plain JavaScript whose relative imports name .js files', async () => {
-    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT });
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+    });
     const start = await readFile(join(ROOT, 'dist/server/start.js'), 'utf8');
     assert.match(start, /import\("\.\/auth\/service\.js"\)/, 'lazy service imports rewritten too');
     const files = (await readdir(join(ROOT, 'dist/server'), { recursive: true })).filter((f) => f.endsWith('.js'));
@@ -46,7 +48,11 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
       }
       const page = await fetch(`${sealpost.urls.auth}/m/${randomUUID()}`);
       assert.equal(page.status, 200);
-      assert.match(await page.text(), /<script[^>]+src="[^"]*app-[A-Z0-9]+\.js"/i, 'the reader page found from dist/server');
+      assert.match(
+        await page.text(),
+        /<script[^>]+src="[^"]*app-[A-Z0-9]+\.js"/i,
+        'the reader page found from dist/server',
+      );
     } finally {
       assert.equal(await sealpost.stop('SIGTERM'), 0);
     }

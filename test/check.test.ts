@@ -18,7 +18,9 @@ const run = promisify(execFile);
 /** `sealpost check` with `env`; resolves with its exit code and what it printed. */
 async function check(env: Record<string, string>): Promise<{ code: number; out: string }> {
   try {
-    const { stdout } = await run(process.execPath, [SEALPOST_BIN, 'check'], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env } });
+    const { stdout } = await run(process.execPath, [SEALPOST_BIN, 'check'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    });
     return { code: 0, out: stdout };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -37,7 +39,13 @@ describe('sealpost check', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sealpost-check-'));
-    [database, standIn, sink, sms, clamd] = await Promise.all([createTestDatabase('check'), startStandIn(), startSmtpSink(), startSmsCapture(), startClamd()]);
+    [database, standIn, sink, sms, clamd] = await Promise.all([
+      createTestDatabase('check'),
+      startStandIn(),
+      startSmtpSink(),
+      startSmsCapture(),
+      startClamd(),
+    ]);
   });
   after(async () => {
     await Promise.all([database?.drop(), standIn?.close(), sink?.close(), sms?.close(), clamd?.stop()]);
@@ -80,7 +88,10 @@ describe('sealpost check', () => {
       IPFS_CLUSTER_PORT: closed,
     });
     assert.equal(bad.code, 1, bad.out);
-    assert.match(line(bad.out, 'outbound relay'), new RegExp(`FAILED +OUTBOUND_SMTP_URL smtp://127\\.0\\.0\\.1:${closed}: .*ECONNREFUSED`));
+    assert.match(
+      line(bad.out, 'outbound relay'),
+      new RegExp(`FAILED +OUTBOUND_SMTP_URL smtp://127\\.0\\.0\\.1:${closed}: .*ECONNREFUSED`),
+    );
     assert.match(line(bad.out, 'SMS provider'), /FAILED +SMS_PROVIDER http at 127\.0\.0\.1:\d+: .*ECONNREFUSED/);
     assert.match(line(bad.out, 'clamd'), /FAILED/);
     assert.match(line(bad.out, 'IPFS cluster'), /FAILED/);

@@ -33,7 +33,10 @@ describe('sealpost start all on the embedded defaults', () => {
     const banner = first.stdout();
     assert.match(banner, new RegExp(`auth +${first.urls.auth}`));
     assert.match(banner, new RegExp(`seal +${first.urls.seal}`));
-    assert.match(banner, new RegExp(`exchange +${first.urls.exchange} +API description ${first.urls.exchange}/swagger/`));
+    assert.match(
+      banner,
+      new RegExp(`exchange +${first.urls.exchange} +API description ${first.urls.exchange}/swagger/`),
+    );
     assert.match(banner, /PGlite database in .*\/pg/);
     assert.match(banner, /objects on local disk in .*\/objects/);
     assert.match(banner, /IPFS Cluster stand-in at http:\/\/127\.0\.0\.1:\d+/);
@@ -50,7 +53,11 @@ describe('sealpost start all on the embedded defaults', () => {
 
     // Once in four CI runs on Node 26 this came back null (ended by a signal, not by its handler): say how.
     const code = await first.stop('SIGTERM');
-    assert.equal(code, 0, `exit code ${code}, signal ${first.child.signalCode}; its last output:\n${(first.stdout() + first.stderr()).slice(-3000)}`);
+    assert.equal(
+      code,
+      0,
+      `exit code ${code}, signal ${first.child.signalCode}; its last output:\n${(first.stdout() + first.stderr()).slice(-3000)}`,
+    );
     assert.match(first.stdout() + first.stderr(), /"msg":"stopped"/);
     // Every port is free again: a second start on the same data folder reuses the database.
     const second = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir });
@@ -61,10 +68,16 @@ describe('sealpost start all on the embedded defaults', () => {
 
 describe('the command line', () => {
   it('prints its version, and help for every command without running it', async () => {
-    const pkg = JSON.parse(await (await import('node:fs/promises')).readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(
+      await (await import('node:fs/promises')).readFile(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { version: string };
     assert.equal((await run(process.execPath, [SEALPOST_BIN, '--version'])).stdout, `sealpost ${pkg.version}\n`);
     // A database nobody listens on: a command that ran instead of helping would fail on it.
-    const env = { ...process.env, DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none`, EXCHANGE_URL: `http://127.0.0.1:${await freePort()}` };
+    const env = {
+      ...process.env,
+      DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none`,
+      EXCHANGE_URL: `http://127.0.0.1:${await freePort()}`,
+    };
     for (const command of ['start', 'migrate', 'queue', 'smtp-user', 'dkim-key', 'config', 'devstack']) {
       const { stdout } = await run(process.execPath, [SEALPOST_BIN, command, '--help'], { env });
       assert.match(stdout, new RegExp(`^Usage: sealpost ${command}\\b`), `${command} --help: ${stdout}`);
@@ -72,9 +85,15 @@ describe('the command line', () => {
   });
 
   it('prints the configuration variables as JSON, the same set as the markdown table', async () => {
-    const variables = JSON.parse((await run(process.execPath, [SEALPOST_BIN, 'config', '--json'])).stdout) as Array<{ name: string; default: string | null }>;
+    const variables = JSON.parse((await run(process.execPath, [SEALPOST_BIN, 'config', '--json'])).stdout) as Array<{
+      name: string;
+      default: string | null;
+    }>;
     const markdown = (await run(process.execPath, [SEALPOST_BIN, 'config', '--markdown'])).stdout;
-    assert.deepEqual(variables.map((v) => v.name), [...markdown.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
+    assert.deepEqual(
+      variables.map((v) => v.name),
+      [...markdown.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]),
+    );
     assert.equal(variables.find((v) => v.name === 'HTTP_IDLE_TIMEOUT')?.default, '30s');
   });
 });
@@ -84,9 +103,21 @@ describe('a listen that fails names the variable to change', () => {
   async function startFailing(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-listen-'));
     try {
-      const ports = { AUTH_PORT: await freePort(), SEAL_PORT: await freePort(), EXCHANGE_PORT: await freePort(), INBOUND_SMTP_PORT: await freePort(), IPFS_PROXY_PORT: await freePort() };
+      const ports = {
+        AUTH_PORT: await freePort(),
+        SEAL_PORT: await freePort(),
+        EXCHANGE_PORT: await freePort(),
+        INBOUND_SMTP_PORT: await freePort(),
+        IPFS_PROXY_PORT: await freePort(),
+      };
       const child = spawn(process.execPath, [SEALPOST_BIN, 'start', 'all'], {
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', SEALPOST_DATA_DIR: dataDir, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...env },
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '/tmp',
+          SEALPOST_DATA_DIR: dataDir,
+          ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+          ...env,
+        },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -108,7 +139,7 @@ describe('a listen that fails names the variable to change', () => {
         const { code, stderr } = await startFailing({ [variable]: String(port) });
         assert.equal(code, 1, stderr);
         assert.match(stderr, new RegExp(`${variable}=${port}: the port is in use`), stderr);
-        assert.doesNotMatch(stderr, /EADDRINUSE/, 'in the configuration\'s words, not Node\'s');
+        assert.doesNotMatch(stderr, /EADDRINUSE/, "in the configuration's words, not Node's");
       }
     } finally {
       taken.close();
@@ -132,7 +163,10 @@ describe('graceful shutdown', () => {
 
   it('lets a message in transfer when SIGTERM arrives finish and be queued, then exits 0', async () => {
     // The embedded default's starter rule takes SMTP mail, so the message has somewhere to go.
-    const sealpost = await startSealpostProcess({ SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '30s' }, { timeoutMs: 120_000 });
+    const sealpost = await startSealpostProcess(
+      { SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '30s' },
+      { timeoutMs: 120_000 },
+    );
     const { talk } = await SmtpTalk.open(sealpost.ports.smtp);
     try {
       await talk.send('EHLO test.local');
@@ -143,9 +177,14 @@ describe('graceful shutdown', () => {
 
       const exited = once(sealpost.child, 'exit') as Promise<[number | null]>;
       sealpost.child.kill('SIGTERM');
-      await waitFor(() => /waiting for messages in transfer/.test(sealpost.stdout()), 'the SMTP server waits for the transfer');
+      await waitFor(
+        () => /waiting for messages in transfer/.test(sealpost.stdout()),
+        'the SMTP server waits for the transfer',
+      );
       await assert.rejects(
-        new Promise((resolve, reject) => connect(sealpost.ports.smtp, '127.0.0.1').once('connect', resolve).once('error', reject)),
+        new Promise((resolve, reject) =>
+          connect(sealpost.ports.smtp, '127.0.0.1').once('connect', resolve).once('error', reject),
+        ),
         /ECONNREFUSED/,
         'no new connections once shutting down',
       );
@@ -164,7 +203,12 @@ describe('graceful shutdown', () => {
 
   it('exits with 1 once SHUTDOWN_TIMEOUT has passed while a request still holds the shutdown', async () => {
     const sealpost = await startSealpostProcess(
-      { SEALPOST_DATA_DIR: await dataDir(), SHUTDOWN_TIMEOUT: '1s', SERVICE_TOKEN: 'cli-service-token', LOG_LEVEL: 'debug' },
+      {
+        SEALPOST_DATA_DIR: await dataDir(),
+        SHUTDOWN_TIMEOUT: '1s',
+        SERVICE_TOKEN: 'cli-service-token',
+        LOG_LEVEL: 'debug',
+      },
       { which: 'exchange', timeoutMs: 120_000 },
     );
     // An upload that stops halfway: the server waits for the rest of the body, so closing the HTTP
@@ -179,7 +223,10 @@ describe('graceful shutdown', () => {
         'POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer cli-service-token\r\n' +
           'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"from": "alice@example.com", ',
       );
-      await waitFor(() => /"url":"\/v1\/messages".*"msg":"incoming request"/.test(sealpost.stdout()), 'the request reaches the server (logged at debug)');
+      await waitFor(
+        () => /"url":"\/v1\/messages".*"msg":"incoming request"/.test(sealpost.stdout()),
+        'the request reaches the server (logged at debug)',
+      );
       // Generous against a loaded machine, far below the 5 minutes the upload could otherwise hold it.
       const deadline = sleep(30_000, 'still running', { ref: false });
       assert.equal(await Promise.race([sealpost.stop('SIGTERM'), deadline]), 1, 'SHUTDOWN_TIMEOUT ended the process');
@@ -195,24 +242,35 @@ describe('graceful shutdown', () => {
 
 describe('sealpost command line', () => {
   it('refuses to start with a bad variable and names it, its value and what was expected', async () => {
-    await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'all'], { env: { ...process.env, SMS_CODE_EXPIRATION: '15 minutes' } }), (error: any) => {
-      assert.equal(error.code, 1);
-      assert.match(error.stderr, /SMS_CODE_EXPIRATION="15 minutes" is not valid: expected a duration string/);
-      return true;
-    });
+    await assert.rejects(
+      run(process.execPath, [SEALPOST_BIN, 'start', 'all'], {
+        env: { ...process.env, SMS_CODE_EXPIRATION: '15 minutes' },
+      }),
+      (error: any) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stderr, /SMS_CODE_EXPIRATION="15 minutes" is not valid: expected a duration string/);
+        return true;
+      },
+    );
   });
 
   it('refuses to start auth in production without an https AUTH_PUBLIC_URL', async () => {
     const production = { ...process.env, NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
     for (const [extra, expected] of [
       [{}, /AUTH_PUBLIC_URL is not set: production needs the public https:\/\/ address/],
-      [{ AUTH_PUBLIC_URL: 'http://mail.example.com' }, /AUTH_PUBLIC_URL="http:\/\/mail\.example\.com" is not valid in production: expected an https:\/\/ URL/],
+      [
+        { AUTH_PUBLIC_URL: 'http://mail.example.com' },
+        /AUTH_PUBLIC_URL="http:\/\/mail\.example\.com" is not valid in production: expected an https:\/\/ URL/,
+      ],
     ] as const) {
-      await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'auth'], { env: { ...production, ...extra } }), (error: any) => {
-        assert.equal(error.code, 1);
-        assert.match(error.stderr, expected);
-        return true;
-      });
+      await assert.rejects(
+        run(process.execPath, [SEALPOST_BIN, 'start', 'auth'], { env: { ...production, ...extra } }),
+        (error: any) => {
+          assert.equal(error.code, 1);
+          assert.match(error.stderr, expected);
+          return true;
+        },
+      );
     }
   });
 
@@ -233,10 +291,22 @@ describe('sealpost command line', () => {
 
       const db = await openDatabase({ url: database.url, poolSize: 1 });
       try {
-        for (const [schema, migrations] of [['auth', authMigrations], ['seal', sealMigrations], ['exchange', exchangeMigrations]] as const) {
-          const applied = await sql<{ name: string }>`select name from ${sql.id(schema, 'kysely_migration')} order by name`.execute(db.db);
-          assert.deepEqual(applied.rows.map((row) => row.name), Object.keys(migrations).sort(), `every ${schema} migration is recorded`);
-          const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = ${schema}`.execute(db.db);
+        for (const [schema, migrations] of [
+          ['auth', authMigrations],
+          ['seal', sealMigrations],
+          ['exchange', exchangeMigrations],
+        ] as const) {
+          const applied = await sql<{
+            name: string;
+          }>`select name from ${sql.id(schema, 'kysely_migration')} order by name`.execute(db.db);
+          assert.deepEqual(
+            applied.rows.map((row) => row.name),
+            Object.keys(migrations).sort(),
+            `every ${schema} migration is recorded`,
+          );
+          const tables = await sql<{
+            table_name: string;
+          }>`select table_name from information_schema.tables where table_schema = ${schema}`.execute(db.db);
           const own = tables.rows.map((row) => row.table_name).filter((name) => !name.startsWith('kysely_migration'));
           assert.ok(own.length > 0, `the ${schema} schema has its tables: ${JSON.stringify(own)}`);
         }
@@ -264,7 +334,21 @@ describe('sealpost command line', () => {
       const [port, proxyPort] = [await freePort(), await freePort()];
       const child = spawn(
         process.execPath,
-        [SEALPOST_BIN, 'devstack', 'ipfs-cluster', '--port', String(port), '--proxy-port', String(proxyPort), '--data', data, '--user', 'admin', '--pass', 'cluster-pass'],
+        [
+          SEALPOST_BIN,
+          'devstack',
+          'ipfs-cluster',
+          '--port',
+          String(port),
+          '--proxy-port',
+          String(proxyPort),
+          '--data',
+          data,
+          '--user',
+          'admin',
+          '--pass',
+          'cluster-pass',
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';
@@ -273,15 +357,22 @@ describe('sealpost command line', () => {
       const exited = once(child, 'exit') as Promise<[number | null]>;
       try {
         await waitFor(() => out.includes('IPFS Cluster stand-in: REST API'), `the stand-in starts: ${out}`);
-        assert.match(out, new RegExp(`REST API http://127\\.0\\.0\\.1:${port}, IPFS proxy http://127\\.0\\.0\\.1:${proxyPort}`));
+        assert.match(
+          out,
+          new RegExp(`REST API http://127\\.0\\.0\\.1:${port}, IPFS proxy http://127\\.0\\.0\\.1:${proxyPort}`),
+        );
 
         const anonymous = await fetch(`http://127.0.0.1:${port}/version`);
         assert.equal(anonymous.status, 401);
         assert.deepEqual(await anonymous.json(), { code: 401, message: 'unauthorized: no auth provided' });
-        const wrong = await fetch(`http://127.0.0.1:${port}/version`, { headers: { authorization: basic('admin', 'nope') } });
+        const wrong = await fetch(`http://127.0.0.1:${port}/version`, {
+          headers: { authorization: basic('admin', 'nope') },
+        });
         assert.equal(wrong.status, 401);
         await wrong.body?.cancel();
-        const allowed = await fetch(`http://127.0.0.1:${port}/version`, { headers: { authorization: basic('admin', 'cluster-pass') } });
+        const allowed = await fetch(`http://127.0.0.1:${port}/version`, {
+          headers: { authorization: basic('admin', 'cluster-pass') },
+        });
         assert.equal(allowed.status, 200);
         assert.match((await allowed.json()).version, /^\d+\.\d+\.\d+$/);
 
@@ -298,7 +389,21 @@ describe('sealpost command line', () => {
       const data = await mkdtemp(join(tmpdir(), 'sealpost-cluster-'));
       dirs.push(data);
       await assert.rejects(
-        run(process.execPath, [SEALPOST_BIN, 'devstack', 'ipfs-cluster', '--port', String(await freePort()), '--data', data, '--user', 'admin'], { timeout: 30_000 }),
+        run(
+          process.execPath,
+          [
+            SEALPOST_BIN,
+            'devstack',
+            'ipfs-cluster',
+            '--port',
+            String(await freePort()),
+            '--data',
+            data,
+            '--user',
+            'admin',
+          ],
+          { timeout: 30_000 },
+        ),
         (error: any) => {
           assert.equal(error.code, 1);
           assert.match(error.stderr, /--user and --pass go together/);

@@ -19,7 +19,13 @@ describe('npm run demo', () => {
   it('seals a sample email on the embedded defaults, prints its reader link, then the code a reader asks for', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-demo-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const ports = { auth: await freePort(), seal: await freePort(), exchange: await freePort(), smtp: await freePort(), proxy: await freePort() };
+    const ports = {
+      auth: await freePort(),
+      seal: await freePort(),
+      exchange: await freePort(),
+      smtp: await freePort(),
+      proxy: await freePort(),
+    };
     const child = spawn(process.execPath, ['--import', 'tsx', DEMO], {
       env: {
         PATH: process.env.PATH ?? '',
@@ -53,7 +59,10 @@ describe('npm run demo', () => {
       return pattern.exec(out)!;
     };
 
-    const [, link, id] = await waitFor(/Open (http:\/\/127\.0\.0\.1:\d+\/m\/([0-9a-f-]{36})(?:\?lang=en)?) in your browser/, 'the reader link');
+    const [, link, id] = await waitFor(
+      /Open (http:\/\/127\.0\.0\.1:\d+\/m\/([0-9a-f-]{36})(?:\?lang=en)?) in your browser/,
+      'the reader link',
+    );
     assert.equal(new URL(link!).port, String(ports.auth));
 
     const reader = new Reader(`http://127.0.0.1:${ports.auth}`);

@@ -21,8 +21,32 @@ const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.u
 /** Names a PromQL expression reads: its identifiers less functions, keywords, labels and durations. */
 function metricNames(expr: string): string[] {
   const PROMQL = new Set([
-    'sum', 'min', 'max', 'avg', 'count', 'rate', 'irate', 'increase', 'delta', 'histogram_quantile', 'by', 'without', 'and', 'or',
-    'unless', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'abs', 'clamp_min', 'clamp_max', 'topk', 'bottomk',
+    'sum',
+    'min',
+    'max',
+    'avg',
+    'count',
+    'rate',
+    'irate',
+    'increase',
+    'delta',
+    'histogram_quantile',
+    'by',
+    'without',
+    'and',
+    'or',
+    'unless',
+    'on',
+    'ignoring',
+    'group_left',
+    'group_right',
+    'bool',
+    'offset',
+    'abs',
+    'clamp_min',
+    'clamp_max',
+    'topk',
+    'bottomk',
   ]);
   const stripped = expr
     .replace(/"[^"]*"/g, '')
@@ -48,9 +72,19 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     assert.match(config, /SUCCESS: 6 rules found/);
     const { stdout: tests } = await run('promtool', ['test', 'rules', root('deploy/prometheus/alerts.test.yml')]);
     assert.match(tests, /SUCCESS/);
-    const alerts = [...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(/- alert: (\S+)/g)].map((m) => m[1]!);
-    const tested = new Set([...(await readFile(root('deploy/prometheus/alerts.test.yml'), 'utf8')).matchAll(/alertname: (\S+)/g)].map((m) => m[1]!));
-    assert.deepEqual(alerts.filter((alert) => !tested.has(alert)), [], 'every alert has a unit test');
+    const alerts = [...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(/- alert: (\S+)/g)].map(
+      (m) => m[1]!,
+    );
+    const tested = new Set(
+      [...(await readFile(root('deploy/prometheus/alerts.test.yml'), 'utf8')).matchAll(/alertname: (\S+)/g)].map(
+        (m) => m[1]!,
+      ),
+    );
+    assert.deepEqual(
+      alerts.filter((alert) => !tested.has(alert)),
+      [],
+      'every alert has a unit test',
+    );
   });
 
   it('fails promtool when an alert does not fire as its test says (the check can fail)', async () => {
@@ -71,10 +105,24 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     const required = [...new Set([...compose.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!))];
     const listed = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!));
     // biome-ignore lint/suspicious/noTemplateCurlyInString: compose.yaml's own ${VAR:?} syntax, not a template
-    assert.deepEqual(required.filter((name) => !listed.has(name)), [], 'every ${VAR:?} of compose.yaml is in .env.example');
-    const { stdout } = await run('docker-compose', ['--env-file', root('.env.example'), '-f', root('compose.yaml'), 'config']);
+    assert.deepEqual(
+      required.filter((name) => !listed.has(name)),
+      [],
+      'every ${VAR:?} of compose.yaml is in .env.example',
+    );
+    const { stdout } = await run('docker-compose', [
+      '--env-file',
+      root('.env.example'),
+      '-f',
+      root('compose.yaml'),
+      'config',
+    ]);
     for (const service of ['auth', 'seal', 'exchange']) {
-      assert.match(stdout, new RegExp(`\\n  ${service}:[\\s\\S]*?healthcheck:[\\s\\S]*?/readyz`), `${service} has a /readyz healthcheck`);
+      assert.match(
+        stdout,
+        new RegExp(`\\n  ${service}:[\\s\\S]*?healthcheck:[\\s\\S]*?/readyz`),
+        `${service} has a /readyz healthcheck`,
+      );
     }
     assert.match(stdout, /deploy\/grafana\/sealpost\.json/, 'Grafana gets the dashboard');
     assert.match(stdout, /deploy\/prometheus:\/etc\/prometheus/, 'Prometheus gets the alerts');
@@ -91,9 +139,16 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
       const section = stdout.split(/^Config file: /m).find((part) => part.startsWith('clamd.conf'))!;
       const value = (name: string) => new RegExp(`^${name} = "?([^"\\n]*)"?$`, 'm').exec(section)?.[1];
       assert.equal(value('AlertExceedsMax'), 'yes', 'past a limit, clamd answers FOUND instead of OK');
-      for (const limit of ['MaxFileSize', 'MaxScanSize', 'MaxRecursion', 'MaxFiles', 'StreamMaxLength']) assert.ok(Number(value(limit)) > 0, `${limit} is set`);
-      assert.ok(Number(value('MaxFileSize')) >= Number(value('StreamMaxLength')), 'a plain file the stream takes is never refused for its size');
-      assert.ok(Number(value('StreamMaxLength')) >= 17 * 1024 * 1024, 'the stream takes ATTACHMENT_MAX_SIZE (17MiB by default)');
+      for (const limit of ['MaxFileSize', 'MaxScanSize', 'MaxRecursion', 'MaxFiles', 'StreamMaxLength'])
+        assert.ok(Number(value(limit)) > 0, `${limit} is set`);
+      assert.ok(
+        Number(value('MaxFileSize')) >= Number(value('StreamMaxLength')),
+        'a plain file the stream takes is never refused for its size',
+      );
+      assert.ok(
+        Number(value('StreamMaxLength')) >= 17 * 1024 * 1024,
+        'the stream takes ATTACHMENT_MAX_SIZE (17MiB by default)',
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -108,18 +163,36 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
 
     it('finds each name on the /metrics of auth, seal or exchange', async () => {
       const pages = await Promise.all(
-        [services.harness.auth, services.seal, services.exchange].map(async (service) => (await fetch(`${service.url}/metrics`)).text()),
+        [services.harness.auth, services.seal, services.exchange].map(async (service) =>
+          (await fetch(`${service.url}/metrics`)).text(),
+        ),
       );
       const names = new Set(pages.flatMap((page) => [...exported(page)]));
       names.add('up'); // Prometheus' own series for every target
 
-      const dashboard = JSON.parse(await readFile(root('deploy/grafana/sealpost.json'), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> };
+      const dashboard = JSON.parse(await readFile(root('deploy/grafana/sealpost.json'), 'utf8')) as {
+        panels: Array<{ targets?: Array<{ expr: string }> }>;
+      };
       const dashboardExprs = dashboard.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
-      const alertExprs = [...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(/expr: (?:\|\n((?: {10}.*\n)+)|(.*))/g)].map((m) => m[1] ?? m[2]!);
-      assert.ok(dashboardExprs.length >= 20 && alertExprs.length === 6, `${dashboardExprs.length} panel queries, ${alertExprs.length} alert expressions`);
+      const alertExprs = [
+        ...(await readFile(root('deploy/prometheus/alerts.yml'), 'utf8')).matchAll(
+          /expr: (?:\|\n((?: {10}.*\n)+)|(.*))/g,
+        ),
+      ].map((m) => m[1] ?? m[2]!);
+      assert.ok(
+        dashboardExprs.length >= 20 && alertExprs.length === 6,
+        `${dashboardExprs.length} panel queries, ${alertExprs.length} alert expressions`,
+      );
       const used = new Set([...dashboardExprs, ...alertExprs].flatMap(metricNames));
-      assert.ok(used.has('exchange_envelopes') && used.has('seal_pins_overdue') && used.has('auth_sign_ins_total'), [...used].join(' '));
-      assert.deepEqual([...used].filter((name) => !names.has(name)), [], 'used but not exported');
+      assert.ok(
+        used.has('exchange_envelopes') && used.has('seal_pins_overdue') && used.has('auth_sign_ins_total'),
+        [...used].join(' '),
+      );
+      assert.deepEqual(
+        [...used].filter((name) => !names.has(name)),
+        [],
+        'used but not exported',
+      );
     });
   });
 });

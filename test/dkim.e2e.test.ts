@@ -30,7 +30,14 @@ async function resolver(name: string, type: string): Promise<unknown> {
 
 /** mailauth's verdict on the bytes a relay received from 127.0.0.1. */
 async function verify(raw: Buffer, sender: string) {
-  return authenticate(raw, { resolver: resolver as never, ip: '127.0.0.1', helo: 'sealpost.test', sender, mta: 'sink.test', disableArc: true });
+  return authenticate(raw, {
+    resolver: resolver as never,
+    ip: '127.0.0.1',
+    helo: 'sealpost.test',
+    sender,
+    mta: 'sink.test',
+    disableArc: true,
+  });
 }
 const dkimResult = async (raw: Buffer, sender = `no-reply@${DOMAIN}`) => {
   const result = await verify(raw, sender);
@@ -45,7 +52,19 @@ const BROKEN = new RegExp(`^${DOMAIN.replace('.', '\\.')}:(fail|neutral)$`);
 /** Writes a key with `sealpost dkim-key generate` and publishes the TXT record it prints. */
 async function generateKey(dir: string, selector: string, type: 'rsa' | 'ed25519'): Promise<string> {
   const file = join(dir, `${selector}.pem`);
-  const { stdout } = await run(process.execPath, [SEALPOST_BIN, 'dkim-key', 'generate', '--domain', DOMAIN, '--selector', selector, '--type', type, '--out', file]);
+  const { stdout } = await run(process.execPath, [
+    SEALPOST_BIN,
+    'dkim-key',
+    'generate',
+    '--domain',
+    DOMAIN,
+    '--selector',
+    selector,
+    '--type',
+    type,
+    '--out',
+    file,
+  ]);
   const line = stdout.split('\n').find((l) => l.startsWith(`${selector}._domainkey.${DOMAIN}. IN TXT `));
   assert.ok(line, stdout);
   const value = [...line.matchAll(/"([^"]*)"/g)].map((m) => m[1]).join('');
@@ -89,11 +108,18 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
       },
       { timeoutMs: 60_000 },
     );
-    for (const [channel, outbound] of [['smtp', 'seal'], ['json', 'smtp']]) {
+    for (const [channel, outbound] of [
+      ['smtp', 'seal'],
+      ['json', 'smtp'],
+    ]) {
       const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: channel, priority: 1, configuration: { params: { channel }, outbound: [outbound] } }),
+        body: JSON.stringify({
+          name: channel,
+          priority: 1,
+          configuration: { params: { channel }, outbound: [outbound] },
+        }),
       });
       assert.ok(rule.status === 201 || rule.status === 200, await rule.text());
     }
@@ -111,19 +137,35 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
   };
 
   async function sealFor(to: string, subject: string): Promise<string> {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: sealpost.ports.smtp, secure: false, ignoreTLS: true });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: sealpost.ports.smtp,
+      secure: false,
+      ignoreTLS: true,
+    });
     try {
-      await transport.sendMail({ from: 'Dana Sender <dana@sender.example>', to, subject, text: 'A sealed contract, please sign.' });
+      await transport.sendMail({
+        from: 'Dana Sender <dana@sender.example>',
+        to,
+        subject,
+        text: 'A sealed contract, please sign.',
+      });
     } finally {
       transport.close();
     }
-    const notice = await waitFor(`the notification to ${to}`, (m) => m.to.includes(to) && /^X-Sealpost-Sealed-Id:/im.test(m.raw.toString()));
+    const notice = await waitFor(
+      `the notification to ${to}`,
+      (m) => m.to.includes(to) && /^X-Sealpost-Sealed-Id:/im.test(m.raw.toString()),
+    );
     return /\/m\/([0-9a-f-]{36})/.exec(notice.raw.toString().replace(/=\r\n/g, ''))![1]!;
   }
 
   it('signs notifications, email codes, replies and bounces; any change after signing fails', async (t) => {
     const messageId = await sealFor('alice@rcpt.example', 'Contract');
-    const notice = await waitFor('the notification', (m) => m.to.includes('alice@rcpt.example') && /^X-Sealpost-Sealed-Id:/im.test(m.raw.toString()));
+    const notice = await waitFor(
+      'the notification',
+      (m) => m.to.includes('alice@rcpt.example') && /^X-Sealpost-Sealed-Id:/im.test(m.raw.toString()),
+    );
     assert.equal(await dkimResult(notice.raw), `${DOMAIN}:pass`, 'the notification');
     assert.match(await dkimResult(altered(notice.raw, 'body')), BROKEN, 'the notification, one body byte changed');
     assert.match(await dkimResult(altered(notice.raw, 'subject')), BROKEN, 'the notification, its Subject changed');
@@ -133,20 +175,36 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
     const alice = new Reader(sealpost.urls.auth);
     await alice.get(`/v1/config?messageId=${messageId}`);
     const before = sink.messages.length;
-    assert.equal((await alice.request('POST', '/v1/auth/code', { body: { messageId, email: 'alice@rcpt.example', method: 'email' } })).status, 200);
-    const codeMail = await waitFor('the code email', (m) => sink.messages.indexOf(m) >= before && m.raw.includes('Your Sealpost code is'));
+    assert.equal(
+      (
+        await alice.request('POST', '/v1/auth/code', {
+          body: { messageId, email: 'alice@rcpt.example', method: 'email' },
+        })
+      ).status,
+      200,
+    );
+    const codeMail = await waitFor(
+      'the code email',
+      (m) => sink.messages.indexOf(m) >= before && m.raw.includes('Your Sealpost code is'),
+    );
     assert.equal(await dkimResult(codeMail.raw), `${DOMAIN}:pass`, 'the email code');
     assert.match(await dkimResult(altered(codeMail.raw, 'subject')), BROKEN, 'the email code, its Subject changed');
     const code = /Your Sealpost code is (\d+)/.exec(codeMail.raw.toString())![1]!;
     assert.equal((await alice.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
 
-    const sent = await alice.request('POST', '/v1/message/reply', { body: { text: 'Signed and returned, thank you.' } });
+    const sent = await alice.request('POST', '/v1/message/reply', {
+      body: { text: 'Signed and returned, thank you.' },
+    });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     const reply = await waitFor('the reply', (m) => m.messageId === sent.body.messageId);
     assert.equal(reply.from, `replies@${DOMAIN}`, 'the envelope sender is the organisation (SPF aligns)');
     const verdict = await verify(reply.raw, reply.from);
     assert.equal(verdict.dkim.results[0]?.status.result, 'pass', 'the reply is signed');
-    assert.equal((verdict.dmarc || undefined)?.status.result, 'pass', 'the reply passes DMARC for a domain with p=reject');
+    assert.equal(
+      (verdict.dmarc || undefined)?.status.result,
+      'pass',
+      'the reply passes DMARC for a domain with p=reject',
+    );
     assert.equal((verdict.spf || undefined)?.status.result, 'pass');
     const header = reply.raw.toString().split('\r\n\r\n')[0]!;
     assert.match(header, /^Reply-To: alice@rcpt\.example$/m, 'answers go to the recipient');
@@ -158,7 +216,12 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
     const refused = await fetch(`${sealpost.urls.exchange}/v1/messages`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SERVICE_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ from: 'dana@sender.example', to: ['nobody@rcpt.example'], subject: 'Will bounce', text: 'x' }),
+      body: JSON.stringify({
+        from: 'dana@sender.example',
+        to: ['nobody@rcpt.example'],
+        subject: 'Will bounce',
+        text: 'x',
+      }),
     });
     assert.equal(refused.status, 202);
     const bounce = await waitFor('the bounce', (m) => m.from === '' && m.to.includes('dana@sender.example'));
@@ -167,12 +230,26 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
   });
 
   it('signs with an Ed25519 key as ed25519-sha256 (RFC 8463)', async () => {
-    const signer = await DkimSigner.load({ domain: DOMAIN, selector: 'ed', keyFile: await generateKey(dir, 'ed', 'ed25519') });
+    const signer = await DkimSigner.load({
+      domain: DOMAIN,
+      selector: 'ed',
+      keyFile: await generateKey(dir, 'ed', 'ed25519'),
+    });
     assert.equal(signer.algorithm, 'ed25519-sha256');
-    const message = Buffer.from(`From: no-reply@${DOMAIN}\r\nTo: alice@rcpt.example\r\nSubject: Ed25519\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ed@${DOMAIN}>\r\n\r\nA signed line.\r\n`);
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: sink.port, secure: false, ignoreTLS: true });
+    const message = Buffer.from(
+      `From: no-reply@${DOMAIN}\r\nTo: alice@rcpt.example\r\nSubject: Ed25519\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ed@${DOMAIN}>\r\n\r\nA signed line.\r\n`,
+    );
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: sink.port,
+      secure: false,
+      ignoreTLS: true,
+    });
     try {
-      await transport.sendMail({ envelope: { from: `no-reply@${DOMAIN}`, to: ['alice@rcpt.example'] }, raw: await signer.sign(message) });
+      await transport.sendMail({
+        envelope: { from: `no-reply@${DOMAIN}`, to: ['alice@rcpt.example'] },
+        raw: await signer.sign(message),
+      });
     } finally {
       transport.close();
     }

@@ -99,7 +99,12 @@ async function codeReferences(): Promise<Reference[]> {
     for (const file of await filesUnder(dir)) {
       const text = await readFile(join(ROOT, file), 'utf8');
       for (const match of text.matchAll(CODE_REFERENCE)) {
-        references.push({ from: file, line: lineOf(text, match.index), target: join(ROOT, 'docs', match[1]!), anchor: match[2]! });
+        references.push({
+          from: file,
+          line: lineOf(text, match.index),
+          target: join(ROOT, 'docs', match[1]!),
+          anchor: match[2]!,
+        });
       }
     }
   }
@@ -136,7 +141,10 @@ describe('references to the documentation', () => {
   it('slugs headings the way GitHub does', () => {
     assert.equal(slug('Retries and bounces'), 'retries-and-bounces');
     assert.equal(slug('Seal service (B)'), 'seal-service-b');
-    assert.equal(slug('What the real server refuses, refused at configuration'), 'what-the-real-server-refuses-refused-at-configuration');
+    assert.equal(
+      slug('What the real server refuses, refused at configuration'),
+      'what-the-real-server-refuses-refused-at-configuration',
+    );
     assert.equal(slug('`SEAL_MASTER_KEY` and the seal'), 'seal_master_key-and-the-seal');
     assert.equal(slug('The [SMTP](x.md) door'), 'the-smtp-door');
     assert.deepEqual([...anchors('# A\n## Node\n```\n## Not a heading\n```\n### Node\n')], ['a', 'node', 'node-1']);

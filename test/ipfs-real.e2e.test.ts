@@ -42,15 +42,35 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
 
   before(async () => {
     clusters = await startRealClusters();
-    names = { primary: `127.0.0.1:${clusters.primary.restPort}`, secondary: `127.0.0.1:${clusters.secondary.restPort}` };
+    names = {
+      primary: `127.0.0.1:${clusters.primary.restPort}`,
+      secondary: `127.0.0.1:${clusters.secondary.restPort}`,
+    };
     database = await createTestDatabase('ipfs_e2e');
     // The configuration stored through POST /v1/ipfs/config before a restart, written directly.
     const db = await openDatabase({ url: database.url, poolSize: 1 });
     try {
       await migrateSchema(db.db, sealService.migrations);
-      const store = new ClusterConfigStore(db.db.withSchema('seal') as Kysely<SealTables>, Buffer.from(TEST_MASTER_KEY, 'hex'));
-      const cluster = (c: RealClusters['primary']) => ({ host: '127.0.0.1', port: String(c.restPort), user: c.user, pass: c.pass, secure: c.secure, timeout: '20s' });
-      await store.save(normalizeClusters({ clusters: [{ ...cluster(clusters.primary), pinParams: { name: 'sealpost e2e' } }, cluster(clusters.secondary)] }));
+      const store = new ClusterConfigStore(
+        db.db.withSchema('seal') as Kysely<SealTables>,
+        Buffer.from(TEST_MASTER_KEY, 'hex'),
+      );
+      const cluster = (c: RealClusters['primary']) => ({
+        host: '127.0.0.1',
+        port: String(c.restPort),
+        user: c.user,
+        pass: c.pass,
+        secure: c.secure,
+        timeout: '20s',
+      });
+      await store.save(
+        normalizeClusters({
+          clusters: [
+            { ...cluster(clusters.primary), pinParams: { name: 'sealpost e2e' } },
+            cluster(clusters.secondary),
+          ],
+        }),
+      );
     } finally {
       await db.close();
     }
@@ -83,7 +103,11 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'seal smtp mail', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } }),
+      body: JSON.stringify({
+        name: 'seal smtp mail',
+        priority: 1,
+        configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+      }),
     });
     assert.ok(rule.status === 201 || rule.status === 200, await rule.text());
   });
@@ -98,7 +122,12 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
   });
 
   async function send(subject: string): Promise<void> {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: sealpost.ports.smtp, secure: false, ignoreTLS: true });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: sealpost.ports.smtp,
+      secure: false,
+      ignoreTLS: true,
+    });
     try {
       await transport.sendMail({
         from: 'Dana Sender <dana@sender.example>',
@@ -119,20 +148,31 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
       for (const notice of sink.messages.filter((m) => m.to.includes(ALICE.email))) {
         const id = /\/m\/([0-9a-f-]{36})/.exec(notice.raw.toString('utf8').replace(/=\r\n/g, ''))?.[1];
         if (!id) continue;
-        const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+        const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, {
+          headers: { authorization: `Bearer ${SERVICE_TOKEN}` },
+        });
         if (response.ok && ((await response.json()) as { subject: string }).subject === subject) return id;
       }
-      assert.ok(Date.now() < deadline, `no notification for "${subject}" within ${timeoutMs} ms (${sink.messages.length} at the sink)`);
+      assert.ok(
+        Date.now() < deadline,
+        `no notification for "${subject}" within ${timeoutMs} ms (${sink.messages.length} at the sink)`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
 
   async function pins(id: string): Promise<Pin[]> {
-    const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+    const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, {
+      headers: { authorization: `Bearer ${SERVICE_TOKEN}` },
+    });
     return ((await response.json()) as { pins: Pin[] }).pins;
   }
 
-  async function pinsWhen(id: string, done: (pins: Pin[]) => boolean, timeoutMs: number): Promise<{ pins: Pin[]; ms: number }> {
+  async function pinsWhen(
+    id: string,
+    done: (pins: Pin[]) => boolean,
+    timeoutMs: number,
+  ): Promise<{ pins: Pin[]; ms: number }> {
     const started = Date.now();
     let current = await pins(id);
     while (!done(current) && Date.now() - started < timeoutMs) {
@@ -157,9 +197,13 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
 
     const reader = new Reader(sealpost.urls.auth);
     assert.equal((await reader.get(`/v1/config?messageId=${id}`)).status, 200);
-    const asked = await reader.request('POST', '/v1/auth/code', { body: { messageId: id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    const asked = await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+    });
     assert.equal(asked.status, 200, JSON.stringify(asked.body));
-    const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(ALICE.mobile), rememberMe: false } });
+    const verified = await reader.request('POST', '/v1/auth/verify', {
+      body: { code: sms.lastCodeTo(ALICE.mobile), rememberMe: false },
+    });
     assert.equal(verified.status, 200, JSON.stringify(verified.body));
     const message = await reader.get('/v1/message');
     assert.equal(message.status, 200);
@@ -171,7 +215,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     );
   });
 
-  it('with the secondary\'s Kubo stopped during a seal: the seal stands, the pin is not held, then it is pinned by itself after Kubo restarts', async () => {
+  it("with the secondary's Kubo stopped during a seal: the seal stands, the pin is not held, then it is pinned by itself after Kubo restarts", async () => {
     await clusters.secondary.stopKubo();
     let id: string;
     try {
@@ -184,10 +228,14 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
       await clusters.secondary.startKubo();
     }
     const { pins: healed, ms } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 90_000);
-    assert.deepEqual(healed.map((pin) => pin.status), ['pinned', 'pinned'], `pinned by itself once Kubo is back (after ${ms} ms): ${JSON.stringify(healed)}`);
+    assert.deepEqual(
+      healed.map((pin) => pin.status),
+      ['pinned', 'pinned'],
+      `pinned by itself once Kubo is back (after ${ms} ms): ${JSON.stringify(healed)}`,
+    );
   });
 
-  it('with the primary\'s Kubo stopped: the seal service is not ready, mail is accepted and kept, and sealed once Kubo is back', async () => {
+  it("with the primary's Kubo stopped: the seal service is not ready, mail is accepted and kept, and sealed once Kubo is back", async () => {
     await clusters.primary.stopKubo();
     try {
       let ready = await fetch(`${sealpost.urls.seal}/readyz`);
@@ -199,13 +247,20 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
       assert.match((await ready.json()).message, /IPFS daemon behind it does not/);
       await send('Primary outage');
       await new Promise((resolve) => setTimeout(resolve, 3_000));
-      assert.ok(!sink.messages.some((m) => m.raw.toString('utf8').includes('Primary outage')), 'nothing is sealed while the primary cannot add');
+      assert.ok(
+        !sink.messages.some((m) => m.raw.toString('utf8').includes('Primary outage')),
+        'nothing is sealed while the primary cannot add',
+      );
     } finally {
       await clusters.primary.startKubo();
     }
     const id = await sealedIdOf('Primary outage', 120_000);
     const { pins: held } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
-    assert.deepEqual(held.map((pin) => pin.status), ['pinned', 'pinned'], 'retried by the exchange and sealed: nothing lost');
+    assert.deepEqual(
+      held.map((pin) => pin.status),
+      ['pinned', 'pinned'],
+      'retried by the exchange and sealed: nothing lost',
+    );
     assert.equal((await fetch(`${sealpost.urls.seal}/readyz`)).status, 200);
   });
 });

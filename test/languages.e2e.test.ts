@@ -14,10 +14,26 @@ const SERVICE_TOKEN = 'languages-service-token-0123456789abcdef';
 
 /** What each language's notification and code email must say (a phrase from its own texts file). */
 const EXPECTED = {
-  en: { subject: /^A sealed message from dana@sender\.example is waiting for you$/, code: /^Your Sealpost code$/, body: /Your Sealpost code is (\d+)/ },
-  de: { subject: /^Eine versiegelte Nachricht von dana@sender\.example wartet auf Sie$/, code: /^Ihr Sealpost-Code$/, body: /Ihr Sealpost-Code lautet (\d+)/ },
-  fr: { subject: /^Un message scellé de dana@sender\.example vous attend$/, code: /^Votre code Sealpost$/, body: /Votre code Sealpost est (\d+)/ },
-  it: { subject: /^Un messaggio sigillato di dana@sender\.example la sta aspettando$/, code: /^Il suo codice Sealpost$/, body: /Il suo codice Sealpost è (\d+)/ },
+  en: {
+    subject: /^A sealed message from dana@sender\.example is waiting for you$/,
+    code: /^Your Sealpost code$/,
+    body: /Your Sealpost code is (\d+)/,
+  },
+  de: {
+    subject: /^Eine versiegelte Nachricht von dana@sender\.example wartet auf Sie$/,
+    code: /^Ihr Sealpost-Code$/,
+    body: /Ihr Sealpost-Code lautet (\d+)/,
+  },
+  fr: {
+    subject: /^Un message scellé de dana@sender\.example vous attend$/,
+    code: /^Votre code Sealpost$/,
+    body: /Votre code Sealpost est (\d+)/,
+  },
+  it: {
+    subject: /^Un messaggio sigillato di dana@sender\.example la sta aspettando$/,
+    code: /^Il suo codice Sealpost$/,
+    body: /Il suo codice Sealpost è (\d+)/,
+  },
 } as const;
 
 /**
@@ -25,7 +41,7 @@ const EXPECTED = {
  * SMTP hop to the sink: the JSON channel's `recipients[].language`, the SMTP header
  * `X-Sealpost-Language`, and NOTIFY_DEFAULT_LANGUAGE (Italian here) for a recipient given none.
  */
-describe('notifications and email codes in the reader\'s language', () => {
+describe("notifications and email codes in the reader's language", () => {
   let dataDir: string;
   let sink: SmtpSink;
   let sealpost: SealpostProcess;
@@ -48,7 +64,11 @@ describe('notifications and email codes in the reader\'s language', () => {
       const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `seal ${channel}`, priority: 1, configuration: { params: { channel }, outbound: ['seal'] } }),
+        body: JSON.stringify({
+          name: `seal ${channel}`,
+          priority: 1,
+          configuration: { params: { channel }, outbound: ['seal'] },
+        }),
       });
       assert.ok(rule.status === 201 || rule.status === 200, await rule.text());
     }
@@ -61,7 +81,8 @@ describe('notifications and email codes in the reader\'s language', () => {
   });
 
   async function notificationTo(address: string): Promise<ParsedMail> {
-    const isNotice = (m: SmtpSink['messages'][number]) => m.to.includes(address) && /X-Sealpost-Sealed-Id/i.test(m.raw.toString());
+    const isNotice = (m: SmtpSink['messages'][number]) =>
+      m.to.includes(address) && /X-Sealpost-Sealed-Id/i.test(m.raw.toString());
     await sink.waitUntil(() => sink.messages.some(isNotice), 30_000, `the notification to ${address}`);
     return simpleParser(sink.messages.find(isNotice)!.raw);
   }
@@ -84,7 +105,12 @@ describe('notifications and email codes in the reader\'s language', () => {
     });
     assert.equal(accepted.status, 202, await accepted.text());
     // The SMTP channel names the language in a header; a regional tag picks its language.
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: sealpost.ports.smtp, secure: false, ignoreTLS: true });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: sealpost.ports.smtp,
+      secure: false,
+      ignoreTLS: true,
+    });
     try {
       await transport.sendMail({
         from: 'dana@sender.example',
@@ -111,21 +137,35 @@ describe('notifications and email codes in the reader\'s language', () => {
       const link = /https?:\/\/\S+\/m\/[0-9a-f-]{36}\?lang=([a-z]+)/.exec(notice.text ?? '');
       assert.equal(link?.[1], language, `the reader link of ${address} names its language:\n${notice.text}`);
       assert.match(notice.html || '', new RegExp(`<html lang="${language}">`));
-      if (address !== 'swiss@rcpt.example') t.diagnostic(`notification in ${language} to ${address}:\nSubject: ${notice.subject}\n${notice.text}`);
+      if (address !== 'swiss@rcpt.example')
+        t.diagnostic(`notification in ${language} to ${address}:\nSubject: ${notice.subject}\n${notice.text}`);
     }
-    assert.match((await notificationTo('fr@rcpt.example')).text ?? '', /par SMS/, 'the French recipient with a mobile number is told of the SMS code');
+    assert.match(
+      (await notificationTo('fr@rcpt.example')).text ?? '',
+      /par SMS/,
+      'the French recipient with a mobile number is told of the SMS code',
+    );
   });
 
-  it('sends the email code in the recipient\'s language', async () => {
-    for (const [address, language] of [['de@rcpt.example', 'de'], ['default@rcpt.example', 'it']] as const) {
+  it("sends the email code in the recipient's language", async () => {
+    for (const [address, language] of [
+      ['de@rcpt.example', 'de'],
+      ['default@rcpt.example', 'it'],
+    ] as const) {
       const notice = await notificationTo(address);
       const messageId = /\/m\/([0-9a-f-]{36})/.exec(notice.text ?? '')![1]!;
       const reader = new Reader(sealpost.urls.auth);
       assert.equal((await reader.get(`/v1/config?messageId=${messageId}`)).status, 200);
       const before = sink.messages.length;
-      const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId, email: address, method: 'email' } });
+      const sent = await reader.request('POST', '/v1/auth/code', {
+        body: { messageId, email: address, method: 'email' },
+      });
       assert.equal(sent.status, 200, JSON.stringify(sent.body));
-      await sink.waitUntil(() => sink.messages.slice(before).some((m) => m.to.includes(address)), 10_000, `the code email to ${address}`);
+      await sink.waitUntil(
+        () => sink.messages.slice(before).some((m) => m.to.includes(address)),
+        10_000,
+        `the code email to ${address}`,
+      );
       const mail = await simpleParser(sink.messages.slice(before).find((m) => m.to.includes(address))!.raw);
       assert.match(mail.subject ?? '', EXPECTED[language].code);
       const code = EXPECTED[language].body.exec(mail.text ?? '')?.[1];

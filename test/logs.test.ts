@@ -30,22 +30,32 @@ after(() => {
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
 
 async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
-  const ports = { auth: await freePort(), seal: await freePort(), exchange: await freePort(), smtp: await freePort(), ipfsProxy: await freePort() };
-  const child = spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(SEALPOST_BIN)} start all`, '/dev/null'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      TERM: 'xterm',
-      SEALPOST_DATA_DIR: await mkdtemp(join(tmpdir(), 'sealpost-logs-')),
-      AUTH_PORT: String(ports.auth),
-      SEAL_PORT: String(ports.seal),
-      EXCHANGE_PORT: String(ports.exchange),
-      INBOUND_SMTP_PORT: String(ports.smtp),
-      IPFS_PROXY_PORT: String(ports.ipfsProxy),
-      ...env,
+  const ports = {
+    auth: await freePort(),
+    seal: await freePort(),
+    exchange: await freePort(),
+    smtp: await freePort(),
+    ipfsProxy: await freePort(),
+  };
+  const child = spawn(
+    'script',
+    ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(SEALPOST_BIN)} start all`, '/dev/null'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        TERM: 'xterm',
+        SEALPOST_DATA_DIR: await mkdtemp(join(tmpdir(), 'sealpost-logs-')),
+        AUTH_PORT: String(ports.auth),
+        SEAL_PORT: String(ports.seal),
+        EXCHANGE_PORT: String(ports.exchange),
+        INBOUND_SMTP_PORT: String(ports.smtp),
+        IPFS_PROXY_PORT: String(ports.ipfsProxy),
+        ...env,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
     },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  );
   running.push(child);
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
@@ -85,25 +95,50 @@ describe('logs on a terminal', () => {
         headers: { 'X-Sealpost-Mobile': 'bob@example.org=+41791234567' },
       });
       mail.close();
-      const [, link, id] = await waitFor(terminal, /reader link for bob@example\.org: (http:\/\/\S+\/m\/([0-9a-f-]{36})\S*)/, 'reader link');
+      const [, link, id] = await waitFor(
+        terminal,
+        /reader link for bob@example\.org: (http:\/\/\S+\/m\/([0-9a-f-]{36})\S*)/,
+        'reader link',
+      );
       assert.ok(link);
 
       const reader = new Reader(`http://127.0.0.1:${terminal.ports.auth}`);
       assert.equal((await reader.get(`/v1/config?messageId=${id}`)).status, 200);
-      const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId: id, email: 'bob@example.org', mobile: '+41791234567', method: 'sms' } });
+      const sent = await reader.request('POST', '/v1/auth/code', {
+        body: { messageId: id, email: 'bob@example.org', mobile: '+41791234567', method: 'sms' },
+      });
       assert.equal(sent.status, 200, JSON.stringify(sent.body));
-      const [codeLine] = await waitFor(terminal, /^.*SMS to \+41791234567.*Your Sealpost code is \d{6}.*$/m, 'the SMS code');
+      const [codeLine] = await waitFor(
+        terminal,
+        /^.*SMS to \+41791234567.*Your Sealpost code is \d{6}.*$/m,
+        'the SMS code',
+      );
 
-      const lines = terminal.output().split('\n').filter((line) => line.trim() !== '');
+      const lines = terminal
+        .output()
+        .split('\n')
+        .filter((line) => line.trim() !== '');
       const logLines = lines.filter((line) => /^\[\d\d:\d\d:\d\d\] [A-Z]+:/.test(line));
       assert.ok(logLines.length >= 10, terminal.output());
       for (const line of lines) {
         assert.doesNotMatch(line, /^\s*\{/, 'no JSON line on a terminal');
         assert.doesNotMatch(line, /incoming request|request completed/, 'requests are logged at debug only');
-        assert.doesNotMatch(line, /WARN|Warning|Deprecation|\(node:\d+\)/, `a default start warns about nothing: ${line}`);
+        assert.doesNotMatch(
+          line,
+          /WARN|Warning|Deprecation|\(node:\d+\)/,
+          `a default start warns about nothing: ${line}`,
+        );
       }
-      assert.match(codeLine, /^\[\d\d:\d\d:\d\d\] INFO: SMS to \+41791234567 \(not sent, SMS_PROVIDER=log\): Your Sealpost code is \d{6}/, 'the code leads its own line');
-      assert.match(terminal.output(), /^\[\d\d:\d\d:\d\d\] INFO: reader link for bob@example\.org: http/m, 'the link leads its own line');
+      assert.match(
+        codeLine,
+        /^\[\d\d:\d\d:\d\d\] INFO: SMS to \+41791234567 \(not sent, SMS_PROVIDER=log\): Your Sealpost code is \d{6}/,
+        'the code leads its own line',
+      );
+      assert.match(
+        terminal.output(),
+        /^\[\d\d:\d\d:\d\d\] INFO: reader link for bob@example\.org: http/m,
+        'the link leads its own line',
+      );
     } finally {
       await stop(terminal);
     }

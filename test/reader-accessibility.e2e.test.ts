@@ -38,10 +38,24 @@ const OTHER_SUBJECT = 'Your deposit, sealed';
 const SUBJECT = 'Your contract, sealed';
 const TAMPERED_SUBJECT = 'Your deed, sealed';
 const BODY_LINE = 'Please find the signed contract attached.';
-const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 
-async function sendMail(smtpPort: number, to: { email: string; mobile: string }, subject: string, html: boolean): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+async function sendMail(
+  smtpPort: number,
+  to: { email: string; mobile: string },
+  subject: string,
+  html: boolean,
+): Promise<void> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: smtpPort,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+  });
   try {
     await transport.sendMail({
       from: SENDER,
@@ -73,7 +87,13 @@ async function readerLink(sink: SmtpSink, to: string, before: number): Promise<s
   return link;
 }
 
-async function sealFor(smtpPort: number, sink: SmtpSink, to: { email: string; mobile: string }, subject: string, html: boolean): Promise<string> {
+async function sealFor(
+  smtpPort: number,
+  sink: SmtpSink,
+  to: { email: string; mobile: string },
+  subject: string,
+  html: boolean,
+): Promise<string> {
   const before = sink.messages.length;
   await sendMail(smtpPort, to, subject, html);
   return readerLink(sink, to.email, before);
@@ -103,13 +123,19 @@ async function requestCode(page: Page, link: string, who: { email: string; mobil
 /** The block files of the IPFS Cluster stand-in (blockstore-fs: one `.data` file per block). */
 async function blockFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
-  return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.data')).map((entry) => join(entry.parentPath, entry.name));
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
+    .map((entry) => join(entry.parentPath, entry.name));
 }
 
 /** axe's findings, one readable block per rule and place. */
-function describeViolations(where: string, violations: Awaited<ReturnType<AxeBuilder['analyze']>>['violations']): string[] {
+function describeViolations(
+  where: string,
+  violations: Awaited<ReturnType<AxeBuilder['analyze']>>['violations'],
+): string[] {
   return violations.map(
-    (v) => `${where}: ${v.id} (${v.impact}) ${v.help}\n${v.nodes.map((node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`).join('\n')}`,
+    (v) =>
+      `${where}: ${v.id} (${v.impact}) ${v.help}\n${v.nodes.map((node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`).join('\n')}`,
   );
 }
 
@@ -140,9 +166,20 @@ async function checkScreen(
       const results = await new AxeBuilder({ page }).setLegacyMode(true).options({ iframes: false }).analyze();
       found.push(...describeViolations(`${screen}, ${lang}, ${width} px`, results.violations));
       // The run did look: contrast and the page's language were checked, and passed.
-      for (const rule of ['color-contrast', 'html-lang-valid']) assert.ok(results.passes.some((r) => r.id === rule), `${screen} ${lang}: ${rule} was checked`);
-      if (width === 360) assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${screen} ${lang}: wider than 360 px`);
-      await page.screenshot({ path: join(SCREENSHOTS, `a11y-${screen}-${lang}-${width}.png`), fullPage: width === 1280 });
+      for (const rule of ['color-contrast', 'html-lang-valid'])
+        assert.ok(
+          results.passes.some((r) => r.id === rule),
+          `${screen} ${lang}: ${rule} was checked`,
+        );
+      if (width === 360)
+        assert.ok(
+          (await page.evaluate(() => document.documentElement.scrollWidth)) <= 360,
+          `${screen} ${lang}: wider than 360 px`,
+        );
+      await page.screenshot({
+        path: join(SCREENSHOTS, `a11y-${screen}-${lang}-${width}.png`),
+        fullPage: width === 1280,
+      });
     }
   }
   await page.locator('#language').selectOption('en');
@@ -228,7 +265,11 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
       await page.keyboard.press('ArrowUp');
       await page.getByRole('heading', { name: TEXTS.fr.signIn.title }).waitFor();
       assert.equal(await page.evaluate(() => document.documentElement.lang), 'fr');
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'language', 'the focus stays on the switcher');
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.id),
+        'language',
+        'the focus stays on the switcher',
+      );
       assert.equal(await page.getByLabel(TEXTS.fr.signIn.email).inputValue(), ALICE.email, 'what was typed stays');
       assert.equal(new URL(page.url()).searchParams.get('lang'), 'fr');
       assert.equal(await page.title(), `${TEXTS.fr.signIn.title} – Sealpost`);
@@ -296,7 +337,9 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: SUBJECT }).waitFor();
       await page.getByLabel('Your reply').fill('Thank you, signed copy attached.');
-      await page.locator('input[type=file]').setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: TINY_PNG });
+      await page
+        .locator('input[type=file]')
+        .setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: TINY_PNG });
       await page.getByRole('button', { name: 'Remove signed.png' }).waitFor();
 
       const messageReady = async (page: Page, t: Texts) => {

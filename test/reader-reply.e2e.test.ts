@@ -31,7 +31,13 @@ const ADMIN = 'test-admin-token';
 const PICTURE = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(3000, 7)]);
 
 async function sendSealedMail(smtpPort: number, recipients: Array<{ email: string; mobile: string }>): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: smtpPort,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+  });
   try {
     await transport.sendMail({
       from: SENDER,
@@ -46,7 +52,8 @@ async function sendSealedMail(smtpPort: number, recipients: Array<{ email: strin
 }
 
 async function readerLink(sink: SmtpSink, to: string): Promise<string> {
-  const isNotification = (m: SmtpSink['messages'][number]) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
+  const isNotification = (m: SmtpSink['messages'][number]) =>
+    m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
   await sink.waitUntil(() => sink.messages.some(isNotification), 30_000, `the notification to ${to}`);
   const parsed = await simpleParser(sink.messages.find(isNotification)!.raw);
   const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
@@ -58,7 +65,9 @@ async function readerLink(sink: SmtpSink, to: string): Promise<string> {
 async function queueEmpty(sealpost: SealpostProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const response = await fetch(`${sealpost.urls.exchange}/v1/admin/queue`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const response = await fetch(`${sealpost.urls.exchange}/v1/admin/queue`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     const { envelopes } = (await response.json()) as { envelopes: unknown[] };
     if (envelopes.length === 0) return;
     if (Date.now() > deadline) throw new Error(`the exchange queue still holds ${envelopes.length} envelopes`);
@@ -75,7 +84,12 @@ async function nextCode(sms: SmsCapture, to: string, before: number): Promise<st
   return sms.lastCodeTo(to);
 }
 
-async function signIn(page: Page, sms: SmsCapture, link: string, who: { email: string; mobile: string }): Promise<void> {
+async function signIn(
+  page: Page,
+  sms: SmsCapture,
+  link: string,
+  who: { email: string; mobile: string },
+): Promise<void> {
   const before = sms.messages.length;
   await page.goto(link);
   await page.getByLabel('Email address').fill(who.email);
@@ -163,16 +177,30 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
       // A press and a release, as a hand does it: the press blurs the text box, which starts the save.
       await page.mouse.move(before.x + before.width / 2, before.y + before.height / 2);
       await page.mouse.down();
-      await page.waitForFunction(() => (window as unknown as { statusSeen: Array<{ status: string }> }).statusSeen.some((s) => s.status === 'Saving draft…'));
+      await page.waitForFunction(() =>
+        (window as unknown as { statusSeen: Array<{ status: string }> }).statusSeen.some(
+          (s) => s.status === 'Saving draft…',
+        ),
+      );
       const pressed = await send.boundingBox();
       await page.waitForTimeout(60);
       await page.mouse.up();
 
       await page.getByRole('heading', { name: 'Your reply was sent' }).waitFor({ timeout: 15_000 });
       assert.deepEqual(pressed, before, 'the button did not move while the status line appeared');
-      const seen = await page.evaluate(() => (window as unknown as { statusSeen: Array<{ status: string; top: number; left: number }> }).statusSeen);
-      assert.ok(seen.some((s) => s.status === 'Saving draft…'), JSON.stringify(seen));
-      for (const s of seen) assert.deepEqual([s.top, s.left], [seen[0]!.top, seen[0]!.left], `the button moved when the status became ${JSON.stringify(s.status)}`);
+      const seen = await page.evaluate(
+        () => (window as unknown as { statusSeen: Array<{ status: string; top: number; left: number }> }).statusSeen,
+      );
+      assert.ok(
+        seen.some((s) => s.status === 'Saving draft…'),
+        JSON.stringify(seen),
+      );
+      for (const s of seen)
+        assert.deepEqual(
+          [s.top, s.left],
+          [seen[0]!.top, seen[0]!.left],
+          `the button moved when the status became ${JSON.stringify(s.status)}`,
+        );
 
       await sink.waitUntil(() => replies().length > mailsBefore, 30_000, 'the reply at the sink');
       const reply = await simpleParser(replies().at(-1)!.raw);
@@ -205,13 +233,19 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
       await b.getByRole('heading', { name: 'Your reply was sent' }).waitFor();
       await sink.waitUntil(() => replies().length > mailsBefore, 30_000, 'the reply from window B at the sink');
       const first = await simpleParser(replies().at(-1)!.raw);
-      assert.deepEqual(first.attachments.map((file) => file.filename), ['signed.png']);
+      assert.deepEqual(
+        first.attachments.map((file) => file.filename),
+        ['signed.png'],
+      );
 
       // Window A still shows the file and the text, and sends again.
       await a.bringToFront();
       assert.equal(await a.locator('li.file').count(), 1);
       await a.getByRole('button', { name: 'Send reply' }).click();
-      await a.getByRole('alert').filter({ hasText: 'This reply was changed in another window: it has been reloaded.' }).waitFor();
+      await a
+        .getByRole('alert')
+        .filter({ hasText: 'This reply was changed in another window: it has been reloaded.' })
+        .waitFor();
       assert.equal(await a.getByRole('heading', { name: 'Your reply was sent' }).count(), 0, 'A did not send');
       // Reloaded: the draft as it is now, empty since B sent it.
       assert.equal(await a.getByLabel('Your reply').inputValue(), '');

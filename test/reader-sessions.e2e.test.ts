@@ -36,11 +36,19 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     sink = await startSmtpSink();
     dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-sessions-'));
     sealpost = await startSealpostProcess(
-      { SEALPOST_DATA_DIR: dataDir, SMS_PROVIDER: 'http', SMS_PROVIDER_URL: `${sms.url}/sms`, OUTBOUND_SMTP_URL: sink.url, DELIVERY_POLL_INTERVAL: '100ms', SMS_LIMIT_NUMBER_INTERVAL: '0s' },
+      {
+        SEALPOST_DATA_DIR: dataDir,
+        SMS_PROVIDER: 'http',
+        SMS_PROVIDER_URL: `${sms.url}/sms`,
+        OUTBOUND_SMTP_URL: sink.url,
+        DELIVERY_POLL_INTERVAL: '100ms',
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+      },
       { timeoutMs: 120_000 },
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    for (const subject of SUBJECTS) links.push(await sealFor(sealpost.ports.smtp, sink, ALICE, subject, `About: ${subject}.`));
+    for (const subject of SUBJECTS)
+      links.push(await sealFor(sealpost.ports.smtp, sink, ALICE, subject, `About: ${subject}.`));
   });
 
   after(async () => {
@@ -51,7 +59,8 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  const opened = (page: Page, subject: string) => page.getByRole('heading', { level: 1, name: subject }).waitFor({ timeout: 15_000 });
+  const opened = (page: Page, subject: string) =>
+    page.getByRole('heading', { level: 1, name: subject }).waitFor({ timeout: 15_000 });
 
   it('signs in once, opens three messages (A, B, C, A) without another code, lists the others, and keeps them after a browser restart', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -66,7 +75,10 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     // The page lists the other two, newest first, and a click opens one without a code.
     const others = page.getByRole('region', { name: 'Your other sealed messages' }).getByRole('link');
     await others.first().waitFor();
-    assert.deepEqual((await others.allTextContents()).map((text) => SUBJECTS.find((subject) => text.includes(subject))), [SUBJECTS[2], SUBJECTS[1]]);
+    assert.deepEqual(
+      (await others.allTextContents()).map((text) => SUBJECTS.find((subject) => text.includes(subject))),
+      [SUBJECTS[2], SUBJECTS[1]],
+    );
     await others.filter({ hasText: SUBJECTS[2]! }).click();
     await opened(page, SUBJECTS[2]!);
 
@@ -80,7 +92,10 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     const kept = (await context.storageState()).cookies.filter((cookie) => cookie.expires > 0);
     assert.ok(kept.length > 0, 'keep me signed in set a persistent cookie');
     await context.close();
-    const restarted = await browser.newContext({ viewport: { width: 360, height: 780 }, storageState: { cookies: kept, origins: [] } });
+    const restarted = await browser.newContext({
+      viewport: { width: 360, height: 780 },
+      storageState: { cookies: kept, origins: [] },
+    });
     const again = await restarted.newPage();
     for (const index of [1, 0]) {
       await again.goto(links[index]!);
@@ -109,18 +124,29 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
       await page.getByLabel('New mobile number').fill(NEW_MOBILE);
       await page.getByRole('button', { name: 'Send a code to my current number' }).click();
       await page.getByText('Enter the code we sent to +41*******67.').waitFor();
-      assert.deepEqual(sms.messages.slice(sentBefore).map((m) => m.to), [ALICE.mobile], 'the first code goes to the current number');
+      assert.deepEqual(
+        sms.messages.slice(sentBefore).map((m) => m.to),
+        [ALICE.mobile],
+        'the first code goes to the current number',
+      );
       await page.getByLabel('Code', { exact: true }).fill(sms.lastCodeTo(ALICE.mobile));
       await page.getByRole('button', { name: 'Confirm' }).click();
       await page.getByText('Enter the code we sent to +41*******21.').waitFor();
       await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, NEW_MOBILE, sentBefore));
       const mailsBefore = sink.messages.length;
       await page.getByRole('button', { name: 'Confirm' }).click();
-      await page.getByRole('status').filter({ hasText: `Your mobile number is now ${NEW_MOBILE}.` }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Your mobile number is now ${NEW_MOBILE}.` })
+        .waitFor();
 
       const notice = sms.messages.filter((m) => m.to === ALICE.mobile).at(-1)!;
       assert.match(notice.text, /was changed on .+ UTC\. If this was not you, contact the sender\./);
-      await sink.waitUntil(() => sink.messages.slice(mailsBefore).some((m) => m.to.includes(ALICE.email)), 15_000, 'the notice to the address');
+      await sink.waitUntil(
+        () => sink.messages.slice(mailsBefore).some((m) => m.to.includes(ALICE.email)),
+        15_000,
+        'the notice to the address',
+      );
       const mail = sink.messages.slice(mailsBefore).find((m) => m.to.includes(ALICE.email))!;
       assert.match(mail.raw.toString(), /^Subject: Your mobile number for a sealed message was changed\r?$/m);
     } finally {

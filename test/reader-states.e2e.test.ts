@@ -9,7 +9,15 @@ import { buildReader } from '../scripts/build-reader.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
-import { enterCode, nextCode, requestCode, sealFor, sentTo, watchRequests, wrongCode } from './support/reader-browser.ts';
+import {
+  enterCode,
+  nextCode,
+  requestCode,
+  sealFor,
+  sentTo,
+  watchRequests,
+  wrongCode,
+} from './support/reader-browser.ts';
 
 /**
  * The reader page says what happened, in Chromium against `sealpost start all`: a code voided by wrong
@@ -33,7 +41,8 @@ async function shoot(page: Page, name: string): Promise<void> {
   for (const width of [1280, 360]) {
     await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
     await page.waitForTimeout(50);
-    if (width === 360) assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${name}: wider than 360 px`);
+    if (width === 360)
+      assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${name}: wider than 360 px`);
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -42,7 +51,9 @@ async function shoot(page: Page, name: string): Promise<void> {
 /** The block files of the IPFS Cluster stand-in (blockstore-fs: one `.data` file per block). */
 async function blockFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
-  return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.data')).map((entry) => join(entry.parentPath, entry.name));
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
+    .map((entry) => join(entry.parentPath, entry.name));
 }
 
 describe('the reader page says what happened (Chromium)', () => {
@@ -93,7 +104,9 @@ describe('the reader page says what happened (Chromium)', () => {
       const code = await nextCode(sms, ALICE.mobile, before);
       for (const left of [4, 3, 2, 1]) {
         await enterCode(page, wrongCode(code));
-        const alert = page.getByRole('alert').filter({ hasText: left === 1 ? 'You have 1 try left.' : `You have ${left} tries left.` });
+        const alert = page
+          .getByRole('alert')
+          .filter({ hasText: left === 1 ? 'You have 1 try left.' : `You have ${left} tries left.` });
         await alert.waitFor();
         // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the reader sees
         assert.match(await alert.innerText(), /That code is not right/);
@@ -105,7 +118,11 @@ describe('the reader page says what happened (Chromium)', () => {
       assert.equal(await page.getByLabel('Code', { exact: true }).isDisabled(), true);
       assert.equal(await page.getByRole('button', { name: 'Sign in' }).isDisabled(), true);
       const newCode = page.getByRole('alert').getByRole('button', { name: 'Send me a new code' });
-      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Send me a new code', 'the focus is on the way on');
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.textContent),
+        'Send me a new code',
+        'the focus is on the way on',
+      );
       await shoot(page, 'code-void');
 
       const sent = sentTo(sms, ALICE.mobile);
@@ -134,7 +151,9 @@ describe('the reader page says what happened (Chromium)', () => {
       const requests = watchRequests(page);
       await page.reload();
       await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
-      await page.getByText(/We sent you a code by SMS to \+41\*+69 at .+\. It is valid for \d+ minutes? more\./).waitFor();
+      await page
+        .getByText(/We sent you a code by SMS to \+41\*+69 at .+\. It is valid for \d+ minutes? more\./)
+        .waitFor();
       await page.getByRole('button', { name: 'Send a new code' }).waitFor();
       await shoot(page, 'code-after-reload');
       await requests.settled();
@@ -171,7 +190,13 @@ describe('the reader page says what happened (Chromium)', () => {
   it('shows a broken seal in red with its CID, never "try again", when a byte of the stored block was flipped', async () => {
     const blocks = join(dataDir, 'ipfs-cluster', 'blocks');
     const known = new Set(await blockFiles(blocks));
-    const tamperedLink = await sealFor(sealpost.ports.smtp, sink, ALICE, TAMPERED_SUBJECT, `The deed, in words that must not change. ${'x'.repeat(400)}`);
+    const tamperedLink = await sealFor(
+      sealpost.ports.smtp,
+      sink,
+      ALICE,
+      TAMPERED_SUBJECT,
+      `The deed, in words that must not change. ${'x'.repeat(400)}`,
+    );
     const added = (await blockFiles(blocks)).filter((file) => !known.has(file));
     assert.ok(added.length >= 1, 'the sealed message added blocks');
     // The ciphertext is the largest new block (a wrapping directory, if any, is a small node).
@@ -194,7 +219,9 @@ describe('the reader page says what happened (Chromium)', () => {
       const alert = await page.getByRole('alert').innerText();
       assert.match(alert, /its content no longer matches what was sealed/);
       assert.match(alert, /Sealed content: IPFS CID (Qm|bafy)[A-Za-z0-9]+/);
-      const color = await page.getByRole('heading', { name: 'The seal is broken' }).evaluate((element) => getComputedStyle(element).color);
+      const color = await page
+        .getByRole('heading', { name: 'The seal is broken' })
+        .evaluate((element) => getComputedStyle(element).color);
       assert.equal(color, 'rgb(179, 38, 30)', 'the heading is red (--danger)');
       // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the reader sees
       const text = await page.locator('main').innerText();

@@ -41,11 +41,24 @@ const KERNEL_ERRORS = fileURLToPath(new URL('../src/kernel/error-codes.ts', impo
 
 /** The members of `export type ErrorCode = 'a' | 'b' | …` in the kernel: every code a service can send. */
 async function serverErrorCodes(): Promise<string[]> {
-  const source = ts.createSourceFile(KERNEL_ERRORS, await readFile(KERNEL_ERRORS, 'utf8'), ts.ScriptTarget.Latest, true);
-  const alias = source.statements.find((s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === 'ErrorCode');
-  assert.ok(alias && ts.isUnionTypeNode(alias.type), 'ErrorCode is a union of string literals in src/kernel/error-codes.ts');
+  const source = ts.createSourceFile(
+    KERNEL_ERRORS,
+    await readFile(KERNEL_ERRORS, 'utf8'),
+    ts.ScriptTarget.Latest,
+    true,
+  );
+  const alias = source.statements.find(
+    (s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === 'ErrorCode',
+  );
+  assert.ok(
+    alias && ts.isUnionTypeNode(alias.type),
+    'ErrorCode is a union of string literals in src/kernel/error-codes.ts',
+  );
   return alias.type.types.map((member) => {
-    assert.ok(ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal), `not a string literal: ${member.getText(source)}`);
+    assert.ok(
+      ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal),
+      `not a string literal: ${member.getText(source)}`,
+    );
     return member.literal.text;
   });
 }
@@ -58,7 +71,9 @@ function shapeDifferences(a: unknown, b: unknown, path = ''): string[] {
   const right = b as Record<string, unknown>;
   const keys = new Set([...Object.keys(left), ...Object.keys(right)]);
   return [...keys].flatMap((key) =>
-    key in left && key in right ? shapeDifferences(left[key], right[key], `${path}.${key}`) : [`${path}.${key}: only in ${key in left ? 'one' : 'the other'}`],
+    key in left && key in right
+      ? shapeDifferences(left[key], right[key], `${path}.${key}`)
+      : [`${path}.${key}: only in ${key in left ? 'one' : 'the other'}`],
   );
 }
 
@@ -77,7 +92,8 @@ describe('the reader page texts', () => {
     const codes = await serverErrorCodes();
     assert.ok(codes.length >= SPEC_CODES.length);
     for (const code of SPEC_CODES) assert.ok(codes.includes(code), `${code} (spec) is missing from ErrorCode`);
-    for (const [language, texts] of LANGUAGES) assert.deepEqual(Object.keys(texts.errors).sort(), [...codes].sort(), language);
+    for (const [language, texts] of LANGUAGES)
+      assert.deepEqual(Object.keys(texts.errors).sort(), [...codes].sort(), language);
   });
 
   it('show a sentence of its own for each errorCode, never the server message, in every language', async () => {
@@ -86,11 +102,18 @@ describe('the reader page texts', () => {
         const sentence = (texts.errors as Record<string, string>)[code];
         assert.equal(typeof sentence, 'string', `${language} ${code}`);
         assert.match(sentence!, /^\p{Lu}.{10,}[.!]$/u, `${language} ${code}: a whole sentence`);
-        assert.ok(!sentence!.includes(code) && !/[{}_]/.test(sentence!), `${language} ${code}: no code or JSON in the sentence`);
-        if (language !== 'en') assert.notEqual(sentence, (en.errors as Record<string, string>)[code], `${language} ${code}: translated`);
+        assert.ok(
+          !sentence!.includes(code) && !/[{}_]/.test(sentence!),
+          `${language} ${code}: no code or JSON in the sentence`,
+        );
+        if (language !== 'en')
+          assert.notEqual(sentence, (en.errors as Record<string, string>)[code], `${language} ${code}: translated`);
         // At a 4xx and a 5xx: the fallback sentences of the two differ, so only the errorCode gives both the same.
         for (const status of [400, 503]) {
-          const shown = errorText(texts, new ApiError(status, code, 'some-id', undefined, 'technical message for the log'));
+          const shown = errorText(
+            texts,
+            new ApiError(status, code, 'some-id', undefined, 'technical message for the log'),
+          );
           assert.equal(shown, sentence, `${language} ${code} at ${status}`);
         }
       }

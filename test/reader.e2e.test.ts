@@ -73,7 +73,8 @@ async function shoot(page: Page, name: string, widths: readonly number[] = WIDTH
   for (const width of widths) {
     await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
     await page.waitForTimeout(50);
-    if (width === 360) assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${name}: wider than 360 px`);
+    if (width === 360)
+      assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 360, `${name}: wider than 360 px`);
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -95,8 +96,18 @@ async function draftFileNames(page: Page): Promise<string[]> {
   });
 }
 
-async function sendSealedMail(smtpPort: number, recipients: Array<{ email: string; mobile: string }>, attachment: Buffer): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+async function sendSealedMail(
+  smtpPort: number,
+  recipients: Array<{ email: string; mobile: string }>,
+  attachment: Buffer,
+): Promise<void> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: smtpPort,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+  });
   try {
     await transport.sendMail({
       from: SENDER,
@@ -124,7 +135,13 @@ const PHOTO = sampleFile(3000);
  * Content-Disposition: inline that the HTML does not show: those two must be offered for download.
  */
 async function sendInvoiceMail(smtpPort: number, to: string): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: smtpPort,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+  });
   try {
     await transport.sendMail({
       from: SENDER,
@@ -145,7 +162,8 @@ async function sendInvoiceMail(smtpPort: number, to: string): Promise<void> {
 
 /** The code of the newest code email to `to` beyond the `before` first messages at the sink. */
 async function nextEmailCode(sink: SmtpSink, to: string, before: number): Promise<string> {
-  const isCodeMail = (m: SmtpSink['messages'][number]) => m.to.includes(to) && m.raw.toString().includes('Your Sealpost code is');
+  const isCodeMail = (m: SmtpSink['messages'][number]) =>
+    m.to.includes(to) && m.raw.toString().includes('Your Sealpost code is');
   await sink.waitUntil(() => sink.messages.slice(before).some(isCodeMail), 10_000, `the code email to ${to}`);
   const parsed = await simpleParser(sink.messages.slice(before).filter(isCodeMail).at(-1)!.raw);
   const code = /Your Sealpost code is (\d+)/.exec(parsed.text ?? '')?.[1];
@@ -154,7 +172,8 @@ async function nextEmailCode(sink: SmtpSink, to: string, before: number): Promis
 }
 
 /** The name attribute of the focused element. */
-const focusedName = (page: Page) => page.evaluate(() => document.activeElement?.getAttribute('name') ?? document.activeElement?.textContent ?? '');
+const focusedName = (page: Page) =>
+  page.evaluate(() => document.activeElement?.getAttribute('name') ?? document.activeElement?.textContent ?? '');
 
 /** The reader link of the notification that reached `to`. */
 async function readerLink(sink: SmtpSink, to: string): Promise<string> {
@@ -180,7 +199,10 @@ async function nextCode(sms: SmsCapture, to: string, before: number): Promise<st
   return sms.lastCodeTo(to);
 }
 
-const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 
 const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
 
@@ -192,7 +214,13 @@ async function requestCode(page: Page, link: string, who: { email: string; mobil
   await page.getByRole('button', { name: 'Send me a code' }).click();
 }
 
-async function signIn(page: Page, sms: SmsCapture, link: string, who: { email: string; mobile: string }, remember: boolean): Promise<void> {
+async function signIn(
+  page: Page,
+  sms: SmsCapture,
+  link: string,
+  who: { email: string; mobile: string },
+  remember: boolean,
+): Promise<void> {
   const before = sms.messages.length;
   await requestCode(page, link, who);
   await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
@@ -220,14 +248,17 @@ describe('the reader page in Chromium', () => {
     sink = await startSmtpSink();
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
     dirs.push(dataDir);
-    sealpost = await startSealpostProcess({
-      SEALPOST_DATA_DIR: dataDir,
-      SMS_PROVIDER: 'http',
-      SMS_PROVIDER_URL: `${sms.url}/sms`,
-      OUTBOUND_SMTP_URL: sink.url,
-      DELIVERY_POLL_INTERVAL: '100ms',
-      DELIVERY_RETRY_BASE: '1s',
-    }, STARTUP);
+    sealpost = await startSealpostProcess(
+      {
+        SEALPOST_DATA_DIR: dataDir,
+        SMS_PROVIDER: 'http',
+        SMS_PROVIDER_URL: `${sms.url}/sms`,
+        OUTBOUND_SMTP_URL: sink.url,
+        DELIVERY_POLL_INTERVAL: '100ms',
+        DELIVERY_RETRY_BASE: '1s',
+      },
+      STARTUP,
+    );
     browser = await launchBrowser();
     await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL, DAVE, ERIN], attachment);
     await sendInvoiceMail(sealpost.ports.smtp, FRANK.email);
@@ -267,7 +298,10 @@ describe('the reader page in Chromium', () => {
     try {
       await page.goto(new URL('/m/no-such-message', link).href);
       await page.getByRole('heading', { name: 'This message cannot be shown' }).waitFor();
-      await page.getByRole('alert').filter({ hasText: 'This message does not exist or is no longer available' }).waitFor();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: 'This message does not exist or is no longer available' })
+        .waitFor();
       // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the reader sees
       assert.doesNotMatch(await page.locator('main').innerText(), /[{}]|not_found/, 'no raw error object on the page');
       await shoot(page, 'not-found');
@@ -281,7 +315,8 @@ describe('the reader page in Chromium', () => {
     const page = await context.newPage();
     const blockedRequests: string[] = [];
     page.on('request', (request) => {
-      if (!request.url().startsWith(new URL(link).origin) && !request.url().startsWith('data:')) blockedRequests.push(request.url());
+      if (!request.url().startsWith(new URL(link).origin) && !request.url().startsWith('data:'))
+        blockedRequests.push(request.url());
     });
     try {
       await page.goto(link);
@@ -319,15 +354,23 @@ describe('the reader page in Chromium', () => {
       await assertVisibleText(page, /Sealed on .+ — content verified against IPFS CID (Qm|bafy)[A-Za-z0-9]+\./);
       const frame = page.frameLocator('iframe.body-frame');
       await frame.getByText(BODY_LINE).waitFor();
-      assert.equal(await page.locator('iframe.body-frame').getAttribute('sandbox'), 'allow-same-origin allow-popups allow-popups-to-escape-sandbox');
+      assert.equal(
+        await page.locator('iframe.body-frame').getAttribute('sandbox'),
+        'allow-same-origin allow-popups allow-popups-to-escape-sandbox',
+      );
       await assertVisibleText(page, /One image from the internet is not shown/);
       await page.getByRole('link', { name: /Download contract\.png/ }).waitFor();
       await shoot(page, 'message');
-      assert.ok((await download(page, /Download contract\.png/)).equals(attachment), 'the download is the attachment byte for byte');
+      assert.ok(
+        (await download(page, /Download contract\.png/)).equals(attachment),
+        'the download is the attachment byte for byte',
+      );
 
       // Remote images only when asked for; answered here by the test, so nothing leaves the machine.
       assert.deepEqual(blockedRequests, [], 'nothing was loaded from elsewhere before "show images"');
-      await page.route('https://images.example.invalid/**', (route) => route.fulfill({ contentType: 'image/png', body: TINY_PNG }));
+      await page.route('https://images.example.invalid/**', (route) =>
+        route.fulfill({ contentType: 'image/png', body: TINY_PNG }),
+      );
       await page.getByRole('button', { name: 'Show images' }).click();
       await page.waitForFunction(() => {
         const frame = document.querySelector<HTMLIFrameElement>('iframe.body-frame');
@@ -343,18 +386,36 @@ describe('the reader page in Chromium', () => {
       // A slow uplink (Chromium's network emulation) so that the progress bar is seen moving.
       const cdp = await context.newCDPSession(page);
       await cdp.send('Network.enable');
-      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 60 * 1024 });
-      await page.locator('input[type=file]').setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: attachment });
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: 60 * 1024,
+      });
+      await page
+        .locator('input[type=file]')
+        .setInputFiles({ name: 'signed.png', mimeType: 'image/png', buffer: attachment });
       await page.waitForFunction(() => {
         const bar = document.querySelector<HTMLProgressElement>('li.file.uploading progress');
         return bar !== null && bar.value > 0 && bar.value < 100;
       });
       await shoot(page, 'reply-uploading');
-      await page.locator('li.file').filter({ hasText: 'signed.png' }).getByRole('button', { name: 'Remove signed.png' }).waitFor();
-      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await page
+        .locator('li.file')
+        .filter({ hasText: 'signed.png' })
+        .getByRole('button', { name: 'Remove signed.png' })
+        .waitFor();
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: -1,
+      });
 
       // A second file, removed again: gone from the page and from the draft on the server.
-      await page.locator('input[type=file]').setInputFiles({ name: 'wrong-page.png', mimeType: 'image/png', buffer: sampleFile(3000) });
+      await page
+        .locator('input[type=file]')
+        .setInputFiles({ name: 'wrong-page.png', mimeType: 'image/png', buffer: sampleFile(3000) });
       await page.getByRole('button', { name: 'Remove wrong-page.png' }).waitFor();
       assert.deepEqual(await draftFileNames(page), ['signed.png', 'wrong-page.png']);
       await page.getByRole('button', { name: 'Remove wrong-page.png' }).click();
@@ -375,8 +436,14 @@ describe('the reader page in Chromium', () => {
       await page.getByRole('heading', { name: 'Your reply was sent' }).waitFor();
       await shoot(page, 'sent');
 
-      await sink.waitUntil(() => sink.messages.slice(mailsBefore).some((m) => m.to.includes('dana@sender.example')), 30_000, 'the reply at the sink');
-      const reply = await simpleParser(sink.messages.slice(mailsBefore).find((m) => m.to.includes('dana@sender.example'))!.raw);
+      await sink.waitUntil(
+        () => sink.messages.slice(mailsBefore).some((m) => m.to.includes('dana@sender.example')),
+        30_000,
+        'the reply at the sink',
+      );
+      const reply = await simpleParser(
+        sink.messages.slice(mailsBefore).find((m) => m.to.includes('dana@sender.example'))!.raw,
+      );
       assert.match(reply.text ?? '', /Thank you, signed copy attached\./);
       assert.equal(reply.attachments.length, 1);
       assert.equal(reply.attachments[0]!.filename, 'signed.png');
@@ -436,14 +503,19 @@ describe('the reader page in Chromium', () => {
 
       // The picture the HTML shows is in the frame and not listed again; the inline PDF and photo are.
       await page.waitForFunction(() => {
-        const image = document.querySelector<HTMLIFrameElement>('iframe.body-frame')?.contentDocument?.querySelector('img');
+        const image = document
+          .querySelector<HTMLIFrameElement>('iframe.body-frame')
+          ?.contentDocument?.querySelector('img');
         return image?.complete === true && image.naturalWidth > 0;
       });
       await page.getByRole('link', { name: /Download invoice\.pdf/ }).waitFor();
       await page.getByRole('link', { name: /Download photo\.png/ }).waitFor();
       assert.equal(await page.getByRole('link', { name: /Download logo\.png/ }).count(), 0);
       await shoot(page, 'message-inline-files');
-      assert.ok((await download(page, /Download invoice\.pdf/)).equals(INVOICE_PDF), 'the inline PDF downloads byte for byte');
+      assert.ok(
+        (await download(page, /Download invoice\.pdf/)).equals(INVOICE_PDF),
+        'the inline PDF downloads byte for byte',
+      );
     } finally {
       await context.close();
     }
@@ -508,20 +580,23 @@ describe('the reader page with short-lived codes and no resend interval', () => 
     sms = await startSmsCapture();
     sink = await startSmtpSink();
     dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
-    sealpost = await startSealpostProcess({
-      SEALPOST_DATA_DIR: dataDir,
-      SMS_PROVIDER: 'http',
-      SMS_PROVIDER_URL: `${sms.url}/sms`,
-      OUTBOUND_SMTP_URL: sink.url,
-      // The services' clock is moved by the test (advanceClock), so the code expires without waiting.
-      NODE_ENV: 'test',
-      SMS_CODE_EXPIRATION: '3s',
-      SMS_LIMIT_NUMBER_INTERVAL: '0s',
-      DELIVERY_POLL_INTERVAL: '100ms',
-      // Limits of its own: the page must show the service's, not the defaults.
-      ATTACHMENT_MAX_SIZE: '3MiB',
-      REPLY_MAX_TOTAL_SIZE: '5MiB',
-    }, STARTUP);
+    sealpost = await startSealpostProcess(
+      {
+        SEALPOST_DATA_DIR: dataDir,
+        SMS_PROVIDER: 'http',
+        SMS_PROVIDER_URL: `${sms.url}/sms`,
+        OUTBOUND_SMTP_URL: sink.url,
+        // The services' clock is moved by the test (advanceClock), so the code expires without waiting.
+        NODE_ENV: 'test',
+        SMS_CODE_EXPIRATION: '3s',
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+        DELIVERY_POLL_INTERVAL: '100ms',
+        // Limits of its own: the page must show the service's, not the defaults.
+        ATTACHMENT_MAX_SIZE: '3MiB',
+        REPLY_MAX_TOTAL_SIZE: '5MiB',
+      },
+      STARTUP,
+    );
     browser = await launchBrowser();
     await sendSealedMail(sealpost.ports.smtp, [ALICE], sampleFile(2000));
     link = await readerLink(sink, ALICE.email);
@@ -570,8 +645,15 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       await page.getByText('Draft saved.').waitFor();
 
       // A file the service refuses, with the sentence for its errorCode (forbidden_file_type).
-      const program = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(62, 0), Buffer.from('PE\0\0'), Buffer.alloc(512, 1)]);
-      await page.locator('input[type=file]').setInputFiles({ name: 'tool.exe', mimeType: 'application/octet-stream', buffer: program });
+      const program = Buffer.concat([
+        Buffer.from('MZ'),
+        Buffer.alloc(62, 0),
+        Buffer.from('PE\0\0'),
+        Buffer.alloc(512, 1),
+      ]);
+      await page
+        .locator('input[type=file]')
+        .setInputFiles({ name: 'tool.exe', mimeType: 'application/octet-stream', buffer: program });
       await page.locator('li.file.failed').getByText('This kind of file cannot be attached').waitFor();
       await shoot(page, 'reply-refused-file');
     } finally {
@@ -588,7 +670,11 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       const draftUrl = new RegExp(`^${new URL(link).origin}/v1/message/reply(\\?|$)`);
       await page.route(draftUrl, (route) =>
         route.request().method() === 'GET'
-          ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ id: 'e2e', kind: 503, errorCode: 'unavailable', message: 'test' }) })
+          ? route.fulfill({
+              status: 503,
+              contentType: 'application/json',
+              body: JSON.stringify({ id: 'e2e', kind: 503, errorCode: 'unavailable', message: 'test' }),
+            })
           : route.continue(),
       );
       await signIn(page, sms, link, ALICE, false);

@@ -20,7 +20,11 @@ const PROJECTS = {
 describe('npm run typecheck', () => {
   for (const [what, project] of Object.entries(PROJECTS)) {
     it(`finds no type errors in ${what}`, async () => {
-      const result = await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', project], { cwd: ROOT }).then(
+      const result = await promisify(execFile)(
+        process.execPath,
+        [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', project],
+        { cwd: ROOT },
+      ).then(
         () => ({ code: 0, stdout: '' }),
         (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
       );

@@ -2,7 +2,13 @@
  * The environment of an auth service under benchmark: PostgreSQL, a seal stand-in in place of B, and SMS
  * posted to a local capture server (the `http` provider), so nothing leaves 127.0.0.1.
  */
-export function authBenchEnv(options: { databaseUrl: string; dataDir: string; serviceToken: string; sealUrl: string; smsUrl: string }): Record<string, string> {
+export function authBenchEnv(options: {
+  databaseUrl: string;
+  dataDir: string;
+  serviceToken: string;
+  sealUrl: string;
+  smsUrl: string;
+}): Record<string, string> {
   return {
     DATABASE_URL: options.databaseUrl,
     SEALPOST_DATA_DIR: options.dataDir,

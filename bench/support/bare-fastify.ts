@@ -20,7 +20,13 @@ app.get('/v1/config', async (_request, reply) => {
 app.post('/v1/auth/code', async () => ({ method: 'sms', codeLength: 6, expiresIn: 900 }));
 app.post('/v1/auth/verify', async (_request, reply) => {
   reply.header('x-csrf-token', 'bare-token-0123456789abcdef0123456789abcdef');
-  return { signedIn: true, messageId: 'bare', email: 'bare@example.com', rememberMe: false, expiresAt: new Date().toISOString() };
+  return {
+    signedIn: true,
+    messageId: 'bare',
+    email: 'bare@example.com',
+    rememberMe: false,
+    expiresAt: new Date().toISOString(),
+  };
 });
 
 await app.listen({ port, host: '127.0.0.1' });

@@ -45,12 +45,27 @@ export async function startPrivatePostfix(port: number): Promise<PrivatePostfix>
   await mkdir(join(dir, 'data'), { recursive: true });
   await chown(join(dir, 'data'), postfixUid, 0);
   await mkdir(join(queue, 'pid'), { recursive: true });
-  for (const name of ['incoming', 'active', 'deferred', 'defer', 'bounce', 'trace', 'flush', 'hold', 'corrupt', 'saved', 'private']) {
+  for (const name of [
+    'incoming',
+    'active',
+    'deferred',
+    'defer',
+    'bounce',
+    'trace',
+    'flush',
+    'hold',
+    'corrupt',
+    'saved',
+    'private',
+  ]) {
     await mkdir(join(queue, name), { recursive: true });
     await chown(join(queue, name), postfixUid, 0);
     await chmod(join(queue, name), 0o700);
   }
-  for (const [name, mode] of [['public', 0o710], ['maildrop', 0o730]] as const) {
+  for (const [name, mode] of [
+    ['public', 0o710],
+    ['maildrop', 0o730],
+  ] as const) {
     await mkdir(join(queue, name), { recursive: true });
     await chown(join(queue, name), postfixUid, postdropGid);
     await chmod(join(queue, name), mode);
@@ -106,7 +121,8 @@ export async function startPrivatePostfix(port: number): Promise<PrivatePostfix>
   const master = stopOnExit(spawn(MASTER, ['-c', conf, '-d'], { cwd: dir, stdio: 'ignore' }));
   const deadline = Date.now() + 10_000;
   while (!(await listening(port))) {
-    if (master.exitCode !== null) throw new Error(`Postfix master exited (${master.exitCode}); see ${join(dir, 'maillog')}`);
+    if (master.exitCode !== null)
+      throw new Error(`Postfix master exited (${master.exitCode}); see ${join(dir, 'maillog')}`);
     if (Date.now() > deadline) {
       master.kill('SIGKILL');
       throw new Error('Postfix did not listen within 10 s');

@@ -44,7 +44,12 @@ export async function runSmtpLoad(port: number, connections: number, messages: n
   // Open every connection before the clock starts: smtp-server greets only after 100 ms.
   await Promise.all(
     Array.from({ length: connections }, (_, i) =>
-      transport.sendMail({ envelope: { from: 'bench@sender.example', to: ['rcpt@recipient.example'] }, raw: sampleMessage(-1 - i) }).catch(() => undefined),
+      transport
+        .sendMail({
+          envelope: { from: 'bench@sender.example', to: ['rcpt@recipient.example'] },
+          raw: sampleMessage(-1 - i),
+        })
+        .catch(() => undefined),
     ),
   );
   const latencies: number[] = [];

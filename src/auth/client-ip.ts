@@ -43,5 +43,7 @@ function expandIPv6(address: string): string[] {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const missing = tail === undefined ? 0 : 8 - left.length - right.length;
-  return [...left, ...Array<string>(missing).fill('0'), ...right].map((group) => parseInt(group || '0', 16).toString(16));
+  return [...left, ...Array<string>(missing).fill('0'), ...right].map((group) =>
+    parseInt(group || '0', 16).toString(16),
+  );
 }

@@ -1,4 +1,14 @@
-import { AUTH_PORT, AUTH_PUBLIC_URL, authPublicUrl, EXCHANGE_PORT, EXCHANGE_URL, SEAL_MAX_MESSAGE_SIZE, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
+import {
+  AUTH_PORT,
+  AUTH_PUBLIC_URL,
+  authPublicUrl,
+  EXCHANGE_PORT,
+  EXCHANGE_URL,
+  SEAL_MAX_MESSAGE_SIZE,
+  SEAL_PORT,
+  SEAL_URL,
+  serviceUrl,
+} from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
 import {
@@ -32,45 +42,200 @@ const FORBIDDEN_TYPES_DEFAULT = [
 export const AUTH_VARIABLES = defineVariables({
   port: AUTH_PORT,
   publicUrl: AUTH_PUBLIC_URL,
-  smsCodeExpiration: { name: 'SMS_CODE_EXPIRATION', meaning: 'lifetime of an SMS verification code', default: '15m', ...positiveDuration },
-  attachmentsRetentionPeriod: { name: 'ATTACHMENTS_RETENTION_PERIOD', meaning: 'minimum time unsent attachment files are kept before they may be deleted', default: '336h', ...positiveDuration },
-  expiredAttachmentsWatcherInterval: { name: 'EXPIRED_ATTACHMENTS_WATCHER_INTERVAL', meaning: 'interval of the process that deletes expired attachments', default: '1h', ...positiveDuration },
-  attachments: {
-    maxSize: { name: 'ATTACHMENT_MAX_SIZE', meaning: 'largest reply attachment (`file_too_large` above it; the upload is cut off there)', default: '17MiB', ...byteSize },
-    replyMaxTotalSize: { name: 'REPLY_MAX_TOTAL_SIZE', meaning: "all attachments of one reply together (`upload_limit_reached` above it); the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it (base64); the default fits the default 25MiB, the size most mailboxes take", default: '17MiB', ...byteSize },
-    forbiddenTypes: { name: 'ATTACHMENT_FORBIDDEN_TYPES', meaning: 'attachment types refused with `forbidden_file_type`, comma-separated: file extensions (matched against the name and the type detected from the content) and MIME types (matched against the detected type); empty allows all', default: FORBIDDEN_TYPES_DEFAULT, parse: typeList, expected: 'a comma-separated list of extensions (exe) and MIME types (application/x-msdownload)' },
-    clamd: {
-      host: { name: 'CLAMD_HOST', meaning: 'ClamAV daemon (clamd) that scans every attachment over INSTREAM; scanning is on when set', ...nonEmpty('a host name or IP address') },
-      port: { name: 'CLAMD_PORT', meaning: "clamd's TCP port", default: '3310', ...port(1) },
-      timeout: { name: 'CLAMD_TIMEOUT', meaning: "time limit for connecting to clamd and for its verdict once the file is sent (clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE)", default: '30s', ...positiveDuration },
-    },
-    requireScan: { name: 'ATTACHMENTS_REQUIRE_SCAN', meaning: 'refuse uploads (503) while clamd cannot scan them; false accepts them unscanned with a warning in the log', default: 'false', ...boolean },
+  smsCodeExpiration: {
+    name: 'SMS_CODE_EXPIRATION',
+    meaning: 'lifetime of an SMS verification code',
+    default: '15m',
+    ...positiveDuration,
   },
-  secret: { name: 'AUTH_SECRET', meaning: 'secret from which the keys of code HMACs and CSRF tokens are derived; the same on every auth instance; required in production, generated into the data folder otherwise', secret: true, parse: authSecret, expected: 'at least 32 characters (e.g. `openssl rand -hex 32`)' },
-  trustProxyHops: { name: 'AUTH_TRUST_PROXY', meaning: 'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; true or a number N trusts that many proxy hops (the N-th address from the right)', default: 'false', parse: proxyHops, expected: 'a boolean or a number of proxy hops from 0 to 10' },
-  mailFrom: { name: 'AUTH_MAIL_FROM', meaning: 'From address of sign-in codes sent by email', default: 'Sealpost <no-reply@localhost>', ...nonEmpty('an address, optionally with a display name') },
-  replyFrom: { name: 'REPLY_FROM', meaning: 'From address and envelope sender of replies, in the organisation\'s domain so that SPF and DKIM align (DMARC); the recipient shows in the display name ("alice@example.com via <its display name>") and in Reply-To; default: AUTH_MAIL_FROM', parse: parseMailbox, expected: 'an address, optionally with a display name: Example Org <replies@example.org>' },
-  replyFromRecipient: { name: 'REPLY_FROM_RECIPIENT', meaning: "true: replies go out From the recipient's own address, also as envelope sender (for a relay that delivers internally only); such replies fail DMARC wherever the recipient's domain publishes p=reject", default: 'false', ...boolean },
+  attachmentsRetentionPeriod: {
+    name: 'ATTACHMENTS_RETENTION_PERIOD',
+    meaning: 'minimum time unsent attachment files are kept before they may be deleted',
+    default: '336h',
+    ...positiveDuration,
+  },
+  expiredAttachmentsWatcherInterval: {
+    name: 'EXPIRED_ATTACHMENTS_WATCHER_INTERVAL',
+    meaning: 'interval of the process that deletes expired attachments',
+    default: '1h',
+    ...positiveDuration,
+  },
+  attachments: {
+    maxSize: {
+      name: 'ATTACHMENT_MAX_SIZE',
+      meaning: 'largest reply attachment (`file_too_large` above it; the upload is cut off there)',
+      default: '17MiB',
+      ...byteSize,
+    },
+    replyMaxTotalSize: {
+      name: 'REPLY_MAX_TOTAL_SIZE',
+      meaning:
+        "all attachments of one reply together (`upload_limit_reached` above it); the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it (base64); the default fits the default 25MiB, the size most mailboxes take",
+      default: '17MiB',
+      ...byteSize,
+    },
+    forbiddenTypes: {
+      name: 'ATTACHMENT_FORBIDDEN_TYPES',
+      meaning:
+        'attachment types refused with `forbidden_file_type`, comma-separated: file extensions (matched against the name and the type detected from the content) and MIME types (matched against the detected type); empty allows all',
+      default: FORBIDDEN_TYPES_DEFAULT,
+      parse: typeList,
+      expected: 'a comma-separated list of extensions (exe) and MIME types (application/x-msdownload)',
+    },
+    clamd: {
+      host: {
+        name: 'CLAMD_HOST',
+        meaning: 'ClamAV daemon (clamd) that scans every attachment over INSTREAM; scanning is on when set',
+        ...nonEmpty('a host name or IP address'),
+      },
+      port: { name: 'CLAMD_PORT', meaning: "clamd's TCP port", default: '3310', ...port(1) },
+      timeout: {
+        name: 'CLAMD_TIMEOUT',
+        meaning:
+          "time limit for connecting to clamd and for its verdict once the file is sent (clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE)",
+        default: '30s',
+        ...positiveDuration,
+      },
+    },
+    requireScan: {
+      name: 'ATTACHMENTS_REQUIRE_SCAN',
+      meaning:
+        'refuse uploads (503) while clamd cannot scan them; false accepts them unscanned with a warning in the log',
+      default: 'false',
+      ...boolean,
+    },
+  },
+  secret: {
+    name: 'AUTH_SECRET',
+    meaning:
+      'secret from which the keys of code HMACs and CSRF tokens are derived; the same on every auth instance; required in production, generated into the data folder otherwise',
+    secret: true,
+    parse: authSecret,
+    expected: 'at least 32 characters (e.g. `openssl rand -hex 32`)',
+  },
+  trustProxyHops: {
+    name: 'AUTH_TRUST_PROXY',
+    meaning:
+      'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; true or a number N trusts that many proxy hops (the N-th address from the right)',
+    default: 'false',
+    parse: proxyHops,
+    expected: 'a boolean or a number of proxy hops from 0 to 10',
+  },
+  mailFrom: {
+    name: 'AUTH_MAIL_FROM',
+    meaning: 'From address of sign-in codes sent by email',
+    default: 'Sealpost <no-reply@localhost>',
+    ...nonEmpty('an address, optionally with a display name'),
+  },
+  replyFrom: {
+    name: 'REPLY_FROM',
+    meaning:
+      'From address and envelope sender of replies, in the organisation\'s domain so that SPF and DKIM align (DMARC); the recipient shows in the display name ("alice@example.com via <its display name>") and in Reply-To; default: AUTH_MAIL_FROM',
+    parse: parseMailbox,
+    expected: 'an address, optionally with a display name: Example Org <replies@example.org>',
+  },
+  replyFromRecipient: {
+    name: 'REPLY_FROM_RECIPIENT',
+    meaning:
+      "true: replies go out From the recipient's own address, also as envelope sender (for a relay that delivers internally only); such replies fail DMARC wherever the recipient's domain publishes p=reject",
+    default: 'false',
+    ...boolean,
+  },
   sms: {
-    provider: { name: 'SMS_PROVIDER', meaning: 'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` (prints the code; refused in production); default `log` outside production, required in production', ...oneOf(SMS_PROVIDERS) },
-    url: { name: 'SMS_PROVIDER_URL', meaning: 'http: the URL codes are POSTed to; twilio: the API base URL (default https://api.twilio.com)', ...httpUrl },
-    user: { name: 'SMS_PROVIDER_USER', meaning: 'http: Basic auth user; twilio: the account SID', ...text('a user name or account SID') },
-    password: { name: 'SMS_PROVIDER_PASSWORD', meaning: 'http: Basic auth password; twilio: the auth token', secret: true, ...text('a password or auth token') },
-    sender: { name: 'SMS_SENDER', meaning: 'sender of the SMS (`from`; for twilio a number, or a messaging service SID starting with MG)', default: 'Sealpost', ...nonEmpty('a sender name or number') },
-    text: { name: 'SMS_TEXT', meaning: 'text of the code SMS; `{code}` is replaced by the code', default: 'Your Sealpost code is {code}', parse: smsText, expected: 'a text containing {code}' },
-    timeout: { name: 'SMS_PROVIDER_TIMEOUT', meaning: 'time limit of one call to the SMS provider (or the mail relay for email codes); past it the request fails with 502', default: '10s', ...positiveDuration },
+    provider: {
+      name: 'SMS_PROVIDER',
+      meaning:
+        'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` (prints the code; refused in production); default `log` outside production, required in production',
+      ...oneOf(SMS_PROVIDERS),
+    },
+    url: {
+      name: 'SMS_PROVIDER_URL',
+      meaning: 'http: the URL codes are POSTed to; twilio: the API base URL (default https://api.twilio.com)',
+      ...httpUrl,
+    },
+    user: {
+      name: 'SMS_PROVIDER_USER',
+      meaning: 'http: Basic auth user; twilio: the account SID',
+      ...text('a user name or account SID'),
+    },
+    password: {
+      name: 'SMS_PROVIDER_PASSWORD',
+      meaning: 'http: Basic auth password; twilio: the auth token',
+      secret: true,
+      ...text('a password or auth token'),
+    },
+    sender: {
+      name: 'SMS_SENDER',
+      meaning: 'sender of the SMS (`from`; for twilio a number, or a messaging service SID starting with MG)',
+      default: 'Sealpost',
+      ...nonEmpty('a sender name or number'),
+    },
+    text: {
+      name: 'SMS_TEXT',
+      meaning: 'text of the code SMS; `{code}` is replaced by the code',
+      default: 'Your Sealpost code is {code}',
+      parse: smsText,
+      expected: 'a text containing {code}',
+    },
+    timeout: {
+      name: 'SMS_PROVIDER_TIMEOUT',
+      meaning:
+        'time limit of one call to the SMS provider (or the mail relay for email codes); past it the request fails with 502',
+      default: '10s',
+      ...positiveDuration,
+    },
   },
   limits: {
-    numberInterval: { name: 'SMS_LIMIT_NUMBER_INTERVAL', meaning: 'shortest time between two codes sent to the same mobile number (or email address); 0s turns it off', default: '60s', ...nonNegativeDuration },
-    numberHourly: { name: 'SMS_LIMIT_NUMBER_HOURLY', meaning: 'codes sent to the same mobile number (or email address) per hour', default: '5', ...integer(1, 100000) },
-    ipHourly: { name: 'SMS_LIMIT_IP_HOURLY', meaning: 'codes requested from the same client IP (IPv6: the same /64) per hour', default: '20', ...integer(1, 100000) },
+    numberInterval: {
+      name: 'SMS_LIMIT_NUMBER_INTERVAL',
+      meaning: 'shortest time between two codes sent to the same mobile number (or email address); 0s turns it off',
+      default: '60s',
+      ...nonNegativeDuration,
+    },
+    numberHourly: {
+      name: 'SMS_LIMIT_NUMBER_HOURLY',
+      meaning: 'codes sent to the same mobile number (or email address) per hour',
+      default: '5',
+      ...integer(1, 100000),
+    },
+    ipHourly: {
+      name: 'SMS_LIMIT_IP_HOURLY',
+      meaning: 'codes requested from the same client IP (IPv6: the same /64) per hour',
+      default: '20',
+      ...integer(1, 100000),
+    },
   },
-  codeMaxAttempts: { name: 'CODE_MAX_ATTEMPTS', meaning: 'wrong tries after which a code is void (a resend keeps the count of the code it replaces)', default: '5', ...integer(1, 100) },
+  codeMaxAttempts: {
+    name: 'CODE_MAX_ATTEMPTS',
+    meaning: 'wrong tries after which a code is void (a resend keeps the count of the code it replaces)',
+    default: '5',
+    ...integer(1, 100),
+  },
   session: {
-    rememberMeMaxAge: { name: 'SESSION_REMEMBER_ME_MAX_AGE', meaning: "lifetime of a 'keep me signed in' session (the cookie's Max-Age)", default: '720h', ...positiveDuration },
-    idleTimeout: { name: 'SESSION_IDLE_TIMEOUT', meaning: 'a session without remember-me ends when unused this long', default: '1h', ...positiveDuration },
-    absoluteTimeout: { name: 'SESSION_ABSOLUTE_TIMEOUT', meaning: 'a session without remember-me ends this long after it started or signed in, however busy', default: '12h', ...positiveDuration },
-    cleanupInterval: { name: 'SESSION_CLEANUP_INTERVAL', meaning: 'how often expired sessions and old rate-limit records are deleted', default: '10m', ...positiveDuration },
+    rememberMeMaxAge: {
+      name: 'SESSION_REMEMBER_ME_MAX_AGE',
+      meaning: "lifetime of a 'keep me signed in' session (the cookie's Max-Age)",
+      default: '720h',
+      ...positiveDuration,
+    },
+    idleTimeout: {
+      name: 'SESSION_IDLE_TIMEOUT',
+      meaning: 'a session without remember-me ends when unused this long',
+      default: '1h',
+      ...positiveDuration,
+    },
+    absoluteTimeout: {
+      name: 'SESSION_ABSOLUTE_TIMEOUT',
+      meaning: 'a session without remember-me ends this long after it started or signed in, however busy',
+      default: '12h',
+      ...positiveDuration,
+    },
+    cleanupInterval: {
+      name: 'SESSION_CLEANUP_INTERVAL',
+      meaning: 'how often expired sessions and old rate-limit records are deleted',
+      default: '10m',
+      ...positiveDuration,
+    },
   },
   // Where the other services are, and what this service must agree with them on.
   sealUrl: SEAL_URL,
@@ -89,7 +254,8 @@ export function loadAuthConfig(input: ServiceConfigInput) {
   const { problems, shared } = input;
   const { sealPort, exchangePort, ...values } = loadVariables(AUTH_VARIABLES, input.env, problems);
   const { clamd, ...attachments } = values.attachments;
-  if (attachments.requireScan && !clamd.host) problems.push('ATTACHMENTS_REQUIRE_SCAN=true needs CLAMD_HOST (there is no scanner to require)');
+  if (attachments.requireScan && !clamd.host)
+    problems.push('ATTACHMENTS_REQUIRE_SCAN=true needs CLAMD_HOST (there is no scanner to require)');
   return {
     ...values,
     publicUrl: authPublicUrl(values.publicUrl, values.port, input),
@@ -122,8 +288,12 @@ function authSecret(raw: string): string {
 }
 
 function typeList(raw: string): string[] {
-  const entries = raw.split(',').map((entry) => entry.trim().toLowerCase().replace(/^\./, '')).filter(Boolean);
-  if (entries.some((entry) => !/^[a-z0-9][a-z0-9+.-]*(\/[a-z0-9][a-z0-9!#$&^_.+-]*)?$/.test(entry))) throw new ValueError();
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase().replace(/^\./, ''))
+    .filter(Boolean);
+  if (entries.some((entry) => !/^[a-z0-9][a-z0-9+.-]*(\/[a-z0-9][a-z0-9!#$&^_.+-]*)?$/.test(entry)))
+    throw new ValueError();
   return [...new Set(entries)];
 }
 

@@ -71,13 +71,18 @@ export interface SignedInSession extends LoadedSession {
   email: string;
 }
 
-export async function requireSignedIn(request: FastifyRequest, access: MessageAccess, messageId?: string): Promise<SignedInSession> {
+export async function requireSignedIn(
+  request: FastifyRequest,
+  access: MessageAccess,
+  messageId?: string,
+): Promise<SignedInSession> {
   const session = request.readerSession;
   // Without an id, the message the session signed in for last (clients before ids were named).
   const id = messageId ?? session?.row.message_id;
   if (!session || !id) throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
   const lastSignIn = session.row.message_id === id && session.row.email ? { email: session.row.email } : undefined;
   const as = lastSignIn ?? (await access.open(session.row.id, id));
-  if (!as) throw new AppError('unauthenticated', 401, 'Not signed in for this message: request a code and sign in first');
+  if (!as)
+    throw new AppError('unauthenticated', 401, 'Not signed in for this message: request a code and sign in first');
   return { ...session, messageId: id, email: as.email };
 }

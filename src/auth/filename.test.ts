@@ -29,7 +29,8 @@ describe('cleanFilename: names that cannot fool anyone', () => {
   }
 
   it('keeps what is visible: accents, other scripts, emoji, spaces inside the name', () => {
-    for (const name of ['Vertrag – März.pdf', 'عقد.pdf', '契約書.pdf', 'résumé 2026 📄.docx']) assert.equal(cleanFilename(name, 'attachment'), name);
+    for (const name of ['Vertrag – März.pdf', 'عقد.pdf', '契約書.pdf', 'résumé 2026 📄.docx'])
+      assert.equal(cleanFilename(name, 'attachment'), name);
   });
 
   it('gives the fallback for a name of nothing but hidden characters, or one that only becomes a path step without them', () => {
@@ -42,7 +43,11 @@ describe('cleanFilename: names that cannot fool anyone', () => {
     const forbidden = new ForbiddenTypes(['exe', 'js']);
     for (const raw of ['run.exe\u200B', 'setup.ex\u00ADe', 'report\u2066.js\u2069']) {
       assert.equal(forbidden.reason(raw, undefined), undefined, `${JSON.stringify(raw)} as sent slips past the check`);
-      assert.match(forbidden.reason(cleanFilename(raw, 'attachment'), undefined) ?? '', /not allowed/, JSON.stringify(raw));
+      assert.match(
+        forbidden.reason(cleanFilename(raw, 'attachment'), undefined) ?? '',
+        /not allowed/,
+        JSON.stringify(raw),
+      );
     }
   });
 });

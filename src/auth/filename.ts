@@ -17,12 +17,7 @@ const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
  */
 export function cleanFilename(raw: string | undefined, fallback: string): string {
   const name = Array.from(
-    (raw ?? '')
-      .replace(LONE_SURROGATE, '\ufffd')
-      .replace(HIDDEN, '')
-      .split(/[\\/]/)
-      .pop()!
-      .trim(),
+    (raw ?? '').replace(LONE_SURROGATE, '\ufffd').replace(HIDDEN, '').split(/[\\/]/).pop()!.trim(),
   )
     // By code points: cutting UTF-16 units could leave half a character (a lone surrogate), which the
     // download's Content-Disposition cannot encode (encodeURIComponent throws: a 500, found by

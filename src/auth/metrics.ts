@@ -8,7 +8,11 @@ import { Counter, type Registry } from 'prom-client';
 export function createAuthMetrics(registry: Registry) {
   const registers = [registry];
   return {
-    smsSent: new Counter({ name: 'sent_sms_messages_total', help: 'SMS messages the provider accepted (codes to sign in or to confirm a new number)', registers }),
+    smsSent: new Counter({
+      name: 'sent_sms_messages_total',
+      help: 'SMS messages the provider accepted (codes to sign in or to confirm a new number)',
+      registers,
+    }),
     codesSent: new Counter({
       name: 'auth_codes_sent_total',
       help: 'One-time codes handed to the SMS provider or the mailer, by method (sms, email) and provider',

@@ -25,7 +25,10 @@ export interface BuiltReader {
  * esbuild, a development dependency, is not installed, with the page built beside it by `npm run build`.
  * Undefined when there is no page and none can be built: the service then answers /m/{id} with a clear 503.
  */
-export async function prepareReaderPage(logger: Logger, outDir: string = READER_DIST_DIR): Promise<{ dir: string } | undefined> {
+export async function prepareReaderPage(
+  logger: Logger,
+  outDir: string = READER_DIST_DIR,
+): Promise<{ dir: string } | undefined> {
   const index = join(outDir, 'index.html');
   const built = await stat(index).then(
     (s) => s.mtimeMs,
@@ -39,7 +42,12 @@ export async function prepareReaderPage(logger: Logger, outDir: string = READER_
   }
 
   const started = Date.now();
-  logger.info({ dir: outDir }, built === undefined ? 'reader page not built yet: building it (npm run build)' : 'reader page older than its sources: rebuilding it (npm run build)');
+  logger.info(
+    { dir: outDir },
+    built === undefined
+      ? 'reader page not built yet: building it (npm run build)'
+      : 'reader page older than its sources: rebuilding it (npm run build)',
+  );
   try {
     await (await loadBuilder()).buildReader(outDir);
     logger.info({ dir: outDir, ms: Date.now() - started }, 'reader page built');
@@ -48,7 +56,10 @@ export async function prepareReaderPage(logger: Logger, outDir: string = READER_
       logger.warn({ err: error, dir: outDir }, 'reader page could not be rebuilt; serving the one built before');
       return { dir: outDir };
     }
-    logger.error({ err: error, dir: outDir }, 'reader page could not be built; /m/{id} answers 503 until `npm run build` has run');
+    logger.error(
+      { err: error, dir: outDir },
+      'reader page could not be built; /m/{id} answers 503 until `npm run build` has run',
+    );
     return undefined;
   }
   return { dir: outDir };

@@ -8,4 +8,5 @@ export function errorResponses(...statuses: number[]) {
 export const TAGS = { signIn: ['sign-in'], reading: ['reading'], replying: ['replying'] };
 
 /** Mentioned on every state-changing route (docs/specification.md#csrf). */
-export const CSRF_NOTE = 'Needs the X-CSRF-Token header with the token from GET /v1/config or GET /v1/message/files (403 otherwise).';
+export const CSRF_NOTE =
+  'Needs the X-CSRF-Token header with the token from GET /v1/config or GET /v1/message/files (403 otherwise).';

@@ -37,6 +37,7 @@ export async function resolveAuthSecret(
 }
 
 export function deriveKeys(secret: string): AuthKeys {
-  const derive = (info: string) => Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), info, 32));
+  const derive = (info: string) =>
+    Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), info, 32));
   return { codeKey: derive('sealpost auth: one-time code hmac'), csrfKey: derive('sealpost auth: csrf token') };
 }

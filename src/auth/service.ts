@@ -109,7 +109,11 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
 };
 
 /** Both refuse to start in production without a real provider and an explicit secret. */
-async function loadProviderAndKeys(config: SharedConfig, auth: AuthConfig, logger: Logger): Promise<{ provider: SmsProvider; keys: AuthKeys }> {
+async function loadProviderAndKeys(
+  config: SharedConfig,
+  auth: AuthConfig,
+  logger: Logger,
+): Promise<{ provider: SmsProvider; keys: AuthKeys }> {
   const provider = createSmsProvider(auth.sms, config.production, logger);
   const secret = await resolveAuthSecret(config, auth.secret);
   if (secret.source === 'generated') {
@@ -168,9 +172,7 @@ function buildAttachments(
       maxSize: attachmentConfig.maxSize,
       maxTotalSize: attachmentConfig.replyMaxTotalSize,
       forbidden: new ForbiddenTypes(attachmentConfig.forbiddenTypes),
-      scanner: clamd
-        ? new ClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: clamd.timeout })
-        : undefined,
+      scanner: clamd ? new ClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: clamd.timeout }) : undefined,
       requireScan: attachmentConfig.requireScan,
     },
     onScanned: (verdict) => metrics.attachmentsScanned.inc({ verdict }),

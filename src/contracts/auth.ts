@@ -18,15 +18,22 @@ export const MessageResponse = Type.Object({
   date: Type.Union([Type.String(), Type.Null()]),
   text: Type.Union([Type.String(), Type.Null()]),
   html: Type.Union([Type.String(), Type.Null()], { description: 'sanitised HTML body' }),
-  remoteImages: Type.Integer({ description: 'images from the internet in the HTML: left out, or with images=remote kept (https only)' }),
+  remoteImages: Type.Integer({
+    description: 'images from the internet in the HTML: left out, or with images=remote kept (https only)',
+  }),
   attachments: Type.Array(
     Type.Object({
       index: Type.Integer(),
       filename: Type.String(),
       contentType: Type.String(),
       size: Type.Integer(),
-      inline: Type.Boolean({ description: 'sent inline (Content-Disposition: inline, or part of a multipart/related body)' }),
-      embedded: Type.Boolean({ description: 'a picture the HTML body shows itself (cid: reference, written into `html` as a data: URL); everything else is a file to offer' }),
+      inline: Type.Boolean({
+        description: 'sent inline (Content-Disposition: inline, or part of a multipart/related body)',
+      }),
+      embedded: Type.Boolean({
+        description:
+          'a picture the HTML body shows itself (cid: reference, written into `html` as a data: URL); everything else is a file to offer',
+      }),
     }),
   ),
   seal: Type.Object({
@@ -34,6 +41,8 @@ export const MessageResponse = Type.Object({
     cid: Type.String(),
     sha256: Type.String(),
     sealedAt: Type.String(),
-    pins: Type.Array(Type.Object({ cluster: Type.String(), status: Type.String(), error: Type.Optional(Type.String()) })),
+    pins: Type.Array(
+      Type.Object({ cluster: Type.String(), status: Type.String(), error: Type.Optional(Type.String()) }),
+    ),
   }),
 });

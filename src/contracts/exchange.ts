@@ -37,7 +37,10 @@ export function messageBodySchema(limits: InboundLimits) {
   const address = (description: string) =>
     Type.String({ minLength: 3, maxLength: 320, pattern: ONE_LINE, description });
   const addresses = (description: string) =>
-    Type.Array(address('an address, `bob@example.com` or `Bob Example <bob@example.com>`'), { maxItems: limits.maxRecipients, description });
+    Type.Array(address('an address, `bob@example.com` or `Bob Example <bob@example.com>`'), {
+      maxItems: limits.maxRecipients,
+      description,
+    });
   return Type.Object(
     {
       from: address(
@@ -50,12 +53,23 @@ export function messageBodySchema(limits: InboundLimits) {
       }),
       cc: Type.Optional(addresses('recipients in the Cc header (with `raw`: envelope recipients only)')),
       bcc: Type.Optional(addresses('envelope recipients that appear in no header')),
-      subject: Type.Optional(Type.String({ maxLength: 998, pattern: ONE_LINE, description: 'required unless `raw` is given' })),
+      subject: Type.Optional(
+        Type.String({ maxLength: 998, pattern: ONE_LINE, description: 'required unless `raw` is given' }),
+      ),
       text: Type.Optional(Type.String({ description: 'plain-text body' })),
       html: Type.Optional(Type.String({ description: 'HTML body' })),
-      inReplyTo: Type.Optional(Type.String({ maxLength: 998, pattern: MESSAGE_ID, description: 'Message-ID this message answers, `<id@host>`' })),
+      inReplyTo: Type.Optional(
+        Type.String({
+          maxLength: 998,
+          pattern: MESSAGE_ID,
+          description: 'Message-ID this message answers, `<id@host>`',
+        }),
+      ),
       references: Type.Optional(
-        Type.Array(Type.String({ maxLength: 998, pattern: MESSAGE_ID }), { maxItems: 100, description: 'Message-IDs of the thread, oldest first' }),
+        Type.Array(Type.String({ maxLength: 998, pattern: MESSAGE_ID }), {
+          maxItems: 100,
+          description: 'Message-IDs of the thread, oldest first',
+        }),
       ),
       attachments: Type.Optional(
         Type.Array(
@@ -63,7 +77,11 @@ export function messageBodySchema(limits: InboundLimits) {
             {
               filename: Type.String({ minLength: 1, maxLength: 255, pattern: ONE_LINE }),
               contentType: Type.Optional(
-                Type.String({ maxLength: 255, pattern: CONTENT_TYPE, description: 'MIME type; guessed from the filename when absent' }),
+                Type.String({
+                  maxLength: 255,
+                  pattern: CONTENT_TYPE,
+                  description: 'MIME type; guessed from the filename when absent',
+                }),
               ),
               content: Type.String({ ...BASE64, description: 'the file, base64 without line breaks' }),
             },
@@ -87,7 +105,8 @@ export function messageBodySchema(limits: InboundLimits) {
               ),
               language: Type.Optional(
                 Type.Enum([...LANGUAGES], {
-                  description: "the language of this recipient's notification, email codes and reader link; absent: NOTIFY_DEFAULT_LANGUAGE",
+                  description:
+                    "the language of this recipient's notification, email codes and reader link; absent: NOTIFY_DEFAULT_LANGUAGE",
                 }),
               ),
             },

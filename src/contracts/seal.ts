@@ -24,7 +24,12 @@ const PinDetailSchema = Type.Object({
   error: PinSchema.properties.error,
   attempts: Type.Integer({ description: 'attempts so far, the first one included' }),
   updatedAt: Type.String({ format: 'date-time' }),
-  nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'when a pin not held yet is looked at (pinning) or pinned (pin_error) again' })),
+  nextAttemptAt: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'when a pin not held yet is looked at (pinning) or pinned (pin_error) again',
+    }),
+  ),
 });
 
 /**
@@ -47,7 +52,8 @@ const MethodSchema = signInMethodSchema({
 });
 
 const LanguageSchema = Type.Enum([...LANGUAGES], {
-  description: 'the language the sender chose for this recipient (X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
+  description:
+    'the language the sender chose for this recipient (X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
 });
 
 export const SealHeadersSchema = Type.Object({
@@ -56,7 +62,10 @@ export const SealHeadersSchema = Type.Object({
     description: "the exchange's envelope id: sealing the same envelope again answers 200 with the same record",
   }),
   'x-sealpost-envelope-recipients': Type.Optional(
-    Type.String({ maxLength: 1_000_000, description: "the SMTP envelope's RCPT TO list, comma-separated: adds Bcc recipients to To and Cc" }),
+    Type.String({
+      maxLength: 1_000_000,
+      description: "the SMTP envelope's RCPT TO list, comma-separated: adds Bcc recipients to To and Cc",
+    }),
   ),
 });
 
@@ -72,7 +81,9 @@ export const SealResponseSchema = Type.Object(
         email: Type.String(),
         method: MethodSchema,
         language: Type.Optional(LanguageSchema),
-        link: Type.String({ description: "the recipient's reader link (with `?lang=` when the sender chose a language)" }),
+        link: Type.String({
+          description: "the recipient's reader link (with `?lang=` when the sender chose a language)",
+        }),
       }),
     ),
     pins: Type.Array(PinSchema),
@@ -83,7 +94,11 @@ export const SealResponseSchema = Type.Object(
 export const SealedParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'sealed-message id' }) });
 export const RecipientParams = Type.Object({
   id: SealedParams.properties.id,
-  email: Type.String({ minLength: 3, maxLength: 254, description: 'the address, compared after normalisation and case-insensitively' }),
+  email: Type.String({
+    minLength: 3,
+    maxLength: 254,
+    description: 'the address, compared after normalisation and case-insensitively',
+  }),
 });
 
 export const RecipientSchema = Type.Object({
@@ -96,8 +111,15 @@ export const RecipientSchema = Type.Object({
 export const RecipientLookupParams = Type.Object({ email: RecipientParams.properties.email });
 export const RecipientLookupQuery = Type.Object(
   {
-    limit: Type.Optional(Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$', description: 'at most this many (1 to 200, default 50), newest first' })),
-    before: Type.Optional(Type.String({ format: 'date-time', description: 'only messages sealed before this time (the next page)' })),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$',
+        description: 'at most this many (1 to 200, default 50), newest first',
+      }),
+    ),
+    before: Type.Optional(
+      Type.String({ format: 'date-time', description: 'only messages sealed before this time (the next page)' }),
+    ),
   },
   { additionalProperties: false },
 );

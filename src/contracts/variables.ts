@@ -8,31 +8,50 @@ import type { ServiceConfigInput } from '../kernel/config.ts';
 import { bracketed, byteSize, httpUrl, isLoopback, localUrl, port } from '../kernel/parsers.ts';
 import { defineVariable } from '../kernel/variables.ts';
 
-export const AUTH_PORT = defineVariable({ name: 'AUTH_PORT', meaning: 'HTTP port of the auth service', default: '8081', ...port() });
-export const SEAL_PORT = defineVariable({ name: 'SEAL_PORT', meaning: 'HTTP port of the seal service', default: '8082', ...port() });
-export const EXCHANGE_PORT = defineVariable({ name: 'EXCHANGE_PORT', meaning: 'HTTP port of the exchange engine', default: '8083', ...port() });
+export const AUTH_PORT = defineVariable({
+  name: 'AUTH_PORT',
+  meaning: 'HTTP port of the auth service',
+  default: '8081',
+  ...port(),
+});
+export const SEAL_PORT = defineVariable({
+  name: 'SEAL_PORT',
+  meaning: 'HTTP port of the seal service',
+  default: '8082',
+  ...port(),
+});
+export const EXCHANGE_PORT = defineVariable({
+  name: 'EXCHANGE_PORT',
+  meaning: 'HTTP port of the exchange engine',
+  default: '8083',
+  ...port(),
+});
 
 export const AUTH_PUBLIC_URL = defineVariable({
   name: 'AUTH_PUBLIC_URL',
-  meaning: 'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production by auth and seal, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`',
+  meaning:
+    'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production by auth and seal, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`',
   ...httpUrl,
 });
 
 export const SEAL_URL = defineVariable({
   name: 'SEAL_URL',
-  meaning: 'base URL of the seal service (C seals through it; A reads sealed messages from it); unset: `http://HOST:SEAL_PORT` (127.0.0.1 for a wildcard HOST), the one `start all` runs',
+  meaning:
+    'base URL of the seal service (C seals through it; A reads sealed messages from it); unset: `http://HOST:SEAL_PORT` (127.0.0.1 for a wildcard HOST), the one `start all` runs',
   ...httpUrl,
 });
 
 export const EXCHANGE_URL = defineVariable({
   name: 'EXCHANGE_URL',
-  meaning: 'base URL of the exchange engine (reply submission); unset: `http://HOST:EXCHANGE_PORT` (127.0.0.1 for a wildcard HOST)',
+  meaning:
+    'base URL of the exchange engine (reply submission); unset: `http://HOST:EXCHANGE_PORT` (127.0.0.1 for a wildcard HOST)',
   ...httpUrl,
 });
 
 export const SEAL_MAX_MESSAGE_SIZE = defineVariable({
   name: 'SEAL_MAX_MESSAGE_SIZE',
-  meaning: 'largest raw message POST /v1/seal accepts (413 above it); the auth service reads sealed messages up to this size for GET /v1/message (set the same value for both)',
+  meaning:
+    'largest raw message POST /v1/seal accepts (413 above it); the auth service reads sealed messages up to this size for GET /v1/message (set the same value for both)',
   default: '25MiB',
   ...byteSize,
 });

@@ -1,7 +1,16 @@
 import { EXCHANGE_PORT, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
-import { boolean, byteSize, integer, nonEmpty, parseCidrList, parseDomainList, port, positiveDuration } from '../kernel/parsers.ts';
+import {
+  boolean,
+  byteSize,
+  integer,
+  nonEmpty,
+  parseCidrList,
+  parseDomainList,
+  port,
+  positiveDuration,
+} from '../kernel/parsers.ts';
 import { defineVariables, loadVariables, required } from '../kernel/variables.ts';
 
 /** The exchange's variables (docs/configuration.md, component C), in the order the reference lists them. */
@@ -9,42 +18,156 @@ export const EXCHANGE_VARIABLES = defineVariables({
   port: EXCHANGE_PORT,
   smtpPort: { name: 'INBOUND_SMTP_PORT', meaning: 'port of the inbound SMTP server', default: '2525', ...port() },
   inboundSmtpTls: {
-    enabled: { name: 'INBOUND_SMTP_TLS', meaning: 'enables TLS (STARTTLS) on the inbound SMTP server', default: 'false', ...boolean },
-    certPath: { name: 'INBOUND_SMTP_TLS_PUBLIC_KEY', meaning: 'path to a file holding the server certificate (PEM)', ...nonEmpty('a file path') },
-    keyPath: { name: 'INBOUND_SMTP_TLS_PRIVATE_KEY', meaning: 'path to a file holding the server private key (PEM)', ...nonEmpty('a file path') },
+    enabled: {
+      name: 'INBOUND_SMTP_TLS',
+      meaning: 'enables TLS (STARTTLS) on the inbound SMTP server',
+      default: 'false',
+      ...boolean,
+    },
+    certPath: {
+      name: 'INBOUND_SMTP_TLS_PUBLIC_KEY',
+      meaning: 'path to a file holding the server certificate (PEM)',
+      ...nonEmpty('a file path'),
+    },
+    keyPath: {
+      name: 'INBOUND_SMTP_TLS_PRIVATE_KEY',
+      meaning: 'path to a file holding the server private key (PEM)',
+      ...nonEmpty('a file path'),
+    },
   },
-  inboundSmtpAllowedNetworks: { name: 'INBOUND_SMTP_ALLOWED_NETWORKS', meaning: "clients in these networks may submit mail over SMTP without authenticating (Postfix's mynetworks); every other client must AUTH after STARTTLS", default: '127.0.0.0/8,::1/128', parse: parseCidrList, expected: 'comma-separated IPv4/IPv6 networks in CIDR notation, e.g. 127.0.0.0/8,10.1.0.0/16,::1/128' },
-  inboundSmtpUsersFile: { name: 'INBOUND_SMTP_USERS_FILE', meaning: 'htpasswd file of the SMTP AUTH accounts, bcrypt entries only (`sealpost smtp-user add NAME` or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit', ...nonEmpty('a file path') },
-  inboundSmtpSenderDomains: { name: 'INBOUND_SMTP_SENDER_DOMAINS', meaning: 'when set, the envelope sender and the From header of SMTP mail must be in one of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed', parse: parseDomainList, expected: 'comma-separated domain names, e.g. example.org,example.com' },
-  smtpMaxMessageSize: { name: 'SMTP_MAX_MESSAGE_SIZE', meaning: 'largest message accepted over SMTP and JSON (advertised in EHLO; 552 above it)', default: '25MiB', ...byteSize },
-  smtpMaxRecipients: { name: 'SMTP_MAX_RECIPIENTS', meaning: 'recipients per message (452 above it)', default: '100', ...integer(1, 100000) },
-  smtpMaxConnections: { name: 'SMTP_MAX_CONNECTIONS', meaning: 'concurrent inbound SMTP connections (421 above it)', default: '1000', ...integer(1, 1000000) },
-  smtpHostname: { name: 'SMTP_HOSTNAME', meaning: 'name in the SMTP greeting, Received headers and bounces', default: 'localhost', ...nonEmpty('a host name') },
-  smtpReverseLookup: { name: 'SMTP_REVERSE_LOOKUP', meaning: "look up the client's reverse DNS name for the Received header", default: 'false', ...boolean },
+  inboundSmtpAllowedNetworks: {
+    name: 'INBOUND_SMTP_ALLOWED_NETWORKS',
+    meaning:
+      "clients in these networks may submit mail over SMTP without authenticating (Postfix's mynetworks); every other client must AUTH after STARTTLS",
+    default: '127.0.0.0/8,::1/128',
+    parse: parseCidrList,
+    expected: 'comma-separated IPv4/IPv6 networks in CIDR notation, e.g. 127.0.0.0/8,10.1.0.0/16,::1/128',
+  },
+  inboundSmtpUsersFile: {
+    name: 'INBOUND_SMTP_USERS_FILE',
+    meaning:
+      'htpasswd file of the SMTP AUTH accounts, bcrypt entries only (`sealpost smtp-user add NAME` or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit',
+    ...nonEmpty('a file path'),
+  },
+  inboundSmtpSenderDomains: {
+    name: 'INBOUND_SMTP_SENDER_DOMAINS',
+    meaning:
+      'when set, the envelope sender and the From header of SMTP mail must be in one of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed',
+    parse: parseDomainList,
+    expected: 'comma-separated domain names, e.g. example.org,example.com',
+  },
+  smtpMaxMessageSize: {
+    name: 'SMTP_MAX_MESSAGE_SIZE',
+    meaning: 'largest message accepted over SMTP and JSON (advertised in EHLO; 552 above it)',
+    default: '25MiB',
+    ...byteSize,
+  },
+  smtpMaxRecipients: {
+    name: 'SMTP_MAX_RECIPIENTS',
+    meaning: 'recipients per message (452 above it)',
+    default: '100',
+    ...integer(1, 100000),
+  },
+  smtpMaxConnections: {
+    name: 'SMTP_MAX_CONNECTIONS',
+    meaning: 'concurrent inbound SMTP connections (421 above it)',
+    default: '1000',
+    ...integer(1, 1000000),
+  },
+  smtpHostname: {
+    name: 'SMTP_HOSTNAME',
+    meaning: 'name in the SMTP greeting, Received headers and bounces',
+    default: 'localhost',
+    ...nonEmpty('a host name'),
+  },
+  smtpReverseLookup: {
+    name: 'SMTP_REVERSE_LOOKUP',
+    meaning: "look up the client's reverse DNS name for the Received header",
+    default: 'false',
+    ...boolean,
+  },
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
-  notifyFrom: { name: 'NOTIFY_FROM', meaning: 'From address of reader-link notifications and bounces', default: 'Sealpost <no-reply@localhost>', ...nonEmpty('an address, optionally with a display name') },
+  notifyFrom: {
+    name: 'NOTIFY_FROM',
+    meaning: 'From address of reader-link notifications and bounces',
+    default: 'Sealpost <no-reply@localhost>',
+    ...nonEmpty('an address, optionally with a display name'),
+  },
   dkim: DKIM_VARIABLES,
   notifyDefaultLanguage: NOTIFY_DEFAULT_LANGUAGE,
   delivery: {
-    concurrency: { name: 'DELIVERY_CONCURRENCY', meaning: 'messages delivered at once by one engine instance (also the most relay connections it opens)', default: '32', ...integer(1, 1000) },
-    maxRetries: { name: 'DELIVERY_MAX_RETRIES', meaning: 'retries after the first attempt before a message fails and bounces', default: '10', ...integer(0, 1000) },
-    retryBase: { name: 'DELIVERY_RETRY_BASE', meaning: 'delay before the first retry; doubles each time, with jitter', default: '1m', ...positiveDuration },
-    retryMax: { name: 'DELIVERY_RETRY_MAX', meaning: 'longest delay between two retries', default: '1h', ...positiveDuration },
-    lease: { name: 'DELIVERY_LEASE', meaning: "how long a worker owns a message; a crashed worker's message is taken again after it", default: '5m', ...positiveDuration },
-    enabled: { name: 'DELIVERY_ENABLED', meaning: 'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances on the same database that do (an intake-only instance, or delivery held for maintenance)', default: 'true', ...boolean },
+    concurrency: {
+      name: 'DELIVERY_CONCURRENCY',
+      meaning: 'messages delivered at once by one engine instance (also the most relay connections it opens)',
+      default: '32',
+      ...integer(1, 1000),
+    },
+    maxRetries: {
+      name: 'DELIVERY_MAX_RETRIES',
+      meaning: 'retries after the first attempt before a message fails and bounces',
+      default: '10',
+      ...integer(0, 1000),
+    },
+    retryBase: {
+      name: 'DELIVERY_RETRY_BASE',
+      meaning: 'delay before the first retry; doubles each time, with jitter',
+      default: '1m',
+      ...positiveDuration,
+    },
+    retryMax: {
+      name: 'DELIVERY_RETRY_MAX',
+      meaning: 'longest delay between two retries',
+      default: '1h',
+      ...positiveDuration,
+    },
+    lease: {
+      name: 'DELIVERY_LEASE',
+      meaning: "how long a worker owns a message; a crashed worker's message is taken again after it",
+      default: '5m',
+      ...positiveDuration,
+    },
+    enabled: {
+      name: 'DELIVERY_ENABLED',
+      meaning:
+        'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances on the same database that do (an intake-only instance, or delivery held for maintenance)',
+      default: 'true',
+      ...boolean,
+    },
     payloadCache: {
       name: 'DELIVERY_PAYLOAD_CACHE',
-      meaning: 'memory for the payloads (each up to 256 KiB) of messages this instance accepted, so that it delivers them without reading them back from the object store; 0 turns it off',
+      meaning:
+        'memory for the payloads (each up to 256 KiB) of messages this instance accepted, so that it delivers them without reading them back from the object store; 0 turns it off',
       default: '32MiB',
       parse: (raw: string) => (raw.trim() === '0' ? 0 : byteSize.parse(raw)),
       expected: 'a byte size such as 33554432, 512KiB or 32MiB, or 0',
     },
-    pollInterval: { name: 'DELIVERY_POLL_INTERVAL', meaning: 'how often idle workers look for due messages (retries, and mail taken by other instances); mail this instance takes is claimed at once', default: '1s', ...positiveDuration },
+    pollInterval: {
+      name: 'DELIVERY_POLL_INTERVAL',
+      meaning:
+        'how often idle workers look for due messages (retries, and mail taken by other instances); mail this instance takes is claimed at once',
+      default: '1s',
+      ...positiveDuration,
+    },
   },
   statusArchive: {
-    after: { name: 'STATUS_ARCHIVE_AFTER', meaning: 'age at which status history rows move to message_status_archive', default: '720h', ...positiveDuration },
-    retention: { name: 'STATUS_ARCHIVE_RETENTION', meaning: 'age at which archived status rows are deleted (10 years)', default: '87600h', ...positiveDuration },
-    interval: { name: 'STATUS_ARCHIVE_INTERVAL', meaning: 'how often the archive job runs', default: '1h', ...positiveDuration },
+    after: {
+      name: 'STATUS_ARCHIVE_AFTER',
+      meaning: 'age at which status history rows move to message_status_archive',
+      default: '720h',
+      ...positiveDuration,
+    },
+    retention: {
+      name: 'STATUS_ARCHIVE_RETENTION',
+      meaning: 'age at which archived status rows are deleted (10 years)',
+      default: '87600h',
+      ...positiveDuration,
+    },
+    interval: {
+      name: 'STATUS_ARCHIVE_INTERVAL',
+      meaning: 'how often the archive job runs',
+      default: '1h',
+      ...positiveDuration,
+    },
   },
   // Where the seal strategy seals.
   sealUrl: SEAL_URL,

@@ -4,23 +4,44 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 export function createExchangeMetrics(registry: Registry) {
   const registers = [registry];
   return {
-    smtpIncoming: new Counter({ name: 'smtp_incoming_total', help: 'Messages offered over SMTP (DATA started)', registers }),
-    smtpIncomingStored: new Counter({ name: 'smtp_incoming_stored', help: 'Messages received over SMTP and stored durably (answered 250)', registers }),
+    smtpIncoming: new Counter({
+      name: 'smtp_incoming_total',
+      help: 'Messages offered over SMTP (DATA started)',
+      registers,
+    }),
+    smtpIncomingStored: new Counter({
+      name: 'smtp_incoming_stored',
+      help: 'Messages received over SMTP and stored durably (answered 250)',
+      registers,
+    }),
     smtpIncomingDuration: new Histogram({
       name: 'smtp_incoming_duration_seconds',
       help: 'Time from DATA to the final reply of an inbound SMTP message',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
-    delivered: new Counter({ name: 'delivered_messages_total', help: 'Messages delivered, by outbound strategy', labelNames: ['strategy'] as const, registers }),
+    delivered: new Counter({
+      name: 'delivered_messages_total',
+      help: 'Messages delivered, by outbound strategy',
+      labelNames: ['strategy'] as const,
+      registers,
+    }),
     deliveredBytes: new Counter({
       name: 'delivered_messages_total_size_bytes',
       help: 'Bytes of the messages delivered, by outbound strategy',
       labelNames: ['strategy'] as const,
       registers,
     }),
-    failed: new Counter({ name: 'failed_messages_total', help: 'Messages that failed for good (retries exhausted or permanent error)', registers }),
-    bounces: new Counter({ name: 'bounce_replies_total', help: 'Bounces (delivery status notifications) generated for failed messages', registers }),
+    failed: new Counter({
+      name: 'failed_messages_total',
+      help: 'Messages that failed for good (retries exhausted or permanent error)',
+      registers,
+    }),
+    bounces: new Counter({
+      name: 'bounce_replies_total',
+      help: 'Bounces (delivery status notifications) generated for failed messages',
+      registers,
+    }),
     // Not the spec's: for operators (deploy/prometheus/alerts.yml), beside smtp_incoming_*.
     smtpRefused: new Counter({
       name: 'smtp_refused_total',

@@ -23,8 +23,20 @@ export interface ExchangePluginOptions {
 
 /** The exchange engine's HTTP API: delivery rules, JSON inbound, message status, the queue. */
 export async function exchangePlugin(app: App, options: ExchangePluginOptions) {
-  await app.register(ruleRoutes, { rules: options.rules, adminToken: options.adminToken, outboundStrategies: options.outboundStrategies });
-  await app.register(jsonInboundRoutes, { intake: options.intake, serviceToken: options.serviceToken, limits: options.inboundLimits });
-  await app.register(statusRoutes, { history: options.statusHistory, adminToken: options.adminToken, serviceToken: options.serviceToken });
+  await app.register(ruleRoutes, {
+    rules: options.rules,
+    adminToken: options.adminToken,
+    outboundStrategies: options.outboundStrategies,
+  });
+  await app.register(jsonInboundRoutes, {
+    intake: options.intake,
+    serviceToken: options.serviceToken,
+    limits: options.inboundLimits,
+  });
+  await app.register(statusRoutes, {
+    history: options.statusHistory,
+    adminToken: options.adminToken,
+    serviceToken: options.serviceToken,
+  });
   await app.register(queueRoutes, { view: options.queue, adminToken: options.adminToken });
 }

@@ -8,7 +8,12 @@ import { MessageIntake } from './inbound/accept.ts';
 import { RecentPayloads } from './inbound/recent-payloads.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
-import { checkOutboundRegistry, OUTBOUND_STRATEGIES, type OutboundRegistry, strategyNames } from './outbound/registry.ts';
+import {
+  checkOutboundRegistry,
+  OUTBOUND_STRATEGIES,
+  type OutboundRegistry,
+  strategyNames,
+} from './outbound/registry.ts';
 import { migrations } from './migrations/index.ts';
 import { QueueView } from './queue/view.ts';
 import { exchangePlugin } from './plugin.ts';
@@ -27,7 +32,9 @@ export type ExchangeServiceDefinition = ServiceDefinition<'exchange', ExchangeCo
  * The exchange with a registry of outbound strategies other than the shipped one: how a test runs a
  * strategy that Sealpost does not ship.
  */
-export function createExchangeService(options: { outboundStrategies?: OutboundRegistry } = {}): ExchangeServiceDefinition {
+export function createExchangeService(
+  options: { outboundStrategies?: OutboundRegistry } = {},
+): ExchangeServiceDefinition {
   const outboundStrategies = checkOutboundRegistry(options.outboundStrategies ?? OUTBOUND_STRATEGIES);
   return {
     name: 'exchange',
@@ -49,7 +56,11 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
 
       // A DKIM key that cannot be used stops start-up before anything listens.
       const dkim = await loadDkimSigner(settings.dkim);
-      if (dkim) logger.info({ domain: dkim.domain, selector: dkim.selector, algorithm: dkim.algorithm }, 'outbound mail is DKIM-signed');
+      if (dkim)
+        logger.info(
+          { domain: dkim.domain, selector: dkim.selector, algorithm: dkim.algorithm },
+          'outbound mail is DKIM-signed',
+        );
 
       await createStarterRules(db, { embedded: context.embedded ?? false, production: config.production, logger });
 
@@ -89,7 +100,19 @@ export function createExchangeService(options: { outboundStrategies?: OutboundRe
         throw error;
       });
       // Workers start once the API is up; they stop after it, before the caller closes the database.
-      const delivery = startDeliveryEngine({ config, settings, db, objects: context.objects, intake, metrics, logger, dkim, outboundStrategies, recentPayloads, clock });
+      const delivery = startDeliveryEngine({
+        config,
+        settings,
+        db,
+        objects: context.objects,
+        intake,
+        metrics,
+        logger,
+        dkim,
+        outboundStrategies,
+        recentPayloads,
+        clock,
+      });
       return {
         ...http,
         listening: { ...http.listening, smtp: smtp.url },

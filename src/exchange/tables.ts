@@ -23,7 +23,15 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
  * `storing` is a row's only, never a history entry: the intake wrote the row while the payload was still
  * being stored, and nothing was acknowledged yet (docs/design.md#durability-of-intake).
  */
-export type EnvelopeStatus = 'storing' | 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
+export type EnvelopeStatus =
+  | 'storing'
+  | 'accepted'
+  | 'routed'
+  | 'delivering'
+  | 'delivered'
+  | 'retrying'
+  | 'failed'
+  | 'bounced';
 
 export interface RulesTable {
   id: Generated<string>;

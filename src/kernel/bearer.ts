@@ -12,9 +12,14 @@ export function requireBearer(expected: string, what: 'admin' | 'service') {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) {
-      throw new AppError('unauthenticated', 401, `This endpoint needs the ${what} token: Authorization: Bearer <token>`, {
-        headers: { 'www-authenticate': 'Bearer' },
-      });
+      throw new AppError(
+        'unauthenticated',
+        401,
+        `This endpoint needs the ${what} token: Authorization: Bearer <token>`,
+        {
+          headers: { 'www-authenticate': 'Bearer' },
+        },
+      );
     }
     if (!timingSafeEqual(digest(match[1]!), expectedDigest)) {
       throw new AppError('unauthenticated', 401, `The ${what} token is not valid`, {

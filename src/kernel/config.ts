@@ -16,28 +16,100 @@ const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 /** The variables every service reads, in the order docs/configuration.md lists them. */
 export const SHARED_VARIABLES = defineVariables({
-  env: { name: 'NODE_ENV', meaning: '`production` turns off generated tokens, the log SMS provider and starter rules', default: 'development', ...oneOf(NODE_ENVS) },
+  env: {
+    name: 'NODE_ENV',
+    meaning: '`production` turns off generated tokens, the log SMS provider and starter rules',
+    default: 'development',
+    ...oneOf(NODE_ENVS),
+  },
   logLevel: { name: 'LOG_LEVEL', meaning: 'pino log level', default: 'info', ...oneOf(LOG_LEVELS) },
-  logFormat: { name: 'LOG_FORMAT', meaning: '`pretty`: one human line per event; `json`: one JSON object per line (for a log collector); `auto`: pretty when standard output is a terminal, JSON otherwise. Each request is logged at `debug`', default: 'auto', ...oneOf(LOG_FORMATS) },
-  host: { name: 'HOST', meaning: 'address every listener binds to', default: '127.0.0.1', ...nonEmpty('a host name or IP address') },
-  dataDir: { name: 'SEALPOST_DATA_DIR', meaning: 'folder of the embedded defaults (PGlite database, local objects, outbox)', default: './data', ...nonEmpty('a folder path') },
-  databaseUrl: { name: 'DATABASE_URL', meaning: 'PostgreSQL connection string; unset: embedded PGlite in `$SEALPOST_DATA_DIR/pg`', secret: true, ...url(['postgres:', 'postgresql:'], 'a postgres:// or postgresql:// URL') },
-  databasePoolSize: { name: 'DATABASE_POOL_SIZE', meaning: 'PostgreSQL connections per process', default: '10', ...integer(1, 1000) },
+  logFormat: {
+    name: 'LOG_FORMAT',
+    meaning:
+      '`pretty`: one human line per event; `json`: one JSON object per line (for a log collector); `auto`: pretty when standard output is a terminal, JSON otherwise. Each request is logged at `debug`',
+    default: 'auto',
+    ...oneOf(LOG_FORMATS),
+  },
+  host: {
+    name: 'HOST',
+    meaning: 'address every listener binds to',
+    default: '127.0.0.1',
+    ...nonEmpty('a host name or IP address'),
+  },
+  dataDir: {
+    name: 'SEALPOST_DATA_DIR',
+    meaning: 'folder of the embedded defaults (PGlite database, local objects, outbox)',
+    default: './data',
+    ...nonEmpty('a folder path'),
+  },
+  databaseUrl: {
+    name: 'DATABASE_URL',
+    meaning: 'PostgreSQL connection string; unset: embedded PGlite in `$SEALPOST_DATA_DIR/pg`',
+    secret: true,
+    ...url(['postgres:', 'postgresql:'], 'a postgres:// or postgresql:// URL'),
+  },
+  databasePoolSize: {
+    name: 'DATABASE_POOL_SIZE',
+    meaning: 'PostgreSQL connections per process',
+    default: '10',
+    ...integer(1, 1000),
+  },
   s3: {
     endpoint: { name: 'S3_ENDPOINT', meaning: 'S3 endpoint URL; unset: AWS', ...httpUrl },
-    bucket: { name: 'S3_BUCKET', meaning: 'bucket for payloads and attachments; unset: local disk in `$SEALPOST_DATA_DIR/objects`', ...nonEmpty('a bucket name') },
+    bucket: {
+      name: 'S3_BUCKET',
+      meaning: 'bucket for payloads and attachments; unset: local disk in `$SEALPOST_DATA_DIR/objects`',
+      ...nonEmpty('a bucket name'),
+    },
     region: { name: 'S3_REGION', meaning: 'S3 region', default: 'us-east-1', ...nonEmpty('a region name') },
-    accessKeyId: { name: 'S3_ACCESS_KEY_ID', meaning: 'S3 access key; unset: the AWS default credential chain', ...text('an access key id') },
+    accessKeyId: {
+      name: 'S3_ACCESS_KEY_ID',
+      meaning: 'S3 access key; unset: the AWS default credential chain',
+      ...text('an access key id'),
+    },
     secretAccessKey: { name: 'S3_SECRET_ACCESS_KEY', meaning: 'S3 secret key', secret: true, ...text('a secret key') },
-    forcePathStyle: { name: 'S3_FORCE_PATH_STYLE', meaning: 'path-style bucket addressing (needed by most self-hosted S3 servers)', default: 'true', ...boolean },
+    forcePathStyle: {
+      name: 'S3_FORCE_PATH_STYLE',
+      meaning: 'path-style bucket addressing (needed by most self-hosted S3 servers)',
+      default: 'true',
+      ...boolean,
+    },
   },
-  adminToken: { name: 'ADMIN_TOKEN', meaning: 'bearer token of the configuration endpoints of B and C; generated and printed at start when unset outside production', secret: true, ...nonEmpty('a non-empty token') },
-  serviceToken: { name: 'SERVICE_TOKEN', meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production', secret: true, ...nonEmpty('a non-empty token') },
+  adminToken: {
+    name: 'ADMIN_TOKEN',
+    meaning:
+      'bearer token of the configuration endpoints of B and C; generated and printed at start when unset outside production',
+    secret: true,
+    ...nonEmpty('a non-empty token'),
+  },
+  serviceToken: {
+    name: 'SERVICE_TOKEN',
+    meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production',
+    secret: true,
+    ...nonEmpty('a non-empty token'),
+  },
   http: {
-    idleTimeout: { name: 'HTTP_IDLE_TIMEOUT', meaning: 'a client that sends nothing this long while a request waits for its headers or body (or between requests) gets 408 and is disconnected; an upload that keeps sending is never cut', default: '30s', ...positiveDuration },
-    maxConnections: { name: 'HTTP_MAX_CONNECTIONS', meaning: 'HTTP connections one service keeps open at once; further ones are closed at once and counted in http_connections_refused_total', default: '4096', ...integer(1, 1000000) },
+    idleTimeout: {
+      name: 'HTTP_IDLE_TIMEOUT',
+      meaning:
+        'a client that sends nothing this long while a request waits for its headers or body (or between requests) gets 408 and is disconnected; an upload that keeps sending is never cut',
+      default: '30s',
+      ...positiveDuration,
+    },
+    maxConnections: {
+      name: 'HTTP_MAX_CONNECTIONS',
+      meaning:
+        'HTTP connections one service keeps open at once; further ones are closed at once and counted in http_connections_refused_total',
+      default: '4096',
+      ...integer(1, 1000000),
+    },
   },
-  shutdownTimeout: { name: 'SHUTDOWN_TIMEOUT', meaning: 'how long a graceful shutdown may take before the process exits anyway', default: '10s', ...positiveDuration },
+  shutdownTimeout: {
+    name: 'SHUTDOWN_TIMEOUT',
+    meaning: 'how long a graceful shutdown may take before the process exits anyway',
+    default: '10s',
+    ...positiveDuration,
+  },
 });
 
 type TokenName = 'ADMIN_TOKEN' | 'SERVICE_TOKEN';

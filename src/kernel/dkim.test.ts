@@ -11,15 +11,30 @@ import { DkimSigner } from './dkim.ts';
 describe('DKIM configuration', () => {
   it('takes DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE together, and nothing signs without them', () => {
     assert.equal(loadConfig({}).exchange.dkim, undefined);
-    const config = loadConfig({ DKIM_DOMAIN: 'Example.ORG.', DKIM_SELECTOR: 's2026', DKIM_PRIVATE_KEY_FILE: '/etc/sealpost/dkim.pem' });
-    assert.deepEqual(config.exchange.dkim, { domain: 'example.org', selector: 's2026', keyFile: '/etc/sealpost/dkim.pem' });
+    const config = loadConfig({
+      DKIM_DOMAIN: 'Example.ORG.',
+      DKIM_SELECTOR: 's2026',
+      DKIM_PRIVATE_KEY_FILE: '/etc/sealpost/dkim.pem',
+    });
+    assert.deepEqual(config.exchange.dkim, {
+      domain: 'example.org',
+      selector: 's2026',
+      keyFile: '/etc/sealpost/dkim.pem',
+    });
     assert.deepEqual(config.auth.dkim, config.exchange.dkim, 'auth signs its email codes with the same key');
     assert.throws(
       () => loadConfig({ DKIM_DOMAIN: 'example.org' }),
-      (error: unknown) => error instanceof ConfigError && /DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE are missing/.test(error.message),
+      (error: unknown) =>
+        error instanceof ConfigError && /DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE are missing/.test(error.message),
     );
-    assert.throws(() => loadConfig({ DKIM_DOMAIN: 'not a domain', DKIM_SELECTOR: 's', DKIM_PRIVATE_KEY_FILE: 'k' }), /DKIM_DOMAIN/);
-    assert.throws(() => loadConfig({ DKIM_DOMAIN: 'example.org', DKIM_SELECTOR: 'a b', DKIM_PRIVATE_KEY_FILE: 'k' }), /DKIM_SELECTOR/);
+    assert.throws(
+      () => loadConfig({ DKIM_DOMAIN: 'not a domain', DKIM_SELECTOR: 's', DKIM_PRIVATE_KEY_FILE: 'k' }),
+      /DKIM_DOMAIN/,
+    );
+    assert.throws(
+      () => loadConfig({ DKIM_DOMAIN: 'example.org', DKIM_SELECTOR: 'a b', DKIM_PRIVATE_KEY_FILE: 'k' }),
+      /DKIM_SELECTOR/,
+    );
   });
 
   it('refuses a key file that is missing, not a key, too short or of another kind, naming DKIM_PRIVATE_KEY_FILE', async () => {
@@ -27,24 +42,39 @@ describe('DKIM configuration', () => {
     try {
       const file = (name: string) => join(dir, name);
       await writeFile(file('junk.pem'), 'not a key\n');
-      await writeFile(file('short.pem'), generateKeyPairSync('rsa', { modulusLength: 768 }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
-      await writeFile(file('ec.pem'), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
-      await writeFile(file('rsa.pem'), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      await writeFile(
+        file('short.pem'),
+        generateKeyPairSync('rsa', { modulusLength: 768 }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
+      );
+      await writeFile(
+        file('ec.pem'),
+        generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
+      );
+      await writeFile(
+        file('rsa.pem'),
+        generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }),
+      );
       for (const [name, why] of [
         ['missing.pem', /cannot be read/],
         ['junk.pem', /is not a PEM private key/],
         ['short.pem', /768-bit RSA key; DKIM needs at least 1024 bits/],
         ['ec.pem', /holds a ec key/],
       ] as const) {
-        await assert.rejects(DkimSigner.load({ domain: 'example.org', selector: 's', keyFile: file(name) }), (error: unknown) => {
-          assert.ok(error instanceof ConfigError, name);
-          assert.match(error.message, new RegExp(`DKIM_PRIVATE_KEY_FILE=${file(name).replaceAll('.', '\\.')}`), name);
-          assert.match(error.message, why, name);
-          return true;
-        });
+        await assert.rejects(
+          DkimSigner.load({ domain: 'example.org', selector: 's', keyFile: file(name) }),
+          (error: unknown) => {
+            assert.ok(error instanceof ConfigError, name);
+            assert.match(error.message, new RegExp(`DKIM_PRIVATE_KEY_FILE=${file(name).replaceAll('.', '\\.')}`), name);
+            assert.match(error.message, why, name);
+            return true;
+          },
+        );
       }
       // A PKCS#1 RSA key (what `openssl genrsa` writes) is as good as PKCS#8.
-      assert.equal((await DkimSigner.load({ domain: 'example.org', selector: 's', keyFile: file('rsa.pem') })).algorithm, 'rsa-sha256');
+      assert.equal(
+        (await DkimSigner.load({ domain: 'example.org', selector: 's', keyFile: file('rsa.pem') })).algorithm,
+        'rsa-sha256',
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -53,10 +83,15 @@ describe('DKIM configuration', () => {
   it('signs for DKIM_DOMAIN and its subdomains only', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sealpost-dkim-key-'));
     try {
-      await writeFile(join(dir, 'ed.pem'), generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
+      await writeFile(
+        join(dir, 'ed.pem'),
+        generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }),
+      );
       const signer = await DkimSigner.load({ domain: 'example.org', selector: 's', keyFile: join(dir, 'ed.pem') });
       assert.deepEqual(
-        ['example.org', 'Mail.Example.org', 'example.org.', 'badexample.org', 'example.com', undefined].map((domain) => signer.aligned(domain)),
+        ['example.org', 'Mail.Example.org', 'example.org.', 'badexample.org', 'example.com', undefined].map((domain) =>
+          signer.aligned(domain),
+        ),
         [true, true, true, false, false, false],
       );
     } finally {

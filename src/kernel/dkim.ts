@@ -62,18 +62,29 @@ export class DkimSigner {
     try {
       key = createPrivateKey(pem);
     } catch {
-      throw new ConfigError([`DKIM_PRIVATE_KEY_FILE=${settings.keyFile} is not a PEM private key (expected an RSA or Ed25519 key, as \`sealpost dkim-key generate\` writes)`]);
+      throw new ConfigError([
+        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} is not a PEM private key (expected an RSA or Ed25519 key, as \`sealpost dkim-key generate\` writes)`,
+      ]);
     }
     const type = key.asymmetricKeyType;
     if (type !== 'rsa' && type !== 'ed25519') {
-      throw new ConfigError([`DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${type ?? 'unknown'} key; DKIM signs with RSA or Ed25519`]);
+      throw new ConfigError([
+        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${type ?? 'unknown'} key; DKIM signs with RSA or Ed25519`,
+      ]);
     }
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
     if (type === 'rsa' && bits < 1024) {
       // RFC 8301 §3.2: verifiers must not accept RSA keys under 1024 bits.
-      throw new ConfigError([`DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${bits}-bit RSA key; DKIM needs at least 1024 bits (2048 recommended)`]);
+      throw new ConfigError([
+        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${bits}-bit RSA key; DKIM needs at least 1024 bits (2048 recommended)`,
+      ]);
     }
-    return new DkimSigner(settings.domain, settings.selector, key.export({ type: 'pkcs8', format: 'pem' }).toString(), key);
+    return new DkimSigner(
+      settings.domain,
+      settings.selector,
+      key.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      key,
+    );
   }
 
   /** The DKIM-Signature header line(s) for a complete message (CRLF-terminated). */
@@ -82,9 +93,18 @@ export class DkimSigner {
       canonicalization: 'relaxed/relaxed',
       algorithm: this.algorithm,
       headerList: SIGNED_HEADERS as unknown as string[],
-      signatureData: [{ signingDomain: this.domain, selector: this.selector, privateKey: this.privateKey, algorithm: this.algorithm, canonicalization: 'relaxed/relaxed' }],
+      signatureData: [
+        {
+          signingDomain: this.domain,
+          selector: this.selector,
+          privateKey: this.privateKey,
+          algorithm: this.algorithm,
+          canonicalization: 'relaxed/relaxed',
+        },
+      ],
     } as unknown as Parameters<typeof dkimSign>[1]);
-    if (result.errors?.length) throw new Error(`DKIM signing failed: ${result.errors.map((e) => (e as Error).message ?? String(e)).join('; ')}`);
+    if (result.errors?.length)
+      throw new Error(`DKIM signing failed: ${result.errors.map((e) => (e as Error).message ?? String(e)).join('; ')}`);
     return Buffer.from(result.signatures);
   }
 

@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import {
-  DurationError,
-  durationToMs,
-  formatDuration,
-  isValidDuration,
-  parseDuration,
-} from './duration.ts';
+import { DurationError, durationToMs, formatDuration, isValidDuration, parseDuration } from './duration.ts';
 
 const NS = 1n;
 const US = 1_000n * NS;
@@ -131,10 +125,7 @@ const invalid: ReadonlyArray<[string, string]> = [
   ['-2562047h47m16.854775809s', 'time: invalid duration "-2562047h47m16.854775809s"'],
   ['-9223372036854ms775us809ns', 'time: invalid duration "-9223372036854ms775us809ns"'],
   // Go wraps its uint64 sum to 0 here and returns 0; we report the overflow instead.
-  [
-    '9223372036854775808ns9223372036854775808ns',
-    'time: invalid duration "9223372036854775808ns9223372036854775808ns"',
-  ],
+  ['9223372036854775808ns9223372036854775808ns', 'time: invalid duration "9223372036854775808ns9223372036854775808ns"'],
 ];
 
 /** Go's durationTests for Duration.String(). */
@@ -248,7 +239,7 @@ describe('round trip: parseDuration(formatDuration(d)) === d', () => {
     );
   });
 
-  it('holds for random whole milliseconds (Go\'s TestParseDurationRoundTrip)', () => {
+  it("holds for random whole milliseconds (Go's TestParseDurationRoundTrip)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (n) => {
         const d = BigInt(n) * MS;

@@ -180,8 +180,7 @@ export function formatDuration(ns: bigint): string {
 
   let out: string;
   if (u < SECOND) {
-    const [unit, prec]: [string, number] =
-      u < 1_000n ? ['ns', 0] : u < 1_000_000n ? ['\u00b5s', 3] : ['ms', 6];
+    const [unit, prec]: [string, number] = u < 1_000n ? ['ns', 0] : u < 1_000_000n ? ['\u00b5s', 3] : ['ms', 6];
     const [frac, int] = fractionDigits(u, prec);
     out = `${int}${frac}${unit}`;
   } else {

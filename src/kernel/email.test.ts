@@ -15,7 +15,21 @@ describe('normalizeEmail', () => {
     assert.equal(normalizeEmail('a@example.org.'), 'a@example.org');
   });
   it('refuses what is not a bare address', () => {
-    for (const bad of ['', 'alice', '@example.com', 'alice@', 'Alice <alice@example.com>', 'a b@example.com', 'a@exa mple.com', 'a@-bad-.com', 'a..b@example.com', '.a@example.com', 'a@b@c', 'a@example.com\r\nBcc: x@y.z', `${'x'.repeat(65)}@example.com`]) {
+    for (const bad of [
+      '',
+      'alice',
+      '@example.com',
+      'alice@',
+      'Alice <alice@example.com>',
+      'a b@example.com',
+      'a@exa mple.com',
+      'a@-bad-.com',
+      'a..b@example.com',
+      '.a@example.com',
+      'a@b@c',
+      'a@example.com\r\nBcc: x@y.z',
+      `${'x'.repeat(65)}@example.com`,
+    ]) {
       assert.equal(normalizeEmail(bad), undefined, JSON.stringify(bad));
     }
   });

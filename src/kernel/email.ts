@@ -18,11 +18,17 @@ export function normalizeEmail(input: string): string | undefined {
   const domain = text.slice(at + 1).replace(/\.$/, '');
   // A quoted local part (`"quoted local"@example.org`, RFC 5321 §4.1.2) may hold spaces and dots anywhere.
   const quoted = /^"(?:[^"\\\r\n]|\\[\x20-\x7e])+"$/.test(local);
-  if (local.length > 64 || (!quoted && (!/^[^@\s]+$/.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..')))) {
+  if (
+    local.length > 64 ||
+    (!quoted && (!/^[^@\s]+$/.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..')))
+  ) {
     return undefined;
   }
   const ascii = domainToASCII(domain.toLowerCase());
-  if (!ascii || !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(ascii)) {
+  if (
+    !ascii ||
+    !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(ascii)
+  ) {
     return undefined;
   }
   return `${local}@${ascii}`;

@@ -48,13 +48,18 @@ export class AppError extends Error {
 export const badRequest = (message: string, errorCode: ErrorCode = 'validation_failed') =>
   new AppError(errorCode, 400, message);
 export const notFound = (message = 'Not found') => new AppError('not_found', 404, message);
-export const unavailable = (message: string, cause?: unknown) =>
-  new AppError('unavailable', 503, message, { cause });
+export const unavailable = (message: string, cause?: unknown) => new AppError('unavailable', 503, message, { cause });
 
 export function newErrorId(): string {
   return randomUUID();
 }
 
-export function errorObject(status: number, message: string, errorCode?: string, id = newErrorId(), details: ErrorDetails = {}): ErrorObject {
+export function errorObject(
+  status: number,
+  message: string,
+  errorCode?: string,
+  id = newErrorId(),
+  details: ErrorDetails = {},
+): ErrorObject {
   return { ...(errorCode ? { id, kind: status, errorCode, message } : { id, kind: status, message }), ...details };
 }

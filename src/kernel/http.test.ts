@@ -46,7 +46,10 @@ describe('HTTP server factory', () => {
             {
               clusters: Type.Array(
                 Type.Object(
-                  { host: Type.String({ minLength: 1 }), timeout: Type.Optional(Type.String({ pattern: '^[0-9]+s$' })) },
+                  {
+                    host: Type.String({ minLength: 1 }),
+                    timeout: Type.Optional(Type.String({ pattern: '^[0-9]+s$' })),
+                  },
                   { additionalProperties: false },
                 ),
                 { minItems: 1 },
@@ -60,8 +63,10 @@ describe('HTTP server factory', () => {
     );
     app.get('/things/:id', async (request) => {
       const { id } = request.params as { id: string };
-      if (id === 'limited') throw new AppError('sms_rate_limit', 429, 'Too many SMS', { headers: { 'retry-after': '60' } });
-      if (id === 'broken') throw new Error('duplicate key value violates unique constraint "users_pkey" SELECT * FROM users');
+      if (id === 'limited')
+        throw new AppError('sms_rate_limit', 429, 'Too many SMS', { headers: { 'retry-after': '60' } });
+      if (id === 'broken')
+        throw new Error('duplicate key value violates unique constraint "users_pkey" SELECT * FROM users');
       return { id };
     });
     await app.ready();
@@ -69,7 +74,11 @@ describe('HTTP server factory', () => {
   after(() => app.close());
 
   it('answers validation failures with a 400 error object that names the field as the client wrote it', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/clusters', payload: { clusters: [{ host: 'a' }, { host: 'b', timeout: '5m' }] } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      payload: { clusters: [{ host: 'a' }, { host: 'b', timeout: '5m' }] },
+    });
     assert.equal(res.statusCode, 400);
     const body = res.json();
     assert.deepEqual(Object.keys(body).sort(), ['errorCode', 'id', 'kind', 'message']);
@@ -82,7 +91,11 @@ describe('HTTP server factory', () => {
   it('names a missing and an unknown field', async () => {
     const missing = await app.inject({ method: 'POST', url: '/v1/clusters', payload: { clusters: [{}] } });
     assert.equal(missing.json().message, 'clusters[0].host is required');
-    const unknown = await app.inject({ method: 'POST', url: '/v1/clusters', payload: { clusters: [{ host: 'a', prot: 1 }] } });
+    const unknown = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      payload: { clusters: [{ host: 'a', prot: 1 }] },
+    });
     assert.equal(unknown.json().message, 'clusters[0].prot is not a known field');
   });
 
@@ -91,7 +104,10 @@ describe('HTTP server factory', () => {
     assert.equal(res.statusCode, 429);
     assert.equal(res.headers['retry-after'], '60');
     const body = res.json();
-    assert.deepEqual({ kind: body.kind, errorCode: body.errorCode, message: body.message }, { kind: 429, errorCode: 'sms_rate_limit', message: 'Too many SMS' });
+    assert.deepEqual(
+      { kind: body.kind, errorCode: body.errorCode, message: body.message },
+      { kind: 429, errorCode: 'sms_rate_limit', message: 'Too many SMS' },
+    );
   });
 
   it('answers unknown routes with a 404 error object', async () => {
@@ -119,10 +135,19 @@ describe('HTTP server factory', () => {
   });
 
   it('answers malformed JSON and oversized bodies with error objects', async () => {
-    const bad = await app.inject({ method: 'POST', url: '/v1/clusters', headers: { 'content-type': 'application/json' }, payload: '{"clusters": [' });
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"clusters": [',
+    });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().kind, 400);
-    const big = await app.inject({ method: 'POST', url: '/v1/clusters', payload: { clusters: [{ host: 'x'.repeat(2000) }] } });
+    const big = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      payload: { clusters: [{ host: 'x'.repeat(2000) }] },
+    });
     assert.equal(big.statusCode, 413);
     assert.equal(big.json().errorCode, 'payload_too_large');
   });
@@ -166,7 +191,10 @@ describe('HTTP server factory', () => {
     const text = await (await app.inject('/metrics')).body;
     assert.match(text, /http_requests_total\{operation="GET \/things\/:id",code="200",service="test"\} 2/);
     assert.match(text, /http_requests_total\{operation="unmatched",code="404",service="test"\}/);
-    assert.match(text, /http_request_duration_seconds_bucket\{le="0.005",service="test",operation="GET \/things\/:id",code="200"\}/);
+    assert.match(
+      text,
+      /http_request_duration_seconds_bucket\{le="0.005",service="test",operation="GET \/things\/:id",code="200"\}/,
+    );
     assert.doesNotMatch(text, /things\/123/);
     assert.match(text, /process_resident_memory_bytes/);
   });
@@ -182,7 +210,10 @@ describe('HTTP server factory', () => {
 
   it('keeps secrets out of the logs', async () => {
     logLines.length = 0;
-    app.log.info({ req: { headers: { authorization: 'Bearer s3cret-token', cookie: 'sid=abc' } }, code: '123456' }, 'probe');
+    app.log.info(
+      { req: { headers: { authorization: 'Bearer s3cret-token', cookie: 'sid=abc' } }, code: '123456' },
+      'probe',
+    );
     const text = JSON.stringify(logLines);
     assert.doesNotMatch(text, /s3cret-token|sid=abc|123456/);
   });

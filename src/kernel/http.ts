@@ -54,7 +54,8 @@ export interface HttpServerOptions {
 export type BrowserPage = (request: FastifyRequest, status: number, errorId: string) => string | undefined;
 
 /** Headers of a page from BrowserPage: nothing runs, nothing loads but our icon, nothing frames it. */
-export const BROWSER_PAGE_CSP = "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const BROWSER_PAGE_CSP =
+  "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 function sendBrowserPage(reply: FastifyReply, status: number, html: string): void {
   void reply
@@ -75,9 +76,15 @@ export const ErrorObjectSchema = Type.Object(
     errorCode: Type.Optional(Type.String({ description: 'subtype of the error, for choosing a localized message' })),
     message: Type.String({ description: 'human-readable description for logs and debugging' }),
     attemptsLeft: Type.Optional(
-      Type.Integer({ minimum: 0, description: 'incorrect_code, invalid_code_or_email: wrong tries left before the code is void (code_attempts_exceeded)' }),
+      Type.Integer({
+        minimum: 0,
+        description:
+          'incorrect_code, invalid_code_or_email: wrong tries left before the code is void (code_attempts_exceeded)',
+      }),
     ),
-    cid: Type.Optional(Type.String({ description: 'seal_broken: the IPFS CID of the content that failed verification' })),
+    cid: Type.Optional(
+      Type.String({ description: 'seal_broken: the IPFS CID of the content that failed verification' }),
+    ),
   },
   { $id: 'ErrorObject', title: 'Error object' },
 );
@@ -140,7 +147,8 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   // or a message header. Found by test/fuzz/json-bodies.
   app.addHook('preValidation', async (request) => {
     const field = nulCharacterField(request.body);
-    if (field !== undefined) throw badRequest(`${field || 'the request body'} contains a NUL character (\\u0000), which is not allowed`);
+    if (field !== undefined)
+      throw badRequest(`${field || 'the request body'} contains a NUL character (\\u0000), which is not allowed`);
   });
 
   const metrics = createHttpMetrics(options.registry);
@@ -171,14 +179,10 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   await app.register(swaggerUi, { routePrefix: '/swagger' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get(
-    '/metrics',
-    { schema: { tags: ['operations'], summary: 'Prometheus metrics' } },
-    async (_request, reply) => {
-      reply.type(options.registry.contentType);
-      return options.registry.metrics();
-    },
-  );
+  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' } }, async (_request, reply) => {
+    reply.type(options.registry.contentType);
+    return options.registry.metrics();
+  });
   app.get(
     '/healthz',
     {
@@ -206,7 +210,11 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
       const results = await checkReadiness(options.readiness, request.log);
       const failed = results.filter(([, problem]) => problem !== undefined);
       if (failed.length > 0) {
-        throw new AppError('unavailable', 503, `Not ready: ${failed.map(([name, problem]) => `${name} ${problem}`).join(', ')}`);
+        throw new AppError(
+          'unavailable',
+          503,
+          `Not ready: ${failed.map(([name, problem]) => `${name} ${problem}`).join(', ')}`,
+        );
       }
       return { status: 'ready' as const, checks: Object.fromEntries(results.map(([name]) => [name, 'ok' as const])) };
     },
@@ -237,8 +245,14 @@ async function checkReadiness(
  * /metrics but cannot work. Checked at scrape time, at most every 5 s (the checks touch the database,
  * the object store and, for seal, the primary cluster).
  */
-function registerReadinessGauge(registry: Registry, checks: Record<string, () => Promise<unknown>>, log: { warn(object: object, message: string): void }): void {
-  const ready = cachedFor(() => checkReadiness(checks, log).then((results) => results.every(([, problem]) => problem === undefined)));
+function registerReadinessGauge(
+  registry: Registry,
+  checks: Record<string, () => Promise<unknown>>,
+  log: { warn(object: object, message: string): void },
+): void {
+  const ready = cachedFor(() =>
+    checkReadiness(checks, log).then((results) => results.every(([, problem]) => problem === undefined)),
+  );
   new Gauge({
     name: 'service_ready',
     help: 'Whether the service is ready (its /readyz answer): database, object store and its own dependencies reachable',
@@ -288,7 +302,12 @@ function handleError(error: FastifyError | AppError | Error, request: FastifyReq
  * path parameter over maxParamLength) skips the error handler and, by default, leaves in Fastify's own
  * shape without an id and without a log line. This gives it the spec's error object like the rest.
  */
-function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, browserPage: BrowserPage | undefined) {
+function answerFrameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  browserPage: BrowserPage | undefined,
+) {
   const status = error.statusCode ?? 400;
   const message =
     error.code === 'FST_ERR_BAD_URL'

@@ -11,9 +11,15 @@ export function listenError(error: unknown, where: { portVariable: string; port:
   const host = `HOST=${where.host}`;
   switch (code) {
     case 'EADDRINUSE':
-      return new ConfigError([`${port}: the port is in use on ${where.host} (another Sealpost, or another program); choose another port`], { cause: error });
+      return new ConfigError(
+        [`${port}: the port is in use on ${where.host} (another Sealpost, or another program); choose another port`],
+        { cause: error },
+      );
     case 'EACCES':
-      return new ConfigError([`${port}: not allowed to listen on this port (ports below 1024 need privileges); choose a port from 1024 up`], { cause: error });
+      return new ConfigError(
+        [`${port}: not allowed to listen on this port (ports below 1024 need privileges); choose a port from 1024 up`],
+        { cause: error },
+      );
     case 'EADDRNOTAVAIL':
       return new ConfigError([`${host}: this machine has no such address to listen on`], { cause: error });
     case 'ENOTFOUND':

@@ -142,14 +142,23 @@ export function parseMailbox(raw: string): string {
 /** A domain name, lower-cased, without a trailing dot. */
 export function parseDomainName(raw: string): string {
   const domain = raw.trim().toLowerCase().replace(/\.$/, '');
-  if (!/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(domain)) throw new ValueError();
+  if (!/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(domain))
+    throw new ValueError();
   return domain;
 }
 
 /** Domain names, comma-separated, lower-cased, without trailing dots or duplicates. */
 export function parseDomainList(raw: string): string[] {
-  const entries = raw.split(',').map((entry) => entry.trim().toLowerCase().replace(/\.$/, '')).filter(Boolean);
-  if (entries.length === 0 || entries.some((entry) => !/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(entry))) {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase().replace(/\.$/, ''))
+    .filter(Boolean);
+  if (
+    entries.length === 0 ||
+    entries.some(
+      (entry) => !/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(entry),
+    )
+  ) {
     throw new ValueError();
   }
   return [...new Set(entries)];
@@ -163,7 +172,10 @@ export interface Network {
 
 /** CIDR networks, checked here so that a typo stops start-up naming the variable. */
 export function parseCidrList(raw: string): Network[] {
-  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   if (entries.length === 0) throw new ValueError();
   return entries.map((entry) => {
     const [address = '', prefixText] = entry.split('/');

@@ -52,8 +52,15 @@ export function guardAgainstSlowClients(server: Server, limits: SlowClientLimits
     // Our handler is still working on a request it has whole: not the client's silence.
     if (inFlight?.req.complete && !inFlight.res.headersSent) return;
     if (!inFlight?.res.headersSent) {
-      const body = JSON.stringify(errorObject(408, `Nothing was received for ${Math.round(limits.idleTimeoutMs / 1000)} s; the connection is closed`));
-      socket.end(`HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      const body = JSON.stringify(
+        errorObject(
+          408,
+          `Nothing was received for ${Math.round(limits.idleTimeoutMs / 1000)} s; the connection is closed`,
+        ),
+      );
+      socket.end(
+        `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       // A client that does not read even this goes with its socket.
       setTimeout(() => socket.destroy(), 1000).unref();
       return;

@@ -40,7 +40,11 @@ export function defineVariable<const S extends VariableSpec>(spec: S): S {
   return spec;
 }
 
-type Value<S> = S extends { parse: (raw: string) => infer T } ? (S extends { readonly default: string } ? T : T | undefined) : never;
+type Value<S> = S extends { parse: (raw: string) => infer T }
+  ? S extends { readonly default: string }
+    ? T
+    : T | undefined
+  : never;
 
 /** What loadVariables returns for these declarations: a variable with a default is never undefined. */
 export type Values<D> = { -readonly [K in keyof D]: D[K] extends VariableSpec ? Value<D[K]> : Values<D[K]> };
@@ -105,7 +109,9 @@ export interface VariableRow {
 const component = (row: VariableRow) => (row.readers === 'all' ? 'all' : row.readers.map(serviceLetter).join(', '));
 
 /** Every variable as data (`sealpost config --json`): name, the services that read it, meaning, default. */
-export function variablesJson(rows: readonly VariableRow[]): Array<{ name: string; component: string; meaning: string; default: string | null; secret: boolean }> {
+export function variablesJson(
+  rows: readonly VariableRow[],
+): Array<{ name: string; component: string; meaning: string; default: string | null; secret: boolean }> {
   return rows.map((row) => ({
     name: row.spec.name,
     component: component(row),

@@ -7,19 +7,69 @@ import { defineVariables, loadVariables } from '../kernel/variables.ts';
 export const SEAL_VARIABLES = defineVariables({
   port: SEAL_PORT,
   envCluster: {
-    host: { name: 'IPFS_CLUSTER_HOST', meaning: 'fallback cluster host (used only when no configuration was stored through POST /v1/ipfs/config)', ...nonEmpty('a host name or IP address') },
-    port: { name: 'IPFS_CLUSTER_PORT', meaning: 'fallback cluster port', default: '9094', parse: (raw: string) => String(port(1).parse(raw)), expected: port(1).expected },
+    host: {
+      name: 'IPFS_CLUSTER_HOST',
+      meaning: 'fallback cluster host (used only when no configuration was stored through POST /v1/ipfs/config)',
+      ...nonEmpty('a host name or IP address'),
+    },
+    port: {
+      name: 'IPFS_CLUSTER_PORT',
+      meaning: 'fallback cluster port',
+      default: '9094',
+      parse: (raw: string) => String(port(1).parse(raw)),
+      expected: port(1).expected,
+    },
     user: { name: 'IPFS_CLUSTER_USER', meaning: 'fallback cluster user (Basic auth)', ...text('a user name') },
-    pass: { name: 'IPFS_CLUSTER_PASS', meaning: 'fallback cluster password (Basic auth)', secret: true, ...text('a password') },
+    pass: {
+      name: 'IPFS_CLUSTER_PASS',
+      meaning: 'fallback cluster password (Basic auth)',
+      secret: true,
+      ...text('a password'),
+    },
     secure: { name: 'IPFS_CLUSTER_SECURE', meaning: 'fallback use of HTTPS', default: 'true', ...boolean },
   },
-  ipfsProxyPort: { name: 'IPFS_PROXY_PORT', meaning: 'port of the IPFS HTTP API proxied by each cluster peer (reading content)', default: '9095', ...port(1) },
-  masterKey: { name: 'SEAL_MASTER_KEY', meaning: 'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex digits or base64; generated into the data folder when unset outside production', secret: true, parse: masterKey, expected: '32 bytes as 64 hex digits or as base64' },
-  clusterCaFile: { name: 'IPFS_CLUSTER_CA_FILE', meaning: 'PEM file of extra certificate authorities trusted for HTTPS to the clusters (e.g. a self-signed cluster certificate), beside the public roots', ...nonEmpty('a file path') },
+  ipfsProxyPort: {
+    name: 'IPFS_PROXY_PORT',
+    meaning: 'port of the IPFS HTTP API proxied by each cluster peer (reading content)',
+    default: '9095',
+    ...port(1),
+  },
+  masterKey: {
+    name: 'SEAL_MASTER_KEY',
+    meaning:
+      'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex digits or base64; generated into the data folder when unset outside production',
+    secret: true,
+    parse: masterKey,
+    expected: '32 bytes as 64 hex digits or as base64',
+  },
+  clusterCaFile: {
+    name: 'IPFS_CLUSTER_CA_FILE',
+    meaning:
+      'PEM file of extra certificate authorities trusted for HTTPS to the clusters (e.g. a self-signed cluster certificate), beside the public roots',
+    ...nonEmpty('a file path'),
+  },
   maxMessageSize: SEAL_MAX_MESSAGE_SIZE,
-  repinInterval: { name: 'SEAL_REPIN_INTERVAL', meaning: 'first delay before a pin in error (refused, unreachable, or failed in IPFS) is pinned again; then doubling up to 1h', default: '1m', ...positiveDuration },
-  pinCheckInterval: { name: 'SEAL_PIN_CHECK_INTERVAL', meaning: 'how often a pin a cluster accepted but does not hold yet (`pinning`) is looked at again (GET /pins/{cid})', default: '5s', ...positiveDuration },
-  pinDeadline: { name: 'SEAL_PIN_DEADLINE', meaning: 'a sealed message not pinned on every cluster this long after sealing is logged as an error and counted in seal_pins_overdue', default: '10m', ...positiveDuration },
+  repinInterval: {
+    name: 'SEAL_REPIN_INTERVAL',
+    meaning:
+      'first delay before a pin in error (refused, unreachable, or failed in IPFS) is pinned again; then doubling up to 1h',
+    default: '1m',
+    ...positiveDuration,
+  },
+  pinCheckInterval: {
+    name: 'SEAL_PIN_CHECK_INTERVAL',
+    meaning:
+      'how often a pin a cluster accepted but does not hold yet (`pinning`) is looked at again (GET /pins/{cid})',
+    default: '5s',
+    ...positiveDuration,
+  },
+  pinDeadline: {
+    name: 'SEAL_PIN_DEADLINE',
+    meaning:
+      'a sealed message not pinned on every cluster this long after sealing is logged as an error and counted in seal_pins_overdue',
+    default: '10m',
+    ...positiveDuration,
+  },
   // The reader links it hands out point at the auth service.
   publicUrl: AUTH_PUBLIC_URL,
   authPort: AUTH_PORT,
@@ -38,7 +88,13 @@ export function loadSealConfig(input: ServiceConfigInput) {
     ...values,
     /** The IPFS_CLUSTER_* fallback; undefined when IPFS_CLUSTER_HOST is unset. */
     envCluster: envCluster.host
-      ? { host: envCluster.host, port: envCluster.port, ...(user ? { user } : {}), ...(pass ? { pass } : {}), secure: envCluster.secure }
+      ? {
+          host: envCluster.host,
+          port: envCluster.port,
+          ...(user ? { user } : {}),
+          ...(pass ? { pass } : {}),
+          secure: envCluster.secure,
+        }
       : undefined,
     /** AUTH_PUBLIC_URL: reader links are `{publicUrl}/m/{id}`. */
     publicUrl: authPublicUrl(values.publicUrl, authPort, input),

@@ -23,7 +23,11 @@ export interface SealPluginOptions {
 
 /** The seal service's HTTP API: IPFS cluster configuration (admin) and sealed messages (service). */
 export async function sealPlugin(app: App, options: SealPluginOptions) {
-  await app.register(clusterConfigRoutes, { store: options.configStore, inForce: options.inForce, adminToken: options.adminToken });
+  await app.register(clusterConfigRoutes, {
+    store: options.configStore,
+    inForce: options.inForce,
+    adminToken: options.adminToken,
+  });
   await app.register(sealingRoutes, {
     sealer: options.sealer,
     store: options.sealedStore,
@@ -31,5 +35,10 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     publicUrl: options.publicUrl,
     maxMessageSize: options.maxMessageSize,
   });
-  await app.register(pinsRoutes, { store: options.sealedStore, adminToken: options.adminToken, deadlineMs: options.pinDeadlineMs, clock: options.clock });
+  await app.register(pinsRoutes, {
+    store: options.sealedStore,
+    adminToken: options.adminToken,
+    deadlineMs: options.pinDeadlineMs,
+    clock: options.clock,
+  });
 }

@@ -29,13 +29,22 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const clock = context.clock ?? systemClock;
 
     const master = await resolveMasterKey(config, seal.masterKey);
-    if (master.source === 'generated') logger.info({ file: master.file }, 'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)');
+    if (master.source === 'generated')
+      logger.info(
+        { file: master.file },
+        'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)',
+      );
 
     const configStore = new ClusterConfigStore(db, master.key);
     const inForce = await loadConfigInForce(configStore, seal.envCluster);
     const ca = seal.clusterCaFile ? [...rootCertificates, await readCaFile(seal.clusterCaFile)] : undefined;
-    const clusters = inForce.clusters.map((settings) => new ClusterClient(settings, { proxyPort: seal.ipfsProxyPort, ca }));
-    logger.info({ source: inForce.source, clusters: inForce.clusters.map(redactCluster) }, 'IPFS cluster configuration in force');
+    const clusters = inForce.clusters.map(
+      (settings) => new ClusterClient(settings, { proxyPort: seal.ipfsProxyPort, ca }),
+    );
+    logger.info(
+      { source: inForce.source, clusters: inForce.clusters.map(redactCluster) },
+      'IPFS cluster configuration in force',
+    );
 
     const sealedStore = new SealedStore(db, clock);
     const follower = new PinFollower({

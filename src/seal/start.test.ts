@@ -39,13 +39,22 @@ describe('sealpost start seal', () => {
   });
 
   it('refuses to start without a cluster configuration, exits non-zero and says how to provide one', async () => {
-    await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env: await baseEnv(), timeout: 60_000 }), (error: any) => {
-      assert.equal(error.code, 1);
-      assert.match(error.stderr, /No IPFS cluster configuration: nothing was stored through POST \/v1\/ipfs\/config and IPFS_CLUSTER_HOST is not set/);
-      assert.match(error.stderr, /Set IPFS_CLUSTER_HOST \(and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, IPFS_CLUSTER_USER\/IPFS_CLUSTER_PASS as needed\)/);
-      assert.doesNotMatch(error.stdout, /Sealpost is running/);
-      return true;
-    });
+    await assert.rejects(
+      run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env: await baseEnv(), timeout: 60_000 }),
+      (error: any) => {
+        assert.equal(error.code, 1);
+        assert.match(
+          error.stderr,
+          /No IPFS cluster configuration: nothing was stored through POST \/v1\/ipfs\/config and IPFS_CLUSTER_HOST is not set/,
+        );
+        assert.match(
+          error.stderr,
+          /Set IPFS_CLUSTER_HOST \(and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, IPFS_CLUSTER_USER\/IPFS_CLUSTER_PASS as needed\)/,
+        );
+        assert.doesNotMatch(error.stdout, /Sealpost is running/);
+        return true;
+      },
+    );
   });
 
   it('refuses to start in production without SEAL_MASTER_KEY', async () => {
@@ -59,11 +68,14 @@ describe('sealpost start seal', () => {
       IPFS_CLUSTER_PORT: String(standIn.port),
       IPFS_CLUSTER_SECURE: 'false',
     };
-    await assert.rejects(run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env, timeout: 60_000 }), (error: any) => {
-      assert.equal(error.code, 1);
-      assert.match(error.stderr, /SEAL_MASTER_KEY is not set: production needs .*openssl rand -hex 32/);
-      return true;
-    });
+    await assert.rejects(
+      run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env, timeout: 60_000 }),
+      (error: any) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stderr, /SEAL_MASTER_KEY is not set: production needs .*openssl rand -hex 32/);
+        return true;
+      },
+    );
   });
 
   it('generates a master key into the data folder once (mode 0600) and reuses it, so a restart still reads what was sealed', async () => {
@@ -92,7 +104,9 @@ describe('sealpost start seal', () => {
 
     const second = await startSealpostProcess(env, { which: 'seal' });
     try {
-      const content = await fetch(`${second.urls.seal}/v1/sealed/${id}/content`, { headers: { authorization: 'Bearer cli-service-token' } });
+      const content = await fetch(`${second.urls.seal}/v1/sealed/${id}/content`, {
+        headers: { authorization: 'Bearer cli-service-token' },
+      });
       assert.equal(content.status, 200);
       assert.match(await content.text(), /Subject: Quarterly report/);
       assert.equal((await fetch(`${second.urls.seal}/readyz`)).status, 200);

@@ -80,7 +80,11 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       const rule = await fetch(`${engine.urls.exchange}/v1/config`, {
         method: 'POST',
         headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } }),
+        body: JSON.stringify({
+          name: 'relay',
+          priority: 1,
+          configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+        }),
       });
       assert.equal(rule.status, 201, await rule.text());
 
@@ -98,30 +102,52 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       await kill;
       const counts = tally(sent);
       assert.ok(kill, `the kill happened (${JSON.stringify(counts)})`);
-      assert.equal(counts.refused, 0, `no message was refused before the kill: ${sent.find((m) => m.outcome === 'refused')?.reply}`);
+      assert.equal(
+        counts.refused,
+        0,
+        `no message was refused before the kill: ${sent.find((m) => m.outcome === 'refused')?.reply}`,
+      );
       const deliveredBeforeKill = sink.messages.length;
       check = await openDatabase({ url: database.url, poolSize: 2 });
       const db = check.db.withSchema('exchange') as Kysely<ExchangeTables>;
       // Payloads the kill left without their envelope row (stored, row not yet committed), counted while
       // no process runs; the restarted engine must remove them.
       const envelopeIds = new Set((await db.selectFrom('envelopes').select('id').execute()).map((row) => row.id));
-      const orphansAtKill = (await payloadKeys(objects)).filter((key) => !envelopeIds.has(key.slice('exchange/payloads/'.length))).length;
+      const orphansAtKill = (await payloadKeys(objects)).filter(
+        (key) => !envelopeIds.has(key.slice('exchange/payloads/'.length)),
+      ).length;
 
       // The same database and bucket, a new process; the client does not retry what got no 250.
       restarted = await startSealpostProcess(env, { which: 'exchange' });
-      await eventually('every envelope delivered and removed', () => envelopeCount(db), (n) => n === 0, 60_000);
+      await eventually(
+        'every envelope delivered and removed',
+        () => envelopeCount(db),
+        (n) => n === 0,
+        60_000,
+      );
 
       const byId = arrivals(sink.messages);
       const queued = sent.filter((m) => m.outcome === 'queued');
       const missing = queued.filter((m) => !byId.has(m.messageId));
-      assert.deepEqual(missing.map((m) => m.messageId), [], 'every message answered 250 was delivered');
+      assert.deepEqual(
+        missing.map((m) => m.messageId),
+        [],
+        'every message answered 250 was delivered',
+      );
 
       const known = new Set(sent.map((m) => m.messageId));
-      assert.deepEqual([...byId.keys()].filter((id) => !known.has(id)), [], 'the sink got nothing but the messages sent');
+      assert.deepEqual(
+        [...byId.keys()].filter((id) => !known.has(id)),
+        [],
+        'the sink got nothing but the messages sent',
+      );
       // The relay got the bytes that were acknowledged, behind our Received header.
       const original = new Map(sent.map((m) => [m.messageId, m.raw]));
       for (const message of sink.messages) {
-        assert.ok(message.raw.subarray(-original.get(message.messageId!)!.length).equals(original.get(message.messageId!)!), `${message.messageId} arrived intact`);
+        assert.ok(
+          message.raw.subarray(-original.get(message.messageId!)!.length).equals(original.get(message.messageId!)!),
+          `${message.messageId} arrived intact`,
+        );
       }
 
       // Delivery is at-least-once: a message the relay had answered 250 while the killed process had not
@@ -138,12 +164,24 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       // before the kill): the sender retries it and the recipient may see it twice. At most one such
       // message per connection exists, the one in transfer when the process died.
       const unansweredDelivered = sent.filter((m) => m.outcome === 'unanswered' && byId.has(m.messageId)).length;
-      assert.ok(unansweredDelivered <= counts.unanswered && counts.unanswered <= CONNECTIONS, `${counts.unanswered} unanswered at the kill`);
-      assert.equal(sent.filter((m) => m.outcome === 'unsent' && byId.has(m.messageId)).length, 0, 'nothing unsent was delivered');
+      assert.ok(
+        unansweredDelivered <= counts.unanswered && counts.unanswered <= CONNECTIONS,
+        `${counts.unanswered} unanswered at the kill`,
+      );
+      assert.equal(
+        sent.filter((m) => m.outcome === 'unsent' && byId.has(m.messageId)).length,
+        0,
+        'nothing unsent was delivered',
+      );
 
       // Payloads stored by transactions the kill cut short between the object store and the envelope row
       // have no envelope: the engine must find and delete them itself.
-      await eventually('no payload left in the bucket', () => payloadKeys(objects), (keys) => keys.length === 0, 30_000);
+      await eventually(
+        'no payload left in the bucket',
+        () => payloadKeys(objects),
+        (keys) => keys.length === 0,
+        30_000,
+      );
 
       t.diagnostic(
         `kill -9 after ${KILL_AFTER_QUEUED} 250s: sent ${JSON.stringify(counts)}; delivered before the kill ${deliveredBeforeKill}; ` +

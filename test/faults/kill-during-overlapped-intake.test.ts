@@ -27,7 +27,9 @@ const DELIVERY_CONCURRENCY = 8;
 /** The `Received` header's `id` is the envelope id (received-header.ts). */
 const RECEIVED_ID = /\(Sealpost\) with E?SMTPS? id ([0-9a-f-]{36})/;
 
-describe('kill -9 of the exchange engine during overlapped intake (row written while the payload is stored)', { timeout: 240_000 }, () => {
+describe('kill -9 of the exchange engine during overlapped intake (row written while the payload is stored)', {
+  timeout: 240_000,
+}, () => {
   let s3: S3TestServer;
   let sink: SmtpSink;
   let database: { url: string; drop(): Promise<void> };
@@ -86,7 +88,11 @@ describe('kill -9 of the exchange engine during overlapped intake (row written w
           const rule = await fetch(`${engine.urls.exchange}/v1/config`, {
             method: 'POST',
             headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
-            body: JSON.stringify({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } }),
+            body: JSON.stringify({
+              name: 'relay',
+              priority: 1,
+              configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+            }),
           });
           assert.equal(rule.status, 201, await rule.text());
         }
@@ -115,18 +121,40 @@ describe('kill -9 of the exchange engine during overlapped intake (row written w
       assert.equal(counts.refused, 0, `no message was refused: ${sent.find((m) => m.outcome === 'refused')?.reply}`);
       const restarted = await startSealpostProcess(env, { which: 'exchange' });
       processes.push(restarted);
-      await eventually('every envelope delivered, or removed as abandoned', () => envelopeCount(db), (n) => n === 0, 90_000);
-      await eventually('no payload left in the bucket', () => payloadKeys(objects), (keys) => keys.length === 0, 30_000);
+      await eventually(
+        'every envelope delivered, or removed as abandoned',
+        () => envelopeCount(db),
+        (n) => n === 0,
+        90_000,
+      );
+      await eventually(
+        'no payload left in the bucket',
+        () => payloadKeys(objects),
+        (keys) => keys.length === 0,
+        30_000,
+      );
 
       // 0 acknowledged messages lost.
       const byMessageId = arrivals(sink.messages);
       const missing = sent.filter((m) => m.outcome === 'queued' && !byMessageId.has(m.messageId));
-      assert.deepEqual(missing.map((m) => m.messageId), [], 'every message answered 250 was delivered');
+      assert.deepEqual(
+        missing.map((m) => m.messageId),
+        [],
+        'every message answered 250 was delivered',
+      );
 
       // No bounce: the sink got nothing but the messages sent, and no envelope failed or bounced.
       const known = new Set(sent.map((m) => m.messageId));
-      assert.deepEqual([...byMessageId.keys()].filter((id) => !known.has(id)), [], 'the sink got nothing but the messages sent');
-      const failed = await db.selectFrom('message_status').select(['envelope_id', 'status']).where('status', 'in', ['failed', 'bounced', 'retrying']).execute();
+      assert.deepEqual(
+        [...byMessageId.keys()].filter((id) => !known.has(id)),
+        [],
+        'the sink got nothing but the messages sent',
+      );
+      const failed = await db
+        .selectFrom('message_status')
+        .select(['envelope_id', 'status'])
+        .where('status', 'in', ['failed', 'bounced', 'retrying'])
+        .execute();
       assert.deepEqual(failed, [], 'no envelope failed, bounced or even retried');
 
       // Intakes caught before their acknowledgement: never delivered, and not a single status row (the
@@ -134,14 +162,28 @@ describe('kill -9 of the exchange engine during overlapped intake (row written w
       const deliveredEnvelopes = new Set(sink.messages.map((m) => RECEIVED_ID.exec(m.raw.toString('latin1'))?.[1]));
       const deliveredUnacknowledged = [...storingAtKill].filter((id) => deliveredEnvelopes.has(id));
       assert.deepEqual(deliveredUnacknowledged, [], 'no envelope that was `storing` at a kill was delivered');
-      const history = storingAtKill.size === 0 ? [] : await db.selectFrom('message_status').select(['envelope_id', 'status']).where('envelope_id', 'in', [...storingAtKill]).execute();
+      const history =
+        storingAtKill.size === 0
+          ? []
+          : await db
+              .selectFrom('message_status')
+              .select(['envelope_id', 'status'])
+              .where('envelope_id', 'in', [...storingAtKill])
+              .execute();
       assert.deepEqual(history, [], 'no envelope that was `storing` at a kill has any status');
       // Messages the client sent no 250 for are delivered only if their acknowledgement was committed
       // before the kill (the 250 then died with the connection: the window every MTA has between its
       // commit and its reply); at most one per connection and kill.
       const unansweredDelivered = sent.filter((m) => m.outcome === 'unanswered' && byMessageId.has(m.messageId)).length;
-      assert.ok(unansweredDelivered <= CONNECTIONS * KILL_AFTER_QUEUED.length, `${unansweredDelivered} unanswered messages delivered`);
-      assert.equal(sent.filter((m) => m.outcome === 'unsent' && byMessageId.has(m.messageId)).length, 0, 'nothing unsent was delivered');
+      assert.ok(
+        unansweredDelivered <= CONNECTIONS * KILL_AFTER_QUEUED.length,
+        `${unansweredDelivered} unanswered messages delivered`,
+      );
+      assert.equal(
+        sent.filter((m) => m.outcome === 'unsent' && byMessageId.has(m.messageId)).length,
+        0,
+        'nothing unsent was delivered',
+      );
       // At-least-once delivery: only deliveries in flight at a kill may arrive twice.
       const extraCopies = [...byMessageId.values()].reduce((sum, n) => sum + n - 1, 0);
       assert.ok(extraCopies <= DELIVERY_CONCURRENCY * KILL_AFTER_QUEUED.length, `${extraCopies} duplicates`);

@@ -34,11 +34,22 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
   const startSeal = () =>
     startServiceForTest(sealService, {
       databaseUrl: sealDatabase.url,
-      env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, SEAL_PORT: String(sealPort), AUTH_PUBLIC_URL: READER, LOG_LEVEL: 'warn', ...standInEnv(standIn) },
+      env: {
+        SEAL_MASTER_KEY: TEST_MASTER_KEY,
+        SEAL_PORT: String(sealPort),
+        AUTH_PUBLIC_URL: READER,
+        LOG_LEVEL: 'warn',
+        ...standInEnv(standIn),
+      },
     });
 
   before(async () => {
-    [standIn, sink, sealDatabase, sealPort] = await Promise.all([startStandIn(), startSmtpSink(), createTestDatabase('faults_seal'), freePort()]);
+    [standIn, sink, sealDatabase, sealPort] = await Promise.all([
+      startStandIn(),
+      startSmtpSink(),
+      createTestDatabase('faults_seal'),
+      freePort(),
+    ]);
     seal = await startSeal();
     exchange = await startServiceForTest(exchangeService, {
       env: {
@@ -53,7 +64,11 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
         DELIVERY_MAX_RETRIES: '50',
       },
     });
-    await new RuleStore(exchangeDb(exchange)).create({ name: 'seal inbound mail', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
+    await new RuleStore(exchangeDb(exchange)).create({
+      name: 'seal inbound mail',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+    });
   });
   after(async () => {
     await exchange?.stop();
@@ -75,8 +90,16 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
 
     await seal!.stop();
     seal = undefined;
-    const sent = await sendOverSmtp({ port, connections: CONNECTIONS, messages: Array.from({ length: MESSAGES }, (_, i) => numberedMessage('seal-down', i)) });
-    assert.deepEqual(tally(sent), { queued: MESSAGES, refused: 0, unanswered: 0, unsent: 0 }, 'the exchange takes mail while the seal service is down');
+    const sent = await sendOverSmtp({
+      port,
+      connections: CONNECTIONS,
+      messages: Array.from({ length: MESSAGES }, (_, i) => numberedMessage('seal-down', i)),
+    });
+    assert.deepEqual(
+      tally(sent),
+      { queued: MESSAGES, refused: 0, unanswered: 0, unsent: 0 },
+      'the exchange takes mail while the seal service is down',
+    );
     const ids = sent.map((m) => m.envelopeId!);
 
     // Each one is tried, fails, waits, and is tried again: at least two `retrying` entries in its history.
@@ -88,7 +111,10 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
         30_000,
       );
       assert.match(history.find((s) => s.status === 'retrying')!.detail!, /seal service unreachable/);
-      assert.ok(!history.some((s) => s.status === 'delivered' || s.status === 'failed'), `${id} neither delivered nor failed while sealing is down`);
+      assert.ok(
+        !history.some((s) => s.status === 'delivered' || s.status === 'failed'),
+        `${id} neither delivered nor failed while sealing is down`,
+      );
     }
     assert.equal(sink.messages.length, 1, 'no notification without a seal');
 
@@ -116,15 +142,29 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
       assert.ok(notified.has(record.id), `a notification for sealed message ${record.id}`);
       const notification = notifications.find((n) => n.headers.get('x-sealpost-sealed-id') === record.id)!;
       assert.ok(notification.text?.includes(`${READER}/m/${record.id}`), 'the notification carries the reader link');
-      assert.deepEqual(notification.to && 'value' in notification.to ? notification.to.value.map((a) => a.address) : [], ['bob@rcpt.example']);
+      assert.deepEqual(
+        notification.to && 'value' in notification.to ? notification.to.value.map((a) => a.address) : [],
+        ['bob@rcpt.example'],
+      );
       if (i < 3) {
-        const content = await fetch(`${resumed.url}/v1/sealed/${record.id}/content`, { headers: { authorization: `Bearer ${resumed.serviceToken}` } });
+        const content = await fetch(`${resumed.url}/v1/sealed/${record.id}/content`, {
+          headers: { authorization: `Bearer ${resumed.serviceToken}` },
+        });
         assert.equal(content.status, 200);
         const message = sent.find((m) => m.envelopeId === record.envelope_id)!;
-        assert.ok(Buffer.from(await content.arrayBuffer()).subarray(-message.raw.length).equals(message.raw), 'the sealed content is the message as accepted');
+        assert.ok(
+          Buffer.from(await content.arrayBuffer())
+            .subarray(-message.raw.length)
+            .equals(message.raw),
+          'the sealed content is the message as accepted',
+        );
       }
     }
-    const retries = await Promise.all(ids.map(async (id) => (await statusHistory(exchange!, id)).filter((s) => s.status === 'retrying').length));
-    t.diagnostic(`${MESSAGES} messages waited through the outage (${Math.min(...retries)}–${Math.max(...retries)} retries each), then sealed and notified`);
+    const retries = await Promise.all(
+      ids.map(async (id) => (await statusHistory(exchange!, id)).filter((s) => s.status === 'retrying').length),
+    );
+    t.diagnostic(
+      `${MESSAGES} messages waited through the outage (${Math.min(...retries)}–${Math.max(...retries)} retries each), then sealed and notified`,
+    );
   });
 });

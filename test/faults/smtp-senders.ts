@@ -60,7 +60,11 @@ export async function sendOverSmtp(options: SenderOptions): Promise<SentMessage[
         const message = sent[next++]!;
         message.outcome = 'unanswered';
         try {
-          const replies = [await talk.send(`MAIL FROM:<${from}>`), await talk.send(`RCPT TO:<${to}>`), await talk.send('DATA')];
+          const replies = [
+            await talk.send(`MAIL FROM:<${from}>`),
+            await talk.send(`RCPT TO:<${to}>`),
+            await talk.send('DATA'),
+          ];
           if (!replies[2]!.startsWith('354')) {
             message.outcome = 'refused';
             // The refusal is the first reply that is not 2xx/3xx (MAIL FROM when the database is down:
@@ -81,7 +85,8 @@ export async function sendOverSmtp(options: SenderOptions): Promise<SentMessage[
           return; // The connection died: this message stays `unanswered`.
         }
         options.onReply?.(message);
-        if (message.outcome === 'refused' && options.backoffMs) await new Promise((resolve) => setTimeout(resolve, options.backoffMs));
+        if (message.outcome === 'refused' && options.backoffMs)
+          await new Promise((resolve) => setTimeout(resolve, options.backoffMs));
       }
       await talk.send('QUIT').catch(() => undefined);
     } catch {

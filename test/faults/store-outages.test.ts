@@ -103,7 +103,13 @@ async function sendThroughOutage(
  * the orphan sweep removes it), nothing failed or bounced, the bucket empty in the end.
  * Returns the copies beyond the first that arrived at the sink (at-least-once delivery).
  */
-async function assertPromisesKept(t: TestContext, exchange: ServiceUnderTest, sink: SmtpSink, run: OutageRun, what: RegExp): Promise<number> {
+async function assertPromisesKept(
+  t: TestContext,
+  exchange: ServiceUnderTest,
+  sink: SmtpSink,
+  run: OutageRun,
+  what: RegExp,
+): Promise<number> {
   const db = exchangeDb(exchange);
   const counts = tally(run.sent);
   assert.equal(counts.unanswered, 0, 'every transaction got its final reply');
@@ -112,26 +118,52 @@ async function assertPromisesKept(t: TestContext, exchange: ServiceUnderTest, si
   }
   assert.ok(counts.refused >= REFUSED_DURING, `the senders met the outage: ${JSON.stringify(counts)}`);
 
-  await eventually('every envelope delivered and removed', () => envelopeCount(db), (n) => n === 0, 60_000);
+  await eventually(
+    'every envelope delivered and removed',
+    () => envelopeCount(db),
+    (n) => n === 0,
+    60_000,
+  );
   const byId = arrivals(sink.messages);
   const queued = run.sent.filter((m) => m.outcome === 'queued');
-  assert.deepEqual(queued.filter((m) => !byId.has(m.messageId)).map((m) => m.messageId), [], 'every message answered 250 was delivered');
+  assert.deepEqual(
+    queued.filter((m) => !byId.has(m.messageId)).map((m) => m.messageId),
+    [],
+    'every message answered 250 was delivered',
+  );
   const refused = run.sent.filter((m) => m.outcome === 'refused');
-  assert.deepEqual(refused.filter((m) => byId.has(m.messageId)).map((m) => m.messageId), [], 'no message answered 451 was delivered');
+  assert.deepEqual(
+    refused.filter((m) => byId.has(m.messageId)).map((m) => m.messageId),
+    [],
+    'no message answered 451 was delivered',
+  );
   assert.equal(byId.size, queued.length, 'the sink got nothing else (no bounce)');
   assert.equal(await metric(exchange, 'failed_messages_total'), 0, 'no message failed');
 
   // No envelope was ever written for a refused message: the history knows exactly the 250s.
-  const histories = await db.selectFrom('message_status').select(sql<number>`count(distinct envelope_id)`.as('n')).executeTakeFirstOrThrow();
+  const histories = await db
+    .selectFrom('message_status')
+    .select(sql<number>`count(distinct envelope_id)`.as('n'))
+    .executeTakeFirstOrThrow();
   assert.equal(Number(histories.n), queued.length, 'status histories exist for the messages answered 250 only');
   const envelopeIds = new Set(queued.map((m) => m.envelopeId));
   const statusIds = await db.selectFrom('message_status').select('envelope_id').distinct().execute();
-  assert.ok(statusIds.every((row) => envelopeIds.has(row.envelope_id)), 'every history belongs to a 250');
+  assert.ok(
+    statusIds.every((row) => envelopeIds.has(row.envelope_id)),
+    'every history belongs to a 250',
+  );
 
-  await eventually('no payload left in the bucket', () => payloadKeys(exchange.objects), (keys) => keys.length === 0, 30_000);
+  await eventually(
+    'no payload left in the bucket',
+    () => payloadKeys(exchange.objects),
+    (keys) => keys.length === 0,
+    30_000,
+  );
 
   const extraCopies = [...byId.values()].reduce((sum, n) => sum + n - 1, 0);
-  t.diagnostic(`sent ${JSON.stringify(counts)}; sink ${sink.messages.length} messages, ${byId.size} distinct, ${extraCopies} extra copies`);
+  t.diagnostic(
+    `sent ${JSON.stringify(counts)}; sink ${sink.messages.length} messages, ${byId.size} distinct, ${extraCopies} extra copies`,
+  );
   return extraCopies;
 }
 
@@ -153,7 +185,11 @@ describe('store outages under SMTP load', { timeout: 150_000 }, () => {
     await exchange?.stop();
     sink.messages.length = 0;
     exchange = await startServiceForTest(exchangeService, { s3, env: { ...ENV, OUTBOUND_SMTP_URL: sink.url } });
-    await new RuleStore(exchangeDb(exchange)).create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+    await new RuleStore(exchangeDb(exchange)).create({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    });
     return exchange;
   }
 
@@ -168,22 +204,45 @@ describe('store outages under SMTP load', { timeout: 150_000 }, () => {
       },
       // Deliveries of the backlog failed for the outage and now wait for their retry.
       whileDown: async () =>
-        (await db.selectFrom('message_status').select('id').where('status', '=', 'retrying').where('created_at', '>=', pausedAt).limit(1).execute()).length > 0,
+        (
+          await db
+            .selectFrom('message_status')
+            .select('id')
+            .where('status', '=', 'retrying')
+            .where('created_at', '>=', pausedAt)
+            .limit(1)
+            .execute()
+        ).length > 0,
       recover: () => s3.resume(),
     });
-    const extraCopies = await assertPromisesKept(t, exchange, sink, run, /^451 4\.3\.0 Message storage is unavailable; try again later$/);
+    const extraCopies = await assertPromisesKept(
+      t,
+      exchange,
+      sink,
+      run,
+      /^451 4\.3\.0 Message storage is unavailable; try again later$/,
+    );
     // With the database up throughout, every delivery that reached the relay was recorded: no repeats.
     assert.equal(extraCopies, 0, 'no message delivered twice');
 
     // Delivery came back by itself: envelopes that waited in `retrying` through the outage went out.
-    const retried = await db.selectFrom('message_status').select('envelope_id').distinct().where('status', '=', 'retrying').execute();
+    const retried = await db
+      .selectFrom('message_status')
+      .select('envelope_id')
+      .distinct()
+      .where('status', '=', 'retrying')
+      .execute();
     assert.ok(retried.length > 0, 'some deliveries waited for the store');
     const delivered = await db
       .selectFrom('message_status')
       .select('envelope_id')
       .distinct()
       .where('status', '=', 'delivered')
-      .where('envelope_id', 'in', retried.map((r) => r.envelope_id))
+      .where(
+        'envelope_id',
+        'in',
+        retried.map((r) => r.envelope_id),
+      )
       .execute();
     assert.equal(delivered.length, retried.length, 'every delivery that waited was made after the store came back');
     t.diagnostic(`${retried.length} deliveries waited in retrying for S3 and went out after it came back`);
@@ -208,22 +267,39 @@ describe('store outages under SMTP load', { timeout: 150_000 }, () => {
       const waiting = [...run.queuedBeforeOutage].filter((id) => !deliveredBeforeOutage.has(id));
       // Delivery is at-least-once: a delivery the relay had taken when the database went away could not be
       // recorded, so it is made again once its lease runs out. Only those in flight can come twice.
-      const extraCopies = await assertPromisesKept(t, exchange, sink, run, /^451 4\.3\.0 Message database is unavailable; try again later$/);
+      const extraCopies = await assertPromisesKept(
+        t,
+        exchange,
+        sink,
+        run,
+        /^451 4\.3\.0 Message database is unavailable; try again later$/,
+      );
       // The intake cannot tell whether a write cut off by the outage committed, so it left those payloads;
       // the orphan sweep (once per DELIVERY_LEASE) is what emptied the bucket, one deletion per payload left.
       const logged = (msg: string) => exchange.logs.filter((line) => String(line.msg).startsWith(msg));
       const left = () => logged('envelope write failed with its outcome unknown').length;
-      const swept = () => logged('deleted payloads without an envelope').reduce((sum, line) => sum + Number(line.deleted), 0);
+      const swept = () =>
+        logged('deleted payloads without an envelope').reduce((sum, line) => sum + Number(line.deleted), 0);
       assert.ok(left() > 0, 'refused messages left their payloads to the sweep');
-      await eventually('the sweep deleted every payload left', async () => [swept(), left()], ([a, b]) => a === b, 30_000);
-      assert.ok(extraCopies <= DELIVERY_CONCURRENCY, `at most the ${DELIVERY_CONCURRENCY} deliveries in flight at the outage arrive twice; got ${extraCopies}`);
+      await eventually(
+        'the sweep deleted every payload left',
+        async () => [swept(), left()],
+        ([a, b]) => a === b,
+        30_000,
+      );
+      assert.ok(
+        extraCopies <= DELIVERY_CONCURRENCY,
+        `at most the ${DELIVERY_CONCURRENCY} deliveries in flight at the outage arrive twice; got ${extraCopies}`,
+      );
 
       // Delivery came back by itself: the backlog waiting at the outage went out after the recovery.
       assert.ok(waiting.length > 0, 'a backlog was waiting for delivery when the database went away');
       const lateArrivals = new Set(sink.messages.filter((m) => m.receivedAt >= run.restoredAt).map((m) => m.messageId));
       const resumed = waiting.filter((id) => lateArrivals.has(id)).length;
       assert.ok(resumed > 0, 'messages accepted before the outage were delivered after it');
-      t.diagnostic(`${waiting.length} messages waited for delivery at the outage; ${resumed} delivered after the recovery`);
+      t.diagnostic(
+        `${waiting.length} messages waited for delivery at the outage; ${resumed} delivered after the recovery`,
+      );
     } finally {
       await restore?.();
     }

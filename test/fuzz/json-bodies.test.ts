@@ -17,7 +17,10 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 function paths(value: Json, prefix: Array<string | number> = []): Array<Array<string | number>> {
   if (value === null || typeof value !== 'object') return [prefix];
   const children = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);
-  return [prefix, ...children.flatMap((key) => paths((value as Record<string | number, Json>)[key]!, [...prefix, key]))];
+  return [
+    prefix,
+    ...children.flatMap((key) => paths((value as Record<string | number, Json>)[key]!, [...prefix, key])),
+  ];
 }
 
 /** A copy of `value` with `change` applied at `path`. */
@@ -37,20 +40,47 @@ function mutate(value: Json, path: Array<string | number>, change: (old: Json | 
 
 const strangeValue: fc.Arbitrary<Json> = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<Json>,
-  fc.constantFrom<Json>('', ' ', '\u0000', 'a\r\nX-Injected: 1', '\ud800', '💥'.repeat(300), -1, 0, 1e308, -0, 2 ** 53 + 1, 1.5, true, [], {}, ['smtp', 'smtp'], 'x'.repeat(5000)),
+  fc.constantFrom<Json>(
+    '',
+    ' ',
+    '\u0000',
+    'a\r\nX-Injected: 1',
+    '\ud800',
+    '💥'.repeat(300),
+    -1,
+    0,
+    1e308,
+    -0,
+    2 ** 53 + 1,
+    1.5,
+    true,
+    [],
+    {},
+    ['smtp', 'smtp'],
+    'x'.repeat(5000),
+  ),
 );
 
 /** A valid body with one field replaced, removed, wrapped, or an unknown field added beside it. */
 function mutations(valid: Json): fc.Arbitrary<Json> {
   const all = paths(valid);
-  return fc.tuple(fc.constantFrom(...all), fc.constantFrom('replace', 'remove', 'wrap', 'add'), strangeValue, fc.string({ maxLength: 12 })).map(
-    ([path, operation, value, key]) => {
+  return fc
+    .tuple(
+      fc.constantFrom(...all),
+      fc.constantFrom('replace', 'remove', 'wrap', 'add'),
+      strangeValue,
+      fc.string({ maxLength: 12 }),
+    )
+    .map(([path, operation, value, key]) => {
       if (operation === 'replace') return mutate(valid, path, () => value);
       if (operation === 'remove') return mutate(valid, path, () => undefined);
       if (operation === 'wrap') return mutate(valid, path, (old) => [old ?? null]);
-      return mutate(valid, path, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old) ? { ...old, [key || 'extra']: value } : old ?? null));
-    },
-  );
+      return mutate(valid, path, (old) =>
+        old !== null && typeof old === 'object' && !Array.isArray(old)
+          ? { ...old, [key || 'extra']: value }
+          : (old ?? null),
+      );
+    });
 }
 
 /** Text that is not JSON, or JSON meant to hurt a parser or a validator. */
@@ -58,18 +88,50 @@ const brokenText: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.constantFrom(
-    '', ' ', 'null', 'true', '0', '"text"', '[]', '{', '}', '{"a":}', '{"a" 1}', "{'a':1}", '{"a":1,}', '[1,]', 'NaN', 'Infinity', '1e99999',
-    '\ufeff{}', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}', '{"a":"\\ud800"}', '{"a":"\\u0000"}',
-    '{"a":1,"a":2}', '{"a":"\\x41"}', `[${'"x",'.repeat(50_000)}"x"]`,
+    '',
+    ' ',
+    'null',
+    'true',
+    '0',
+    '"text"',
+    '[]',
+    '{',
+    '}',
+    '{"a":}',
+    '{"a" 1}',
+    "{'a':1}",
+    '{"a":1,}',
+    '[1,]',
+    'NaN',
+    'Infinity',
+    '1e99999',
+    '\ufeff{}',
+    '{"__proto__":{"polluted":1}}',
+    '{"constructor":{"prototype":{"polluted":1}}}',
+    '{"a":"\\ud800"}',
+    '{"a":"\\u0000"}',
+    '{"a":1,"a":2}',
+    '{"a":"\\x41"}',
+    `[${'"x",'.repeat(50_000)}"x"]`,
   ),
   fc.integer({ min: 1, max: 60_000 }).map((depth) => '['.repeat(depth) + ']'.repeat(depth)),
   fc.integer({ min: 1, max: 30_000 }).map((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
 );
 
 const CONTENT_TYPES = [
-  'application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json; charset=latin1',
-  'application/json;charset=utf-16', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/vnd.api+json',
-  'application/jsonx', undefined,
+  'application/json',
+  'application/json',
+  'application/json',
+  'application/json; charset=utf-8',
+  'APPLICATION/JSON',
+  'application/json; charset=latin1',
+  'application/json;charset=utf-16',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/vnd.api+json',
+  'application/jsonx',
+  undefined,
 ] as const;
 
 interface JsonCase {
@@ -82,12 +144,20 @@ function bodies(valid: Json): fc.Arbitrary<JsonCase> {
     { weight: 5, arbitrary: mutations(valid).map((value) => JSON.stringify(value)) },
     { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => JSON.stringify(value)) },
     { weight: 3, arbitrary: brokenText },
-    { weight: 1, arbitrary: fc.nat().map((cut) => { const whole = JSON.stringify(valid); return whole.slice(0, cut % whole.length); }) },
+    {
+      weight: 1,
+      arbitrary: fc.nat().map((cut) => {
+        const whole = JSON.stringify(valid);
+        return whole.slice(0, cut % whole.length);
+      }),
+    },
   );
   return fc.record({ body: text, contentType: fc.constantFrom(...CONTENT_TYPES) });
 }
 
-describe('fuzzing the JSON endpoints of the three services with random and malformed bodies', { timeout: 180_000 }, () => {
+describe('fuzzing the JSON endpoints of the three services with random and malformed bodies', {
+  timeout: 180_000,
+}, () => {
   let exchange: ServiceUnderTest;
   let services: ThreeServices;
   let seal: ServiceUnderTest;
@@ -98,7 +168,9 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
   let ruleId: string;
 
   before(async () => {
-    services = await startThreeServices({ env: { SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '100000', SMS_LIMIT_IP_HOURLY: '100000' } });
+    services = await startThreeServices({
+      env: { SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '100000', SMS_LIMIT_IP_HOURLY: '100000' },
+    });
     ({ exchange, seal, harness } = services);
     messageId = harness.sealSample().id;
     visitor = harness.reader();
@@ -108,7 +180,11 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
     const rule = await fetch(`${exchange.url}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'to be replaced', priority: 5000, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } }),
+      body: JSON.stringify({
+        name: 'to be replaced',
+        priority: 5000,
+        configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+      }),
     });
     ruleId = ((await rule.json()) as { id: string }).id;
   });
@@ -128,11 +204,19 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
     valid: Json;
     okStatus: number;
   }): Promise<void> {
-    const stringPaths = paths(options.valid).filter((path) => typeof path.reduce<unknown>((value, key) => (value as Record<string | number, unknown>)[key], options.valid) === 'string');
+    const stringPaths = paths(options.valid).filter(
+      (path) =>
+        typeof path.reduce<unknown>((value, key) => (value as Record<string | number, unknown>)[key], options.valid) ===
+        'string',
+    );
     assert.ok(stringPaths.length > 0);
     for (const path of stringPaths) {
       const body = JSON.stringify(mutate(options.valid, path, (old) => `${old as string}\u0000`));
-      const response = await fetchWithin(options.url(), { method: options.method ?? 'POST', headers: { ...options.headers(), 'content-type': 'application/json' }, body });
+      const response = await fetchWithin(options.url(), {
+        method: options.method ?? 'POST',
+        headers: { ...options.headers(), 'content-type': 'application/json' },
+        body,
+      });
       const context = `${options.name} with a NUL in ${path.join('.')}`;
       assert.equal(response.status, 400, `${context}: ${response.status}`);
       assertErrorObject(400, await readBody(response), context);
@@ -151,7 +235,10 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
       assert.ok(response.status < 500, `not a server error: ${response.status} ${JSON.stringify(answer)}\n${context}`);
       if (response.status >= 400) assertErrorObject(response.status, answer, context);
     });
-    assert.ok([...outcomes.keys()].some((status) => status >= 400), `some bodies were refused: ${JSON.stringify([...outcomes])}`);
+    assert.ok(
+      [...outcomes.keys()].some((status) => status >= 400),
+      `some bodies were refused: ${JSON.stringify([...outcomes])}`,
+    );
     assert.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype untouched');
 
     const healthy = await fetchWithin(options.url(), {
@@ -159,7 +246,11 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
       headers: { ...options.headers(), 'content-type': 'application/json' },
       body: JSON.stringify(options.valid),
     });
-    assert.equal(healthy.status, options.okStatus, `a valid body still works after the fuzzing: ${await healthy.text()}`);
+    assert.equal(
+      healthy.status,
+      options.okStatus,
+      `a valid body still works after the fuzzing: ${await healthy.text()}`,
+    );
   }
 
   const admin = (service: ServiceUnderTest) => () => ({ authorization: `Bearer ${service.adminToken}` });
@@ -187,9 +278,26 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
   });
 
   it('exchange POST /v1/config and PUT /v1/config/{id}', async () => {
-    const valid = { name: 'fuzzed', priority: 7000, configuration: { params: { channel: 'smtp', sender: 'x@example.com' }, outbound: ['seal', 'smtp'] } };
-    await fuzzEndpoint({ name: 'exchange POST /v1/config', url: () => `${exchange.url}/v1/config`, headers: admin(exchange), valid, okStatus: 201 });
-    await fuzzEndpoint({ name: 'exchange PUT /v1/config/{id}', method: 'PUT', url: () => `${exchange.url}/v1/config/${ruleId}`, headers: admin(exchange), valid, okStatus: 200 });
+    const valid = {
+      name: 'fuzzed',
+      priority: 7000,
+      configuration: { params: { channel: 'smtp', sender: 'x@example.com' }, outbound: ['seal', 'smtp'] },
+    };
+    await fuzzEndpoint({
+      name: 'exchange POST /v1/config',
+      url: () => `${exchange.url}/v1/config`,
+      headers: admin(exchange),
+      valid,
+      okStatus: 201,
+    });
+    await fuzzEndpoint({
+      name: 'exchange PUT /v1/config/{id}',
+      method: 'PUT',
+      url: () => `${exchange.url}/v1/config/${ruleId}`,
+      headers: admin(exchange),
+      valid,
+      okStatus: 200,
+    });
   });
 
   it('seal POST /v1/ipfs/config', async () => {
@@ -206,7 +314,15 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
             pass: 'p',
             secure: false,
             timeout: '30s',
-            addParams: { local: true, recursive: false, hidden: false, wrap: false, shard: false, streamChannels: true, noPin: false },
+            addParams: {
+              local: true,
+              recursive: false,
+              hidden: false,
+              wrap: false,
+              shard: false,
+              streamChannels: true,
+              noPin: false,
+            },
             pinParams: { replicationFactorMin: 1, replicationFactorMax: 2, name: 'n', expireIn: '1h' },
           },
           { host: 'cluster-2.example' },

@@ -23,48 +23,117 @@ const MAX_SIZE = 96 * 1024;
 // with missing or wrong boundaries, broken transfer encodings, 8-bit and NUL bytes, LF and CRLF. ----
 
 const eol = fc.constantFrom('\r\n', '\r\n', '\r\n', '\n');
-const latin1 = (maxLength: number) => fc.string({ unit: 'binary', maxLength }).map((text) => Buffer.from(text, 'latin1'));
+const latin1 = (maxLength: number) =>
+  fc.string({ unit: 'binary', maxLength }).map((text) => Buffer.from(text, 'latin1'));
 const utf8 = (maxLength: number) => fc.string({ maxLength }).map((text) => Buffer.from(text, 'utf8'));
-const boundaryText = fc.oneof(fc.stringMatching(/^[A-Za-z0-9'()+_,./:=? -]{0,72}$/), fc.constantFrom('', '--', 'a"b', 'x\r\ny', ' '));
+const boundaryText = fc.oneof(
+  fc.stringMatching(/^[A-Za-z0-9'()+_,./:=? -]{0,72}$/),
+  fc.constantFrom('', '--', 'a"b', 'x\r\ny', ' '),
+);
 
 const headerName = fc.oneof(
   fc.constantFrom(
-    'From', 'To', 'Cc', 'Bcc', 'Subject', 'Date', 'Message-ID', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-    'Content-Disposition', 'Reply-To', 'References', 'In-Reply-To', 'X-Sealpost-Mobile', 'Received', 'Return-Path', 'Sender', 'Content-ID',
+    'From',
+    'To',
+    'Cc',
+    'Bcc',
+    'Subject',
+    'Date',
+    'Message-ID',
+    'MIME-Version',
+    'Content-Type',
+    'Content-Transfer-Encoding',
+    'Content-Disposition',
+    'Reply-To',
+    'References',
+    'In-Reply-To',
+    'X-Sealpost-Mobile',
+    'Received',
+    'Return-Path',
+    'Sender',
+    'Content-ID',
   ),
   fc.stringMatching(/^[\x21-\x39\x3b-\x7e]{1,30}$/),
 );
 const headerValue: fc.Arbitrary<Buffer> = fc.oneof(
   utf8(100),
   latin1(100),
-  fc.tuple(fc.constantFrom('utf-8', 'UTF-8', 'iso-8859-1', 'x-unknown', '', 'utf-16'), fc.constantFrom('B', 'Q', 'b', 'X'), fc.string({ maxLength: 40 }))
-    .map(([charset, encoding, text]) => Buffer.from(`=?${charset}?${encoding}?${text}?= =?utf-8?Q?=0D=0AX-Injected:_1?=`)),
-  fc.array(fc.oneof(fc.emailAddress(), fc.constantFrom('"Name, With" <a@example.com>', 'group: a@example.com, b@example.com;', '<>', '@', 'ü@exämple.com')), { maxLength: 5 })
+  fc
+    .tuple(
+      fc.constantFrom('utf-8', 'UTF-8', 'iso-8859-1', 'x-unknown', '', 'utf-16'),
+      fc.constantFrom('B', 'Q', 'b', 'X'),
+      fc.string({ maxLength: 40 }),
+    )
+    .map(([charset, encoding, text]) =>
+      Buffer.from(`=?${charset}?${encoding}?${text}?= =?utf-8?Q?=0D=0AX-Injected:_1?=`),
+    ),
+  fc
+    .array(
+      fc.oneof(
+        fc.emailAddress(),
+        fc.constantFrom(
+          '"Name, With" <a@example.com>',
+          'group: a@example.com, b@example.com;',
+          '<>',
+          '@',
+          'ü@exämple.com',
+        ),
+      ),
+      { maxLength: 5 },
+    )
     .map((list) => Buffer.from(list.join(', '))),
-  fc.tuple(fc.constantFrom('multipart/mixed', 'multipart/alternative', 'text/plain', 'text/html', 'message/rfc822', 'application/octet-stream', 'multipart/'), boundaryText)
-    .map(([type, boundary]) => Buffer.from(`${type}; boundary="${boundary}"; charset=utf-8; name*0*=utf-8''%0D%0A%22; name*1="x.exe"`)),
-  fc.tuple(fc.emailAddress(), fc.constantFrom('+41791234567', '+1', 'not a number', '', '+41 79 123 45 67'))
+  fc
+    .tuple(
+      fc.constantFrom(
+        'multipart/mixed',
+        'multipart/alternative',
+        'text/plain',
+        'text/html',
+        'message/rfc822',
+        'application/octet-stream',
+        'multipart/',
+      ),
+      boundaryText,
+    )
+    .map(([type, boundary]) =>
+      Buffer.from(`${type}; boundary="${boundary}"; charset=utf-8; name*0*=utf-8''%0D%0A%22; name*1="x.exe"`),
+    ),
+  fc
+    .tuple(fc.emailAddress(), fc.constantFrom('+41791234567', '+1', 'not a number', '', '+41 79 123 45 67'))
     .map(([email, mobile]) => Buffer.from(`${email}=${mobile}`)),
   fc.integer({ min: 1000, max: 40_000 }).map((n) => Buffer.alloc(n, 'h')),
 );
 /** One header field: sometimes folded, sometimes without its colon. */
-const headerField = fc.tuple(headerName, headerValue, eol, fc.constantFrom(': ', ':', ' : ', ''), fc.option(fc.nat(200), { nil: undefined })).map(
-  ([name, value, end, colon, foldAt]) => {
+const headerField = fc
+  .tuple(
+    headerName,
+    headerValue,
+    eol,
+    fc.constantFrom(': ', ':', ' : ', ''),
+    fc.option(fc.nat(200), { nil: undefined }),
+  )
+  .map(([name, value, end, colon, foldAt]) => {
     const line = Buffer.concat([Buffer.from(name + colon), value]);
-    const folded = foldAt !== undefined && foldAt < line.length ? Buffer.concat([line.subarray(0, foldAt), Buffer.from(`${end} `), line.subarray(foldAt)]) : line;
+    const folded =
+      foldAt !== undefined && foldAt < line.length
+        ? Buffer.concat([line.subarray(0, foldAt), Buffer.from(`${end} `), line.subarray(foldAt)])
+        : line;
     return Buffer.concat([folded, Buffer.from(end)]);
-  },
-);
+  });
 const bodyBytes: fc.Arbitrary<Buffer> = fc.oneof(
   fc.uint8Array({ maxLength: 2000 }).map((bytes) => Buffer.from(bytes)),
   utf8(500),
   fc.base64String({ maxLength: 400 }).map((text) => Buffer.from(`${text}\r\n!!not base64!!\r\n`)),
-  fc.string({ unit: fc.constantFrom('=', '0', 'D', 'A', 'G', '\r\n', '.', ' ', '\t', 'x'), maxLength: 200 }).map((text) => Buffer.from(text)),
+  fc
+    .string({ unit: fc.constantFrom('=', '0', 'D', 'A', 'G', '\r\n', '.', ' ', '\t', 'x'), maxLength: 200 })
+    .map((text) => Buffer.from(text)),
 );
 
 const { entity } = fc.letrec<{ entity: Buffer; leaf: Buffer; multipart: Buffer }>((tie) => ({
   entity: fc.oneof({ depthSize: 'small' }, tie('leaf'), tie('multipart')),
-  leaf: fc.tuple(fc.array(headerField, { maxLength: 4 }), eol, bodyBytes).map(([headers, end, body]) => Buffer.concat([...headers, Buffer.from(end), body])),
+  leaf: fc
+    .tuple(fc.array(headerField, { maxLength: 4 }), eol, bodyBytes)
+    .map(([headers, end, body]) => Buffer.concat([...headers, Buffer.from(end), body])),
   multipart: fc
     .tuple(
       fc.stringMatching(/^[A-Za-z0-9'()+_,./:=?-]{1,70}$/),
@@ -78,7 +147,13 @@ const { entity } = fc.letrec<{ entity: Buffer; leaf: Buffer; multipart: Buffer }
         Buffer.from(`Content-Type: multipart/mixed; boundary="${boundary}"${end}${end}`),
         preamble,
         ...parts.flatMap((part) => [Buffer.from(`${end}--${boundary}${end}`), part]),
-        Buffer.from(closing === 'closed' ? `${end}--${boundary}--${end}` : closing === 'wrong' ? `${end}--${boundary}x--${end}` : ''),
+        Buffer.from(
+          closing === 'closed'
+            ? `${end}--${boundary}--${end}`
+            : closing === 'wrong'
+              ? `${end}--${boundary}x--${end}`
+              : '',
+        ),
       ]),
     ),
 }));
@@ -98,7 +173,9 @@ const mimeMessage: fc.Arbitrary<Buffer> = fc
 /** What POST /v1/messages takes as `raw`: a message that starts with a header field name and a colon. */
 const looksLikeMessage = (raw: Buffer) => /^[\x21-\x39\x3b-\x7e]+:/.test(raw.subarray(0, 1000).toString('latin1'));
 
-describe('fuzzing with random MIME bodies: SMTP, POST /v1/messages raw, and the seal service that parses them', { timeout: 180_000 }, () => {
+describe('fuzzing with random MIME bodies: SMTP, POST /v1/messages raw, and the seal service that parses them', {
+  timeout: 180_000,
+}, () => {
   let exchange: ServiceUnderTest;
   let standIn: StandIn;
   let seal: ServiceUnderTest;
@@ -159,11 +236,17 @@ describe('fuzzing with random MIME bodies: SMTP, POST /v1/messages raw, and the 
     });
     const body = await readBody(response);
     if (response.status === 202) {
-      assert.ok(looksLikeMessage(message) && message.length <= MAX_SIZE, `accepted only a message within the rules\n${context}`);
+      assert.ok(
+        looksLikeMessage(message) && message.length <= MAX_SIZE,
+        `accepted only a message within the rules\n${context}`,
+      );
       const { id } = body as { id: string };
       acknowledged.add(id);
       tally.jsonStored++;
-      assert.ok((await readPayload(exchange, id)).equals(withCrlf(message)), `stored unchanged but for CRLF line ends\n${context}`);
+      assert.ok(
+        (await readPayload(exchange, id)).equals(withCrlf(message)),
+        `stored unchanged but for CRLF line ends\n${context}`,
+      );
       return;
     }
     assertErrorObject(response.status, body, context);
@@ -172,12 +255,16 @@ describe('fuzzing with random MIME bodies: SMTP, POST /v1/messages raw, and the 
   }
 
   async function toSeal(message: Buffer, context: string): Promise<void> {
-    const response = await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, message, { envelopeRecipients: 'c@example.com' });
+    const response = await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, message, {
+      envelopeRecipients: 'c@example.com',
+    });
     const body = await readBody(response);
     if (response.status === 201) {
       tally.sealed++;
       const { id } = body as { id: string };
-      const content = await fetchWithin(`${seal.url}/v1/sealed/${id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
+      const content = await fetchWithin(`${seal.url}/v1/sealed/${id}/content`, {
+        headers: { authorization: `Bearer ${seal.serviceToken}` },
+      });
       assert.equal(content.status, 200, context);
       assert.ok(Buffer.from(await content.arrayBuffer()).equals(message), `reads back byte for byte\n${context}`);
       return;

@@ -21,25 +21,57 @@ const boundary = fc.oneof(
   fc.constantFrom('-', '--', 'a b', 'x'.repeat(71), 'x'.repeat(5000)),
 );
 const filename = fc.oneof(
-  fc.constantFrom('a.txt', 'report.pdf', '', '../../etc/passwd', 'C:\\x\\y.txt', 'setup.exe', 'a"b.txt', 'ä ö.txt', '.', '..', 'x'.repeat(1000)),
+  fc.constantFrom(
+    'a.txt',
+    'report.pdf',
+    '',
+    '../../etc/passwd',
+    'C:\\x\\y.txt',
+    'setup.exe',
+    'a"b.txt',
+    'ä ö.txt',
+    '.',
+    '..',
+    'x'.repeat(1000),
+  ),
   fc.string({ maxLength: 60 }),
 );
 const disposition = fc.oneof(
   filename.map((name) => `Content-Disposition: form-data; name="file"; filename="${name}"`),
   filename.map((name) => `Content-Disposition: form-data; name="file"; filename*=UTF-8''${encodeURIComponent(name)}`),
-  fc.constantFrom('Content-Disposition: form-data; name="file"', 'Content-Disposition: form-data; name="text"', 'Content-Disposition: attachment', 'Content-Disposition: form-data', 'Content-Disposition:', 'Content-Disposition: form-data; name="file"; filename'),
+  fc.constantFrom(
+    'Content-Disposition: form-data; name="file"',
+    'Content-Disposition: form-data; name="text"',
+    'Content-Disposition: attachment',
+    'Content-Disposition: form-data',
+    'Content-Disposition:',
+    'Content-Disposition: form-data; name="file"; filename',
+  ),
   fc.string({ maxLength: 80 }).map((text) => `Content-Disposition: ${text}`),
 );
-const partHeaders = fc.tuple(
-  fc.option(disposition, { freq: 8, nil: undefined }),
-  fc.option(fc.constantFrom('Content-Type: text/plain', 'Content-Type: application/octet-stream', 'Content-Type: ', 'Content-Type: multipart/mixed; boundary=x'), { nil: undefined }),
-  fc.oneof(
-    { weight: 6, arbitrary: fc.constant<string[]>([]) },
-    { weight: 1, arbitrary: fc.integer({ min: 1000, max: 120_000 }).map((n) => [`X-Huge: ${'h'.repeat(n)}`]) },
-    { weight: 1, arbitrary: fc.integer({ min: 10, max: 400 }).map((n) => Array.from({ length: n }, (_, i) => `X-Many-${i}: v`)) },
-    { weight: 1, arbitrary: fc.array(fc.string({ unit: 'binary', maxLength: 60 }), { maxLength: 3 }) },
-  ),
-).map(([first, type, extra]) => [first, type, ...extra].filter((line): line is string => line !== undefined));
+const partHeaders = fc
+  .tuple(
+    fc.option(disposition, { freq: 8, nil: undefined }),
+    fc.option(
+      fc.constantFrom(
+        'Content-Type: text/plain',
+        'Content-Type: application/octet-stream',
+        'Content-Type: ',
+        'Content-Type: multipart/mixed; boundary=x',
+      ),
+      { nil: undefined },
+    ),
+    fc.oneof(
+      { weight: 6, arbitrary: fc.constant<string[]>([]) },
+      { weight: 1, arbitrary: fc.integer({ min: 1000, max: 120_000 }).map((n) => [`X-Huge: ${'h'.repeat(n)}`]) },
+      {
+        weight: 1,
+        arbitrary: fc.integer({ min: 10, max: 400 }).map((n) => Array.from({ length: n }, (_, i) => `X-Many-${i}: v`)),
+      },
+      { weight: 1, arbitrary: fc.array(fc.string({ unit: 'binary', maxLength: 60 }), { maxLength: 3 }) },
+    ),
+  )
+  .map(([first, type, extra]) => [first, type, ...extra].filter((line): line is string => line !== undefined));
 const content = fc.oneof(
   fc.uint8Array({ maxLength: 3000 }).map((bytes) => Buffer.from(bytes)),
   fc.string({ maxLength: 300 }).map((text) => Buffer.from(text)),
@@ -66,7 +98,10 @@ const upload: fc.Arbitrary<Upload> = fc
     other: boundary,
     quoted: fc.boolean(),
     preamble: fc.constantFrom(Buffer.alloc(0), Buffer.alloc(0), Buffer.from('preamble\r\n'), Buffer.from('\r\n')),
-    parts: fc.oneof({ weight: 5, arbitrary: fc.array(part, { maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(part, { minLength: 10, maxLength: 40 }) }),
+    parts: fc.oneof(
+      { weight: 5, arbitrary: fc.array(part, { maxLength: 3 }) },
+      { weight: 1, arbitrary: fc.array(part, { minLength: 10, maxLength: 40 }) },
+    ),
     closing: fc.constantFrom<Upload['closing']>('closed', 'closed', 'closed', 'none', 'truncated', 'epilogue'),
     delivery: fc.oneof(
       { weight: 4, arbitrary: fc.boolean().map((chunked) => ({ kind: 'whole' as const, chunked })) },
@@ -81,10 +116,19 @@ const upload: fc.Arbitrary<Upload> = fc
 
 function multipartBody(plan: Upload): Buffer {
   const b = plan.bodyBoundary;
-  const tail = { closed: `--${b}--\r\n`, none: '', truncated: `--${b}-`, epilogue: `--${b}--\r\ntrailing garbage --${b}\r\n` }[plan.closing];
+  const tail = {
+    closed: `--${b}--\r\n`,
+    none: '',
+    truncated: `--${b}-`,
+    epilogue: `--${b}--\r\ntrailing garbage --${b}\r\n`,
+  }[plan.closing];
   return Buffer.concat([
     plan.preamble,
-    ...plan.parts.flatMap(({ headers, content: bytes, end }) => [Buffer.from(`--${b}${end}${headers.map((h) => h + end).join('')}${end}`, 'latin1'), bytes, Buffer.from(end)]),
+    ...plan.parts.flatMap(({ headers, content: bytes, end }) => [
+      Buffer.from(`--${b}${end}${headers.map((h) => h + end).join('')}${end}`, 'latin1'),
+      bytes,
+      Buffer.from(end),
+    ]),
     Buffer.from(tail),
   ]);
 }
@@ -97,33 +141,59 @@ interface Answer {
 /** Sends one upload as planned; undefined when the connection was cut before an answer (as planned). */
 async function send(url: URL, reader: Reader, plan: Upload): Promise<Answer | undefined> {
   const body = multipartBody(plan);
-  const type = plan.headerBoundary === undefined ? 'multipart/form-data' : `multipart/form-data; boundary=${plan.quoted ? `"${plan.headerBoundary}"` : plan.headerBoundary}`;
-  const headers: Record<string, string> = { 'content-type': type, cookie: reader.cookie!, 'x-csrf-token': reader.csrf!, accept: 'application/json' };
+  const type =
+    plan.headerBoundary === undefined
+      ? 'multipart/form-data'
+      : `multipart/form-data; boundary=${plan.quoted ? `"${plan.headerBoundary}"` : plan.headerBoundary}`;
+  const headers: Record<string, string> = {
+    'content-type': type,
+    cookie: reader.cookie!,
+    'x-csrf-token': reader.csrf!,
+    accept: 'application/json',
+  };
 
   if (plan.delivery.kind === 'cut') {
     // A raw connection: the request head announces the whole body, a part of it is sent, then the client goes.
     const socket = connect(Number(url.port), url.hostname);
     socket.on('error', () => {});
     await new Promise<void>((resolve) => socket.once('connect', resolve));
-    const head = [`POST ${url.pathname} HTTP/1.1`, `Host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n');
+    const head = [
+      `POST ${url.pathname} HTTP/1.1`,
+      `Host: ${url.host}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      `Content-Length: ${body.length}`,
+      'Connection: close',
+      '',
+      '',
+    ].join('\r\n');
     let received = '';
     socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
     socket.write(head);
     socket.end(body.subarray(0, plan.delivery.at % (body.length + 1)));
-    await Promise.race([new Promise((resolve) => socket.once('close', resolve)), sleep(10_000, undefined, { ref: false })]);
+    await Promise.race([
+      new Promise((resolve) => socket.once('close', resolve)),
+      sleep(10_000, undefined, { ref: false }),
+    ]);
     socket.destroy();
     // The first answer on the connection (nothing may follow it, but that is not this test's to judge).
     const match = /^HTTP\/1\.1 (\d{3})[^\r\n]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(received);
     if (!match) return undefined;
     const length = /^content-length: *(\d+)$/im.exec(match[2]!);
-    const text = length ? match[3]!.slice(0, Number(length[1])) : /^transfer-encoding: chunked$/im.test(match[2]!) ? dechunk(match[3]!) : match[3]!;
+    const text = length
+      ? match[3]!.slice(0, Number(length[1]))
+      : /^transfer-encoding: chunked$/im.test(match[2]!)
+        ? dechunk(match[3]!)
+        : match[3]!;
     return { status: Number(match[1]), body: parseJson(text) };
   }
 
   return new Promise<Answer>((resolve, reject) => {
     const req = httpRequest(url, {
       method: 'POST',
-      headers: plan.delivery.kind === 'whole' && plan.delivery.chunked ? headers : { ...headers, 'content-length': String(body.length) },
+      headers:
+        plan.delivery.kind === 'whole' && plan.delivery.chunked
+          ? headers
+          : { ...headers, 'content-length': String(body.length) },
       agent: false,
       // Above the service's 10 s stall limit (src/auth/replies/files-routes.ts), which a stalled form waits out.
       timeout: 20_000,
@@ -132,7 +202,9 @@ async function send(url: URL, reader: Reader, plan: Upload): Promise<Answer | un
     req.on('response', (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }),
+      );
       response.on('error', reject);
     });
     // The server may answer (and close) before it has read everything: that answer counts.
@@ -172,7 +244,8 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
     for await (const object of harness.auth.objects.list('auth/')) ids.push(object.key.split('/').pop()!);
     return ids.sort();
   };
-  const listedFileIds = async () => ((await alice.get('/v1/message/files')).body.files as Array<{ id: string }>).map((file) => file.id).sort();
+  const listedFileIds = async () =>
+    ((await alice.get('/v1/message/files')).body.files as Array<{ id: string }>).map((file) => file.id).sort();
 
   /** Exactly the accepted files are in the store and in the draft (polled: cut-off uploads are cleaned up after the client left). */
   async function assertOnlyKeptFiles(context: string) {
@@ -181,14 +254,19 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
     let listed: string[] = [];
     for (let i = 0; i < 100; i++) {
       [stored, listed] = await Promise.all([storedFileIds(), listedFileIds()]);
-      if (JSON.stringify(stored) === JSON.stringify(expected) && JSON.stringify(listed) === JSON.stringify(expected)) return;
+      if (JSON.stringify(stored) === JSON.stringify(expected) && JSON.stringify(listed) === JSON.stringify(expected))
+        return;
       await sleep(30);
     }
-    assert.fail(`objects ${JSON.stringify(stored)} and listed files ${JSON.stringify(listed)} differ from the accepted ones ${JSON.stringify(expected)}\n${context}`);
+    assert.fail(
+      `objects ${JSON.stringify(stored)} and listed files ${JSON.stringify(listed)} differ from the accepted ones ${JSON.stringify(expected)}\n${context}`,
+    );
   }
 
   before(async () => {
-    harness = await startAuthHarness({ env: { ATTACHMENT_MAX_SIZE: String(MAX_FILE), REPLY_MAX_TOTAL_SIZE: String(40 * MAX_FILE) } });
+    harness = await startAuthHarness({
+      env: { ATTACHMENT_MAX_SIZE: String(MAX_FILE), REPLY_MAX_TOTAL_SIZE: String(40 * MAX_FILE) },
+    });
     alice = harness.reader();
     await signInAlice(harness, alice, harness.sealSample().id);
     await alice.get('/v1/message/files');
@@ -203,10 +281,15 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
     const statuses = new Map<number | string, number>();
     await fuzz('multipart uploads', upload, 250, async (plan) => {
       const context = `upload: ${JSON.stringify({ ...plan, preamble: plan.preamble.toString(), parts: plan.parts.map((p) => ({ headers: p.headers.map((h) => (h.length > 200 ? `${h.slice(0, 60)}…(${h.length})` : h)), content: `<${p.content.length} bytes>`, end: p.end })) })}`;
-      const answer = await send(url(), alice, plan).catch((error: unknown) => assert.fail(`${(error as Error).message}\n${context}`));
+      const answer = await send(url(), alice, plan).catch((error: unknown) =>
+        assert.fail(`${(error as Error).message}\n${context}`),
+      );
       statuses.set(answer?.status ?? 'cut', (statuses.get(answer?.status ?? 'cut') ?? 0) + 1);
       if (answer) {
-        assert.ok(answer.status < 500, `not a server error: ${answer.status} ${JSON.stringify(answer.body)}\n${context}`);
+        assert.ok(
+          answer.status < 500,
+          `not a server error: ${answer.status} ${JSON.stringify(answer.body)}\n${context}`,
+        );
         if (answer.status === 201) {
           const file = answer.body as { id: string; name: string };
           assert.doesNotMatch(file.name, /[\\/\x00-\x1f\x7f]/, `a stored name is never a path\n${context}`);
@@ -225,7 +308,11 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
         kept.delete(id);
       }
     });
-    assert.ok((statuses.get(201) ?? 0) > 10 && [...statuses.keys()].some((status) => typeof status === 'number' && status >= 400), JSON.stringify([...statuses]));
+    assert.ok(
+      (statuses.get(201) ?? 0) > 10 &&
+        [...statuses.keys()].some((status) => typeof status === 'number' && status >= 400),
+      JSON.stringify([...statuses]),
+    );
     await assertOnlyKeptFiles('after the fuzzing');
 
     // The process is alive and takes an ordinary upload.

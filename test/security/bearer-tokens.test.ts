@@ -72,7 +72,11 @@ async function call(baseUrl: string, route: RouteEntry, headers: Record<string, 
     redirect: 'manual',
     signal: AbortSignal.timeout(10_000),
   });
-  return { status: response.status, body: route.method === 'HEAD' ? undefined : await readBody(response), wwwAuthenticate: response.headers.get('www-authenticate') };
+  return {
+    status: response.status,
+    body: route.method === 'HEAD' ? undefined : await readBody(response),
+    wwwAuthenticate: response.headers.get('www-authenticate'),
+  };
 }
 
 describe('admin and service endpoints: every route of B and C refuses a missing, wrong or other token with 401', () => {
@@ -97,7 +101,8 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
     );
     assert.deepEqual(unknown, [], 'routes without an expected guard: decide one in GUARDS');
     // The table is not vacuous: the endpoints the design names are there, with their guards.
-    const guards = (name: Exclude<ServiceName, 'auth'>, method: string, path: string) => guardOf(name, { method, path });
+    const guards = (name: Exclude<ServiceName, 'auth'>, method: string, path: string) =>
+      guardOf(name, { method, path });
     assert.equal(guards('exchange', 'POST', '/v1/config'), 'admin');
     assert.equal(guards('exchange', 'POST', '/v1/messages'), 'service');
     assert.equal(guards('seal', 'POST', '/v1/ipfs/config'), 'admin');
@@ -119,13 +124,23 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
           ['an empty bearer', { authorization: 'Bearer ' }],
           ['the right token with something after it', { authorization: `Bearer ${right}x` }],
           ['the right token twice', { authorization: `Bearer ${right} ${right}` }],
-          ['the right token as Basic credentials', { authorization: `Basic ${Buffer.from(`${guard}:${right}`).toString('base64')}` }],
+          [
+            'the right token as Basic credentials',
+            { authorization: `Basic ${Buffer.from(`${guard}:${right}`).toString('base64')}` },
+          ],
           ['the right token without the scheme', { authorization: right }],
-          ['the right token in the query string', {}, `?access_token=${encodeURIComponent(right)}&token=${encodeURIComponent(right)}`],
+          [
+            'the right token in the query string',
+            {},
+            `?access_token=${encodeURIComponent(right)}&token=${encodeURIComponent(right)}`,
+          ],
           ['the right token in a cookie', { cookie: `token=${right}; authorization=Bearer%20${right}` }],
         ];
         if (guard !== 'service-or-admin') {
-          refusals.push(['the other token', { authorization: `Bearer ${guard === 'admin' ? tokens.service : tokens.admin}` }]);
+          refusals.push([
+            'the other token',
+            { authorization: `Bearer ${guard === 'admin' ? tokens.service : tokens.admin}` },
+          ]);
         }
         for (const [label, headers, query] of refusals) {
           const what = `${name} ${route.method} ${route.path} (${guard}) with ${label}`;
@@ -141,7 +156,10 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
         const accepted = guard === 'service-or-admin' ? [tokens.service, tokens.admin] : [right];
         for (const token of accepted) {
           const answer = await call(service.url, route, { authorization: `Bearer ${token}` });
-          assert.ok(![401, 403].includes(answer.status), `${name} ${route.method} ${route.path} with the right token: ${answer.status} ${JSON.stringify(answer.body)}`);
+          assert.ok(
+            ![401, 403].includes(answer.status),
+            `${name} ${route.method} ${route.path} with the right token: ${answer.status} ${JSON.stringify(answer.body)}`,
+          );
         }
       }
     });
@@ -162,7 +180,9 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
 
   it('answers the public routes without any token', async () => {
     for (const [name, service] of Object.entries(services()) as Array<[ServiceName, ServiceUnderTest]>) {
-      for (const route of routeTable(service.service.app).filter((entry) => guardOf(name, entry) === 'public' && entry.method === 'GET')) {
+      for (const route of routeTable(service.service.app).filter(
+        (entry) => guardOf(name, entry) === 'public' && entry.method === 'GET',
+      )) {
         const answer = await call(service.url, route, {});
         assert.notEqual(answer.status, 401, `${name} GET ${route.path}`);
       }

@@ -26,7 +26,7 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
     messageId = harness.sealSample().id;
     victim = harness.reader();
     await signInAlice(harness, victim, messageId);
-    const saved = await victim.request('PUT', '/v1/message/reply', { body: { text: 'the victim\'s own draft' } });
+    const saved = await victim.request('PUT', '/v1/message/reply', { body: { text: "the victim's own draft" } });
     assert.equal(saved.status, 200, JSON.stringify(saved.body));
     routes = routeTable(harness.auth.service.app).filter((route) => STATE_CHANGING.has(route.method));
   });
@@ -35,13 +35,28 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
   });
 
   /** A request as the victim's browser would send it for a foreign page: the cookie, but never the header. */
-  async function forged(route: RouteEntry, contentType: string, body: string, extra: Record<string, string> = {}, query = '') {
-    const response = await fetch(`${harness.auth.url}${concretePath(route.path, '00000000-0000-4000-8000-000000000000')}${query}`, {
-      method: route.method,
-      headers: { cookie: victim.cookie!, origin: EVIL, referer: `${EVIL}/attack.html`, 'content-type': contentType, ...extra },
-      body,
-      redirect: 'manual',
-    });
+  async function forged(
+    route: RouteEntry,
+    contentType: string,
+    body: string,
+    extra: Record<string, string> = {},
+    query = '',
+  ) {
+    const response = await fetch(
+      `${harness.auth.url}${concretePath(route.path, '00000000-0000-4000-8000-000000000000')}${query}`,
+      {
+        method: route.method,
+        headers: {
+          cookie: victim.cookie!,
+          origin: EVIL,
+          referer: `${EVIL}/attack.html`,
+          'content-type': contentType,
+          ...extra,
+        },
+        body,
+        redirect: 'manual',
+      },
+    );
     return { status: response.status, body: await readBody(response) };
   }
 
@@ -62,18 +77,35 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
 
   it('refuses form posts from another origin on every state-changing route, whatever the content type', async () => {
     const smsBefore = harness.sms.messages.length;
-    const json = JSON.stringify({ messageId, email: ALICE.email, mobile: '+41797654321', method: 'sms', code: '000000', text: 'forged', mobile2: '=' });
+    const json = JSON.stringify({
+      messageId,
+      email: ALICE.email,
+      mobile: '+41797654321',
+      method: 'sms',
+      code: '000000',
+      text: 'forged',
+      mobile2: '=',
+    });
     const bodies: Array<[string, string]> = [
       // The classic: JSON smuggled in a text/plain form (enctype="text/plain" gives `name=value`).
       ['text/plain', json],
       ['text/plain', `${json.slice(0, -1)}, "x":"=1"}`],
       ['text/plain;charset=UTF-8', json],
-      ['application/x-www-form-urlencoded', `messageId=${messageId}&email=${ALICE.email}&method=sms&mobile=%2B41797654321&text=forged&x-csrf-token=x`],
-      ['multipart/form-data; boundary=b', `--b\r\nContent-Disposition: form-data; name="file"; filename="f.txt"\r\n\r\nforged\r\n--b--\r\n`],
+      [
+        'application/x-www-form-urlencoded',
+        `messageId=${messageId}&email=${ALICE.email}&method=sms&mobile=%2B41797654321&text=forged&x-csrf-token=x`,
+      ],
+      [
+        'multipart/form-data; boundary=b',
+        `--b\r\nContent-Disposition: form-data; name="file"; filename="f.txt"\r\n\r\nforged\r\n--b--\r\n`,
+      ],
     ];
     for (const route of routes) {
       for (const [contentType, body] of bodies) {
-        assertCsrfRefusal(await forged(route, contentType, body), `${route.method} ${route.path} as ${contentType} from ${EVIL}`);
+        assertCsrfRefusal(
+          await forged(route, contentType, body),
+          `${route.method} ${route.path} as ${contentType} from ${EVIL}`,
+        );
       }
     }
     await assertNothingChanged(smsBefore);
@@ -93,7 +125,10 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
     ];
     for (const route of routes) {
       for (const [place, headers, query] of places) {
-        assertCsrfRefusal(await forged(route, 'application/json', body, headers, query), `${route.method} ${route.path} with the token in ${place}`);
+        assertCsrfRefusal(
+          await forged(route, 'application/json', body, headers, query),
+          `${route.method} ${route.path} with the token in ${place}`,
+        );
       }
     }
     await assertNothingChanged(smsBefore);
@@ -108,14 +143,19 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
         [{ 'x-method-override': 'HEAD' }, ''],
         [{}, '?_method=GET'],
       ] as Array<[Record<string, string>, string]>) {
-        assertCsrfRefusal(await forged(route, 'application/json', '{"text":"forged"}', headers, query), `${route.method} ${route.path} with ${JSON.stringify(headers)}${query}`);
+        assertCsrfRefusal(
+          await forged(route, 'application/json', '{"text":"forged"}', headers, query),
+          `${route.method} ${route.path} with ${JSON.stringify(headers)}${query}`,
+        );
       }
     }
     await assertNothingChanged(smsBefore);
   });
 
   it('grants no CORS: a foreign page can neither read the token nor preflight the header', async () => {
-    const config = await fetch(`${harness.auth.url}/v1/config?messageId=${messageId}`, { headers: { cookie: victim.cookie!, origin: EVIL } });
+    const config = await fetch(`${harness.auth.url}/v1/config?messageId=${messageId}`, {
+      headers: { cookie: victim.cookie!, origin: EVIL },
+    });
     assert.equal(config.status, 200);
     assert.equal(config.headers.get('access-control-allow-origin'), null);
     assert.equal(config.headers.get('access-control-allow-credentials'), null);
@@ -123,7 +163,11 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
     for (const path of ['/v1/auth/code', '/v1/message/reply', '/v1/message/files']) {
       const preflight = await fetch(`${harness.auth.url}${path}`, {
         method: 'OPTIONS',
-        headers: { origin: EVIL, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-csrf-token' },
+        headers: {
+          origin: EVIL,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, x-csrf-token',
+        },
       });
       assert.equal(preflight.headers.get('access-control-allow-origin'), null, path);
       assert.equal(preflight.headers.get('access-control-allow-headers'), null, path);
@@ -169,12 +213,16 @@ describe('session fixation: a session id an attacker knows before sign-in is wor
       stale.csrf = planted.csrf;
       assertError(await stale.get('/v1/message'), 401, 'unauthenticated');
       assertError(await stale.get('/v1/message/files'), 401, 'unauthenticated');
-      assertError(await stale.request('PUT', '/v1/message/reply', { body: { text: 'attacker' }, csrf: planted.csrf }), 403, 'csrf_token_invalid');
+      assertError(
+        await stale.request('PUT', '/v1/message/reply', { body: { text: 'attacker' }, csrf: planted.csrf }),
+        403,
+        'csrf_token_invalid',
+      );
       const restarted = await stale.get(`/v1/config?messageId=${messageId}`);
       assert.equal(restarted.body.signedIn, false);
       assert.ok(restarted.setCookie, 'the stale id is unknown: a fresh session is started');
       assert.notEqual(stale.cookie, victim.cookie);
-      assert.equal((await victim.get('/v1/message/reply')).body.text, '', 'the victim\'s draft is untouched');
+      assert.equal((await victim.get('/v1/message/reply')).body.text, '', "the victim's draft is untouched");
     });
   }
 

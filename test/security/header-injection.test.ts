@@ -10,8 +10,20 @@ import type { ServiceUnderTest } from '../support/services.ts';
 
 /** Header fields a message built from JSON may carry; anything else in its header block was injected. */
 const BUILT_HEADERS = new Set([
-  'from', 'to', 'cc', 'subject', 'message-id', 'date', 'mime-version', 'content-type', 'content-transfer-encoding',
-  'x-sealpost-mobile', 'x-sealpost-language', 'in-reply-to', 'references', 'reply-to',
+  'from',
+  'to',
+  'cc',
+  'subject',
+  'message-id',
+  'date',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'x-sealpost-mobile',
+  'x-sealpost-language',
+  'in-reply-to',
+  'references',
+  'reply-to',
 ]);
 const PART_HEADERS = new Set(['content-type', 'content-transfer-encoding', 'content-disposition', 'content-id']);
 
@@ -26,15 +38,28 @@ function headerNames(raw: Buffer): string[] {
 }
 
 function assertNoInjectedHeaders(raw: Buffer, parsed: ParsedMail, context: string): void {
-  for (const name of headerNames(raw)) assert.ok(BUILT_HEADERS.has(name), `unexpected header ${JSON.stringify(name)} in the stored message\n${context}`);
+  for (const name of headerNames(raw))
+    assert.ok(BUILT_HEADERS.has(name), `unexpected header ${JSON.stringify(name)} in the stored message\n${context}`);
   for (const attachment of parsed.attachments) {
-    for (const name of attachment.headers.keys()) assert.ok(PART_HEADERS.has(name), `unexpected header ${JSON.stringify(name)} in an attachment part\n${context}`);
+    for (const name of attachment.headers.keys())
+      assert.ok(PART_HEADERS.has(name), `unexpected header ${JSON.stringify(name)} in an attachment part\n${context}`);
   }
 }
 
-const addressesOf = (field: ParsedMail['to']) => (field === undefined ? [] : [field].flat().flatMap((object) => object.value.map((entry) => entry.address)));
+const addressesOf = (field: ParsedMail['to']) =>
+  field === undefined ? [] : [field].flat().flatMap((object) => object.value.map((entry) => entry.address));
 
-const INJECTIONS = ['x\r\nX-Injected: yes', 'x\nX-Injected: yes', 'x\rX-Injected: yes', 'x\r\n\r\n<body>', 'x\u0000y', 'x\u000bX-Injected: yes', 'x\u000cy', 'x\u001by', 'x\u007fy'];
+const INJECTIONS = [
+  'x\r\nX-Injected: yes',
+  'x\nX-Injected: yes',
+  'x\rX-Injected: yes',
+  'x\r\n\r\n<body>',
+  'x\u0000y',
+  'x\u000bX-Injected: yes',
+  'x\u000cy',
+  'x\u001by',
+  'x\u007fy',
+];
 
 describe('header injection through the JSON channel: POST /v1/messages', () => {
   let exchange: ServiceUnderTest;
@@ -105,7 +130,15 @@ describe('header injection through the JSON channel: POST /v1/messages', () => {
     // separators included, encoded-word look-alikes, header look-alikes.
     const oneLine = fc.oneof(
       fc.string({ maxLength: 60 }).map((text) => text.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '')),
-      fc.constantFrom('a\u2028X-Injected: 1', 'a\u0085X-Injected: 1', 'a\u2029b', '=?utf-8?Q?a=0D=0AX-Injected:_1?=', 'x Bcc: mallory@evil.example', 'tab\there', ' lead and trail '),
+      fc.constantFrom(
+        'a\u2028X-Injected: 1',
+        'a\u0085X-Injected: 1',
+        'a\u2029b',
+        '=?utf-8?Q?a=0D=0AX-Injected:_1?=',
+        'x Bcc: mallory@evil.example',
+        'tab\there',
+        ' lead and trail ',
+      ),
     );
     const displayName = oneLine.map((text) => text.replace(/[<>]/g, ''));
     const filename = oneLine.map((text) => (text.trim() === '' ? 'f.txt' : text));
@@ -145,19 +178,41 @@ describe('header injection through the JSON channel: POST /v1/messages', () => {
       // Text that already looks like an encoded word goes out as it is and is decoded as one by every
       // reader (nodemailer's choice, as most mail programs'): it stays inside the Subject field all the same.
       // White space around a header value is not kept the same way by every encoding (RFC 5322 unfolding).
-      if (!subject.includes('=?')) assert.equal((parsed.subject ?? '').trim(), subject.trim(), `the subject round-trips\n${context}`);
+      if (!subject.includes('=?'))
+        assert.equal((parsed.subject ?? '').trim(), subject.trim(), `the subject round-trips\n${context}`);
       assert.ok(!/X-Injected/i.test([...parsed.headers.keys()].join(',')), context);
       assert.equal(parsed.attachments.length, 1, context);
-      if (!name.includes('=?')) assert.equal((parsed.attachments[0]!.filename ?? '').trim(), name.trim(), `the file name round-trips\n${context}`);
-      const envelope = await exchangeDb(exchange).selectFrom('envelopes').select('recipients').where('id', '=', id).executeTakeFirstOrThrow();
-      assert.deepEqual([...envelope.recipients].sort(), ['alice@example.com', 'dave@example.com'], `the envelope names exactly the recipients given\n${context}`);
+      if (!name.includes('=?'))
+        assert.equal(
+          (parsed.attachments[0]!.filename ?? '').trim(),
+          name.trim(),
+          `the file name round-trips\n${context}`,
+        );
+      const envelope = await exchangeDb(exchange)
+        .selectFrom('envelopes')
+        .select('recipients')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(
+        [...envelope.recipients].sort(),
+        ['alice@example.com', 'dave@example.com'],
+        `the envelope names exactly the recipients given\n${context}`,
+      );
     });
     assert.ok(taken > 50, `${taken} messages taken`);
     await assertStoredExactly(exchange, accepted);
   });
 
   it('does not let a display name add a recipient', async () => {
-    const answer = await submit({ ...base(), cc: [], bcc: [], to: ['"Eve, Bcc: mallory@evil.example" <alice@example.com>', 'Eve\\, To: mallory@evil.example <alice@example.com>'] });
+    const answer = await submit({
+      ...base(),
+      cc: [],
+      bcc: [],
+      to: [
+        '"Eve, Bcc: mallory@evil.example" <alice@example.com>',
+        'Eve\\, To: mallory@evil.example <alice@example.com>',
+      ],
+    });
     assert.equal(answer.status, 202, JSON.stringify(answer.body));
     const id = answer.body.id as string;
     accepted.push(id);
@@ -166,7 +221,11 @@ describe('header injection through the JSON channel: POST /v1/messages', () => {
     assertNoInjectedHeaders(raw, parsed, 'display names');
     assert.deepEqual([...new Set(addressesOf(parsed.to))], ['alice@example.com']);
     assert.doesNotMatch(JSON.stringify(addressesOf(parsed.to)), /mallory/);
-    const envelope = await exchangeDb(exchange).selectFrom('envelopes').select('recipients').where('id', '=', id).executeTakeFirstOrThrow();
+    const envelope = await exchangeDb(exchange)
+      .selectFrom('envelopes')
+      .select('recipients')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(envelope.recipients, ['alice@example.com']);
   });
 });
@@ -203,17 +262,29 @@ describe('header injection through a reply: a hostile sealed subject and uploade
     await signInAlice(harness, alice, record.id);
     await alice.get('/v1/message/files');
     const boundary = 'xinjectx';
-    for (const params of [`filename="evil%22; filename=%22x.txt"`, `filename*=UTF-8''a%22%3B%20X-Injected%3A%201.txt`, `filename="semi;colon: X-Injected: 1.txt"`]) {
+    for (const params of [
+      `filename="evil%22; filename=%22x.txt"`,
+      `filename*=UTF-8''a%22%3B%20X-Injected%3A%201.txt`,
+      `filename="semi;colon: X-Injected: 1.txt"`,
+    ]) {
       const upload = await fetch(`${harness.auth.url}/v1/message/files`, {
         method: 'POST',
-        headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, cookie: alice.cookie!, 'x-csrf-token': alice.csrf! },
+        headers: {
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          cookie: alice.cookie!,
+          'x-csrf-token': alice.csrf!,
+        },
         body: `--${boundary}\r\nContent-Disposition: form-data; name="file"; ${params}\r\nContent-Type: text/plain\r\n\r\nfile\r\n--${boundary}--\r\n`,
       });
       assert.equal(upload.status, 201, await upload.text());
     }
-    const files = ((await alice.get('/v1/message/files')).body.files as Array<{ name: string }>).map((file) => file.name);
+    const files = ((await alice.get('/v1/message/files')).body.files as Array<{ name: string }>).map(
+      (file) => file.name,
+    );
 
-    const sent = await alice.request('POST', '/v1/message/reply', { body: { text: 'Signed.\r\n.\r\nX-Injected: 1', bcc: ALICE.email } });
+    const sent = await alice.request('POST', '/v1/message/reply', {
+      body: { text: 'Signed.\r\n.\r\nX-Injected: 1', bcc: ALICE.email },
+    });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     const raw = await readPayload(exchange, sent.body.envelopeId);
     const parsed = await simpleParser(raw);
@@ -223,8 +294,20 @@ describe('header injection through a reply: a hostile sealed subject and uploade
     assert.deepEqual(addressesOf(parsed.to), ['sender@example.org'], context);
     assert.doesNotMatch(parsed.subject ?? '', /[\r\n]/, 'the subject is one line');
     assert.match(parsed.subject ?? '', /^Re: Contract/);
-    assert.deepEqual(parsed.attachments.map((attachment) => attachment.filename), files, 'each file name round-trips inside its own parameter');
-    const envelope = await exchangeDb(exchange).selectFrom('envelopes').select('recipients').where('id', '=', sent.body.envelopeId).executeTakeFirstOrThrow();
-    assert.deepEqual([...envelope.recipients].sort(), [ALICE.email, 'sender@example.org'], 'only the sender and the bcc copy to oneself');
+    assert.deepEqual(
+      parsed.attachments.map((attachment) => attachment.filename),
+      files,
+      'each file name round-trips inside its own parameter',
+    );
+    const envelope = await exchangeDb(exchange)
+      .selectFrom('envelopes')
+      .select('recipients')
+      .where('id', '=', sent.body.envelopeId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [...envelope.recipients].sort(),
+      [ALICE.email, 'sender@example.org'],
+      'only the sender and the bcc copy to oneself',
+    );
   });
 });

@@ -72,10 +72,19 @@ describe('oversized HTTP headers: a 431 error object or a closed connection, and
       const cases: Array<[string, string]> = [
         ['a 100 KB header', request('/healthz', [`X-Big: ${'a'.repeat(100 * 1024)}`])],
         ['a 1 MB header', request('/healthz', [`X-Big: ${'a'.repeat(1024 * 1024)}`])],
-        ['3000 headers', request('/healthz', Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`))],
+        [
+          '3000 headers',
+          request(
+            '/healthz',
+            Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`),
+          ),
+        ],
         ['a 100 KB URL', request(`/healthz?${'q'.repeat(100 * 1024)}`, [])],
         ['a 64 KB cookie', request('/v1/config', [`Cookie: sealpost_session=${'c'.repeat(64 * 1024)}`])],
-        ['a 64 KB bearer token', `${request('/v1/config', [`Authorization: Bearer ${'t'.repeat(64 * 1024)}`, 'Content-Type: application/json', 'Content-Length: 2'], 'POST')}{}`],
+        [
+          'a 64 KB bearer token',
+          `${request('/v1/config', [`Authorization: Bearer ${'t'.repeat(64 * 1024)}`, 'Content-Type: application/json', 'Content-Length: 2'], 'POST')}{}`,
+        ],
       ];
       for (const [label, head] of cases) {
         const answer = await rawRequest(service.url, head);
@@ -105,7 +114,9 @@ describe('oversized message headers over SMTP, JSON and into the services that p
   const LIMIT = 4 * 1024 * 1024;
 
   const message = (headers: string) =>
-    Buffer.from(`From: Sender <sender@example.org>\r\nTo: ${ALICE.email}, ${BOB.email}\r\nSubject: big headers\r\nX-Sealpost-Mobile: ${ALICE.email}=${ALICE.mobile}\r\n${headers}\r\nHello.\r\n`);
+    Buffer.from(
+      `From: Sender <sender@example.org>\r\nTo: ${ALICE.email}, ${BOB.email}\r\nSubject: big headers\r\nX-Sealpost-Mobile: ${ALICE.email}=${ALICE.mobile}\r\n${headers}\r\nHello.\r\n`,
+    );
   const longLine = message(`X-Long: ${'a'.repeat(1024 * 1024)}\r\n`);
   const manyLines = message(Array.from({ length: 10_000 }, (_, i) => `X-Header-${i}: value ${i}\r\n`).join(''));
   const overLimit = message(`X-Long: ${'b'.repeat(LIMIT + 1024)}\r\n`);
@@ -138,12 +149,18 @@ describe('oversized message headers over SMTP, JSON and into the services that p
   }
 
   it('stores a 1 MB header line and 10,000 header lines byte for byte over SMTP, and refuses one over the size limit with 552', async () => {
-    for (const [label, raw] of [['a 1 MB header line', longLine], ['10,000 header lines', manyLines]] as const) {
+    for (const [label, raw] of [
+      ['a 1 MB header line', longLine],
+      ['10,000 header lines', manyLines],
+    ] as const) {
       const reply = await overSmtp(raw);
       const id = queuedId(reply);
       assert.ok(id, `${label}: ${reply}`);
       acknowledged.push(id);
-      assert.ok(withoutReceived(await readPayload(exchange, id)).equals(storedAs(raw)), `${label} stored byte for byte`);
+      assert.ok(
+        withoutReceived(await readPayload(exchange, id)).equals(storedAs(raw)),
+        `${label} stored byte for byte`,
+      );
     }
     assert.match(await overSmtp(overLimit), /^552 5\.3\.4 /);
     await assertStoredExactly(exchange, acknowledged);
@@ -189,11 +206,16 @@ describe('oversized message headers over SMTP, JSON and into the services that p
 
   it('seals them (B parses the headers) and the reader shows them (A parses them again), without a crash', async () => {
     const outcomes: string[] = [];
-    for (const [label, raw] of [['a 1 MB header line', longLine], ['10,000 header lines', manyLines]] as const) {
+    for (const [label, raw] of [
+      ['a 1 MB header line', longLine],
+      ['10,000 header lines', manyLines],
+    ] as const) {
       const sealed = await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, raw);
       const body = (await sealed.json()) as { id: string };
       if (sealed.status === 201) {
-        const content = await fetch(`${seal.url}/v1/sealed/${body.id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
+        const content = await fetch(`${seal.url}/v1/sealed/${body.id}/content`, {
+          headers: { authorization: `Bearer ${seal.serviceToken}` },
+        });
         assert.ok(Buffer.from(await content.arrayBuffer()).equals(raw), `${label} reads back byte for byte`);
       } else {
         // The MIME parser's own limit on one header block: a clean refusal, which the exchange's

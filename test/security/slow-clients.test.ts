@@ -48,7 +48,9 @@ describe('slow and stalled HTTP clients', () => {
   before(async () => {
     standIn = await startStandIn();
     services.auth = await startServiceForTest(authService, { env: LIMITS });
-    services.seal = await startServiceForTest(sealService, { env: { ...LIMITS, SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn) } });
+    services.seal = await startServiceForTest(sealService, {
+      env: { ...LIMITS, SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn) },
+    });
     services.exchange = await startServiceForTest(exchangeService, { env: LIMITS });
   });
   after(async () => {
@@ -59,10 +61,17 @@ describe('slow and stalled HTTP clients', () => {
   for (const name of ['auth', 'seal', 'exchange'] as const) {
     it(`${name}: answers 408 and closes a request whose headers or body stall, after HTTP_IDLE_TIMEOUT`, async () => {
       const port = portOf(services[name]!);
-      const body = stall(port, 'POST /v1/anything HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":"a@');
+      const body = stall(
+        port,
+        'POST /v1/anything HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":"a@',
+      );
       const headers = stall(port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
       const idle = stall(port, '');
-      for (const [what, stalled] of [['body', body], ['headers', headers], ['idle connection', idle]] as const) {
+      for (const [what, stalled] of [
+        ['body', body],
+        ['headers', headers],
+        ['idle connection', idle],
+      ] as const) {
         const { text, afterMs } = await stalled.answer;
         assert.match(text, /^HTTP\/1\.1 408 Request Timeout\r\n/, `${what}: ${text.slice(0, 80)}`);
         assert.match(text, /\r\nConnection: close\r\n/);
@@ -76,7 +85,9 @@ describe('slow and stalled HTTP clients', () => {
       const service = services[name]!;
       const before = await refusedConnections(service);
       const sockets = Array.from({ length: 45 }, () => stall(portOf(service), ''));
-      const closedEarly = await Promise.all(sockets.map(({ answer }) => Promise.race([answer.then((a) => a.afterMs < 700), sleep(700).then(() => false)])));
+      const closedEarly = await Promise.all(
+        sockets.map(({ answer }) => Promise.race([answer.then((a) => a.afterMs < 700), sleep(700).then(() => false)])),
+      );
       assert.ok(closedEarly.filter(Boolean).length >= 5, `${closedEarly.filter(Boolean).length} of 45 closed at once`);
       for (const { socket } of sockets) socket.destroy();
       // The service notices the closes before it has room for the metrics request.
@@ -98,7 +109,12 @@ describe('slow and stalled HTTP clients', () => {
 
   it('never cuts an upload that keeps sending, however long it takes', async () => {
     const exchange = services.exchange!;
-    const message = JSON.stringify({ from: 'dana@sender.example', to: ['erin@rcpt.example'], subject: 'slow', text: 'x'.repeat(4_000) });
+    const message = JSON.stringify({
+      from: 'dana@sender.example',
+      to: ['erin@rcpt.example'],
+      subject: 'slow',
+      text: 'x'.repeat(4_000),
+    });
     const socket = connect(portOf(exchange), '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -141,7 +157,11 @@ describe('slow and stalled HTTP clients', () => {
       const waited = Date.now();
       const answers = await Promise.all(stalled.map(({ answer }) => answer));
       assert.ok(Date.now() - waited < 15_000, `all closed within ${Date.now() - waited} ms`);
-      assert.equal(answers.filter((a) => /^HTTP\/1\.1 408/.test(a.text)).length, 2_000, 'every stalled request got its 408');
+      assert.equal(
+        answers.filter((a) => /^HTTP\/1\.1 408/.test(a.text)).length,
+        2_000,
+        'every stalled request got its 408',
+      );
       await sleep(200);
       const end = openFiles();
       assert.ok(end - start < 50, `open files back down: ${start} before, ${during} during, ${end} after`);

@@ -42,7 +42,13 @@ export interface AuthHarness {
  * and `s3` to keep objects on the real S3 server rather than the local-disk driver.
  */
 export async function startAuthHarness(
-  options: { env?: Record<string, string>; databaseUrl?: string; seal?: SealStandIn; sms?: SmsCapture; s3?: S3TestServer } = {},
+  options: {
+    env?: Record<string, string>;
+    databaseUrl?: string;
+    seal?: SealStandIn;
+    sms?: SmsCapture;
+    s3?: S3TestServer;
+  } = {},
 ): Promise<AuthHarness> {
   const seal = options.seal ?? (await startSealStandIn({ serviceToken: 'test-service-token' }));
   const sms = options.sms ?? (await startSmsCapture());
@@ -84,9 +90,13 @@ export async function startAuthHarness(
 /** Gets a session and token, asks for an SMS code for ALICE and signs in with it. */
 export async function signInAlice(harness: AuthHarness, reader: Reader, messageId: string, rememberMe = false) {
   await reader.get(`/v1/config?messageId=${messageId}`);
-  const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+  const sent = await reader.request('POST', '/v1/auth/code', {
+    body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+  });
   if (sent.status !== 200) throw new Error(`code request failed: ${sent.status} ${JSON.stringify(sent.body)}`);
-  const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile), rememberMe } });
+  const verified = await reader.request('POST', '/v1/auth/verify', {
+    body: { code: harness.sms.lastCodeTo(ALICE.mobile), rememberMe },
+  });
   if (verified.status !== 200) throw new Error(`verify failed: ${verified.status} ${JSON.stringify(verified.body)}`);
   return verified;
 }

@@ -43,8 +43,15 @@ let exitHandlerInstalled = false;
  */
 function archiveLimits(streamMaxLength: string): string[] {
   const megabytes = /^(\d+)M$/.exec(streamMaxLength);
-  if (!megabytes) throw new Error(`streamMaxLength is given in megabytes ("50M"), not ${JSON.stringify(streamMaxLength)}`);
-  return [`MaxFileSize ${streamMaxLength}`, `MaxScanSize ${2 * Number(megabytes[1])}M`, 'MaxRecursion 17', 'MaxFiles 10000', 'AlertExceedsMax yes'];
+  if (!megabytes)
+    throw new Error(`streamMaxLength is given in megabytes ("50M"), not ${JSON.stringify(streamMaxLength)}`);
+  return [
+    `MaxFileSize ${streamMaxLength}`,
+    `MaxScanSize ${2 * Number(megabytes[1])}M`,
+    'MaxRecursion 17',
+    'MaxFiles 10000',
+    'AlertExceedsMax yes',
+  ];
 }
 
 /** Starts clamd on a free port of 127.0.0.1 in a temp folder; resolves once it answers PING with PONG. */
@@ -77,7 +84,9 @@ export async function startClamd(options: { streamMaxLength?: string } = {}): Pr
       for (const child of live) child.kill('SIGKILL');
     });
   }
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', CLAMD, '-c', join(dir, 'clamd.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', CLAMD, '-c', join(dir, 'clamd.conf')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   live.add(child);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
@@ -100,7 +109,9 @@ export async function startClamd(options: { streamMaxLength?: string } = {}): Pr
     if (child.exitCode !== null || Date.now() > deadline) {
       const log = await readFile(join(dir, 'clamd.log'), 'utf8').catch(() => '');
       await stop();
-      throw new Error(`clamd did not answer PING on ${host}:${port}:\n${stderr}\n${log.split('\n').slice(-20).join('\n')}`);
+      throw new Error(
+        `clamd did not answer PING on ${host}:${port}:\n${stderr}\n${log.split('\n').slice(-20).join('\n')}`,
+      );
     }
     await sleep(30);
   }

@@ -9,10 +9,18 @@ import type { ServiceUnderTest } from './services.ts';
 
 /** Helpers for tests of the exchange engine's delivery side. */
 
-export const exchangeDb = (service: ServiceUnderTest) => service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+export const exchangeDb = (service: ServiceUnderTest) =>
+  service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
 
 export const envelopeCount = async (db: Kysely<ExchangeTables>) =>
-  Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await db
+        .selectFrom('envelopes')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** The keys of every stored payload. */
 export async function payloadKeys(objects: ObjectStore): Promise<string[]> {
@@ -44,38 +52,63 @@ export interface StatusEntry {
   at: string;
 }
 
-export async function statusHistory(service: ServiceUnderTest, id: string, token = service.serviceToken): Promise<StatusEntry[]> {
-  const response = await fetch(`${service.url}/v1/messages/${id}/status`, { headers: { authorization: `Bearer ${token}` } });
+export async function statusHistory(
+  service: ServiceUnderTest,
+  id: string,
+  token = service.serviceToken,
+): Promise<StatusEntry[]> {
+  const response = await fetch(`${service.url}/v1/messages/${id}/status`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   if (response.status === 404) return [];
   assert.equal(response.status, 200, await response.clone().text());
   return ((await response.json()) as { statuses: StatusEntry[] }).statuses;
 }
 
 /** Polls until the check passes (bounded; fails the test with `what` otherwise). */
-export async function eventually<T>(what: string, probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (check(value)) return value;
-    if (Date.now() > deadline) assert.fail(`${what}: not reached within ${timeoutMs} ms; last seen ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      assert.fail(`${what}: not reached within ${timeoutMs} ms; last seen ${JSON.stringify(value)}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
 
 /** Waits until the message's history ends in a final state, and the envelope row is gone. */
-export async function settled(service: ServiceUnderTest, id: string, final: 'delivered' | 'failed'): Promise<StatusEntry[]> {
+export async function settled(
+  service: ServiceUnderTest,
+  id: string,
+  final: 'delivered' | 'failed',
+): Promise<StatusEntry[]> {
   await eventually(
     `envelope ${id} finished and removed`,
-    async () => (await exchangeDb(service).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst()) === undefined,
+    async () =>
+      (await exchangeDb(service).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst()) ===
+      undefined,
     (gone) => gone,
   );
   const history = await statusHistory(service, id);
-  assert.ok(history.some((s) => s.status === final), `${id} reached ${final}: ${JSON.stringify(history)}`);
+  assert.ok(
+    history.some((s) => s.status === final),
+    `${id} reached ${final}: ${JSON.stringify(history)}`,
+  );
   return history;
 }
 
 /** A metric's value from /metrics (0 when the series does not exist yet). */
-export async function metric(service: ServiceUnderTest, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function metric(
+  service: ServiceUnderTest,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
@@ -87,7 +120,13 @@ export async function metric(service: ServiceUnderTest, name: string, labels: Re
 }
 
 /** A small RFC 5322 message with CRLF line ends; `extra` lines go into the body. */
-export function sampleMessage(options: { from: string; to: string; subject: string; messageId: string; body?: string[] }): Buffer {
+export function sampleMessage(options: {
+  from: string;
+  to: string;
+  subject: string;
+  messageId: string;
+  body?: string[];
+}): Buffer {
   return Buffer.from(
     [
       `From: ${options.from}`,

@@ -20,7 +20,11 @@ export async function startQuietExchange(env: Record<string, string> = {}): Prom
       const response = await fetch(`${exchange.url}/v1/config`, {
         method: 'POST',
         headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `catch-all ${channel}`, priority: 1000, configuration: { params: { channel }, outbound: ['smtp'] } }),
+        body: JSON.stringify({
+          name: `catch-all ${channel}`,
+          priority: 1000,
+          configuration: { params: { channel }, outbound: ['smtp'] },
+        }),
       });
       assert.equal(response.status, 201, await response.text());
     }
@@ -37,7 +41,8 @@ export const exchangeSmtpPort = (exchange: ServiceUnderTest) => Number(new URL(e
 export async function storedMessages(exchange: ServiceUnderTest): Promise<{ envelopes: string[]; payloads: string[] }> {
   const rows = await exchangeDb(exchange).selectFrom('envelopes').select('id').execute();
   const payloads: string[] = [];
-  for await (const object of exchange.objects.list('exchange/payloads/')) payloads.push(object.key.slice('exchange/payloads/'.length));
+  for await (const object of exchange.objects.list('exchange/payloads/'))
+    payloads.push(object.key.slice('exchange/payloads/'.length));
   return { envelopes: rows.map((row) => row.id).sort(), payloads: payloads.sort() };
 }
 
@@ -45,12 +50,20 @@ export async function storedMessages(exchange: ServiceUnderTest): Promise<{ enve
  * No partial state: exactly the acknowledged messages have an envelope row and a payload. Polls for a
  * while, because a transfer the client cut off is cleaned up by the server after the client has gone.
  */
-export async function assertStoredExactly(exchange: ServiceUnderTest, acknowledged: Iterable<string>, context = ''): Promise<void> {
+export async function assertStoredExactly(
+  exchange: ServiceUnderTest,
+  acknowledged: Iterable<string>,
+  context = '',
+): Promise<void> {
   const expected = [...new Set(acknowledged)].sort();
   let last: { envelopes: string[]; payloads: string[] } | undefined;
   for (let i = 0; i < 100; i++) {
     last = await storedMessages(exchange);
-    if (JSON.stringify(last.envelopes) === JSON.stringify(expected) && JSON.stringify(last.payloads) === JSON.stringify(expected)) return;
+    if (
+      JSON.stringify(last.envelopes) === JSON.stringify(expected) &&
+      JSON.stringify(last.payloads) === JSON.stringify(expected)
+    )
+      return;
     await sleep(30);
   }
   const extra = (list: string[]) => list.filter((id) => !expected.includes(id));
@@ -99,7 +112,9 @@ export function dotStuffed(message: Buffer): Buffer {
 }
 
 export function storedAs(message: Buffer): Buffer {
-  return withCrlf(message.subarray(-2).toString('latin1') === '\r\n' ? message : Buffer.concat([message, Buffer.from('\r\n')]));
+  return withCrlf(
+    message.subarray(-2).toString('latin1') === '\r\n' ? message : Buffer.concat([message, Buffer.from('\r\n')]),
+  );
 }
 
 /**
@@ -115,7 +130,8 @@ export function withCrlf(message: Buffer): Buffer {
  * that the server still serves mail.
  */
 export async function sendOrdinaryMessage(port: number, message?: Buffer): Promise<string> {
-  const body = message ?? Buffer.from('From: a@example.com\r\nTo: b@example.com\r\nSubject: still here\r\n\r\nHello.\r\n');
+  const body =
+    message ?? Buffer.from('From: a@example.com\r\nTo: b@example.com\r\nSubject: still here\r\n\r\nHello.\r\n');
   const { talk, greeting } = await SmtpTalk.open(port);
   try {
     assert.match(greeting, /^220 /);

@@ -32,7 +32,13 @@ export async function startSealStandIn() {
       response.setHeader('content-type', 'application/json');
       if (status >= 400) {
         response.statusCode = status;
-        return response.end(JSON.stringify({ id: randomUUID(), kind: status, message: status === 400 ? 'not a MIME message' : 'IPFS cluster unavailable' }));
+        return response.end(
+          JSON.stringify({
+            id: randomUUID(),
+            kind: status,
+            message: status === 400 ? 'not a MIME message' : 'IPFS cluster unavailable',
+          }),
+        );
       }
       const id = sealed.get(envelopeId) ?? randomUUID();
       response.statusCode = sealed.has(envelopeId) ? 200 : 201;
@@ -40,7 +46,11 @@ export async function startSealStandIn() {
       const recipients = String(request.headers['x-sealpost-envelope-recipients'])
         .split(',')
         .map((email) => email.trim())
-        .map((email) => ({ email, method: email.startsWith('sms-') ? 'sms' : 'email', link: `http://auth.sealpost.test/m/${id}` }));
+        .map((email) => ({
+          email,
+          method: email.startsWith('sms-') ? 'sms' : 'email',
+          link: `http://auth.sealpost.test/m/${id}`,
+        }));
       response.end(
         JSON.stringify({
           id,

@@ -19,7 +19,12 @@ export function seedFor(name: string): number {
  * whose state carries over from case to case, so a shrunk case would not replay the same way; the first
  * failing case is reported as generated, with the seed and path that replay the run.
  */
-export async function fuzz<T>(name: string, arbitrary: fc.Arbitrary<T>, numRuns: number, check: (value: T) => Promise<void>): Promise<void> {
+export async function fuzz<T>(
+  name: string,
+  arbitrary: fc.Arbitrary<T>,
+  numRuns: number,
+  check: (value: T) => Promise<void>,
+): Promise<void> {
   const seed = seedFor(name);
   const details = await fc.check(fc.asyncProperty(arbitrary, check), { seed, numRuns, endOnFailure: true });
   if (!details.failed) return;
@@ -42,12 +47,23 @@ export function assertErrorObject(status: number, body: unknown, context: string
   const shown = `${context}\n→ ${status} ${JSON.stringify(body)?.slice(0, 500)}`;
   assert.ok(body !== null && typeof body === 'object' && !Array.isArray(body), `an error object: ${shown}`);
   const object = body as Record<string, unknown>;
-  for (const key of Object.keys(object)) assert.ok(['id', 'kind', 'errorCode', 'message', 'attemptsLeft', 'cid'].includes(key), `unexpected field ${key}: ${shown}`);
+  for (const key of Object.keys(object))
+    assert.ok(
+      ['id', 'kind', 'errorCode', 'message', 'attemptsLeft', 'cid'].includes(key),
+      `unexpected field ${key}: ${shown}`,
+    );
   if ('attemptsLeft' in object) {
     assert.ok(Number.isInteger(object.attemptsLeft) && (object.attemptsLeft as number) >= 0, `attemptsLeft: ${shown}`);
-    assert.ok(object.errorCode === 'incorrect_code' || object.errorCode === 'invalid_code_or_email', `attemptsLeft only on a wrong code: ${shown}`);
+    assert.ok(
+      object.errorCode === 'incorrect_code' || object.errorCode === 'invalid_code_or_email',
+      `attemptsLeft only on a wrong code: ${shown}`,
+    );
   }
-  if ('cid' in object) assert.ok(typeof object.cid === 'string' && object.errorCode === 'seal_broken', `cid only on seal_broken: ${shown}`);
+  if ('cid' in object)
+    assert.ok(
+      typeof object.cid === 'string' && object.errorCode === 'seal_broken',
+      `cid only on seal_broken: ${shown}`,
+    );
   assert.equal(typeof object.id, 'string', `id: ${shown}`);
   assert.ok((object.id as string).length > 0, `id: ${shown}`);
   assert.equal(object.kind, status, `kind equals the status: ${shown}`);

@@ -22,9 +22,10 @@ let binaries: Promise<string> | undefined;
 
 /** The folder with `ipfs` and `ipfs-cluster-service`, built once if the cache does not have them. */
 export function ipfsBinaries(): Promise<string> {
-  binaries ??= run('bash', [join(ROOT, 'scripts/build-ipfs.sh')], { maxBuffer: 64 * 1024 * 1024, timeout: 60 * 60 * 1000 }).then(
-    ({ stdout }) => stdout.trim().split('\n').at(-1)!,
-  );
+  binaries ??= run('bash', [join(ROOT, 'scripts/build-ipfs.sh')], {
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 60 * 60 * 1000,
+  }).then(({ stdout }) => stdout.trim().split('\n').at(-1)!);
   return binaries;
 }
 
@@ -93,7 +94,12 @@ async function stopDaemon(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, log: string[], timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  log: string[],
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -105,7 +111,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, log: 
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`${what} did not come up within ${timeoutMs} ms (${String(last)}); output:\n${log.join('').slice(-4000)}`);
+  throw new Error(
+    `${what} did not come up within ${timeoutMs} ms (${String(last)}); output:\n${log.join('').slice(-4000)}`,
+  );
 }
 
 async function editJson(path: string, edit: (value: any) => void): Promise<void> {
@@ -115,7 +123,11 @@ async function editJson(path: string, edit: (value: any) => void): Promise<void>
 }
 
 /** GET on the cluster REST API with Basic auth, over HTTPS when `ca` is given. */
-export async function restGet(cluster: Pick<RealCluster, 'restPort' | 'user' | 'pass' | 'secure'>, path: string, ca?: string): Promise<{ status: number; body: any }> {
+export async function restGet(
+  cluster: Pick<RealCluster, 'restPort' | 'user' | 'pass' | 'secure'>,
+  path: string,
+  ca?: string,
+): Promise<{ status: number; body: any }> {
   const authorization = `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}`;
   if (!cluster.secure) {
     const res = await fetch(`http://127.0.0.1:${cluster.restPort}${path}`, { headers: { authorization } });
@@ -123,19 +135,27 @@ export async function restGet(cluster: Pick<RealCluster, 'restPort' | 'user' | '
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
   return new Promise((resolvePromise, reject) => {
-    const req = https.get({ host: '127.0.0.1', port: cluster.restPort, path, headers: { authorization }, ca }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolvePromise({ status: res.statusCode!, body: text ? JSON.parse(text) : null });
-      });
-    });
+    const req = https.get(
+      { host: '127.0.0.1', port: cluster.restPort, path, headers: { authorization }, ca },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolvePromise({ status: res.statusCode!, body: text ? JSON.parse(text) : null });
+        });
+      },
+    );
     req.on('error', reject);
   });
 }
 
-async function initNode(bin: string, dir: string, ports: Ports, options: { secure: boolean; user: string; pass: string; certificate: TestCertificate }) {
+async function initNode(
+  bin: string,
+  dir: string,
+  ports: Ports,
+  options: { secure: boolean; user: string; pass: string; certificate: TestCertificate },
+) {
   const kuboPath = join(dir, 'kubo');
   const clusterPath = join(dir, 'cluster');
   const kuboEnv = { IPFS_PATH: kuboPath, IPFS_TELEMETRY: 'off' };
@@ -152,7 +172,9 @@ async function initNode(bin: string, dir: string, ports: Ports, options: { secur
   const kuboId = JSON.parse(await readFile(join(kuboPath, 'config'), 'utf8')).Identity.PeerID as string;
 
   const clusterEnv = { IPFS_CLUSTER_PATH: clusterPath };
-  await run(join(bin, 'ipfs-cluster-service'), ['init', '--consensus', 'crdt'], { env: { ...process.env, ...clusterEnv } });
+  await run(join(bin, 'ipfs-cluster-service'), ['init', '--consensus', 'crdt'], {
+    env: { ...process.env, ...clusterEnv },
+  });
   await editJson(join(clusterPath, 'service.json'), (config) => {
     config.cluster.listen_multiaddress = [`/ip4/127.0.0.1/tcp/${ports.clusterSwarm}`];
     config.cluster.mdns_interval = '0s';
@@ -184,18 +206,29 @@ export async function startRealClusters(): Promise<RealClusters> {
   const ca = await createTestCertificate();
   const allPorts: Ports[] = [];
   for (let i = 0; i < 2; i++) {
-    allPorts.push({ kuboApi: await freePort(), kuboSwarm: await freePort(), rest: await freePort(), proxy: await freePort(), clusterSwarm: await freePort(), pinsvc: await freePort() });
+    allPorts.push({
+      kuboApi: await freePort(),
+      kuboSwarm: await freePort(),
+      rest: await freePort(),
+      proxy: await freePort(),
+      clusterSwarm: await freePort(),
+      pinsvc: await freePort(),
+    });
   }
   const specs = [
     { secure: false, user: 'sealer', pass: 'primary-pass' },
     { secure: true, user: 'sealer', pass: 'secondary-pass' },
   ];
-  const nodes = await Promise.all(specs.map((spec, i) => initNode(bin, join(root, `node${i}`), allPorts[i]!, { ...spec, certificate: ca })));
+  const nodes = await Promise.all(
+    specs.map((spec, i) => initNode(bin, join(root, `node${i}`), allPorts[i]!, { ...spec, certificate: ca })),
+  );
   await Promise.all(
     nodes.map((node, i) => {
       const other = 1 - i;
       return editJson(join(node.kuboPath, 'config'), (config) => {
-        config.Peering = { Peers: [{ ID: nodes[other]!.kuboId, Addrs: [`/ip4/127.0.0.1/tcp/${allPorts[other]!.kuboSwarm}`] }] };
+        config.Peering = {
+          Peers: [{ ID: nodes[other]!.kuboId, Addrs: [`/ip4/127.0.0.1/tcp/${allPorts[other]!.kuboSwarm}`] }],
+        };
       });
     }),
   );
@@ -210,7 +243,12 @@ export async function startRealClusters(): Promise<RealClusters> {
       let cluster: ChildProcess | undefined;
       const startKubo = async () => {
         kubo = daemon(join(bin, 'ipfs'), ['daemon', '--migrate=false'], node.kuboEnv, log);
-        await until(`Kubo of cluster ${i}`, async () => ((await fetch(`http://127.0.0.1:${ports.kuboApi}/api/v0/id`, { method: 'POST' })).ok ? true : undefined), log);
+        await until(
+          `Kubo of cluster ${i}`,
+          async () =>
+            (await fetch(`http://127.0.0.1:${ports.kuboApi}/api/v0/id`, { method: 'POST' })).ok ? true : undefined,
+          log,
+        );
       };
       await startKubo();
       cluster = daemon(join(bin, 'ipfs-cluster-service'), ['daemon'], node.clusterEnv, log);

@@ -39,7 +39,10 @@ export function uploadFile(reader: Reader, options: UploadOptions): Promise<Uplo
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const size = Buffer.isBuffer(options.content) ? options.content.length : options.size;
   const url = new URL('/v1/message/files', reader.baseUrl);
-  const headers: Record<string, string | number> = { 'content-type': `multipart/form-data; boundary=${boundary}`, accept: 'application/json' };
+  const headers: Record<string, string | number> = {
+    'content-type': `multipart/form-data; boundary=${boundary}`,
+    accept: 'application/json',
+  };
   if (size !== undefined) headers['content-length'] = head.length + size + tail.length;
   if (reader.cookie) headers.cookie = reader.cookie;
   const csrf = options.csrf === undefined ? reader.csrf : options.csrf;
@@ -122,7 +125,8 @@ export async function* generatedBytes(total: number, chunkSize = 256 * 1024, see
 export function generatedBuffer(total: number, chunkSize = 256 * 1024, seed = 7): Buffer {
   const block = patternBlock(chunkSize, seed);
   const out = Buffer.alloc(total);
-  for (let offset = 0; offset < total; offset += chunkSize) block.copy(out, offset, 0, Math.min(chunkSize, total - offset));
+  for (let offset = 0; offset < total; offset += chunkSize)
+    block.copy(out, offset, 0, Math.min(chunkSize, total - offset));
   return out;
 }
 
@@ -132,7 +136,7 @@ function patternBlock(size: number, seed: number): Buffer {
   let x = seed;
   for (let i = 0; i < size; i++) {
     x = (x * 1103515245 + 12345) & 0x7fffffff;
-    block[i] = 0x20 + (x >> 16) % 0x5f;
+    block[i] = 0x20 + ((x >> 16) % 0x5f);
   }
   return block;
 }

@@ -12,17 +12,40 @@ import type { SmtpSink } from './smtp-sink.ts';
 
 export const SENDER = 'Dana Sender <dana@sender.example>';
 
-export async function sendSealedMail(smtpPort: number, to: { email: string; mobile: string }, subject: string, text: string): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, connectionTimeout: 10_000 });
+export async function sendSealedMail(
+  smtpPort: number,
+  to: { email: string; mobile: string },
+  subject: string,
+  text: string,
+): Promise<void> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: smtpPort,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+  });
   try {
-    await transport.sendMail({ from: SENDER, to: to.email, subject, text, headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }] });
+    await transport.sendMail({
+      from: SENDER,
+      to: to.email,
+      subject,
+      text,
+      headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }],
+    });
   } finally {
     transport.close();
   }
 }
 
 /** Seals a message for `to` by mail and returns the reader link of the notification it brings. */
-export async function sealFor(smtpPort: number, sink: SmtpSink, to: { email: string; mobile: string }, subject: string, text: string): Promise<string> {
+export async function sealFor(
+  smtpPort: number,
+  sink: SmtpSink,
+  to: { email: string; mobile: string },
+  subject: string,
+  text: string,
+): Promise<string> {
   const before = sink.messages.length;
   await sendSealedMail(smtpPort, to, subject, text);
   return readerLink(sink, to.email, before);
@@ -65,7 +88,8 @@ export function watchRequests(page: Page): { settled(): Promise<void> } {
     async settled() {
       const deadline = Date.now() + 10_000;
       while (inFlight.size > 0) {
-        if (Date.now() > deadline) throw new Error(`requests still in flight: ${[...inFlight].map((request) => request.url()).join(', ')}`);
+        if (Date.now() > deadline)
+          throw new Error(`requests still in flight: ${[...inFlight].map((request) => request.url()).join(', ')}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
@@ -84,4 +108,3 @@ export async function enterCode(page: Page, code: string): Promise<void> {
   await page.getByLabel('Code', { exact: true }).fill(code);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
-

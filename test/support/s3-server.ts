@@ -69,7 +69,9 @@ async function freePort(): Promise<number> {
 /** The Python that has the `swift` module: the one in swift-proxy-server's shebang (not pyenv's). */
 async function swiftPython(): Promise<string> {
   const head = await readFile('/usr/bin/swift-proxy-server', 'utf8').catch(() => {
-    throw new Error('OpenStack Swift is not installed (apt-get install swift-proxy swift-account swift-container swift-object memcached)');
+    throw new Error(
+      'OpenStack Swift is not installed (apt-get install swift-proxy swift-account swift-container swift-object memcached)',
+    );
   });
   return /^#!\s*(\S+)/.exec(head)?.[1] ?? '/usr/bin/python3';
 }
@@ -195,7 +197,10 @@ export async function startS3Server(): Promise<S3TestServer> {
     Array.from({ length: 5 }, () => freePort()),
   );
   const ports = { account: accountPort!, container: containerPort!, object: objectPort! };
-  await writeFile(join(etc, 'swift.conf'), '[swift-hash]\nswift_hash_path_suffix = sealpost-test\nswift_hash_path_prefix = sealpost-test\n');
+  await writeFile(
+    join(etc, 'swift.conf'),
+    '[swift-hash]\nswift_hash_path_suffix = sealpost-test\nswift_hash_path_prefix = sealpost-test\n',
+  );
   for (const kind of ['account', 'container', 'object'] as const) {
     const conf = `${commonConf(dir, ports[kind])}\n[pipeline:main]\npipeline = ${kind}-server\n[app:${kind}-server]\nuse = egg:swift#${kind}\n`;
     await writeFile(join(etc, `${kind}-server.conf`), conf);
@@ -212,10 +217,21 @@ export async function startS3Server(): Promise<S3TestServer> {
 
   const children = new Map<string, ChildProcess>();
   // memcached refuses to run as root unless told which user to become.
-  const memcachedArgs = ['-l', '127.0.0.1', '-p', String(memcachedPort), '-U', '0', ...(process.getuid?.() === 0 ? ['-u', 'nobody'] : [])];
+  const memcachedArgs = [
+    '-l',
+    '127.0.0.1',
+    '-p',
+    String(memcachedPort),
+    '-U',
+    '0',
+    ...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []),
+  ];
   children.set('memcached', spawnGroup('memcached', memcachedArgs, join(logs, 'memcached.log')));
   const startSwift = (kind: string) =>
-    children.set(kind, spawnGroup(`swift-${kind}-server`, [join(etc, `${kind}-server.conf`), '-v'], join(logs, `${kind}.log`)));
+    children.set(
+      kind,
+      spawnGroup(`swift-${kind}-server`, [join(etc, `${kind}-server.conf`), '-v'], join(logs, `${kind}.log`)),
+    );
   for (const kind of ['account', 'container', 'object', 'proxy']) startSwift(kind);
 
   // The watchdog: polls this Node process and kills every group (its pids are in groups.txt, rewritten
@@ -225,7 +241,10 @@ export async function startS3Server(): Promise<S3TestServer> {
   await writeGroups();
   const watchdog = spawnGroup(
     'sh',
-    ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; for p in $(cat "${groupsFile}"); do kill -9 -- -$p 2>/dev/null; done; rm -rf "${dir}"`],
+    [
+      '-c',
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; for p in $(cat "${groupsFile}"); do kill -9 -- -$p 2>/dev/null; done; rm -rf "${dir}"`,
+    ],
     '/dev/null',
     false, // Not killed by the 'exit' handler: it must outlive us to remove the dir.
   );
@@ -242,10 +261,15 @@ export async function startS3Server(): Promise<S3TestServer> {
   const ready = async (): Promise<void> => {
     await waitUntil('healthcheck', async () => (await fetch(`${endpoint}/healthcheck`)).ok, START_TIMEOUT_MS, logs);
     // The proxy may be up before the account/container servers: wait for a real, signed S3 call.
-    await waitUntil('S3 API', async () => {
-      await s3.send(new ListBucketsCommand({}));
-      return true;
-    }, START_TIMEOUT_MS, logs);
+    await waitUntil(
+      'S3 API',
+      async () => {
+        await s3.send(new ListBucketsCommand({}));
+        return true;
+      },
+      START_TIMEOUT_MS,
+      logs,
+    );
   };
 
   let stopped = false;
@@ -291,8 +315,11 @@ export async function startS3Server(): Promise<S3TestServer> {
 
 /** A valid bucket name that no other test uses: lowercase letters, digits, dashes; 3–63 characters. */
 export function uniqueBucket(prefix = 'test'): string {
-  const clean = prefix.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'test';
+  const clean =
+    prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'test';
   const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   return `${clean.slice(0, 63 - suffix.length - 1)}-${suffix}`.padEnd(3, '0');
 }
-

@@ -15,7 +15,13 @@ export type SealedRecipientInput = SealedRecord['recipients'][number];
 export interface SealStandIn {
   url: string;
   /** Registers a sealed message; returns its record (id generated unless given). */
-  register(message: { id?: string; raw: string | Buffer; recipients: SealedRecipientInput[]; sender?: string; subject?: string }): StandInRecord;
+  register(message: {
+    id?: string;
+    raw: string | Buffer;
+    recipients: SealedRecipientInput[];
+    sender?: string;
+    subject?: string;
+  }): StandInRecord;
   /** From now on the content of this message fails its hash check (B answers 502, no content). */
   breakSeal(id: string): void;
   /** From now on this message is gone (B answers 404, as after its retention). */
@@ -30,8 +36,13 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
   const requests: SealStandIn['requests'] = [];
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    requests.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization });
-    if (request.headers.authorization !== `Bearer ${options.serviceToken}`) return sendError(response, 401, 'This endpoint needs the service token');
+    requests.push({
+      method: request.method ?? '',
+      url: request.url ?? '',
+      authorization: request.headers.authorization,
+    });
+    if (request.headers.authorization !== `Bearer ${options.serviceToken}`)
+      return sendError(response, 401, 'This endpoint needs the service token');
     const lookup = /^\/v1\/recipients\/([^/?]+)\/sealed(?:\?.*)?$/.exec(request.url ?? '');
     if (request.method === 'GET' && lookup) {
       // B's GET /v1/recipients/{email}/sealed: newest first, each entry with that recipient's row.
@@ -40,7 +51,13 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
         .map(({ record }) => ({ record, recipient: record.recipients.find((r) => r.email.toLowerCase() === key) }))
         .filter((entry) => entry.recipient !== undefined)
         .reverse()
-        .map(({ record, recipient }) => ({ id: record.id, sender: record.sender, subject: record.subject, sealedAt: record.sealedAt, recipient: recipient! }));
+        .map(({ record, recipient }) => ({
+          id: record.id,
+          sender: record.sender,
+          subject: record.subject,
+          sealedAt: record.sealedAt,
+          recipient: recipient!,
+        }));
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sealed }));
       return;
     }
@@ -52,7 +69,8 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.record));
       return;
     }
-    if (entry.broken) return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken');
+    if (entry.broken)
+      return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken');
     response.writeHead(200, { 'content-type': 'message/rfc822', 'content-length': entry.raw.length }).end(entry.raw);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

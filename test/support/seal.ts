@@ -2,7 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { startIpfsClusterStandIn, type IpfsClusterStandIn, type IpfsClusterStandInOptions } from '../../src/devstack/ipfs-cluster/index.ts';
+import {
+  startIpfsClusterStandIn,
+  type IpfsClusterStandIn,
+  type IpfsClusterStandInOptions,
+} from '../../src/devstack/ipfs-cluster/index.ts';
 import { migrateSchema, openDatabase } from '../../src/kernel/db/index.ts';
 import { normalizeClusters } from '../../src/seal/clusters/config.ts';
 import type { ClusterConfigBody } from '../../src/seal/clusters/schemas.ts';
@@ -44,7 +48,10 @@ export function standInEnv(standIn: IpfsClusterStandIn): Record<string, string> 
 }
 
 /** A cluster entry of the configuration API for a plain-HTTP stand-in. */
-export function standInCluster(standIn: IpfsClusterStandIn, extra: Partial<ClusterConfigBody['clusters'][number]> = {}) {
+export function standInCluster(
+  standIn: IpfsClusterStandIn,
+  extra: Partial<ClusterConfigBody['clusters'][number]> = {},
+) {
   return { host: '127.0.0.1', port: String(standIn.port), secure: false, ...extra };
 }
 
@@ -60,12 +67,18 @@ export async function startSealWithClusters(
   const db = await openDatabase({ url: database.url, poolSize: 2 });
   try {
     await migrateSchema(db.db, sealService.migrations);
-    const store = new ClusterConfigStore(db.db.withSchema('seal') as Kysely<SealTables>, Buffer.from(TEST_MASTER_KEY, 'hex'));
+    const store = new ClusterConfigStore(
+      db.db.withSchema('seal') as Kysely<SealTables>,
+      Buffer.from(TEST_MASTER_KEY, 'hex'),
+    );
     await store.save(normalizeClusters({ clusters }));
   } finally {
     await db.close();
   }
-  const service = await startServiceForTest(sealService, { databaseUrl: database.url, env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...env } });
+  const service = await startServiceForTest(sealService, {
+    databaseUrl: database.url,
+    env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...env },
+  });
   return {
     ...service,
     async stop() {
@@ -77,8 +90,13 @@ export async function startSealWithClusters(
 }
 
 /** The seal service with the IPFS_CLUSTER_* fallback pointing at `standIn`, on a fresh database. */
-export async function startSealOnStandIn(standIn: IpfsClusterStandIn, env: Record<string, string> = {}): Promise<ServiceUnderTest> {
-  return startServiceForTest(sealService, { env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn), ...env } });
+export async function startSealOnStandIn(
+  standIn: IpfsClusterStandIn,
+  env: Record<string, string> = {},
+): Promise<ServiceUnderTest> {
+  return startServiceForTest(sealService, {
+    env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn), ...env },
+  });
 }
 
 export interface MessageParts {
@@ -105,7 +123,10 @@ export function rawMessage(parts: MessageParts = {}): Buffer {
     ...(parts.headers ?? []),
   ];
   const body = parts.body ?? 'Hello Bob,\r\n\r\nthe figures are attached.\r\n';
-  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), Buffer.isBuffer(body) ? body : Buffer.from(body)]);
+  return Buffer.concat([
+    Buffer.from(`${lines.join('\r\n')}\r\n\r\n`),
+    Buffer.isBuffer(body) ? body : Buffer.from(body),
+  ]);
 }
 
 /** POST /v1/seal as the exchange sends it. */
@@ -120,7 +141,9 @@ export async function postSeal(
       authorization: `Bearer ${service.serviceToken}`,
       'content-type': 'message/rfc822',
       'x-sealpost-envelope-id': options.envelopeId ?? crypto.randomUUID(),
-      ...(options.envelopeRecipients !== undefined ? { 'x-sealpost-envelope-recipients': options.envelopeRecipients } : {}),
+      ...(options.envelopeRecipients !== undefined
+        ? { 'x-sealpost-envelope-recipients': options.envelopeRecipients }
+        : {}),
       ...options.headers,
     },
     body: raw,

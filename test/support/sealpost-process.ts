@@ -37,22 +37,26 @@ export async function startSealpostProcess(
     smtp: await freePort(),
     ipfsProxy: await freePort(),
   };
-  const child = spawn(process.execPath, [options.built ? SEALPOST_BUILT : SEALPOST_BIN, 'start', options.which ?? 'all'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      LOG_LEVEL: 'info',
-      AUTH_PORT: String(ports.auth),
-      SEAL_PORT: String(ports.seal),
-      EXCHANGE_PORT: String(ports.exchange),
-      INBOUND_SMTP_PORT: String(ports.smtp),
-      IPFS_PROXY_PORT: String(ports.ipfsProxy),
-      // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
-      ...env,
+  const child = spawn(
+    process.execPath,
+    [options.built ? SEALPOST_BUILT : SEALPOST_BIN, 'start', options.which ?? 'all'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        LOG_LEVEL: 'info',
+        AUTH_PORT: String(ports.auth),
+        SEAL_PORT: String(ports.seal),
+        EXCHANGE_PORT: String(ports.exchange),
+        INBOUND_SMTP_PORT: String(ports.smtp),
+        IPFS_PROXY_PORT: String(ports.ipfsProxy),
+        // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
+        ...env,
+      },
+      // The IPC channel is how advanceClock reaches the process (with NODE_ENV=test only).
+      stdio: env.NODE_ENV === 'test' ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     },
-    // The IPC channel is how advanceClock reaches the process (with NODE_ENV=test only).
-    stdio: env.NODE_ENV === 'test' ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk) => (out += chunk));

@@ -89,7 +89,15 @@ export async function startServiceForTest<Name extends ServiceName>(
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
   const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });
   await migrateSchema(database.db, definition.migrations);
-  const service = await definition.start({ config, settings: config[definition.name], database, objects, logger, clock: options.clock, embedded: options.embedded ?? false });
+  const service = await definition.start({
+    config,
+    settings: config[definition.name],
+    database,
+    objects,
+    logger,
+    clock: options.clock,
+    embedded: options.embedded ?? false,
+  });
   return {
     config,
     service,

@@ -48,7 +48,9 @@ export async function startSmsCapture(): Promise<SmsCapture> {
       return;
     }
     if (failure !== undefined) {
-      response.writeHead(failure, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'provider says no' }));
+      response
+        .writeHead(failure, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: 'provider says no' }));
       return;
     }
     const body = Buffer.concat(chunks).toString('utf8');
@@ -68,7 +70,9 @@ export async function startSmsCapture(): Promise<SmsCapture> {
         contentType: request.headers['content-type'],
         accountSid: decodeURIComponent(twilio[1]!),
       });
-      response.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: `SM${messages.length}`, status: 'queued' }));
+      response
+        .writeHead(201, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ sid: `SM${messages.length}`, status: 'queued' }));
       return;
     }
     if (request.method === 'POST') {
@@ -79,7 +83,16 @@ export async function startSmsCapture(): Promise<SmsCapture> {
         response.writeHead(400).end('not JSON');
         return;
       }
-      messages.push({ format: 'http', to: parsed.to ?? '', from: parsed.from ?? '', text: parsed.text ?? '', user, password, path, contentType: request.headers['content-type'] });
+      messages.push({
+        format: 'http',
+        to: parsed.to ?? '',
+        from: parsed.from ?? '',
+        text: parsed.text ?? '',
+        user,
+        password,
+        path,
+        contentType: request.headers['content-type'],
+      });
       response.writeHead(200, { 'content-type': 'application/json' }).end('{"accepted":true}');
       return;
     }

@@ -92,7 +92,9 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
             raw,
             receivedAt: Date.now(),
             mailFromArgs: (session.envelope.mailFrom ? session.envelope.mailFrom.args : undefined) || {},
-            messageId: /^message-id:\s*(\S+)/im.exec(raw.subarray(0, raw.indexOf('\r\n\r\n') + 2 || undefined).toString())?.[1],
+            messageId: /^message-id:\s*(\S+)/im.exec(
+              raw.subarray(0, raw.indexOf('\r\n\r\n') + 2 || undefined).toString(),
+            )?.[1],
           };
           const refusal = sink.refuseData?.(message, session);
           if (refusal) return callback(Object.assign(new Error(refusal.text), { responseCode: refusal.code }));
@@ -136,7 +138,10 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     async waitUntil(check, timeoutMs = 20_000, what = 'condition') {
       const deadline = Date.now() + timeoutMs;
       while (!check()) {
-        if (Date.now() > deadline) throw new Error(`SMTP sink: ${what} not reached within ${timeoutMs} ms (${messages.length} messages received)`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `SMTP sink: ${what} not reached within ${timeoutMs} ms (${messages.length} messages received)`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },

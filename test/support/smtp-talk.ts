@@ -31,7 +31,11 @@ export class SmtpTalk {
    * Connects and returns once the greeting (or a refusal such as 421) has arrived. `localAddress` binds
    * the client to another loopback address (127.0.0.2), to play a client outside the allowed networks.
    */
-  static async open(port: number, host = '127.0.0.1', localAddress?: string): Promise<{ talk: SmtpTalk; greeting: string }> {
+  static async open(
+    port: number,
+    host = '127.0.0.1',
+    localAddress?: string,
+  ): Promise<{ talk: SmtpTalk; greeting: string }> {
     const socket = connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);

@@ -24,9 +24,23 @@ export async function createTestCertificate(commonName = 'localhost'): Promise<T
   const certPath = join(dir, 'cert.pem');
   const keyPath = join(dir, 'key.pem');
   await promisify(execFile)('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', `/CN=${commonName}`,
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${commonName}`,
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
   ]);
   return {
     dir,

@@ -69,7 +69,15 @@ export function zipBomb(entries: number, entrySize: number): Buffer {
 export function nestedZip(depth: number): Buffer {
   let inner: Buffer = Buffer.from('the innermost file\n');
   for (let level = depth; level >= 1; level--) {
-    inner = zipFile([{ name: level === depth ? 'file.txt' : `level-${level + 1}.zip`, data: inner, size: inner.length, crc: crc32(inner), method: 0 }]);
+    inner = zipFile([
+      {
+        name: level === depth ? 'file.txt' : `level-${level + 1}.zip`,
+        data: inner,
+        size: inner.length,
+        crc: crc32(inner),
+        method: 0,
+      },
+    ]);
   }
   return inner;
 }

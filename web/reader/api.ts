@@ -147,7 +147,10 @@ export class Api {
    */
   async draft(): Promise<Draft> {
     const listing = await this.json<Record<string, unknown>>('GET', this.about('/v1/message/files'));
-    const { body: reply, version } = await this.request<Record<string, unknown>>('GET', this.about('/v1/message/reply'));
+    const { body: reply, version } = await this.request<Record<string, unknown>>(
+      'GET',
+      this.about('/v1/message/reply'),
+    );
     // The files from the same answer as the version (which the service reads first): a file added in
     // between cannot be missing from the page while its version already counts it.
     const listed = Array.isArray(reply.files) ? reply.files : Array.isArray(listing.files) ? listing.files : [];
@@ -169,7 +172,8 @@ export class Api {
 
   /** Answers the new version. */
   async removeFile(id: string, version?: number): Promise<number | undefined> {
-    return (await this.request('DELETE', this.about(`/v1/message/files/${encodeURIComponent(id)}`), undefined, version)).version;
+    return (await this.request('DELETE', this.about(`/v1/message/files/${encodeURIComponent(id)}`), undefined, version))
+      .version;
   }
 
   async sendReply(body: { text: string; bcc?: string }, version?: number): Promise<unknown> {
@@ -184,7 +188,11 @@ export class Api {
    * One file as multipart, through XMLHttpRequest: fetch() has no upload progress. `onProgress` gets
    * the fraction sent (0..1); `signal` aborts.
    */
-  uploadFile(file: File, onProgress: (fraction: number) => void, options: { signal?: AbortSignal; version?: number } = {}): Promise<{ file: DraftFile; version: number | undefined }> {
+  uploadFile(
+    file: File,
+    onProgress: (fraction: number) => void,
+    options: { signal?: AbortSignal; version?: number } = {},
+  ): Promise<{ file: DraftFile; version: number | undefined }> {
     const { signal, version } = options;
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
@@ -201,7 +209,10 @@ export class Api {
         const body = parseJson(xhr.responseText);
         if (xhr.status >= 200 && xhr.status < 300) {
           onProgress(1);
-          resolve({ file: toDraftFile(isObject(body) && isObject(body.file) ? body.file : body, file), version: versionOf(xhr.getResponseHeader('etag')) });
+          resolve({
+            file: toDraftFile(isObject(body) && isObject(body.file) ? body.file : body, file),
+            version: versionOf(xhr.getResponseHeader('etag')),
+          });
         } else {
           reject(apiError(xhr.status, body, xhr.getResponseHeader('retry-after'), xhr.getResponseHeader('etag')));
         }
@@ -220,7 +231,12 @@ export class Api {
   }
 
   /** A JSON request; `version` goes as If-Match, the answer's ETag comes back as `version`. */
-  private async request<T>(method: string, path: string, body?: unknown, ifMatch?: number): Promise<{ body: T; version: number | undefined }> {
+  private async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    ifMatch?: number,
+  ): Promise<{ body: T; version: number | undefined }> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (ifMatch !== undefined) headers['if-match'] = `"${ifMatch}"`;
@@ -242,7 +258,8 @@ export class Api {
     const text = await response.text().catch(() => '');
     const parsed = parseJson(text);
     const version = versionOf(response.headers.get('etag'));
-    if (!response.ok) throw apiError(response.status, parsed, response.headers.get('retry-after'), response.headers.get('etag'));
+    if (!response.ok)
+      throw apiError(response.status, parsed, response.headers.get('retry-after'), response.headers.get('etag'));
     return { body: parsed as T, version };
   }
 }

@@ -89,7 +89,12 @@ export function createReader(
 /**
  * The alert box of a form: empty until an error, then the sentence (role=alert reads it out at once).
  */
-export function alertBox(): { element: HTMLElement; show(t: Texts, error: unknown, lead?: string): void; say(text: string): void; clear(): void } {
+export function alertBox(): {
+  element: HTMLElement;
+  show(t: Texts, error: unknown, lead?: string): void;
+  say(text: string): void;
+  clear(): void;
+} {
   const element = h('div', { class: 'alert', role: 'alert', hidden: true });
   return {
     element,
@@ -113,5 +118,9 @@ export function alertBox(): { element: HTMLElement; show(t: Texts, error: unknow
 
 /** The session ended under us (401): back to sign-in with a note. */
 export function isSessionGone(error: unknown): boolean {
-  return error instanceof ApiError && error.status === 401 && (error.errorCode === 'unauthenticated' || error.errorCode === undefined);
+  return (
+    error instanceof ApiError &&
+    error.status === 401 &&
+    (error.errorCode === 'unauthenticated' || error.errorCode === undefined)
+  );
 }

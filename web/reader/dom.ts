@@ -7,7 +7,11 @@ type Attributes = Record<string, string | number | boolean | null | undefined | 
  * `h('button', {type: 'submit', onclick: f}, 'Send')`. Strings become text nodes, so nothing a server
  * or a sender wrote is ever parsed as HTML here.
  */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === null || value === undefined || value === false) continue;

@@ -11,13 +11,16 @@ export function errorText(t: Texts, error: unknown): string {
   if (error.network) return t.errorFallback.network;
   const known = error.errorCode !== undefined ? (t.errors as Record<string, string>)[error.errorCode] : undefined;
   const sentence = known ?? t.errorFallback.status(error.status);
-  if (error.retryAfter !== undefined && error.retryAfter > 0) return `${sentence} ${t.errorFallback.retryIn(formatDuration(t, error.retryAfter))}`;
+  if (error.retryAfter !== undefined && error.retryAfter > 0)
+    return `${sentence} ${t.errorFallback.retryIn(formatDuration(t, error.retryAfter))}`;
   return sentence;
 }
 
 /** The error object's id, shown small under server errors so that support can find the log line. */
 export function errorReference(t: Texts, error: unknown): string | undefined {
-  return error instanceof ApiError && error.errorId && error.status >= 500 ? t.errorFallback.reference(error.errorId) : undefined;
+  return error instanceof ApiError && error.errorId && error.status >= 500
+    ? t.errorFallback.reference(error.errorId)
+    : undefined;
 }
 
 export function isCode(error: unknown, ...codes: string[]): error is ApiError {

@@ -33,12 +33,17 @@ export function applyLanguage(t: Texts): void {
  * A labelled <select> in the page header, on every screen: keyboard-usable as it is, and each option
  * marked with its own language. `choose` gets the texts of the new language.
  */
-export function languageSwitcher(t: Texts, choose: (texts: Texts) => void): { element: HTMLElement; update(t: Texts): void } {
+export function languageSwitcher(
+  t: Texts,
+  choose: (texts: Texts) => void,
+): { element: HTMLElement; update(t: Texts): void } {
   const label = h('label', { for: 'language' }, t.language);
   const select = h(
     'select',
     { id: 'language', name: 'language' },
-    ...LANGUAGES.map((language) => h('option', { value: language, lang: language, selected: language === t.lang }, NAMES[language])),
+    ...LANGUAGES.map((language) =>
+      h('option', { value: language, lang: language, selected: language === t.lang }, NAMES[language]),
+    ),
   );
   select.addEventListener('change', () => choose(TEXTS[select.value as Language] ?? TEXTS.en));
   return {
@@ -55,10 +60,17 @@ export function languageSwitcher(t: Texts, choose: (texts: Texts) => void): { el
  * focus on the switcher and the scroll position. `settle` first lets the screen finish what it must (the
  * reply's pending save), so that nothing typed is lost when it loads afresh.
  */
-export async function redrawKeeping(main: HTMLElement, settle: (() => Promise<unknown>) | undefined, draw: () => unknown): Promise<void> {
+export async function redrawKeeping(
+  main: HTMLElement,
+  settle: (() => Promise<unknown>) | undefined,
+  draw: () => unknown,
+): Promise<void> {
   await settle?.();
-  const fields = () => Array.from(main.querySelectorAll<HTMLInputElement>('input[name]')).filter((input) => input.type !== 'file');
-  const typed = new Map(fields().map((input) => [input.name, input.type === 'checkbox' ? input.checked : input.value] as const));
+  const fields = () =>
+    Array.from(main.querySelectorAll<HTMLInputElement>('input[name]')).filter((input) => input.type !== 'file');
+  const typed = new Map(
+    fields().map((input) => [input.name, input.type === 'checkbox' ? input.checked : input.value] as const),
+  );
   const focused = document.activeElement;
   const scrolled = window.scrollY;
   await draw();

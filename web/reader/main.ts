@@ -75,7 +75,11 @@ async function start(): Promise<void> {
     else if (config.codePending) {
       // A reload on the code screen: the code sent before is still good, so no new one goes out.
       const pending = config.codePending;
-      reader.go.code(undefined, { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn }, pending);
+      reader.go.code(
+        undefined,
+        { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn },
+        pending,
+      );
     } else reader.go.signIn();
   } catch (error) {
     showAlone((t) => fatalScreen({ t }, error));

@@ -67,19 +67,43 @@ async function elfSample(): Promise<Buffer> {
 }
 
 /** Executables and scripts by their content, each given a harmless name and what it is detected as. */
-const DISGUISED: Array<{ what: string; name: string; content: () => Buffer | Promise<Buffer>; ext: string; mime: string }> = [
+const DISGUISED: Array<{
+  what: string;
+  name: string;
+  content: () => Buffer | Promise<Buffer>;
+  ext: string;
+  mime: string;
+}> = [
   {
     what: 'a Windows PE executable',
     name: 'invoice.pdf',
-    content: () => Buffer.concat([Buffer.from('MZ'), Buffer.alloc(58), Buffer.from([0x80, 0, 0, 0]), Buffer.alloc(64), Buffer.from('PE\0\0'), filler(4000)]),
+    content: () =>
+      Buffer.concat([
+        Buffer.from('MZ'),
+        Buffer.alloc(58),
+        Buffer.from([0x80, 0, 0, 0]),
+        Buffer.alloc(64),
+        Buffer.from('PE\0\0'),
+        filler(4000),
+      ]),
     ext: 'exe',
     mime: 'application/x-msdownload',
   },
-  { what: 'an ELF binary (the Node executable)', name: 'holiday.jpg', content: elfSample, ext: 'elf', mime: 'application/x-elf' },
+  {
+    what: 'an ELF binary (the Node executable)',
+    name: 'holiday.jpg',
+    content: elfSample,
+    ext: 'elf',
+    mime: 'application/x-elf',
+  },
   {
     what: 'a Java archive (a ZIP with a manifest)',
     name: 'photos.zip',
-    content: () => zip({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\r\nMain-Class: Payload\r\n', 'Payload.class': '\xca\xfe\xba\xbe' }),
+    content: () =>
+      zip({
+        'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\r\nMain-Class: Payload\r\n',
+        'Payload.class': '\xca\xfe\xba\xbe',
+      }),
     ext: 'jar',
     mime: 'application/java-archive',
   },
@@ -107,11 +131,21 @@ const DISGUISED: Array<{ what: string; name: string; content: () => Buffer | Pro
   {
     what: 'a Debian package',
     name: 'backup.tar',
-    content: () => Buffer.concat([Buffer.from('!<arch>\ndebian-binary   1342943816  0     0     100644  4         `\n2.0\n'), filler(200)]),
+    content: () =>
+      Buffer.concat([
+        Buffer.from('!<arch>\ndebian-binary   1342943816  0     0     100644  4         `\n2.0\n'),
+        filler(200),
+      ]),
     ext: 'deb',
     mime: 'application/x-deb',
   },
-  { what: 'an RPM package', name: 'backup.gz', content: () => Buffer.concat([Buffer.from([0xed, 0xab, 0xee, 0xdb, 3, 0]), filler(200)]), ext: 'rpm', mime: 'application/x-rpm' },
+  {
+    what: 'an RPM package',
+    name: 'backup.gz',
+    content: () => Buffer.concat([Buffer.from([0xed, 0xab, 0xee, 0xdb, 3, 0]), filler(200)]),
+    ext: 'rpm',
+    mime: 'application/x-rpm',
+  },
   {
     what: 'a Windows shortcut',
     name: 'link.txt',
@@ -119,8 +153,20 @@ const DISGUISED: Array<{ what: string; name: string; content: () => Buffer | Pro
     ext: 'lnk',
     mime: 'application/x.ms.shortcut',
   },
-  { what: 'a registry file', name: 'settings.ini', content: () => Buffer.from('REGEDIT4\r\n\r\n[HKEY_CURRENT_USER\\Software\\X]\r\n'), ext: 'reg', mime: 'application/x-ms-regedit' },
-  { what: 'a #! script', name: 'notes.txt', content: () => Buffer.from('#!/bin/sh\nrm -rf ~\n'), ext: 'sh', mime: 'text/x-shellscript' },
+  {
+    what: 'a registry file',
+    name: 'settings.ini',
+    content: () => Buffer.from('REGEDIT4\r\n\r\n[HKEY_CURRENT_USER\\Software\\X]\r\n'),
+    ext: 'reg',
+    mime: 'application/x-ms-regedit',
+  },
+  {
+    what: 'a #! script',
+    name: 'notes.txt',
+    content: () => Buffer.from('#!/bin/sh\nrm -rf ~\n'),
+    ext: 'sh',
+    mime: 'text/x-shellscript',
+  },
 ];
 
 describe('ATTACHMENT_FORBIDDEN_TYPES: the forbidden-type check', () => {
@@ -150,7 +196,10 @@ describe('ATTACHMENT_FORBIDDEN_TYPES: the forbidden-type check', () => {
     it(`refuses ${sample.what} by its content, named ${sample.name}`, async () => {
       const detected = await detectType(await sample.content());
       assert.deepEqual(detected, { ext: sample.ext, mime: sample.mime }, 'detected from the bytes');
-      assert.match(forbidden.reason(sample.name, detected) ?? 'allowed', new RegExp(`^its content is ${sample.mime.replace(/[.+]/g, '\\$&')} \\(\\.${sample.ext}\\)$`));
+      assert.match(
+        forbidden.reason(sample.name, detected) ?? 'allowed',
+        new RegExp(`^its content is ${sample.mime.replace(/[.+]/g, '\\$&')} \\(\\.${sample.ext}\\)$`),
+      );
     });
   }
 
@@ -159,7 +208,11 @@ describe('ATTACHMENT_FORBIDDEN_TYPES: the forbidden-type check', () => {
     const elf = await detectType(await elfSample());
     assert.match(onlyMime.reason('holiday.jpg', elf) ?? 'allowed', /application\/x-elf/);
     assert.equal(onlyMime.reason('tool.elf', undefined), undefined, 'a MIME entry does not match names');
-    assert.equal(onlyMime.reason('setup.exe', await detectType(await DISGUISED[0]!.content())), undefined, 'nor other types');
+    assert.equal(
+      onlyMime.reason('setup.exe', await detectType(await DISGUISED[0]!.content())),
+      undefined,
+      'nor other types',
+    );
   });
 
   it("refuses by the default list's MIME entries alone every disguised type whose MIME type is on it", async () => {

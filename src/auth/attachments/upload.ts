@@ -56,7 +56,11 @@ export const draftObjectKey = (draftId: string, fileId: string) => `auth/drafts/
 // (docs/specification.md#error-codes), so a client can treat every refused file alike.
 const fileTooLarge = (message: string) => new AppError('file_too_large', 403, message);
 const uploadLimitReached = (maxTotal: number) =>
-  new AppError('upload_limit_reached', 403, `The reply's files may not exceed ${maxTotal} bytes together (REPLY_MAX_TOTAL_SIZE)`);
+  new AppError(
+    'upload_limit_reached',
+    403,
+    `The reply's files may not exceed ${maxTotal} bytes together (REPLY_MAX_TOTAL_SIZE)`,
+  );
 const replyBeingSent = () => new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
 
 /**
@@ -100,10 +104,16 @@ export class DraftAttachments {
     const scan = await this.openScan(log);
     const now = new Date(this.deps.clock.now());
     const begun = await drafts
-      .beginUpload(owner, (draftId) => {
-        const id = randomUUID();
-        return { id, objectKey: draftObjectKey(draftId, id), filename, contentType: 'application/octet-stream' };
-      }, settings.maxTotalSize, now, expected)
+      .beginUpload(
+        owner,
+        (draftId) => {
+          const id = randomUUID();
+          return { id, objectKey: draftObjectKey(draftId, id), filename, contentType: 'application/octet-stream' };
+        },
+        settings.maxTotalSize,
+        now,
+        expected,
+      )
       .catch((error: unknown) => {
         scan?.abort();
         throw error;
@@ -114,9 +124,20 @@ export class DraftAttachments {
     }
     const { draftId, file } = begun;
 
-    const check = new UploadCheck({ ...settings, remaining: begun.remaining, filename, scan, log, refused: part.refused, onScanned: this.deps.onScanned });
+    const check = new UploadCheck({
+      ...settings,
+      remaining: begun.remaining,
+      filename,
+      scan,
+      log,
+      refused: part.refused,
+      onScanned: this.deps.onScanned,
+    });
     try {
-      const stored = await objects.put(file.objectKey, Readable.from(check.bytes(part.file), { objectMode: false, highWaterMark: 64 * 1024 }));
+      const stored = await objects.put(
+        file.objectKey,
+        Readable.from(check.bytes(part.file), { objectMode: false, highWaterMark: 64 * 1024 }),
+      );
       const contentType = contentTypeFor(filename, check.detected);
       const outcome = await drafts.completeUpload(
         draftId,
@@ -129,8 +150,12 @@ export class DraftAttachments {
       if (outcome === 'over_limit') throw uploadLimitReached(settings.maxTotalSize);
       if (outcome === 'sending') throw replyBeingSent();
       if (outcome === 'conflict') throw draftConflict();
-      if (outcome === 'gone') throw new AppError('conflict', 409, 'The draft was sent or has expired meanwhile; the file was not kept');
-      log.info({ fileId: file.id, draftId, size: stored.size, contentType, scanned: check.scanned, version: outcome.version }, 'reply attachment stored');
+      if (outcome === 'gone')
+        throw new AppError('conflict', 409, 'The draft was sent or has expired meanwhile; the file was not kept');
+      log.info(
+        { fileId: file.id, draftId, size: stored.size, contentType, scanned: check.scanned, version: outcome.version },
+        'reply attachment stored',
+      );
       const view: FileView = {
         id: file.id,
         name: filename,
@@ -154,7 +179,11 @@ export class DraftAttachments {
         },
       );
       if (objectGone) {
-        await drafts.deleteFile(draftId, file.id, undefined).catch((cleanup: unknown) => log.warn({ err: cleanup, fileId: file.id }, 'could not delete the row of a refused upload'));
+        await drafts
+          .deleteFile(draftId, file.id, undefined)
+          .catch((cleanup: unknown) =>
+            log.warn({ err: cleanup, fileId: file.id }, 'could not delete the row of a refused upload'),
+          );
       }
       throw error;
     }
@@ -172,7 +201,9 @@ export class DraftAttachments {
    */
   async remove(owner: DraftOwner, fileId: string, expected?: ExpectedVersion): Promise<number> {
     const { drafts, objects } = this.deps;
-    const removed = await drafts.removeFile(owner, fileId, new Date(this.deps.clock.now()), expected, (file) => objects.delete(file.object_key));
+    const removed = await drafts.removeFile(owner, fileId, new Date(this.deps.clock.now()), expected, (file) =>
+      objects.delete(file.object_key),
+    );
     if (removed === 'not_found') throw new AppError('not_found', 404, 'The draft has no file with this id');
     if (removed === 'sending') throw replyBeingSent();
     return removed;
@@ -192,9 +223,17 @@ export class DraftAttachments {
       return await scanner.open();
     } catch (error) {
       if (requireScan) {
-        throw new AppError('unavailable', 503, 'The malware scanner is not available; uploads are refused until it is back. Try again later', { cause: error });
+        throw new AppError(
+          'unavailable',
+          503,
+          'The malware scanner is not available; uploads are refused until it is back. Try again later',
+          { cause: error },
+        );
       }
-      log.warn({ err: error }, 'clamd is not reachable: accepting the upload unscanned (ATTACHMENTS_REQUIRE_SCAN=false)');
+      log.warn(
+        { err: error },
+        'clamd is not reachable: accepting the upload unscanned (ATTACHMENTS_REQUIRE_SCAN=false)',
+      );
       return undefined;
     }
   }
@@ -242,7 +281,9 @@ class UploadCheck {
         try {
           next = await iterator.next();
         } catch (error) {
-          throw new AppError('validation_failed', 400, 'The upload ended early or is not valid multipart data', { cause: error });
+          throw new AppError('validation_failed', 400, 'The upload ended early or is not valid multipart data', {
+            cause: error,
+          });
         }
         if (next.done) break;
         const chunk = next.value;
@@ -302,7 +343,10 @@ class UploadCheck {
         if (SCAN_LIMIT_EXCEEDED.test(verdict.signature)) {
           // clamd's AlertExceedsMax (deploy/clamd/clamd.conf): an archive that unpacks to more than it
           // scans, or nests deeper, is a zip bomb or hides its content; either way it was not checked.
-          log.warn({ signature: verdict.signature, filename }, "an upload exceeds the malware scanner's archive limits");
+          log.warn(
+            { signature: verdict.signature, filename },
+            "an upload exceeds the malware scanner's archive limits",
+          );
           throw new AppError(
             'malware_detected',
             403,
@@ -310,7 +354,11 @@ class UploadCheck {
           );
         }
         log.warn({ signature: verdict.signature, filename }, 'malware found in an upload');
-        throw new AppError('malware_detected', 403, `The file may contain malware (${verdict.signature}); it was not kept`);
+        throw new AppError(
+          'malware_detected',
+          403,
+          `The file may contain malware (${verdict.signature}); it was not kept`,
+        );
       case 'too_large':
         // Unscanned is not an option for a file the scanner refused to read: padding a file past the
         // scanner's limit would otherwise be a way around it. clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE.
@@ -319,9 +367,14 @@ class UploadCheck {
       case 'failed':
         this.scan = undefined;
         if (requireScan) {
-          throw new AppError('unavailable', 503, 'The malware scanner failed to check the file; try again later', { cause: new Error(verdict.reason) });
+          throw new AppError('unavailable', 503, 'The malware scanner failed to check the file; try again later', {
+            cause: new Error(verdict.reason),
+          });
         }
-        log.warn({ reason: verdict.reason, filename }, 'clamd did not scan the upload: accepting it unscanned (ATTACHMENTS_REQUIRE_SCAN=false)');
+        log.warn(
+          { reason: verdict.reason, filename },
+          'clamd did not scan the upload: accepting it unscanned (ATTACHMENTS_REQUIRE_SCAN=false)',
+        );
         return;
     }
   }

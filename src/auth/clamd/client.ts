@@ -37,7 +37,12 @@ export class ClamdClient {
   /** Opens one INSTREAM scan; rejects when clamd cannot be reached within the timeout. */
   async open(): Promise<ClamdScan> {
     const socket = await connectWithin(this.options);
-    return new ClamdScan(socket, this.options.timeoutMs, () => this.ping().then(() => true, () => false));
+    return new ClamdScan(socket, this.options.timeoutMs, () =>
+      this.ping().then(
+        () => true,
+        () => false,
+      ),
+    );
   }
 
   /** `zPING` → `PONG` (readiness). */
@@ -87,7 +92,9 @@ export class ClamdScan {
         if (this.reply.includes('\0')) settle(parseVerdict(this.reply.slice(0, this.reply.indexOf('\0'))));
       });
       // A reply without its NUL (older clamd) still counts once the socket closes.
-      socket.on('close', () => (this.reply ? settle(parseVerdict(this.reply)) : lose('clamd closed the connection without a verdict')));
+      socket.on('close', () =>
+        this.reply ? settle(parseVerdict(this.reply)) : lose('clamd closed the connection without a verdict'),
+      );
       socket.on('error', (error) => {
         if (!this.reply) lose(error.message);
       });
@@ -117,7 +124,10 @@ export class ClamdScan {
     if (!this.settled) await this.write(Buffer.alloc(4));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<ScanVerdict>((resolve) => {
-      timer = setTimeout(() => resolve({ outcome: 'failed', reason: `no verdict from clamd within ${this.timeoutMs} ms` }), this.timeoutMs);
+      timer = setTimeout(
+        () => resolve({ outcome: 'failed', reason: `no verdict from clamd within ${this.timeoutMs} ms` }),
+        this.timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.done, timeout]);
@@ -159,7 +169,11 @@ function connectWithin(options: ClamdOptions): Promise<Socket> {
     const socket = connect({ host: options.host, port: options.port });
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`clamd at ${options.host}:${options.port} did not accept a connection within ${options.timeoutMs} ms`));
+      reject(
+        new Error(
+          `clamd at ${options.host}:${options.port} did not accept a connection within ${options.timeoutMs} ms`,
+        ),
+      );
     }, options.timeoutMs);
     socket.once('connect', () => {
       clearTimeout(timer);
@@ -169,7 +183,9 @@ function connectWithin(options: ClamdOptions): Promise<Socket> {
     socket.once('error', (error) => {
       clearTimeout(timer);
       socket.destroy();
-      reject(new Error(`clamd at ${options.host}:${options.port} is not reachable: ${error.message}`, { cause: error }));
+      reject(
+        new Error(`clamd at ${options.host}:${options.port} is not reachable: ${error.message}`, { cause: error }),
+      );
     });
   });
 }

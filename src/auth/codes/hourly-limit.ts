@@ -37,17 +37,26 @@ export class HourlyLimit<Column extends string> {
   async count(values: Record<Column, string>, now: Date): Promise<Counted> {
     const { table, at, counted, interval } = this.settings;
     const id = await this.db.transaction().execute(async (trx) => {
-      await lockKeys(trx, `sealpost.auth.${table}`, counted.map(({ column, lockName }) => `${lockName}:${values[column]}`));
+      await lockKeys(
+        trx,
+        `sealpost.auth.${table}`,
+        counted.map(({ column, lockName }) => `${lockName}:${values[column]}`),
+      );
       const hourAgo = new Date(now.getTime() - HOUR_MS);
       const waits = [0];
       for (const { column, perHour } of counted) {
         const recent = await recentRecords(trx, this.settings, column, values[column], hourAgo, perHour);
-        if (interval?.column === column && interval.ms > 0 && recent.latest) waits.push(recent.latest.getTime() + interval.ms - now.getTime());
+        if (interval?.column === column && interval.ms > 0 && recent.latest)
+          waits.push(recent.latest.getTime() + interval.ms - now.getTime());
         if (recent.limitTh) waits.push(recent.limitTh.getTime() + HOUR_MS - now.getTime());
       }
       const wait = Math.max(...waits);
       if (wait > 0) throw rateLimited(wait);
-      const row = await anyTable(trx).insertInto(table).values({ ...values, [at]: now }).returning('id').executeTakeFirstOrThrow();
+      const row = await anyTable(trx)
+        .insertInto(table)
+        .values({ ...values, [at]: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
       return row.id as number;
     });
     return {
@@ -60,7 +69,10 @@ export class HourlyLimit<Column extends string> {
   /** Records older than an hour no longer count for anything. */
   async deleteOld(now: Date): Promise<number> {
     const { table, at } = this.settings;
-    const result = await anyTable(this.db).deleteFrom(table).where(at, '<=', new Date(now.getTime() - HOUR_MS)).executeTakeFirst();
+    const result = await anyTable(this.db)
+      .deleteFrom(table)
+      .where(at, '<=', new Date(now.getTime() - HOUR_MS))
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 }
@@ -80,8 +92,22 @@ async function recentRecords<Column extends string>(
 ): Promise<{ latest: Date | undefined; limitTh: Date | undefined }> {
   const { table, at } = settings;
   const db = anyTable(trx);
-  const newest = () => db.selectFrom(table).select(at).where(column as string, '=', value).where(at, '>', since).orderBy(at, 'desc');
-  const row = await db.selectNoFrom([newest().limit(1).as('latest'), newest().offset(limit - 1).limit(1).as('limit_th')]).executeTakeFirstOrThrow();
+  const newest = () =>
+    db
+      .selectFrom(table)
+      .select(at)
+      .where(column as string, '=', value)
+      .where(at, '>', since)
+      .orderBy(at, 'desc');
+  const row = await db
+    .selectNoFrom([
+      newest().limit(1).as('latest'),
+      newest()
+        .offset(limit - 1)
+        .limit(1)
+        .as('limit_th'),
+    ])
+    .executeTakeFirstOrThrow();
   return { latest: row.latest ?? undefined, limitTh: row.limit_th ?? undefined };
 }
 

@@ -49,7 +49,11 @@ export const REFUSALS_PER_CLIENT_FACTOR = 2;
 export const REFUSALS_PER_MESSAGE_FACTOR = 5;
 
 /** The code request errors that tell the asker something about the recipients of a message. */
-const PROBE_REFUSALS = new Set<ErrorCode | undefined>(['unauthorized_user', 'forbidden_auth_method', 'email_and_mobile_mismatch']);
+const PROBE_REFUSALS = new Set<ErrorCode | undefined>([
+  'unauthorized_user',
+  'forbidden_auth_method',
+  'email_and_mobile_mismatch',
+]);
 
 export function isProbeRefusal(error: unknown): boolean {
   return error instanceof AppError && PROBE_REFUSALS.has(error.errorCode);

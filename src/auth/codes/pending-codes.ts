@@ -86,9 +86,11 @@ export class PendingCodes {
     const outcome = await this.sessions.locked(sessionId, async (trx, row): Promise<CodeOutcome<T>> => {
       const target = pendingTarget(row);
       // The target stays after a code was voided (for "send a new code"), the code itself is gone.
-      if (!target && row.code_failed_attempts >= this.options.maxAttempts) return { outcome: 'voided', method: row.code_method ?? undefined };
+      if (!target && row.code_failed_attempts >= this.options.maxAttempts)
+        return { outcome: 'voided', method: row.code_method ?? undefined };
       // Likewise after a right but expired try: that code stays expired.
-      if (!target && row.code_purpose === purpose && row.code_method && row.code_created_at) return { outcome: 'expired', method: row.code_method };
+      if (!target && row.code_purpose === purpose && row.code_method && row.code_created_at)
+        return { outcome: 'expired', method: row.code_method };
       if (!target || target.purpose !== purpose) return { outcome: 'incorrect', method: target?.method };
       const right = timingSafeEqual(
         Buffer.from(this.hmac(sessionId, target, normalizeSubmittedCode(submitted)), 'hex'),
@@ -120,7 +122,14 @@ export class PendingCodes {
    * new code" needs nothing typed again.
    */
   latest(row: SessionRow, messageId: string): (PendingCode & { live: boolean }) | undefined {
-    if (row.code_purpose !== 'sign_in' || row.code_message_id !== messageId || !row.code_method || !row.code_email || !row.code_destination || !row.code_created_at) {
+    if (
+      row.code_purpose !== 'sign_in' ||
+      row.code_message_id !== messageId ||
+      !row.code_method ||
+      !row.code_email ||
+      !row.code_destination ||
+      !row.code_created_at
+    ) {
       return undefined;
     }
     return {
@@ -135,7 +144,15 @@ export class PendingCodes {
 
   private hmac(sessionId: string, target: CodeTarget, code: string): string {
     // Fields joined with a separator that none of them can contain (ids, addresses, E.164, digits).
-    const bound = [sessionId, target.purpose, target.method, target.messageId, target.email, target.destination, code].join('\n');
+    const bound = [
+      sessionId,
+      target.purpose,
+      target.method,
+      target.messageId,
+      target.email,
+      target.destination,
+      code,
+    ].join('\n');
     return createHmac('sha256', this.options.codeKey).update(bound, 'utf8').digest('hex');
   }
 }
@@ -154,7 +171,14 @@ const CLEARED = {
 } as const;
 
 function pendingTarget(row: SessionRow): CodeTarget | undefined {
-  if (!row.code_hmac || !row.code_purpose || !row.code_method || !row.code_message_id || !row.code_email || !row.code_destination) {
+  if (
+    !row.code_hmac ||
+    !row.code_purpose ||
+    !row.code_method ||
+    !row.code_message_id ||
+    !row.code_email ||
+    !row.code_destination
+  ) {
     return undefined;
   }
   return {

@@ -5,7 +5,9 @@ import { ALICE, startAuthHarness, type AuthHarness } from '../../../test/support
 import type { Reader } from '../../../test/support/auth-reader.ts';
 
 /** Two auth instances on one database, as behind a load balancer; the limits must hold across both. */
-async function startPair(env: Record<string, string>): Promise<{ one: AuthHarness; two: AuthHarness; stop(): Promise<void> }> {
+async function startPair(
+  env: Record<string, string>,
+): Promise<{ one: AuthHarness; two: AuthHarness; stop(): Promise<void> }> {
   const one = await startAuthHarness({ env });
   const two = await startAuthHarness({ env, databaseUrl: one.auth.config.databaseUrl, seal: one.seal, sms: one.sms });
   return {
@@ -24,7 +26,9 @@ async function session(reader: Reader, messageId: string): Promise<Reader> {
 }
 
 function requestCode(reader: Reader, messageId: string, who: { email: string; mobile: string } = ALICE) {
-  return reader.request('POST', '/v1/auth/code', { body: { messageId, email: who.email, mobile: who.mobile, method: 'sms' } });
+  return reader.request('POST', '/v1/auth/code', {
+    body: { messageId, email: who.email, mobile: who.mobile, method: 'sms' },
+  });
 }
 
 function retryAfter(response: { headers: Headers }): number {
@@ -148,7 +152,11 @@ describe('SMS rate limits across two auth instances on one database', () => {
       await pair?.stop();
     });
 
-    const people = Array.from({ length: 6 }, (_, i) => ({ email: `p${i}@example.com`, mobile: `+4179555010${i}`, method: 'sms' as const }));
+    const people = Array.from({ length: 6 }, (_, i) => ({
+      email: `p${i}@example.com`,
+      mobile: `+4179555010${i}`,
+      method: 'sms' as const,
+    }));
 
     it('refuses the fourth code requested from one IP (behind the proxy), whatever the numbers, on either instance', async () => {
       const record = pair.one.seal.register({ raw: 'Subject: x\n\nx\n', recipients: people });
@@ -160,7 +168,10 @@ describe('SMS rate limits across two auth instances on one database', () => {
       assertError(refused, 429, 'sms_rate_limit');
       assert.ok(retryAfter(refused) > 3500);
       // Another client is not affected.
-      assert.equal((await requestCode(await session(pair.one.reader('203.0.113.8'), record.id), record.id, people[3])).status, 200);
+      assert.equal(
+        (await requestCode(await session(pair.one.reader('203.0.113.8'), record.id), record.id, people[3])).status,
+        200,
+      );
     });
 
     it('counts IPv6 clients by their /64', async () => {

@@ -24,7 +24,10 @@ export async function sendCode(
   how: { method: SignInMethod; client: string; log: FastifyBaseLogger; language?: Language },
 ): Promise<void> {
   const { method } = how;
-  const reservation = await deps.sendLimit.count({ destination: method.limitKey(target.destination), client: how.client }, new Date(deps.clock.now()));
+  const reservation = await deps.sendLimit.count(
+    { destination: method.limitKey(target.destination), client: how.client },
+    new Date(deps.clock.now()),
+  );
   const code = deps.codes.newCode();
   try {
     await method.send(target.destination, code, how.log, how.language);

@@ -25,7 +25,11 @@ export type ExpectedVersion = number | undefined;
 export type VersionedDraft = DraftRow & { version: number };
 
 export const draftConflict = () =>
-  new AppError('draft_conflict', 409, 'The reply was changed elsewhere (another window or device) since the version sent in If-Match; load it again');
+  new AppError(
+    'draft_conflict',
+    409,
+    'The reply was changed elsewhere (another window or device) since the version sent in If-Match; load it again',
+  );
 
 /** A file row being written: it exists (state `uploading`) before its object does. */
 export interface NewDraftFile {
@@ -79,7 +83,12 @@ export class DraftStore {
   }
 
   /** Saves the text (PUT /v1/message/reply), starting the draft when there is none. */
-  async save(owner: DraftOwner, content: DraftContent, now: Date, expected?: ExpectedVersion): Promise<VersionedDraft | 'sending'> {
+  async save(
+    owner: DraftOwner,
+    content: DraftContent,
+    now: Date,
+    expected?: ExpectedVersion,
+  ): Promise<VersionedDraft | 'sending'> {
     return this.db.transaction().execute(async (trx) => {
       const draft = await this.lockOpen(trx, owner, now);
       // An outdated version first: a window that missed a send (which claims the draft) hears why.
@@ -88,7 +97,12 @@ export class DraftStore {
       const version = await raiseVersion(trx, owner, expected);
       const saved = await trx
         .updateTable('drafts')
-        .set({ text: content.text, html: content.html, ...(content.bcc !== undefined ? { bcc: content.bcc } : {}), updated_at: now })
+        .set({
+          text: content.text,
+          html: content.html,
+          ...(content.bcc !== undefined ? { bcc: content.bcc } : {}),
+          updated_at: now,
+        })
         .where('id', '=', draft.id)
         .returningAll()
         .executeTakeFirstOrThrow();
@@ -129,7 +143,15 @@ export class DraftStore {
       const row = file(draft.id);
       await trx
         .insertInto('draft_files')
-        .values({ id: row.id, draft_id: draft.id, object_key: row.objectKey, filename: row.filename, content_type: row.contentType, state: 'uploading', created_at: now })
+        .values({
+          id: row.id,
+          draft_id: draft.id,
+          object_key: row.objectKey,
+          filename: row.filename,
+          content_type: row.contentType,
+          state: 'uploading',
+          created_at: now,
+        })
         .execute();
       await trx.updateTable('drafts').set({ updated_at: now }).where('id', '=', draft.id).execute();
       return { draftId: draft.id, file: row, remaining };
@@ -150,7 +172,13 @@ export class DraftStore {
     expected?: ExpectedVersion,
   ): Promise<{ version: number } | 'over_limit' | 'gone' | 'sending' | 'conflict'> {
     const outcome = this.db.transaction().execute(async (trx) => {
-      const draft = await trx.selectFrom('drafts').selectAll().where('id', '=', draftId).where('sent_at', 'is', null).forUpdate().executeTakeFirst();
+      const draft = await trx
+        .selectFrom('drafts')
+        .selectAll()
+        .where('id', '=', draftId)
+        .where('sent_at', 'is', null)
+        .forUpdate()
+        .executeTakeFirst();
       if (!draft) return 'gone' as const;
       if (this.isSending(draft, now)) return 'sending' as const;
       if ((await storedTotal(trx, draftId)) + values.size > maxTotal) return 'over_limit' as const;
@@ -161,7 +189,13 @@ export class DraftStore {
       if (version === 'conflict') return version;
       const updated = await trx
         .updateTable('draft_files')
-        .set({ size: values.size, content_type: values.contentType, detected_type: values.detectedType, scanned: values.scanned, state: 'stored' })
+        .set({
+          size: values.size,
+          content_type: values.contentType,
+          detected_type: values.detectedType,
+          scanned: values.scanned,
+          state: 'stored',
+        })
         .where('id', '=', fileId)
         .where('draft_id', '=', draftId)
         .executeTakeFirst();
@@ -179,8 +213,13 @@ export class DraftStore {
   /** Removes a file row; `touch` moves the draft's updated_at (a change the reader made). */
   async deleteFile(draftId: string, fileId: string, touch: Date | undefined): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const deleted = await trx.deleteFrom('draft_files').where('draft_id', '=', draftId).where('id', '=', fileId).executeTakeFirst();
-      if (touch && deleted.numDeletedRows > 0n) await trx.updateTable('drafts').set({ updated_at: touch }).where('id', '=', draftId).execute();
+      const deleted = await trx
+        .deleteFrom('draft_files')
+        .where('draft_id', '=', draftId)
+        .where('id', '=', fileId)
+        .executeTakeFirst();
+      if (touch && deleted.numDeletedRows > 0n)
+        await trx.updateTable('drafts').set({ updated_at: touch }).where('id', '=', draftId).execute();
       return deleted.numDeletedRows > 0n;
     });
   }
@@ -190,11 +229,24 @@ export class DraftStore {
    * version checked and raised, `removeObject` run (a failure there rolls everything back, so the row
    * stays to retry from and no object is orphaned), the row deleted. Answers the new version.
    */
-  async removeFile(owner: DraftOwner, fileId: string, now: Date, expected: ExpectedVersion, removeObject: (file: DraftFileRow) => Promise<void>): Promise<number | 'not_found' | 'sending'> {
+  async removeFile(
+    owner: DraftOwner,
+    fileId: string,
+    now: Date,
+    expected: ExpectedVersion,
+    removeObject: (file: DraftFileRow) => Promise<void>,
+  ): Promise<number | 'not_found' | 'sending'> {
     return this.db.transaction().execute(async (trx) => {
       const draft = await openDraftLocked(trx, owner).executeTakeFirst();
       await checkVersion(trx, owner, expected);
-      const file = draft ? await trx.selectFrom('draft_files').selectAll().where('draft_id', '=', draft.id).where('id', '=', fileId).executeTakeFirst() : undefined;
+      const file = draft
+        ? await trx
+            .selectFrom('draft_files')
+            .selectAll()
+            .where('draft_id', '=', draft.id)
+            .where('id', '=', fileId)
+            .executeTakeFirst()
+        : undefined;
       if (!draft || !file || file.state !== 'stored') return 'not_found' as const;
       if (this.isSending(draft, now)) return 'sending' as const;
       const version = await raiseVersion(trx, owner, expected);
@@ -218,7 +270,12 @@ export class DraftStore {
         .set({ sending_since: now, updated_at: now })
         .where('id', '=', draftId)
         .where('sent_at', 'is', null)
-        .where((eb) => eb.or([eb('sending_since', 'is', null), eb('sending_since', '<', new Date(now.getTime() - this.sendClaimMs))]))
+        .where((eb) =>
+          eb.or([
+            eb('sending_since', 'is', null),
+            eb('sending_since', '<', new Date(now.getTime() - this.sendClaimMs)),
+          ]),
+        )
         .returning(['message_id', 'email_key'])
         .executeTakeFirst();
       if (!claimed) return false as const;
@@ -233,7 +290,12 @@ export class DraftStore {
   /** The exchange engine has the reply: from now on the draft is only waiting for its files to go. */
   async markSent(draftId: string, now: Date): Promise<number | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const sent = await trx.updateTable('drafts').set({ sent_at: now, sending_since: null }).where('id', '=', draftId).returning(['message_id', 'email_key']).executeTakeFirst();
+      const sent = await trx
+        .updateTable('drafts')
+        .set({ sent_at: now, sending_since: null })
+        .where('id', '=', draftId)
+        .returning(['message_id', 'email_key'])
+        .executeTakeFirst();
       return sent ? raiseVersion(trx, ownerOf(sent), undefined) : undefined;
     });
   }
@@ -243,9 +305,18 @@ export class DraftStore {
    * holding the draft's row lock throughout. A draft locked elsewhere (the watcher is deleting it) is
    * left alone: 'busy'. A failure in removeObjects rolls back, so the rows stay to retry from.
    */
-  async deleteWithFiles(draftId: string, removeObjects: (files: DraftFileRow[]) => Promise<void>): Promise<number | 'busy'> {
+  async deleteWithFiles(
+    draftId: string,
+    removeObjects: (files: DraftFileRow[]) => Promise<void>,
+  ): Promise<number | 'busy'> {
     return this.db.transaction().execute(async (trx) => {
-      const draft = await trx.selectFrom('drafts').select('id').where('id', '=', draftId).forUpdate().skipLocked().executeTakeFirst();
+      const draft = await trx
+        .selectFrom('drafts')
+        .select('id')
+        .where('id', '=', draftId)
+        .forUpdate()
+        .skipLocked()
+        .executeTakeFirst();
       if (!draft) return 'busy' as const;
       const files = await trx.selectFrom('draft_files').selectAll().where('draft_id', '=', draftId).execute();
       await removeObjects(files);
@@ -258,7 +329,16 @@ export class DraftStore {
   private async lockOpen(trx: Transaction<AuthTables>, owner: DraftOwner, now: Date): Promise<DraftRow> {
     await trx
       .insertInto('drafts')
-      .values({ message_id: owner.messageId, email_key: owner.emailKey, html: null, bcc: null, created_at: now, updated_at: now, sending_since: null, sent_at: null })
+      .values({
+        message_id: owner.messageId,
+        email_key: owner.emailKey,
+        html: null,
+        bcc: null,
+        created_at: now,
+        updated_at: now,
+        sending_since: null,
+        sent_at: null,
+      })
       .onConflict((oc) => oc.columns(['message_id', 'email_key']).where('sent_at', 'is', null).doNothing())
       .execute();
     return openDraftLocked(trx, owner).executeTakeFirstOrThrow();
@@ -279,7 +359,10 @@ function openDraftLocked(trx: Transaction<AuthTables>, owner: DraftOwner) {
 /** Thrown inside a transaction to roll it back when the file row disappeared. */
 class DraftGone extends Error {}
 
-const ownerOf = (row: { message_id: string; email_key: string }): DraftOwner => ({ messageId: row.message_id, emailKey: row.email_key });
+const ownerOf = (row: { message_id: string; email_key: string }): DraftOwner => ({
+  messageId: row.message_id,
+  emailKey: row.email_key,
+});
 
 /** draft_conflict unless the reply is at `expected` (no check without one). Not a lock: raiseVersion decides. */
 async function checkVersion(trx: Transaction<AuthTables>, owner: DraftOwner, expected: ExpectedVersion): Promise<void> {
@@ -299,7 +382,11 @@ async function checkVersion(trx: Transaction<AuthTables>, owner: DraftOwner, exp
  * condition is evaluated again on the committed row) leaves nothing to update, and draft_conflict is
  * thrown so that the caller's transaction rolls back.
  */
-async function raiseVersion(trx: Transaction<AuthTables>, owner: DraftOwner, expected: ExpectedVersion): Promise<number> {
+async function raiseVersion(
+  trx: Transaction<AuthTables>,
+  owner: DraftOwner,
+  expected: ExpectedVersion,
+): Promise<number> {
   await trx
     .insertInto('draft_versions')
     .values({ message_id: owner.messageId, email_key: owner.emailKey, version: 0 })

@@ -46,18 +46,42 @@ describe('the expired-attachments watcher', () => {
   const exists = async (key: string) => (await objects.head(key)) !== undefined;
 
   /** A draft with `count` stored files, all of it last changed at `when`. */
-  async function draftWithFiles(owner: DraftOwner, count: number, when: Date): Promise<{ draftId: string; keys: string[] }> {
+  async function draftWithFiles(
+    owner: DraftOwner,
+    count: number,
+    when: Date,
+  ): Promise<{ draftId: string; keys: string[] }> {
     let draftId = '';
     const keys: string[] = [];
     for (let i = 0; i < count; i++) {
-      const begun = await drafts.beginUpload(owner, (id) => {
-        const fileId = randomUUID();
-        return { id: fileId, objectKey: draftObjectKey(id, fileId), filename: `file-${i}.txt`, contentType: 'text/plain' };
-      }, 1_000_000, when);
+      const begun = await drafts.beginUpload(
+        owner,
+        (id) => {
+          const fileId = randomUUID();
+          return {
+            id: fileId,
+            objectKey: draftObjectKey(id, fileId),
+            filename: `file-${i}.txt`,
+            contentType: 'text/plain',
+          };
+        },
+        1_000_000,
+        when,
+      );
       assert.ok(typeof begun === 'object');
       draftId = begun.draftId;
       await objects.put(begun.file.objectKey, Buffer.from(`file ${i} of ${owner.messageId}`));
-      assert.equal(typeof (await drafts.completeUpload(begun.draftId, begun.file.id, { size: 20, contentType: 'text/plain', detectedType: null, scanned: true }, 1_000_000, when)), 'object', 'stored');
+      assert.equal(
+        typeof (await drafts.completeUpload(
+          begun.draftId,
+          begun.file.id,
+          { size: 20, contentType: 'text/plain', detectedType: null, scanned: true },
+          1_000_000,
+          when,
+        )),
+        'object',
+        'stored',
+      );
       keys.push(begun.file.objectKey);
     }
     return { draftId, keys };
@@ -69,7 +93,14 @@ describe('the expired-attachments watcher', () => {
     database = await openDatabase({ url: fresh.url, poolSize: 8 });
     await migrateSchema(database.db, { schema: 'auth', migrations });
     db = database.db.withSchema('auth') as Kysely<AuthTables>;
-    const s3Store = createS3ObjectStore({ endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true, bucket: uniqueBucket('watcher') });
+    const s3Store = createS3ObjectStore({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+      forcePathStyle: true,
+      bucket: uniqueBucket('watcher'),
+    });
     await s3Store.ensureBucket();
     objects = s3Store;
     drafts = new DraftStore(db, 15 * 60_000);
@@ -111,7 +142,17 @@ describe('the expired-attachments watcher', () => {
 
   it('deletes an upload abandoned half-way once it is older than the period, leaving the draft alone', async () => {
     const owner = newOwner();
-    const begun = await drafts.beginUpload(owner, (id) => ({ id: randomUUID(), objectKey: draftObjectKey(id, 'abandoned'), filename: 'x.bin', contentType: 'application/octet-stream' }), 1_000_000, T);
+    const begun = await drafts.beginUpload(
+      owner,
+      (id) => ({
+        id: randomUUID(),
+        objectKey: draftObjectKey(id, 'abandoned'),
+        filename: 'x.bin',
+        contentType: 'application/octet-stream',
+      }),
+      1_000_000,
+      T,
+    );
     assert.ok(typeof begun === 'object');
     await objects.put(begun.file.objectKey, Buffer.from('partial'));
     // The draft is in use (its text saved later), but the upload never finished.
@@ -137,15 +178,25 @@ describe('the expired-attachments watcher', () => {
     for (let i = 0; i < 30; i++) keys.push(...(await draftWithFiles(newOwner(), 2, T)).keys);
     const first = countingDeletes(objects, 5);
     const second = countingDeletes(objects, 5);
-    const watchers = [first, second].map((counting) => new ExpiredDraftsWatcher({ db, objects: counting.store, retentionMs: HOUR, logger: silent, batchSize: 3 }));
+    const watchers = [first, second].map(
+      (counting) =>
+        new ExpiredDraftsWatcher({ db, objects: counting.store, retentionMs: HOUR, logger: silent, batchSize: 3 }),
+    );
 
     const results = await Promise.all(watchers.map((watcher) => watcher.sweep(at(HOUR + 1))));
 
     const counts = new Map<string, number>();
-    for (const { deleted } of [first, second]) for (const [key, n] of deleted) counts.set(key, (counts.get(key) ?? 0) + n);
+    for (const { deleted } of [first, second])
+      for (const [key, n] of deleted) counts.set(key, (counts.get(key) ?? 0) + n);
     assert.deepEqual([...counts.keys()].sort(), [...keys].sort(), 'every file deleted');
-    assert.ok([...counts.values()].every((n) => n === 1), `each exactly once: ${JSON.stringify([...counts.values()].filter((n) => n !== 1))}`);
-    assert.ok(first.deleted.size > 0 && second.deleted.size > 0, `both watchers worked (${first.deleted.size} and ${second.deleted.size})`);
+    assert.ok(
+      [...counts.values()].every((n) => n === 1),
+      `each exactly once: ${JSON.stringify([...counts.values()].filter((n) => n !== 1))}`,
+    );
+    assert.ok(
+      first.deleted.size > 0 && second.deleted.size > 0,
+      `both watchers worked (${first.deleted.size} and ${second.deleted.size})`,
+    );
     assert.equal(results[0]!.files + results[1]!.files, keys.length);
     assert.equal(results[0]!.drafts + results[1]!.drafts, 30);
     for (const key of keys) assert.equal(await exists(key), false);
@@ -154,14 +205,21 @@ describe('the expired-attachments watcher', () => {
 
   it('runs in the service every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: an uploaded file stays for the period, then goes', async () => {
     const intervalMs = 200;
-    const harness = await startAuthHarness({ s3, env: { ATTACHMENTS_RETENTION_PERIOD: '3s', EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: `${intervalMs}ms` } });
+    const harness = await startAuthHarness({
+      s3,
+      env: { ATTACHMENTS_RETENTION_PERIOD: '3s', EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: `${intervalMs}ms` },
+    });
     try {
       const reader = harness.reader();
       await signInAlice(harness, reader, harness.sealSample().id);
       const uploaded = await uploadFile(reader, { filename: 'notes.txt', content: Buffer.from('draft notes') });
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
       const expiresAt = Date.parse((await reader.get('/v1/message/reply')).body.expiresAt);
-      const [row] = await harness.auth.database.db.withSchema('auth').selectFrom('draft_files').select('object_key').execute();
+      const [row] = await harness.auth.database.db
+        .withSchema('auth')
+        .selectFrom('draft_files')
+        .select('object_key')
+        .execute();
       const listed = async () => ((await reader.get('/v1/message/files')).body.files as unknown[]).length;
 
       // Just before the period ends, the watcher (which has run many times by then) has left it alone.
@@ -178,7 +236,10 @@ describe('the expired-attachments watcher', () => {
           assert.ok(seenAt >= expiresAt, `deleted ${expiresAt - seenAt} ms before the period ended`);
           break;
         }
-        assert.ok(seenAt <= dueBy, `still there ${seenAt - expiresAt} ms after the period ended (interval ${intervalMs} ms)`);
+        assert.ok(
+          seenAt <= dueBy,
+          `still there ${seenAt - expiresAt} ms after the period ended (interval ${intervalMs} ms)`,
+        );
         await sleep(50);
       }
       assert.equal(await harness.auth.objects.head(row!.object_key), undefined, 'its object is gone too');

@@ -64,7 +64,8 @@ export class ExpiredDraftsWatcher {
       running ??= (async () => {
         try {
           const result = await this.sweep();
-          if (result.files + result.drafts > 0) this.options.logger.info(result, 'expired reply drafts and attachments deleted');
+          if (result.files + result.drafts > 0)
+            this.options.logger.info(result, 'expired reply drafts and attachments deleted');
         } catch (error) {
           this.options.logger.warn({ err: error }, 'expired-attachments watcher failed; next try at the next interval');
         } finally {
@@ -124,7 +125,14 @@ export class ExpiredDraftsWatcher {
         .execute();
       if (files.length === 0) return 0;
       for (const file of files) await objects.delete(file.object_key);
-      await trx.deleteFrom('draft_files').where('id', 'in', files.map((file) => file.id)).execute();
+      await trx
+        .deleteFrom('draft_files')
+        .where(
+          'id',
+          'in',
+          files.map((file) => file.id),
+        )
+        .execute();
       return files.length;
     });
   }

@@ -41,33 +41,61 @@ export class ExchangeClient {
       message.destroy();
       // Our side failed while sending (an attachment could not be read): that error, not the engine's.
       if (sourceError !== undefined) throw sourceError;
-      throw new AppError('unavailable', 503, 'The exchange engine is not reachable; the reply was not sent and the draft is kept. Try again later', {
-        cause: error,
-      });
+      throw new AppError(
+        'unavailable',
+        503,
+        'The exchange engine is not reachable; the reply was not sent and the draft is kept. Try again later',
+        {
+          cause: error,
+        },
+      );
     }
     const text = await response.text().catch(() => '');
     if (response.status === 202) {
       const accepted = parseJson(text) as { id?: unknown } | undefined;
       if (typeof accepted?.id === 'string') return { envelopeId: accepted.id };
-      throw new AppError('upstream_failed', 502, 'The exchange engine answered 202 without an envelope id; the draft is kept', {
-        cause: new Error(text.slice(0, 300)),
-      });
+      throw new AppError(
+        'upstream_failed',
+        502,
+        'The exchange engine answered 202 without an envelope id; the draft is kept',
+        {
+          cause: new Error(text.slice(0, 300)),
+        },
+      );
     }
     const cause = new Error(`exchange engine answered HTTP ${response.status}: ${text.slice(0, 300)}`);
     if (response.status === 413) {
       // The engine's size limit (SMTP_MAX_MESSAGE_SIZE) is below this reply: the reader can remove files.
-      throw new AppError('upload_limit_reached', 403, 'The reply with its files is larger than the mail system accepts; remove a file and send again', { cause });
+      throw new AppError(
+        'upload_limit_reached',
+        403,
+        'The reply with its files is larger than the mail system accepts; remove a file and send again',
+        { cause },
+      );
     }
     if (response.status === 503) {
-      throw new AppError('unavailable', 503, 'The exchange engine cannot take the reply right now; the draft is kept. Try again later', { cause });
+      throw new AppError(
+        'unavailable',
+        503,
+        'The exchange engine cannot take the reply right now; the draft is kept. Try again later',
+        { cause },
+      );
     }
     throw new AppError('upstream_failed', 502, 'The exchange engine refused the reply; the draft is kept', { cause });
   }
 }
 
 /** `{"from":…,"to":[…],"bcc":[…],"raw":"<base64 of the message>"}`, produced as the message streams. */
-async function* jsonWithRaw(envelope: ExchangeEnvelope, message: Readable, onError: (error: unknown) => void): AsyncGenerator<Buffer> {
-  const head = JSON.stringify({ from: envelope.from, to: envelope.to, ...(envelope.bcc?.length ? { bcc: envelope.bcc } : {}) });
+async function* jsonWithRaw(
+  envelope: ExchangeEnvelope,
+  message: Readable,
+  onError: (error: unknown) => void,
+): AsyncGenerator<Buffer> {
+  const head = JSON.stringify({
+    from: envelope.from,
+    to: envelope.to,
+    ...(envelope.bcc?.length ? { bcc: envelope.bcc } : {}),
+  });
   yield Buffer.from(`${head.slice(0, -1)},"raw":"`);
   // base64 works in groups of 3 bytes: a chunk's last 0-2 bytes wait for the next one.
   let carry = Buffer.alloc(0);

@@ -32,7 +32,9 @@ export function createCodeMailer(options: {
   dkim?: DkimSigner;
 }): CodeMailer {
   const compose = composer(options.from, options.dkim);
-  return options.outboundSmtpUrl ? relayMailer(options.outboundSmtpUrl, compose, options.timeoutMs) : outboxMailer(options.outboxDir, compose);
+  return options.outboundSmtpUrl
+    ? relayMailer(options.outboundSmtpUrl, compose, options.timeoutMs)
+    : outboxMailer(options.outboxDir, compose);
 }
 
 interface Composed {
@@ -45,7 +47,15 @@ function composer(from: string, dkim: DkimSigner | undefined): (mail: CodeMail) 
   const [first] = addressparser(from, { flatten: true });
   const fromAddress = first && 'address' in first && first.address ? first.address : from.trim();
   return async (mail) => {
-    const message = await new MailComposer({ from, to: mail.to, subject: mail.subject, text: mail.text, newline: 'windows' }).compile().build();
+    const message = await new MailComposer({
+      from,
+      to: mail.to,
+      subject: mail.subject,
+      text: mail.text,
+      newline: 'windows',
+    })
+      .compile()
+      .build();
     return { envelope: { from: fromAddress, to: [mail.to] }, raw: dkim ? await dkim.sign(message) : message };
   };
 }

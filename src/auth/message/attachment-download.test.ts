@@ -28,7 +28,9 @@ function bigFile(size: number): Buffer {
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-async function compose(attachments: Array<{ filename: string; content: Buffer | string; contentType: string; cid?: string }>): Promise<Buffer> {
+async function compose(
+  attachments: Array<{ filename: string; content: Buffer | string; contentType: string; cid?: string }>,
+): Promise<Buffer> {
   return new MailComposer({
     from: 'Sender <sender@example.org>',
     to: ALICE.email,
@@ -59,32 +61,41 @@ async function startSealProxy(target: string): Promise<SealProxy> {
   const breaks = new Map<string, number>();
   const answers: SealProxy['answers'] = [];
   const server: Server = createServer((incoming, outgoing) => {
-    const upstream = httpRequest(`${target}${incoming.url}`, { method: incoming.method, headers: incoming.headers }, (response) => {
-      outgoing.writeHead(response.statusCode ?? 502, response.headers);
-      const id = /^\/v1\/sealed\/([^/]+)\/content$/.exec(incoming.url ?? '')?.[1];
-      if (!id) return void response.pipe(outgoing);
-      let markClosed!: () => void;
-      const answer = { id, bytes: 0, complete: false, closed: new Promise<void>((resolve) => (markClosed = resolve)) };
-      answers.push(answer);
-      const limit = breaks.get(id);
-      response.on('data', (chunk: Buffer) => {
-        const room = limit === undefined ? chunk.length : Math.max(0, limit - answer.bytes);
-        if (room > 0 && !outgoing.destroyed) {
-          outgoing.write(chunk.subarray(0, room));
-          answer.bytes += Math.min(room, chunk.length);
-        }
-        if (limit !== undefined && answer.bytes >= limit) {
-          outgoing.destroy();
-          response.destroy();
-        }
-      });
-      response.on('end', () => outgoing.end());
-      outgoing.on('finish', () => (answer.complete = true));
-      outgoing.on('close', () => {
-        if (!outgoing.writableFinished) response.destroy();
-        markClosed();
-      });
-    });
+    const upstream = httpRequest(
+      `${target}${incoming.url}`,
+      { method: incoming.method, headers: incoming.headers },
+      (response) => {
+        outgoing.writeHead(response.statusCode ?? 502, response.headers);
+        const id = /^\/v1\/sealed\/([^/]+)\/content$/.exec(incoming.url ?? '')?.[1];
+        if (!id) return void response.pipe(outgoing);
+        let markClosed!: () => void;
+        const answer = {
+          id,
+          bytes: 0,
+          complete: false,
+          closed: new Promise<void>((resolve) => (markClosed = resolve)),
+        };
+        answers.push(answer);
+        const limit = breaks.get(id);
+        response.on('data', (chunk: Buffer) => {
+          const room = limit === undefined ? chunk.length : Math.max(0, limit - answer.bytes);
+          if (room > 0 && !outgoing.destroyed) {
+            outgoing.write(chunk.subarray(0, room));
+            answer.bytes += Math.min(room, chunk.length);
+          }
+          if (limit !== undefined && answer.bytes >= limit) {
+            outgoing.destroy();
+            response.destroy();
+          }
+        });
+        response.on('end', () => outgoing.end());
+        outgoing.on('finish', () => (answer.complete = true));
+        outgoing.on('close', () => {
+          if (!outgoing.writableFinished) response.destroy();
+          markClosed();
+        });
+      },
+    );
     upstream.on('error', () => outgoing.destroy());
     incoming.pipe(upstream);
   });
@@ -140,13 +151,21 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
   let bigRawSize: number;
   let warmUp: Buffer;
   let warmUpMessage: StandInRecord;
-  const small = { before: Buffer.from('the file before the big one\n'), after: Buffer.from('the file after the big one\n') };
-  const logo = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+  const small = {
+    before: Buffer.from('the file before the big one\n'),
+    after: Buffer.from('the file after the big one\n'),
+  };
+  const logo = Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+    'base64',
+  );
 
   async function signIn(messageId: string): Promise<Reader> {
     const reader = new Reader(auth.urls.auth);
     await reader.get(`/v1/config?messageId=${messageId}`);
-    const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    const sent = await reader.request('POST', '/v1/auth/code', {
+      body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+    });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(ALICE.mobile) } });
     assert.equal(verified.status, 200, JSON.stringify(verified.body));
@@ -169,7 +188,10 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     bigRawSize = raw.length;
     bigMessage = seal.register({ raw, recipients: [ALICE] });
     warmUp = bigFile(WARM_UP);
-    warmUpMessage = seal.register({ raw: await compose([{ filename: 'warm-up.bin', content: warmUp, contentType: 'application/octet-stream' }]), recipients: [ALICE] });
+    warmUpMessage = seal.register({
+      raw: await compose([{ filename: 'warm-up.bin', content: warmUp, contentType: 'application/octet-stream' }]),
+      recipients: [ALICE],
+    });
     auth = await startSealpostProcess(
       {
         NODE_ENV: 'test',
@@ -210,18 +232,26 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     const response = await download(reader, 2);
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'application/octet-stream');
-    assert.equal(response.headers.get('content-disposition'), `attachment; filename="big.bin"; filename*=UTF-8''big.bin`);
+    assert.equal(
+      response.headers.get('content-disposition'),
+      `attachment; filename="big.bin"; filename*=UTF-8''big.bin`,
+    );
     const received = await hashBody(response);
     const { peak } = await memory(pid);
     const growth = peak - before.rss;
-    t.diagnostic(`auth RSS ${(before.rss / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for a ${(bigRawSize / MiB).toFixed(1)} MiB message`);
+    t.diagnostic(
+      `auth RSS ${(before.rss / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for a ${(bigRawSize / MiB).toFixed(1)} MiB message`,
+    );
 
     assert.deepEqual(received, { sha256: sha256(big), bytes: BIG });
     // The former whole-message download grew the process by +107 MiB here. Streamed, the growth measured
     // +0.5 to +6 MiB after the warm-up, and once +26 MiB: the streamed chunks' garbage waits in Node's young
     // generation (tens of MiB by default) until a collection, so the peak follows the GC's timing too. Twice
     // the file still tells a streamed download from one that holds the message.
-    assert.ok(growth < 2 * BIG, `the auth process grew by ${(growth / MiB).toFixed(1)} MiB while serving ${BIG / MiB} MiB`);
+    assert.ok(
+      growth < 2 * BIG,
+      `the auth process grew by ${(growth / MiB).toFixed(1)} MiB while serving ${BIG / MiB} MiB`,
+    );
     // The rest of the message was read to its end (drained, not parsed): the seal service's answer completed.
     const answer = proxy.answers.at(-1)!;
     await answer.closed;
@@ -230,7 +260,13 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
 
   it('means by index n the n-th attachment of GET /v1/message, with the same name, type and size', async () => {
     const reader = await signIn(bigMessage.id);
-    const listed = (await reader.get('/v1/message')).body.attachments as Array<{ index: number; filename: string; contentType: string; size: number; inline: boolean }>;
+    const listed = (await reader.get('/v1/message')).body.attachments as Array<{
+      index: number;
+      filename: string;
+      contentType: string;
+      size: number;
+      inline: boolean;
+    }>;
     assert.deepEqual(
       listed.map((a) => [a.index, a.filename, a.contentType, a.size, a.inline]),
       [
@@ -245,8 +281,14 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
       const response = await download(reader, attachment.index);
       assert.equal(response.status, 200);
       assert.equal(response.headers.get('content-type'), attachment.contentType);
-      assert.equal(decodeURIComponent(/filename\*=UTF-8''(.*)$/.exec(response.headers.get('content-disposition') ?? '')![1]!), attachment.filename);
-      assert.deepEqual(await hashBody(response), { sha256: sha256(expected[attachment.index]!), bytes: attachment.size });
+      assert.equal(
+        decodeURIComponent(/filename\*=UTF-8''(.*)$/.exec(response.headers.get('content-disposition') ?? '')![1]!),
+        attachment.filename,
+      );
+      assert.deepEqual(await hashBody(response), {
+        sha256: sha256(expected[attachment.index]!),
+        bytes: attachment.size,
+      });
     }
     assertError(await reader.get('/v1/message/attachments/4'), 404, 'not_found');
   });

@@ -32,7 +32,9 @@ export function findAttachment(raw: Readable, index: number): Promise<FoundAttac
       } else if (found && !found.readableEnded) {
         // Once bytes are out, Fastify destroys the socket: the client sees a broken download, not a short
         // file. Before that, this error is the answer.
-        found.destroy(new AppError('upstream_failed', 502, `The sealed message broke off: ${error.message}`, { cause: error }));
+        found.destroy(
+          new AppError('upstream_failed', 502, `The sealed message broke off: ${error.message}`, { cause: error }),
+        );
       }
     };
     raw.on('error', fail);

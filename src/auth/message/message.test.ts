@@ -7,7 +7,10 @@ import type { Reader } from '../../../test/support/auth-reader.ts';
 import { refusedPort } from '../../../test/support/ports.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
-const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const PNG_1PX = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 
 /** A real MIME message as a sender's mail server would hand it over (the stream transport keeps Bcc). */
 async function composeMessage(): Promise<Buffer> {
@@ -64,7 +67,13 @@ describe('reading the sealed message', () => {
     assert.deepEqual(message.cc, [{ name: '', address: 'bob@example.com' }]);
     assert.equal(message.date, '2026-11-03T10:00:00.000Z');
     assert.equal(message.text.trim(), 'Please sign the contract.');
-    assert.deepEqual(message.seal, { verified: true, cid: record.cid, sha256: record.sha256, sealedAt: record.sealedAt, pins: record.pins.map(({ cluster, status }) => ({ cluster, status })) });
+    assert.deepEqual(message.seal, {
+      verified: true,
+      cid: record.cid,
+      sha256: record.sha256,
+      sealedAt: record.sealedAt,
+      pins: record.pins.map(({ cluster, status }) => ({ cluster, status })),
+    });
     assert.deepEqual(
       message.attachments.map((a: Record<string, unknown>) => [a.index, a.filename, a.contentType, a.inline]),
       // In MIME order: the embedded image sits with the HTML (multipart/related) before the attached files.
@@ -81,8 +90,21 @@ describe('reading the sealed message', () => {
 
   it('keeps the HTML to formatting: no script, style, handler, frame, form, javascript: link or remote image', async () => {
     const { html } = (await reader.get('/v1/message')).body;
-    assert.match(html, /Please <b>sign<\/b> the <a href="https:\/\/example.org\/contract" target="_blank" rel="noopener noreferrer nofollow">contract<\/a>/);
-    for (const banned of ['<script', 'alert(1)', '<style', 'onclick', 'tracker.example.net', 'javascript:', '<iframe', '<form', '<input']) {
+    assert.match(
+      html,
+      /Please <b>sign<\/b> the <a href="https:\/\/example.org\/contract" target="_blank" rel="noopener noreferrer nofollow">contract<\/a>/,
+    );
+    for (const banned of [
+      '<script',
+      'alert(1)',
+      '<style',
+      'onclick',
+      'tracker.example.net',
+      'javascript:',
+      '<iframe',
+      '<form',
+      '<input',
+    ]) {
       assert.ok(!html.includes(banned), `${banned} in ${html}`);
     }
     // The embedded image stays (mailparser turned its cid: reference into a data: URI).
@@ -111,7 +133,10 @@ describe('reading the sealed message', () => {
     assert.equal(pdf.status, 200);
     assert.deepEqual(pdf.body, PDF);
     assert.equal(pdf.headers.get('content-type'), 'application/pdf');
-    assert.equal(pdf.headers.get('content-disposition'), `attachment; filename="contract.pdf"; filename*=UTF-8''contract.pdf`);
+    assert.equal(
+      pdf.headers.get('content-disposition'),
+      `attachment; filename="contract.pdf"; filename*=UTF-8''contract.pdf`,
+    );
     assert.equal(pdf.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(pdf.headers.get('content-security-policy'), "default-src 'none'; sandbox");
 
@@ -120,7 +145,10 @@ describe('reading the sealed message', () => {
     assert.match(html.headers.get('content-disposition')!, /^attachment;/);
 
     const unicode = await reader.get('/v1/message/attachments/3');
-    assert.equal(unicode.headers.get('content-disposition'), `attachment; filename="Vertrag _ M_rz.pdf"; filename*=UTF-8''Vertrag%20%E2%80%93%20M%C3%A4rz.pdf`);
+    assert.equal(
+      unicode.headers.get('content-disposition'),
+      `attachment; filename="Vertrag _ M_rz.pdf"; filename*=UTF-8''Vertrag%20%E2%80%93%20M%C3%A4rz.pdf`,
+    );
   });
 
   it('lists and downloads attachment names without bidi controls or invisible characters, so the real extension shows', async () => {
@@ -140,11 +168,20 @@ describe('reading the sealed message', () => {
     await signInAlice(harness, own, other.id);
 
     const listed = await own.get('/v1/message');
-    assert.deepEqual(listed.body.attachments.map((a: { filename: string }) => a.filename), ['invoicefdp.exe', 'report.pdf']);
+    assert.deepEqual(
+      listed.body.attachments.map((a: { filename: string }) => a.filename),
+      ['invoicefdp.exe', 'report.pdf'],
+    );
     const download = await own.get('/v1/message/attachments/0');
     assert.equal(download.status, 200);
-    assert.equal(download.headers.get('content-disposition'), `attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`);
-    assert.equal((await own.get('/v1/message/attachments/1')).headers.get('content-disposition'), `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`);
+    assert.equal(
+      download.headers.get('content-disposition'),
+      `attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`,
+    );
+    assert.equal(
+      (await own.get('/v1/message/attachments/1')).headers.get('content-disposition'),
+      `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`,
+    );
   });
 
   it('answers 404 for an attachment index the message does not have, 400 for one that is not an index', async () => {
@@ -195,7 +232,9 @@ describe('the seal service out of reach', () => {
     assertError(await harness.reader().get('/v1/config?messageId=abc'), 502, 'upstream_failed');
     const reader = harness.reader();
     await reader.get('/v1/config');
-    const code = await reader.request('POST', '/v1/auth/code', { body: { messageId: 'abc', email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    const code = await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: 'abc', email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+    });
     assertError(code, 502, 'upstream_failed');
   });
 });

@@ -7,7 +7,10 @@ import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
  */
 export const MESSAGE_QUERY = {
   messageId: Type.Optional(
-    Type.String({ pattern: MESSAGE_ID_PATTERN, description: 'the sealed message; default: the one this session signed in for last' }),
+    Type.String({
+      pattern: MESSAGE_ID_PATTERN,
+      description: 'the sealed message; default: the one this session signed in for last',
+    }),
   ),
 };
 export const MessageQuery = Type.Object(MESSAGE_QUERY, { additionalProperties: false });

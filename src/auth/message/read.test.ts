@@ -4,11 +4,16 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { readMessage } from './read.ts';
 
 // A 1×1 PNG.
-const PIXEL = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const PIXEL = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 const PDF = Buffer.from('%PDF-1.4\n%%EOF\n');
 
 async function compose(options: ConstructorParameters<typeof MailComposer>[0]): Promise<Buffer> {
-  return new MailComposer({ from: 'sender@example.org', to: 'alice@example.com', subject: 'Pictures', ...options }).compile().build();
+  return new MailComposer({ from: 'sender@example.org', to: 'alice@example.com', subject: 'Pictures', ...options })
+    .compile()
+    .build();
 }
 
 describe('readMessage: which attachments the HTML shows itself', () => {

@@ -45,14 +45,13 @@ export const PARSER_OPTIONS = { skipTextToHtml: true } as const;
  * headers the reader must not see (X-Sealpost-Mobile names every recipient's mobile number; a Bcc list
  * would name the other hidden recipients).
  */
-export async function readMessage(
-  raw: Buffer,
-  options: { remoteImages?: boolean } = {},
-): Promise<MessageView> {
+export async function readMessage(raw: Buffer, options: { remoteImages?: boolean } = {}): Promise<MessageView> {
   // keepCidLinks: the cid: references are resolved below, where it is known which parts they name.
   const parsed: ParsedMail = await simpleParser(raw, { ...PARSER_OPTIONS, keepCidLinks: true });
   const embedded = new Set<number>();
-  const html = parsed.html ? sanitizeMessageHtml(inlineCidImages(parsed.html, parsed.attachments, embedded), options) : null;
+  const html = parsed.html
+    ? sanitizeMessageHtml(inlineCidImages(parsed.html, parsed.attachments, embedded), options)
+    : null;
   return {
     subject: parsed.subject ?? '',
     from: addresses(parsed.from),
@@ -97,7 +96,8 @@ const MAX_INLINED_IMAGES_SIZE = 20 * 1024 * 1024;
 function inlineCidImages(html: string, attachments: ParsedMail['attachments'], embedded: Set<number>): string {
   const byCid = new Map<string, number>();
   attachments.forEach((attachment, index) => {
-    if (attachment.cid && EMBEDDED_IMAGE.test(`data:${attachment.contentType};base64,`) && !byCid.has(attachment.cid)) byCid.set(attachment.cid, index);
+    if (attachment.cid && EMBEDDED_IMAGE.test(`data:${attachment.contentType};base64,`) && !byCid.has(attachment.cid))
+      byCid.set(attachment.cid, index);
   });
   const urls = new Map<number, string>();
   let budget = MAX_INLINED_IMAGES_SIZE;
@@ -105,7 +105,8 @@ function inlineCidImages(html: string, attachments: ParsedMail['attachments'], e
     const index = byCid.get(cid);
     if (index === undefined) return reference;
     const attachment = attachments[index]!;
-    const url = urls.get(index) ?? `data:${attachment.contentType.toLowerCase()};base64,${attachment.content.toString('base64')}`;
+    const url =
+      urls.get(index) ?? `data:${attachment.contentType.toLowerCase()};base64,${attachment.content.toString('base64')}`;
     if (url.length > budget) return reference;
     budget -= url.length;
     urls.set(index, url);
@@ -117,7 +118,9 @@ function inlineCidImages(html: string, attachments: ParsedMail['attachments'], e
 function addresses(field: AddressObject | AddressObject[] | undefined): AddressView[] {
   const objects = field === undefined ? [] : Array.isArray(field) ? field : [field];
   return objects.flatMap((object) =>
-    object.value.flatMap((entry) => (entry.group ?? [entry]).map((member) => ({ name: member.name ?? '', address: member.address ?? '' }))),
+    object.value.flatMap((entry) =>
+      (entry.group ?? [entry]).map((member) => ({ name: member.name ?? '', address: member.address ?? '' })),
+    ),
   );
 }
 
@@ -130,7 +133,10 @@ const REMOTE_IMAGE = /^https?:\/\//i;
  * embedded in the message (remote images would tell the sender when and where the message was read).
  * With `remoteImages` (the reader pressed "show images") https images are kept; http ones never are.
  */
-export function sanitizeMessageHtml(html: string, options: { remoteImages?: boolean } = {}): { html: string; remoteImages: number } {
+export function sanitizeMessageHtml(
+  html: string,
+  options: { remoteImages?: boolean } = {},
+): { html: string; remoteImages: number } {
   let remoteImages = 0;
   const sanitized = sanitizeHtml(html, {
     allowedTags: [...sanitizeHtml.defaults.allowedTags, 'img', 'center', 'font', 'span', 'del', 'ins', 'sub', 'sup'],
@@ -147,7 +153,10 @@ export function sanitizeMessageHtml(html: string, options: { remoteImages?: bool
     allowedSchemesByTag: { img: options.remoteImages ? ['data', 'https'] : ['data'] },
     allowProtocolRelative: false,
     transformTags: {
-      a: (tagName, attribs) => ({ tagName, attribs: { ...attribs, target: '_blank', rel: 'noopener noreferrer nofollow' } }),
+      a: (tagName, attribs) => ({
+        tagName,
+        attribs: { ...attribs, target: '_blank', rel: 'noopener noreferrer nofollow' },
+      }),
       img: (tagName, attribs) => {
         const { src, ...rest } = attribs;
         if (src && REMOTE_IMAGE.test(src)) remoteImages += 1;
@@ -165,5 +174,7 @@ export function attachmentFilename(attachment: Pick<AttachmentCommon, 'filename'
 }
 
 export function safeContentType(type: string | undefined): string {
-  return type && /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i.test(type) ? type.toLowerCase() : 'application/octet-stream';
+  return type && /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i.test(type)
+    ? type.toLowerCase()
+    : 'application/octet-stream';
 }

@@ -14,7 +14,12 @@ const OPENABLE_LIMIT = 50;
 
 const OpenableList = Type.Object({
   messages: Type.Array(
-    Type.Object({ id: Type.String(), sender: Type.String(), subject: Type.String(), sealedAt: Type.String({ format: 'date-time' }) }),
+    Type.Object({
+      id: Type.String(),
+      sender: Type.String(),
+      subject: Type.String(),
+      sealedAt: Type.String({ format: 'date-time' }),
+    }),
   ),
 });
 
@@ -45,7 +50,10 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
           'Images from the internet are left out of the HTML (they would tell the sender when and where it was read); ' +
           'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them. ' +
           'Content that failed verification against its seal: 502 seal_broken with the cid (final); other 502s are upstream_failed.',
-        querystring: Type.Object({ images: Type.Optional(Type.Literal('remote')), ...MESSAGE_QUERY }, { additionalProperties: false }),
+        querystring: Type.Object(
+          { images: Type.Optional(Type.Literal('remote')), ...MESSAGE_QUERY },
+          { additionalProperties: false },
+        ),
         response: { 200: MessageResponse, ...errorResponses(401, 404, 502) },
       },
     },
@@ -74,7 +82,8 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
     },
     async (request) => {
       const session = request.readerSession;
-      if (!session?.row.signed_in_at) throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
+      if (!session?.row.signed_in_at)
+        throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
       return { messages: await context.access.openable(session.row.id, OPENABLE_LIMIT) };
     },
   );
@@ -95,7 +104,9 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
       // One request to B: its content answer says 404 when the message is gone.
       const { stream } = await context.seal.contentStream(session.messageId).catch(async (error: unknown) => {
         // The broken seal's CID, for a reader who opened the link to the file directly.
-        const record = isSealBroken(error) ? await context.seal.sealed(session.messageId).catch(() => undefined) : undefined;
+        const record = isSealBroken(error)
+          ? await context.seal.sealed(session.messageId).catch(() => undefined)
+          : undefined;
         throw record ? withSealCid(error, record.cid) : error;
       });
       const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
@@ -124,7 +135,9 @@ function isSealBroken(error: unknown): boolean {
  */
 function unreadable(error: unknown): never {
   if (error instanceof AppError) throw error;
-  throw new AppError('upstream_failed', 502, `The sealed message cannot be shown: ${(error as Error).message}`, { cause: error });
+  throw new AppError('upstream_failed', 502, `The sealed message cannot be shown: ${(error as Error).message}`, {
+    cause: error,
+  });
 }
 
 /** RFC 6266: an ASCII fallback name and the exact name in UTF-8 (RFC 8187). */

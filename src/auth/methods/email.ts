@@ -29,14 +29,26 @@ export function emailMethod(options: {
         await options.mailer.send({ to: email, subject: texts.subject, text });
       } catch (error) {
         options.metrics.codesFailed.inc({ method: 'email', provider: options.mailer.kind });
-        log.error({ mailer: options.mailer.kind, to: maskEmail(email), reason: (error as Error).message }, 'code email could not be sent');
+        log.error(
+          { mailer: options.mailer.kind, to: maskEmail(email), reason: (error as Error).message },
+          'code email could not be sent',
+        );
         throw new AppError('upstream_failed', 502, 'The email could not be sent; try again in a moment');
       }
       options.metrics.codesSent.inc({ method: 'email', provider: options.mailer.kind });
       // With the development SMS provider (log), email codes are printed too, so that `npm start` needs no inbox.
-      if (options.logCodes) log.info({ mailer: options.mailer.kind, emailTo: email, emailText: text }, `code email to ${email} (SMS_PROVIDER=log shows it here): ${text}`);
+      if (options.logCodes)
+        log.info(
+          { mailer: options.mailer.kind, emailTo: email, emailText: text },
+          `code email to ${email} (SMS_PROVIDER=log shows it here): ${text}`,
+        );
       else log.info({ mailer: options.mailer.kind, to: maskEmail(email) }, 'code sent by email');
     },
-    wrongCode: () => new AppError('invalid_code_or_email', 401, 'The code is not correct for this email address, or there is no code to check'),
+    wrongCode: () =>
+      new AppError(
+        'invalid_code_or_email',
+        401,
+        'The code is not correct for this email address, or there is no code to check',
+      ),
   };
 }

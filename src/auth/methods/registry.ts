@@ -25,7 +25,9 @@ export interface SignInMethodParts {
  * Every method of SIGN_IN_METHODS by name. A new method is a file in this folder, a name in the list and
  * a line here (the type leaves no name out).
  */
-export const SIGN_IN_METHOD_REGISTRY: { readonly [Name in SignInMethodName]: (parts: SignInMethodParts) => SignInMethod } = {
+export const SIGN_IN_METHOD_REGISTRY: {
+  readonly [Name in SignInMethodName]: (parts: SignInMethodParts) => SignInMethod;
+} = {
   sms: (parts) => smsMethod({ provider: parts.provider, text: parts.smsText, metrics: parts.metrics }),
   email: (parts) =>
     emailMethod({
@@ -39,5 +41,8 @@ export const SIGN_IN_METHOD_REGISTRY: { readonly [Name in SignInMethodName]: (pa
 
 /** Each listed method, built. */
 export function createSignInMethods(parts: SignInMethodParts): Record<SignInMethodName, SignInMethod> {
-  return Object.fromEntries(SIGN_IN_METHODS.map((name) => [name, SIGN_IN_METHOD_REGISTRY[name](parts)])) as Record<SignInMethodName, SignInMethod>;
+  return Object.fromEntries(SIGN_IN_METHODS.map((name) => [name, SIGN_IN_METHOD_REGISTRY[name](parts)])) as Record<
+    SignInMethodName,
+    SignInMethod
+  >;
 }

@@ -10,9 +10,18 @@ export function smsMethod(options: { provider: SmsProvider; text: string; metric
   return {
     name: 'sms',
     destination(recipient, typedMobile) {
-      if (!recipient.mobile) throw new AppError('forbidden_auth_method', 403, 'This recipient has no mobile number on record; sign in by email');
+      if (!recipient.mobile)
+        throw new AppError(
+          'forbidden_auth_method',
+          403,
+          'This recipient has no mobile number on record; sign in by email',
+        );
       if (typedMobile !== recipient.mobile) {
-        throw new AppError('email_and_mobile_mismatch', 403, 'This mobile number is not the one on record for this email address');
+        throw new AppError(
+          'email_and_mobile_mismatch',
+          403,
+          'This mobile number is not the one on record for this email address',
+        );
       }
       return recipient.mobile;
     },
@@ -20,7 +29,12 @@ export function smsMethod(options: { provider: SmsProvider; text: string; metric
     async send(mobile, code, log) {
       await sendSms(options, mobile, code, log);
     },
-    wrongCode: () => new AppError('incorrect_code', 401, 'The code is not correct, or there is no code to check; request a new one if needed'),
+    wrongCode: () =>
+      new AppError(
+        'incorrect_code',
+        401,
+        'The code is not correct, or there is no code to check; request a new one if needed',
+      ),
   };
 }
 
@@ -35,7 +49,10 @@ export async function sendSms(
     await options.provider.send({ to: mobile, text: options.text.replaceAll('{code}', code) });
   } catch (error) {
     options.metrics.codesFailed.inc({ method: 'sms', provider: options.provider.kind });
-    log.error({ provider: options.provider.kind, to: maskMobile(mobile), reason: (error as Error).message }, 'SMS provider failed');
+    log.error(
+      { provider: options.provider.kind, to: maskMobile(mobile), reason: (error as Error).message },
+      'SMS provider failed',
+    );
     throw new AppError('upstream_failed', 502, 'The SMS could not be sent; try again in a moment');
   }
   options.metrics.smsSent.inc();

@@ -24,7 +24,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // The cleanup job's two questions: which sessions passed their end, which idled out.
   await db.schema.createIndex('sessions_expires_at').on('sessions').column('expires_at').execute();
-  await db.schema.createIndex('sessions_idle').on('sessions').column('last_seen_at').where(sql.ref('remember_me'), '=', false).execute();
+  await db.schema
+    .createIndex('sessions_idle')
+    .on('sessions')
+    .column('last_seen_at')
+    .where(sql.ref('remember_me'), '=', false)
+    .execute();
 
   await db.schema
     .createTable('code_sends')

@@ -12,6 +12,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('client', 'text', (c) => c.notNull())
     .addColumn('refused_at', 'timestamptz', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('code_refusals_message').on('code_refusals').columns(['message_id', 'refused_at']).execute();
+  await db.schema
+    .createIndex('code_refusals_message')
+    .on('code_refusals')
+    .columns(['message_id', 'refused_at'])
+    .execute();
   await db.schema.createIndex('code_refusals_client').on('code_refusals').columns(['client', 'refused_at']).execute();
 }

@@ -29,7 +29,11 @@ describe("changing the recipient's mobile number", () => {
     const reader = harness.reader();
     await reader.get('/v1/config');
     assertError(await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } }), 401, 'unauthenticated');
-    assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: '123456' } }), 401, 'unauthenticated');
+    assertError(
+      await reader.request('POST', '/v1/mobile/verify', { body: { code: '123456' } }),
+      401,
+      'unauthenticated',
+    );
   });
 
   it('invalid_mobile (400) for a number that is not valid', async () => {
@@ -40,7 +44,11 @@ describe("changing the recipient's mobile number", () => {
   it('new_mobile_conflict (409) when the new number is the current one, however it is written', async () => {
     const { reader } = await signedInAlice();
     const sms = harness.sms.messages.length;
-    assertError(await reader.request('PUT', '/v1/mobile', { body: { mobile: '0041 79 123 45 67' } }), 409, 'new_mobile_conflict');
+    assertError(
+      await reader.request('PUT', '/v1/mobile', { body: { mobile: '0041 79 123 45 67' } }),
+      409,
+      'new_mobile_conflict',
+    );
     assert.equal(harness.sms.messages.length, sms);
   });
 
@@ -49,7 +57,9 @@ describe("changing the recipient's mobile number", () => {
     const changing = await reader.request('PUT', '/v1/mobile', { body: { mobile } });
     assert.equal(changing.status, 202, JSON.stringify(changing.body));
     assert.deepEqual(changing.body, { step: 'current', to: '+41*******67', codeLength: 6, expiresIn: 900 });
-    const proven = await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } });
+    const proven = await reader.request('POST', '/v1/mobile/verify', {
+      body: { code: harness.sms.lastCodeTo(ALICE.mobile) },
+    });
     assert.equal(proven.status, 202, JSON.stringify(proven.body));
     assert.equal(proven.body.step, 'new');
     return harness.sms.lastCodeTo(normalized(mobile));
@@ -69,7 +79,9 @@ describe("changing the recipient's mobile number", () => {
     );
     // The new number's code is refused before the current number is proven: there is none yet.
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: '000000' } }), 401, 'incorrect_code');
-    const proven = await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } });
+    const proven = await reader.request('POST', '/v1/mobile/verify', {
+      body: { code: harness.sms.lastCodeTo(ALICE.mobile) },
+    });
     assert.equal(proven.status, 202, JSON.stringify(proven.body));
     assert.deepEqual(proven.body, { step: 'new', to: '+41*******21', codeLength: 6, expiresIn: 900 });
     const code = harness.sms.lastCodeTo(NEW_MOBILE);
@@ -77,7 +89,14 @@ describe("changing the recipient's mobile number", () => {
     // Not yet confirmed: the old number still signs in.
     const before = harness.reader();
     await before.get(`/v1/config?messageId=${messageId}`);
-    assert.equal((await before.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } })).status, 200);
+    assert.equal(
+      (
+        await before.request('POST', '/v1/auth/code', {
+          body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+        })
+      ).status,
+      200,
+    );
 
     const confirmed = await reader.request('POST', '/v1/mobile/verify', { body: { code } });
     assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
@@ -85,22 +104,47 @@ describe("changing the recipient's mobile number", () => {
 
     // The old number and the address are told, with the sender and the time.
     const notice = harness.sms.messages.filter((m) => m.to === ALICE.mobile).at(-1)!;
-    assert.match(notice.text, /mobile number for your sealed message from sender@example\.org was changed on .+ UTC\. If this was not you/);
+    assert.match(
+      notice.text,
+      /mobile number for your sealed message from sender@example\.org was changed on .+ UTC\. If this was not you/,
+    );
     const outbox = join(harness.auth.config.dataDir, 'outbox');
-    const mails = await Promise.all((await readdir(outbox)).filter((name) => name.endsWith('.eml')).map((name) => readFile(join(outbox, name), 'utf8')));
-    const told = mails.find((mail) => /^To: alice@example\.com$/m.test(mail) && /^Subject: Your mobile number for a sealed message was changed$/m.test(mail));
+    const mails = await Promise.all(
+      (await readdir(outbox))
+        .filter((name) => name.endsWith('.eml'))
+        .map((name) => readFile(join(outbox, name), 'utf8')),
+    );
+    const told = mails.find(
+      (mail) =>
+        /^To: alice@example\.com$/m.test(mail) &&
+        /^Subject: Your mobile number for a sealed message was changed$/m.test(mail),
+    );
     assert.ok(told, 'an email to the address on record');
-    assert.match((await simpleParser(told)).text ?? '', /from sender@example\.org was changed on .+ UTC, to \+41\*{7}21\./);
+    assert.match(
+      (await simpleParser(told)).text ?? '',
+      /from sender@example\.org was changed on .+ UTC, to \+41\*{7}21\./,
+    );
 
     const later = harness.reader();
     await later.get(`/v1/config?messageId=${messageId}`);
     assertError(
-      await later.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } }),
+      await later.request('POST', '/v1/auth/code', {
+        body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+      }),
       403,
       'email_and_mobile_mismatch',
     );
-    assert.equal((await later.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: NEW_MOBILE, method: 'sms' } })).status, 200);
-    const signIn = await later.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(NEW_MOBILE) } });
+    assert.equal(
+      (
+        await later.request('POST', '/v1/auth/code', {
+          body: { messageId, email: ALICE.email, mobile: NEW_MOBILE, method: 'sms' },
+        })
+      ).status,
+      200,
+    );
+    const signIn = await later.request('POST', '/v1/auth/verify', {
+      body: { code: harness.sms.lastCodeTo(NEW_MOBILE) },
+    });
     assert.equal(signIn.status, 200);
     // A further change to the same number is a conflict now.
     assertError(await later.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } }), 409, 'new_mobile_conflict');
@@ -108,10 +152,17 @@ describe("changing the recipient's mobile number", () => {
     const other = harness.sealSample();
     const elsewhere = harness.reader();
     await elsewhere.get(`/v1/config?messageId=${other.id}`);
-    assert.equal((await elsewhere.request('POST', '/v1/auth/code', { body: { messageId: other.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } })).status, 200);
+    assert.equal(
+      (
+        await elsewhere.request('POST', '/v1/auth/code', {
+          body: { messageId: other.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+        })
+      ).status,
+      200,
+    );
   });
 
-  it('a session alone cannot change the number: without the current number\'s code nothing goes to the new one', async () => {
+  it("a session alone cannot change the number: without the current number's code nothing goes to the new one", async () => {
     const { reader } = await signedInAlice();
     await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797000002' } });
     const wrong = String((Number(harness.sms.lastCodeTo(ALICE.mobile)) + 1) % 1e6).padStart(6, '0');
@@ -124,7 +175,11 @@ describe("changing the recipient's mobile number", () => {
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code: '123456' } }), 401, 'incorrect_code');
     await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797000001' } });
     // Neither code of a mobile change signs anyone in.
-    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } }), 401, 'incorrect_code');
+    assertError(
+      await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } }),
+      401,
+      'incorrect_code',
+    );
     const code = await proveCurrent(reader, '+41797000001');
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
     const wrong = String((Number(code) + 1) % 1e6).padStart(6, '0');
@@ -136,12 +191,21 @@ describe("changing the recipient's mobile number", () => {
     const record = harness.sealSample();
     const reader = harness.reader();
     await reader.get(`/v1/config?messageId=${record.id}`);
-    await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: BOB.email, method: 'email' } });
+    await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: record.id, email: BOB.email, method: 'email' },
+    });
     const outbox = join(harness.auth.config.dataDir, 'outbox');
-    const file = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort().at(-1)!;
+    const file = (await readdir(outbox))
+      .filter((name) => name.endsWith('.eml'))
+      .sort()
+      .at(-1)!;
     const code = /Your Sealpost code is (\d{6})/.exec(await readFile(join(outbox, file), 'utf8'))![1]!;
     assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
-    assertError(await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } }), 403, 'forbidden_auth_method');
+    assertError(
+      await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } }),
+      403,
+      'forbidden_auth_method',
+    );
   });
 });
 
@@ -159,7 +223,11 @@ describe('changing the mobile number: expiry', () => {
     const reader = harness.reader();
     await signInAlice(harness, reader, record.id);
     await reader.request('PUT', '/v1/mobile', { body: { mobile: NEW_MOBILE } });
-    assert.equal((await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } })).status, 202);
+    assert.equal(
+      (await reader.request('POST', '/v1/mobile/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile) } }))
+        .status,
+      202,
+    );
     const code = harness.sms.lastCodeTo(NEW_MOBILE);
     harness.clock.advance(2200);
     assertError(await reader.request('POST', '/v1/mobile/verify', { body: { code } }), 401, 'expired_code');

@@ -15,7 +15,14 @@ export class MobileChangeNotices {
   constructor(private readonly options: { provider: SmsProvider; mailer: CodeMailer; defaultLanguage: Language }) {}
 
   async tell(
-    change: { email: string; oldMobile: string; newMobile: string; sender: string; at: Date; language: Language | undefined },
+    change: {
+      email: string;
+      oldMobile: string;
+      newMobile: string;
+      sender: string;
+      at: Date;
+      language: Language | undefined;
+    },
     log: FastifyBaseLogger,
   ): Promise<void> {
     const language = change.language ?? this.options.defaultLanguage;
@@ -23,11 +30,24 @@ export class MobileChangeNotices {
     const when = `${new Intl.DateTimeFormat(language, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(change.at)} UTC`;
     const results = await Promise.allSettled([
       this.options.provider.send({ to: change.oldMobile, text: texts.sms(change.sender, when) }),
-      this.options.mailer.send({ to: change.email, subject: texts.subject, text: texts.body(change.sender, when, maskMobile(change.newMobile)) }),
+      this.options.mailer.send({
+        to: change.email,
+        subject: texts.subject,
+        text: texts.body(change.sender, when, maskMobile(change.newMobile)),
+      }),
     ]);
     const [sms, mail] = results;
-    if (sms.status === 'rejected') log.error({ to: maskMobile(change.oldMobile), reason: (sms.reason as Error).message }, 'the old number could not be told of the mobile change');
-    if (mail.status === 'rejected') log.error({ to: maskEmail(change.email), reason: (mail.reason as Error).message }, 'the address could not be told of the mobile change');
-    if (sms.status === 'fulfilled' && mail.status === 'fulfilled') log.info({ to: maskMobile(change.oldMobile), email: maskEmail(change.email) }, 'mobile change notices sent');
+    if (sms.status === 'rejected')
+      log.error(
+        { to: maskMobile(change.oldMobile), reason: (sms.reason as Error).message },
+        'the old number could not be told of the mobile change',
+      );
+    if (mail.status === 'rejected')
+      log.error(
+        { to: maskEmail(change.email), reason: (mail.reason as Error).message },
+        'the address could not be told of the mobile change',
+      );
+    if (sms.status === 'fulfilled' && mail.status === 'fulfilled')
+      log.info({ to: maskMobile(change.oldMobile), email: maskEmail(change.email) }, 'mobile change notices sent');
   }
 }

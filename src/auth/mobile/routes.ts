@@ -18,7 +18,9 @@ const NewMobile = Type.Object(
 const ConfirmMobile = Type.Object({ code: Type.String({ maxLength: 32 }) }, { additionalProperties: false });
 
 const CodeStep = Type.Object({
-  step: Type.Union([Type.Literal('current'), Type.Literal('new')], { description: 'which number the code just sent went to' }),
+  step: Type.Union([Type.Literal('current'), Type.Literal('new')], {
+    description: 'which number the code just sent went to',
+  }),
   to: Type.String({ description: 'that number, masked' }),
   codeLength: Type.Integer(),
   expiresIn: Type.Integer(),
@@ -34,7 +36,16 @@ const CodeStep = Type.Object({
  */
 export type MobileRoutesOptions = Pick<
   AuthContext,
-  'clock' | 'access' | 'recipients' | 'methods' | 'trustProxyHops' | 'sendLimit' | 'codes' | 'sessions' | 'settings' | 'mobileNotices'
+  | 'clock'
+  | 'access'
+  | 'recipients'
+  | 'methods'
+  | 'trustProxyHops'
+  | 'sendLimit'
+  | 'codes'
+  | 'sessions'
+  | 'settings'
+  | 'mobileNotices'
 >;
 
 export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
@@ -77,13 +88,24 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const found = await context.recipients.find(session.messageId, session.email);
-      if (!found) throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
+      if (!found)
+        throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
       if (found.recipient.method !== 'sms' || !found.recipient.mobile) {
-        throw new AppError('forbidden_auth_method', 403, 'This recipient signs in by email; there is no mobile number to change');
+        throw new AppError(
+          'forbidden_auth_method',
+          403,
+          'This recipient signs in by email; there is no mobile number to change',
+        );
       }
       const mobile = normalizeMobile(request.body.mobile);
-      if (!mobile) throw new AppError('invalid_mobile', 400, 'This is not a valid mobile number in international format (+41 79 123 45 67)');
-      if (mobile === found.recipient.mobile) throw new AppError('new_mobile_conflict', 409, 'The new mobile number is the current one');
+      if (!mobile)
+        throw new AppError(
+          'invalid_mobile',
+          400,
+          'This is not a valid mobile number in international format (+41 79 123 45 67)',
+        );
+      if (mobile === found.recipient.mobile)
+        throw new AppError('new_mobile_conflict', 409, 'The new mobile number is the current one');
       const sent = await sendStepCode(request, session, 'current', found.recipient.mobile, found.recipient.email);
       await context.sessions.setMobileChangeTo(session.row.id, mobile);
       return reply.code(202).send(sent);
@@ -102,14 +124,19 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
           'number is changed, and the old number and the email address are told. expired_code, incorrect_code or ' +
           `code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
-        response: { 200: Type.Object({ mobile: Type.String() }), 202: CodeStep, ...errorResponses(400, 401, 403, 429, 502) },
+        response: {
+          200: Type.Object({ mobile: Type.String() }),
+          202: CodeStep,
+          ...errorResponses(400, 401, 403, 429, 502),
+        },
       },
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const now = new Date(context.clock.now());
       const step = session.row.code_purpose === 'mobile_current' ? 'mobile_current' : 'mobile_change';
-      const before = step === 'mobile_change' ? await context.recipients.find(session.messageId, session.email) : undefined;
+      const before =
+        step === 'mobile_change' ? await context.recipients.find(session.messageId, session.email) : undefined;
       const checked = await context.codes.check(session.row.id, request.body.code, step, now, async (trx, target) => {
         // The code was issued for this session's recipient; the session cannot have changed recipient since
         // without its code being replaced, but the check costs nothing.
@@ -118,8 +145,14 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         await context.recipients.setMobile(trx, target.messageId, target.email, target.destination, now);
         return target.destination;
       });
-      if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
-      if (checked.outcome === 'voided') throw new AppError('code_attempts_exceeded', 401, 'Too many wrong tries: this code can no longer be used; request a new one');
+      if (checked.outcome === 'expired')
+        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
+      if (checked.outcome === 'voided')
+        throw new AppError(
+          'code_attempts_exceeded',
+          401,
+          'Too many wrong tries: this code can no longer be used; request a new one',
+        );
       if (checked.outcome === 'incorrect' || checked.result === undefined) throw context.methods.sms.wrongCode();
       if (step === 'mobile_current') {
         // The current number is proven: now the new one, which PUT /v1/mobile kept on the session.

@@ -40,11 +40,19 @@ export async function originalHeaders(raw: Buffer, fallbackSubject: string): Pro
   let end = raw.indexOf('\r\n\r\n');
   if (end < 0) end = raw.indexOf('\n\n');
   const head = end < 0 ? raw : raw.subarray(0, end);
-  const parsed = await simpleParser(Buffer.concat([head, Buffer.from('\r\n\r\n')]), { skipTextToHtml: true, skipTextLinks: true }).catch(() => undefined);
+  const parsed = await simpleParser(Buffer.concat([head, Buffer.from('\r\n\r\n')]), {
+    skipTextToHtml: true,
+    skipTextLinks: true,
+  }).catch(() => undefined);
   // A header block the parser refuses (over its size limit, say) must not make replying impossible: the
   // reply goes out with the sealed record's subject, unthreaded (found by test/security/oversized-headers).
   if (!parsed) return { messageId: undefined, references: [], subject: fallbackSubject, names: new Map() };
-  const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : parsed.references.split(/\s+/);
+  const references =
+    parsed.references === undefined
+      ? []
+      : Array.isArray(parsed.references)
+        ? parsed.references
+        : parsed.references.split(/\s+/);
   return {
     messageId: parsed.messageId && /^<[^<>\s]+>$/.test(parsed.messageId) ? parsed.messageId : undefined,
     references: references.filter((id) => /^<[^<>\s]+>$/.test(id)),
@@ -57,7 +65,8 @@ function displayNames(fields: Array<AddressObject | AddressObject[] | undefined>
   const names = new Map<string, string>();
   for (const field of fields.flatMap((f) => (f === undefined ? [] : Array.isArray(f) ? f : [f]))) {
     for (const entry of field.value.flatMap((v) => v.group ?? [v])) {
-      if (entry.address && entry.name && !names.has(entry.address.toLowerCase())) names.set(entry.address.toLowerCase(), entry.name);
+      if (entry.address && entry.name && !names.has(entry.address.toLowerCase()))
+        names.set(entry.address.toLowerCase(), entry.name);
     }
   }
   return names;

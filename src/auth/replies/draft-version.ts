@@ -15,7 +15,9 @@ export const VERSION_NOTE =
   'again). Without If-Match the change is made whatever the version.';
 
 export const IfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({ description: 'the draft\'s version as an entity tag, e.g. "7" (see the description)' })),
+  'if-match': Type.Optional(
+    Type.String({ description: 'the draft\'s version as an entity tag, e.g. "7" (see the description)' }),
+  ),
 });
 
 /** The version in If-Match; undefined when there is none (or `*`). Anything else is validation_failed. */

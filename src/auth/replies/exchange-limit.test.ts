@@ -18,12 +18,19 @@ const MiB = 1024 * 1024;
 async function composedSize(files: number[], text: string, html: string): Promise<number> {
   const { stream } = composeReply({
     // As the defaults write it (REPLY_FROM unset: AUTH_MAIL_FROM's address, the recipient in Reply-To).
-    ...replyIdentity({ email: 'alice@example.com' }, { replyFrom: 'Sealpost <no-reply@localhost>', fromRecipient: false }),
+    ...replyIdentity(
+      { email: 'alice@example.com' },
+      { replyFrom: 'Sealpost <no-reply@localhost>', fromRecipient: false },
+    ),
     to: 'sender@example.org',
     original: { messageId: '<contract-1@example.org>', references: [], subject: 'Contract', names: new Map() },
     text,
     html,
-    attachments: files.map((size, i) => ({ filename: `annex-${i}.bin`, contentType: 'application/octet-stream', open: async () => Readable.from([randomBytes(size)]) })),
+    attachments: files.map((size, i) => ({
+      filename: `annex-${i}.bin`,
+      contentType: 'application/octet-stream',
+      open: async () => Readable.from([randomBytes(size)]),
+    })),
     date: new Date(),
   });
   let size = 0;
@@ -61,7 +68,10 @@ describe("the exchange engine's SMTP_MAX_MESSAGE_SIZE against REPLY_MAX_TOTAL_SI
     const smtpMax = 3 * MiB;
     const largest = replySizeShortfall(maxTotal, smtpMax)!.largestFiles;
     const fitting = await composedSize([largest - MiB, MiB], text, html);
-    assert.ok(fitting <= smtpMax, `a reply with the ${largest} bytes of files named is ${fitting} bytes, over ${smtpMax}`);
+    assert.ok(
+      fitting <= smtpMax,
+      `a reply with the ${largest} bytes of files named is ${fitting} bytes, over ${smtpMax}`,
+    );
   });
 
   it('is checked only when one process runs both the auth service and the exchange engine, and the defaults agree', () => {
@@ -70,7 +80,14 @@ describe("the exchange engine's SMTP_MAX_MESSAGE_SIZE against REPLY_MAX_TOTAL_SI
     assert.equal(startWarnings(large, ['seal', 'exchange', 'auth']).length, 1);
     assert.deepEqual(startWarnings(large, ['auth']), []);
     assert.deepEqual(startWarnings(large, ['exchange']), []);
-    assert.deepEqual(startWarnings(loadConfig({ REPLY_MAX_TOTAL_SIZE: '50MiB', SMTP_MAX_MESSAGE_SIZE: '70MiB' }), ['seal', 'exchange', 'auth']), []);
+    assert.deepEqual(
+      startWarnings(loadConfig({ REPLY_MAX_TOTAL_SIZE: '50MiB', SMTP_MAX_MESSAGE_SIZE: '70MiB' }), [
+        'seal',
+        'exchange',
+        'auth',
+      ]),
+      [],
+    );
   });
 });
 
@@ -84,7 +101,10 @@ describe('sealpost start all with replies larger than the messages the exchange 
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-sizes-'));
     dirs.push(dataDir);
     // A first start on an empty data folder creates the embedded database: give it time.
-    const sealpost = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir, REPLY_MAX_TOTAL_SIZE: '50MiB' }, { timeoutMs: 120_000 });
+    const sealpost = await startSealpostProcess(
+      { SEALPOST_DATA_DIR: dataDir, REPLY_MAX_TOTAL_SIZE: '50MiB' },
+      { timeoutMs: 120_000 },
+    );
     try {
       const lines = sealpost
         .stdout()
@@ -93,7 +113,10 @@ describe('sealpost start all with replies larger than the messages the exchange 
         .map((line) => JSON.parse(line) as { level: number; msg: string });
       const warnings = lines.filter((line) => line.level === 40 && /SMTP_MAX_MESSAGE_SIZE/.test(line.msg));
       assert.equal(warnings.length, 1, sealpost.stdout());
-      assert.match(warnings[0]!.msg, /REPLY_MAX_TOTAL_SIZE \(50 MiB\).*Set SMTP_MAX_MESSAGE_SIZE=70MiB.*more than 17\.\d MiB of files/);
+      assert.match(
+        warnings[0]!.msg,
+        /REPLY_MAX_TOTAL_SIZE \(50 MiB\).*Set SMTP_MAX_MESSAGE_SIZE=70MiB.*more than 17\.\d MiB of files/,
+      );
       assert.match(sealpost.stdout(), /^Warning: SMTP_MAX_MESSAGE_SIZE/m, 'the banner repeats it');
     } finally {
       assert.equal(await sealpost.stop(), 0);

@@ -30,7 +30,10 @@ export interface ReplySizeShortfall {
  * (25 MiB against REPLY_MAX_TOTAL_SIZE's 50 MiB) uploads that were accepted fail only when sent, as
  * upload_limit_reached. Undefined when the limits fit.
  */
-export function replySizeShortfall(replyMaxTotalSize: number, smtpMaxMessageSize: number): ReplySizeShortfall | undefined {
+export function replySizeShortfall(
+  replyMaxTotalSize: number,
+  smtpMaxMessageSize: number,
+): ReplySizeShortfall | undefined {
   const needed = Math.ceil(replyMaxTotalSize * ENCODED_PER_BYTE + REPLY_HEADROOM);
   if (smtpMaxMessageSize >= needed) return undefined;
   return {

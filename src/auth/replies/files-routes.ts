@@ -14,9 +14,15 @@ export const FileSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String({ description: 'the file name as uploaded, without any path' }),
   size: Type.Integer({ description: 'bytes' }),
-  contentType: Type.String({ description: 'the Content-Type the reply carries: the detected type, else one guessed from the name' }),
-  detectedType: Type.Union([Type.String(), Type.Null()], { description: "the MIME type found in the content's magic bytes; null when none matched" }),
-  scanned: Type.Boolean({ description: 'scanned by clamd and found clean (false when scanning is off or clamd was down and not required)' }),
+  contentType: Type.String({
+    description: 'the Content-Type the reply carries: the detected type, else one guessed from the name',
+  }),
+  detectedType: Type.Union([Type.String(), Type.Null()], {
+    description: "the MIME type found in the content's magic bytes; null when none matched",
+  }),
+  scanned: Type.Boolean({
+    description: 'scanned by clamd and found clean (false when scanning is off or clamd was down and not required)',
+  }),
   createdAt: Type.String({ format: 'date-time' }),
 });
 
@@ -29,14 +35,20 @@ const Listing = Type.Object({
   }),
 });
 
-export const draftOwner = (session: SignedInSession) => ({ messageId: session.messageId, emailKey: emailKey(session.email) });
+export const draftOwner = (session: SignedInSession) => ({
+  messageId: session.messageId,
+  emailKey: emailKey(session.email),
+});
 
 /**
  * The draft reply's files (GET /v1/message/files also issues the CSRF token: docs/specification.md#csrf).
  * Uploads are multipart with one file per request, streamed through the checks into the object store
  * (src/auth/attachments/upload.ts).
  */
-export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings' | 'access' | 'keys' | 'attachments'>) {
+export async function filesRoutes(
+  app: App,
+  context: Pick<AuthContext, 'settings' | 'access' | 'keys' | 'attachments'>,
+) {
   const { maxFileSize, maxTotalSize } = context.settings.attachments;
   // Here only (encapsulated): the other routes keep taking JSON alone (bodies are JSON:
   // docs/specification.md#paths-and-versions).
@@ -52,7 +64,8 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
         querystring: MessageQuery,
         tags: TAGS.replying,
         summary: "The draft reply's uploaded files; the X-CSRF-Token header carries the CSRF token",
-        description: 'The draft belongs to the sealed message and the recipient, not the session: it is the same after signing in on another device.',
+        description:
+          'The draft belongs to the sealed message and the recipient, not the session: it is the same after signing in on another device.',
         response: { 200: Listing, ...errorResponses(401) },
       },
     },
@@ -60,7 +73,11 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
       const files = await context.attachments.list(draftOwner(session));
-      return { files, totalSize: files.reduce((sum, file) => sum + file.size, 0), limits: { maxFileSize, maxTotalSize } };
+      return {
+        files,
+        totalSize: files.reduce((sum, file) => sum + file.size, 0),
+        limits: { maxFileSize, maxTotalSize },
+      };
     },
   );
 
@@ -73,8 +90,8 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
         summary: 'Upload one file to the draft reply (multipart/form-data, one file per request)',
         description:
           'The file is streamed to storage and checked on the way: file_too_large (403) past ATTACHMENT_MAX_SIZE, as soon as that ' +
-          'many bytes have arrived; upload_limit_reached (403) when the draft\'s files would pass REPLY_MAX_TOTAL_SIZE; ' +
-          'forbidden_file_type (403) for a type on ATTACHMENT_FORBIDDEN_TYPES, decided from the content\'s magic bytes and the name ' +
+          "many bytes have arrived; upload_limit_reached (403) when the draft's files would pass REPLY_MAX_TOTAL_SIZE; " +
+          "forbidden_file_type (403) for a type on ATTACHMENT_FORBIDDEN_TYPES, decided from the content's magic bytes and the name " +
           '(never the Content-Type sent); malware_detected (403) when clamd finds something; 503 when the scan is required and clamd ' +
           'is down. Nothing of a refused file is kept. ' +
           `${VERSION_NOTE} The version is checked before the file is read and again when it is stored; the answer's ETag ` +
@@ -102,7 +119,12 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
         // busboy refuses a malformed form (no boundary, a broken part header) with plain Errors: the
         // client's mistake, a 400, not a 500. @fastify/multipart's own limit errors carry their status.
         if (typeof (error as { statusCode?: unknown }).statusCode === 'number') throw error;
-        throw new AppError('validation_failed', 400, `The upload is not valid multipart/form-data: ${(error as Error).message}`, { cause: error });
+        throw new AppError(
+          'validation_failed',
+          400,
+          `The upload is not valid multipart/form-data: ${(error as Error).message}`,
+          { cause: error },
+        );
       });
       if (!part) throw new AppError('validation_failed', 400, 'The request holds no file');
       let stopped = false;
@@ -112,13 +134,22 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
         stopReading(request.raw);
       };
       try {
-        const { file, version } = await context.attachments.upload(draftOwner(session), { filename: part.filename, file: part.file, refused }, request.log, expected);
+        const { file, version } = await context.attachments.upload(
+          draftOwner(session),
+          { filename: part.filename, file: part.file, refused },
+          request.log,
+          expected,
+        );
         if (request.raw.socket?.destroyed) {
           // The connection ended while the file was being stored (the client left, or its body broke off
           // and was answered 400): nobody will learn the file was kept, so it is not (a retry would add
           // it twice). Found by test/fuzz/multipart-uploads.
           await context.attachments.remove(draftOwner(session), file.id);
-          throw new AppError('validation_failed', 400, 'The connection ended before the upload could be answered; the file was not kept');
+          throw new AppError(
+            'validation_failed',
+            400,
+            'The connection ended before the upload could be answered; the file was not kept',
+          );
         }
         setVersion(reply, version);
         return await reply.code(201).send(file);
@@ -144,7 +175,10 @@ export async function filesRoutes(app: App, context: Pick<AuthContext, 'settings
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      setVersion(reply, await context.attachments.remove(draftOwner(session), request.params.id, expectedVersion(request)));
+      setVersion(
+        reply,
+        await context.attachments.remove(draftOwner(session), request.params.id, expectedVersion(request)),
+      );
       return reply.code(204).send(null);
     },
   );
@@ -171,7 +205,13 @@ async function withinProgress<T>(raw: IncomingMessage, found: Promise<T>): Promi
         bytes = now;
         since = Date.now();
       } else if (Date.now() - since >= STALL_MS) {
-        reject(new AppError(undefined, 408, `The upload made no progress for ${STALL_MS / 1000} s before its file part; send it again`));
+        reject(
+          new AppError(
+            undefined,
+            408,
+            `The upload made no progress for ${STALL_MS / 1000} s before its file part; send it again`,
+          ),
+        );
       }
     }, 500);
     timer.unref();

@@ -9,22 +9,39 @@ import { assertError } from '../../../test/support/auth-assert.ts';
 import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
 import type { Reader } from '../../../test/support/auth-reader.ts';
 import { EICAR, startClamd, type ClamdTestServer } from '../../../test/support/clamd.ts';
-import { generatedBuffer, generatedBytes, uploadFile, type UploadResponse } from '../../../test/support/multipart-upload.ts';
+import {
+  generatedBuffer,
+  generatedBytes,
+  uploadFile,
+  type UploadResponse,
+} from '../../../test/support/multipart-upload.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { nestedZip, zipBomb } from '../../../test/support/zip.ts';
 
 const MiB = 1024 * 1024;
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), generatedBuffer(50_000), Buffer.from('\n%%EOF\n')]);
 /** A Windows executable's first bytes: the DOS header's "MZ" signature, then PE's. */
-const EXE = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(58), Buffer.from([0x80, 0, 0, 0]), Buffer.alloc(64), Buffer.from('PE\0\0'), generatedBuffer(4000)]);
+const EXE = Buffer.concat([
+  Buffer.from('MZ'),
+  Buffer.alloc(58),
+  Buffer.from([0x80, 0, 0, 0]),
+  Buffer.alloc(64),
+  Buffer.from('PE\0\0'),
+  generatedBuffer(4000),
+]);
 
 /** Signs BOB in by email code (without OUTBOUND_SMTP_URL the mail lands in the outbox folder). */
 async function signInBob(harness: AuthHarness, reader: Reader, messageId: string) {
   await reader.get(`/v1/config?messageId=${messageId}`);
-  const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId, email: BOB.email, method: 'email' } });
+  const sent = await reader.request('POST', '/v1/auth/code', {
+    body: { messageId, email: BOB.email, method: 'email' },
+  });
   assert.equal(sent.status, 200, JSON.stringify(sent.body));
   const outbox = join(harness.auth.config.dataDir, 'outbox');
-  const file = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort().at(-1)!;
+  const file = (await readdir(outbox))
+    .filter((name) => name.endsWith('.eml'))
+    .sort()
+    .at(-1)!;
   const code = /Your Sealpost code is (\d{6})/.exec(await readFile(join(outbox, file), 'utf8'))![1]!;
   const verified = await reader.request('POST', '/v1/auth/verify', { body: { code, rememberMe: false } });
   assert.equal(verified.status, 200, JSON.stringify(verified.body));
@@ -32,7 +49,11 @@ async function signInBob(harness: AuthHarness, reader: Reader, messageId: string
 
 /** An upload's answer is the spec's error object with this status and errorCode. */
 function assertRefused(response: UploadResponse, status: number, errorCode: string) {
-  assertError({ status: response.status, body: response.body, headers: new Headers(), setCookie: undefined }, status, errorCode);
+  assertError(
+    { status: response.status, body: response.body, headers: new Headers(), setCookie: undefined },
+    status,
+    errorCode,
+  );
 }
 
 describe('reply attachments: upload checks, S3 storage, drafts across sessions', () => {
@@ -71,7 +92,8 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
   };
   const deleteAll = async (reader: Reader) => {
     const listing = await reader.get('/v1/message/files');
-    for (const file of listing.body.files) assert.equal((await reader.request('DELETE', `/v1/message/files/${file.id}`)).status, 204);
+    for (const file of listing.body.files)
+      assert.equal((await reader.request('DELETE', `/v1/message/files/${file.id}`)).status, 204);
   };
 
   before(async () => {
@@ -98,7 +120,11 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
   });
 
   it('streams an accepted file to S3, scans it, and answers with its id, name, size and detected type', async () => {
-    const uploaded = await uploadFile(alice, { filename: 'contract signed.pdf', contentType: 'application/octet-stream', content: PDF });
+    const uploaded = await uploadFile(alice, {
+      filename: 'contract signed.pdf',
+      contentType: 'application/octet-stream',
+      content: PDF,
+    });
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     const file = uploaded.body;
     assert.match(file.id, /^[0-9a-f-]{36}$/);
@@ -110,7 +136,11 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
 
     const [row] = await fileRows();
     assert.equal(row!.state, 'stored');
-    assert.equal(Buffer.compare(await streamBytes(harness, row!.object_key), PDF), 0, 'the stored object holds the uploaded bytes');
+    assert.equal(
+      Buffer.compare(await streamBytes(harness, row!.object_key), PDF),
+      0,
+      'the stored object holds the uploaded bytes',
+    );
 
     const listing = await alice.get('/v1/message/files');
     assert.equal(listing.status, 200);
@@ -130,7 +160,11 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
 
   it('refuses scripts and executables by their extension with forbidden_file_type (case and trailing dots do not help)', async () => {
     for (const filename of ['install.js', 'setup.EXE', 'run.bat.', 'deploy.sh']) {
-      const refused = await uploadFile(alice, { filename, contentType: 'text/plain', content: Buffer.from('echo harmless?\n') });
+      const refused = await uploadFile(alice, {
+        filename,
+        contentType: 'text/plain',
+        content: Buffer.from('echo harmless?\n'),
+      });
       assertRefused(refused, 403, 'forbidden_file_type');
     }
     // A shell script has no magic bytes, but it starts with #!: refused whatever it is called.
@@ -143,17 +177,31 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     const uploaded = await uploadFile(alice, { filename: 'contract\u202Efdp.pdf', content: PDF });
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     assert.equal(uploaded.body.name, 'contractfdp.pdf');
-    assert.deepEqual((await fileRows()).map((row) => row.filename), ['contractfdp.pdf']);
-    assert.deepEqual((await alice.get('/v1/message/files')).body.files.map((file: { name: string }) => file.name), ['contractfdp.pdf']);
+    assert.deepEqual(
+      (await fileRows()).map((row) => row.filename),
+      ['contractfdp.pdf'],
+    );
+    assert.deepEqual(
+      (await alice.get('/v1/message/files')).body.files.map((file: { name: string }) => file.name),
+      ['contractfdp.pdf'],
+    );
     await deleteAll(alice);
   });
 
   it('refuses a forbidden extension hidden by an invisible character or a bidi override with forbidden_file_type', async () => {
     // Compared as sent, "run.exe\u200B" ends in "exe\u200B" and "setup.ex\u00ADe" in "ex\u00ADe": both would pass.
     for (const filename of ['run.exe\u200B', 'setup.ex\u00ADe', 'invoice\u202Efdp.exe', 'report\u2066.js\u2069']) {
-      const refused = await uploadFile(alice, { filename, contentType: 'text/plain', content: Buffer.from('harmless?\n') });
+      const refused = await uploadFile(alice, {
+        filename,
+        contentType: 'text/plain',
+        content: Buffer.from('harmless?\n'),
+      });
       assertRefused(refused, 403, 'forbidden_file_type');
-      assert.doesNotMatch(refused.body.message, /[\u00AD\u200B\u202E\u2066\u2069]/, 'the refusal names the cleaned file');
+      assert.doesNotMatch(
+        refused.body.message,
+        /[\u00AD\u200B\u202E\u2066\u2069]/,
+        'the refusal names the cleaned file',
+      );
     }
     await assertNothingKeptBeyond([]);
   });
@@ -201,12 +249,23 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     ] as const) {
       const refused = await uploadFile(alice, { filename, contentType: 'application/zip', content });
       assertRefused(refused, 403, 'malware_detected');
-      assert.match(refused.body.message, new RegExp(`cannot be checked for malware.*Heuristics\\.Limits\\.Exceeded\\.${limit}`));
+      assert.match(
+        refused.body.message,
+        new RegExp(`cannot be checked for malware.*Heuristics\\.Limits\\.Exceeded\\.${limit}`),
+      );
       await assertNothingKeptBeyond([]);
     }
-    assert.ok(harness.auth.logs.some((line) => line.level === 40 && /exceeds the malware scanner's archive limits/.test(String(line.msg))));
+    assert.ok(
+      harness.auth.logs.some(
+        (line) => line.level === 40 && /exceeds the malware scanner's archive limits/.test(String(line.msg)),
+      ),
+    );
 
-    const plain = await uploadFile(alice, { filename: 'nested a little.zip', contentType: 'application/zip', content: nestedZip(3) });
+    const plain = await uploadFile(alice, {
+      filename: 'nested a little.zip',
+      contentType: 'application/zip',
+      content: nestedZip(3),
+    });
     assert.equal(plain.status, 201, JSON.stringify(plain.body));
     assert.equal(plain.body.scanned, true);
     await deleteAll(alice);
@@ -218,7 +277,10 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assertRefused(refused, 403, 'file_too_large');
     assert.ok(refused.cutOff, 'the answer came before the whole file was sent');
     // What was sent before the answer: the 10 MiB allowed, plus what socket buffers held meanwhile.
-    assert.ok(refused.bytesSent < 32 * MiB, `sent ${(refused.bytesSent / MiB).toFixed(1)} MiB of 200 before the answer`);
+    assert.ok(
+      refused.bytesSent < 32 * MiB,
+      `sent ${(refused.bytesSent / MiB).toFixed(1)} MiB of 200 before the answer`,
+    );
     await assertNothingKeptBeyond([]);
   });
 
@@ -228,7 +290,10 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     const second = await uploadFile(alice, { filename: 'part-2.bin', content: generatedBytes(7 * MiB), size: 7 * MiB });
     assertRefused(second, 403, 'upload_limit_reached');
     const listing = await alice.get('/v1/message/files');
-    assert.deepEqual(listing.body.files.map((file: { name: string }) => file.name), ['part-1.bin']);
+    assert.deepEqual(
+      listing.body.files.map((file: { name: string }) => file.name),
+      ['part-1.bin'],
+    );
     await assertNothingKeptBeyond((await fileRows()).map((row) => row.object_key));
     assert.equal((await objectKeys()).length, 1);
     await deleteAll(alice);
@@ -246,7 +311,9 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
   });
 
   it('continues a draft in another session of the same recipient: text and files after signing in again elsewhere', async () => {
-    const saved = await alice.request('PUT', '/v1/message/reply', { body: { text: 'Signed copy attached.', bcc: ALICE.email } });
+    const saved = await alice.request('PUT', '/v1/message/reply', {
+      body: { text: 'Signed copy attached.', bcc: ALICE.email },
+    });
     assert.equal(saved.status, 200, JSON.stringify(saved.body));
     const uploaded = await uploadFile(alice, { filename: 'signed.pdf', content: PDF });
     assert.equal(uploaded.status, 201);
@@ -262,7 +329,10 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assert.deepEqual((await otherDevice.get('/v1/message/files')).body.files, [uploaded.body]);
 
     // The other device changes it; the first sees the change.
-    assert.equal((await otherDevice.request('PUT', '/v1/message/reply', { body: { text: 'Signed copy attached (v2).' } })).status, 200);
+    assert.equal(
+      (await otherDevice.request('PUT', '/v1/message/reply', { body: { text: 'Signed copy attached (v2).' } })).status,
+      200,
+    );
     assert.equal((await alice.get('/v1/message/reply')).body.text, 'Signed copy attached (v2).');
   });
 
@@ -296,7 +366,13 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assert.deepEqual((await objectKeys()).sort(), [...before].sort());
     assert.deepEqual(await pendingMultipartUploads(), []);
     // The store could not be told to delete during the outage: the row waits, as `uploading`, for the watcher.
-    assert.deepEqual((await fileRows()).filter((row) => row.state === 'stored').map((row) => row.object_key).sort(), [...before].sort());
+    assert.deepEqual(
+      (await fileRows())
+        .filter((row) => row.state === 'stored')
+        .map((row) => row.object_key)
+        .sort(),
+      [...before].sort(),
+    );
     assert.equal((await alice.get('/v1/message/files')).body.files.length, before.length);
     await db.deleteFrom('draft_files').where('state', '=', 'uploading').execute();
   });
@@ -324,7 +400,9 @@ describe('reply attachments when the scanner cannot scan and the scan is not req
 
   before(async () => {
     clamd = await startClamd({ streamMaxLength: '1M' });
-    harness = await startAuthHarness({ env: { ...clamd.env, ATTACHMENTS_REQUIRE_SCAN: 'false', SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
+    harness = await startAuthHarness({
+      env: { ...clamd.env, ATTACHMENTS_REQUIRE_SCAN: 'false', SMS_LIMIT_NUMBER_INTERVAL: '0s' },
+    });
     alice = harness.reader();
     await signInAlice(harness, alice, harness.sealSample().id);
   });
@@ -334,7 +412,11 @@ describe('reply attachments when the scanner cannot scan and the scan is not req
   });
 
   it("refuses a file larger than clamd's StreamMaxLength with file_too_large, never passing it unscanned", async () => {
-    const refused = await uploadFile(alice, { filename: 'padded.bin', content: generatedBytes(3 * MiB), size: 3 * MiB });
+    const refused = await uploadFile(alice, {
+      filename: 'padded.bin',
+      content: generatedBytes(3 * MiB),
+      size: 3 * MiB,
+    });
     assertRefused(refused, 403, 'file_too_large');
     assert.match(refused.body.message, /scanner/);
     assert.deepEqual((await alice.get('/v1/message/files')).body.files, []);
@@ -345,6 +427,8 @@ describe('reply attachments when the scanner cannot scan and the scan is not req
     const uploaded = await uploadFile(alice, { filename: 'a.pdf', content: PDF });
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     assert.equal(uploaded.body.scanned, false);
-    assert.ok(harness.auth.logs.some((line) => line.level === 40 && /accepting the upload unscanned/.test(String(line.msg))));
+    assert.ok(
+      harness.auth.logs.some((line) => line.level === 40 && /accepting the upload unscanned/.test(String(line.msg))),
+    );
   });
 });

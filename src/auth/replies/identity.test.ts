@@ -14,7 +14,10 @@ describe('who a reply is from', () => {
   });
 
   it('names the recipient by address when the original gave no name, and the organisation by domain when REPLY_FROM has none', () => {
-    const identity = replyIdentity({ email: 'alice@rcpt.example' }, { replyFrom: 'replies@example.org', fromRecipient: false });
+    const identity = replyIdentity(
+      { email: 'alice@rcpt.example' },
+      { replyFrom: 'replies@example.org', fromRecipient: false },
+    );
     assert.deepEqual(identity.from, { name: 'alice@rcpt.example via example.org', address: 'replies@example.org' });
   });
 
@@ -24,10 +27,13 @@ describe('who a reply is from', () => {
   });
 
   it("is the recipient's own address with REPLY_FROM_RECIPIENT, with no Reply-To", () => {
-    assert.deepEqual(replyIdentity({ email: 'alice@rcpt.example', name: 'Alice' }, { ...settings, fromRecipient: true }), {
-      from: { name: 'Alice', address: 'alice@rcpt.example' },
-      replyTo: undefined,
-      envelopeFrom: 'alice@rcpt.example',
-    });
+    assert.deepEqual(
+      replyIdentity({ email: 'alice@rcpt.example', name: 'Alice' }, { ...settings, fromRecipient: true }),
+      {
+        from: { name: 'Alice', address: 'alice@rcpt.example' },
+        replyTo: undefined,
+        envelopeFrom: 'alice@rcpt.example',
+      },
+    );
   });
 });

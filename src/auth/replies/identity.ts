@@ -31,7 +31,8 @@ export function replyIdentity(recipient: { email: string; name?: string }, setti
   }
   const organisation = mailbox(settings.replyFrom);
   const via = organisation.name || organisation.address.slice(organisation.address.lastIndexOf('@') + 1);
-  const who = name && name.toLowerCase() !== recipient.email.toLowerCase() ? `${name} (${recipient.email})` : recipient.email;
+  const who =
+    name && name.toLowerCase() !== recipient.email.toLowerCase() ? `${name} (${recipient.email})` : recipient.email;
   return {
     from: { name: `${who} via ${via}`, address: organisation.address },
     replyTo: { name, address: recipient.email },
@@ -41,13 +42,18 @@ export function replyIdentity(recipient: { email: string; name?: string }, setti
 
 function mailbox(text: string): { name: string; address: string } {
   const [first] = addressparser(text, { flatten: true });
-  if (!first || !('address' in first) || !first.address) throw new Error(`REPLY_FROM ${JSON.stringify(text)} names no address`);
+  if (!first || !('address' in first) || !first.address)
+    throw new Error(`REPLY_FROM ${JSON.stringify(text)} names no address`);
   return { name: cleanName(first.name ?? ''), address: first.address };
 }
 
 /** A display name as one short line: no line breaks, no quotes or brackets to confuse a mail client. */
 function cleanName(name: string): string {
-  return name.replace(/[\r\n\t"<>()]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 100);
+  return name
+    .replace(/[\r\n\t"<>()]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 100);
 }
 
 /** The domain of REPLY_FROM's address, to check it against DKIM_DOMAIN at start. */

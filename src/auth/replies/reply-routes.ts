@@ -17,7 +17,12 @@ import type { DraftRow } from '../tables.ts';
 const ReplyBody = Type.Object(
   {
     text: Type.String({ description: 'plain-text body' }),
-    html: Type.Optional(Type.String({ description: 'HTML body, sent beside the text after the same sanitising as the message shown (no scripts, styles, frames, forms or event handlers)' })),
+    html: Type.Optional(
+      Type.String({
+        description:
+          'HTML body, sent beside the text after the same sanitising as the message shown (no scripts, styles, frames, forms or event handlers)',
+      }),
+    ),
     bcc: Type.Optional(
       Type.String({
         description:
@@ -37,11 +42,15 @@ const Draft = Type.Object({
   files: Type.Array(FileSchema),
   version: Type.Integer({
     minimum: 0,
-    description: 'raised by every change (text saved, file added or removed, sent); send it back in If-Match with the next change (also in the ETag header)',
+    description:
+      'raised by every change (text saved, file added or removed, sent); send it back in If-Match with the next change (also in the ETag header)',
   }),
-  updatedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'last change; null when nothing was saved yet' }),
+  updatedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'last change; null when nothing was saved yet',
+  }),
   expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'from then on the watcher may delete the draft and its files (last change + ATTACHMENTS_RETENTION_PERIOD)',
+    description:
+      'from then on the watcher may delete the draft and its files (last change + ATTACHMENTS_RETENTION_PERIOD)',
   }),
 });
 
@@ -49,7 +58,10 @@ const Draft = Type.Object({
  * The reply to the sealed message: one draft per message and recipient (so another device, signed in
  * as the same recipient, continues it), saved with PUT and sent with POST.
  */
-export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'replies'>) {
+export async function replyRoutes(
+  app: App,
+  context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'replies'>,
+) {
   const retentionMs = context.settings.attachments.retentionMs;
   /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
   const draftView = async (draft: DraftRow, version: number) => ({
@@ -69,7 +81,8 @@ export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' |
         querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'The draft reply: text, html, bcc, files and version',
-        description: 'The version is also in the ETag header. It is read before the rest: a change made meanwhile makes the next change a draft_conflict, never a change against content the client has not seen.',
+        description:
+          'The version is also in the ETag header. It is read before the rest: a change made meanwhile makes the next change a draft_conflict, never a change against content the client has not seen.',
         response: { 200: Draft, ...errorResponses(401) },
       },
     },
@@ -100,8 +113,14 @@ export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' |
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
       const { text, html, bcc } = request.body;
-      const saved = await context.drafts.save(draftOwner(session), { text, html: html ?? null, bcc: bcc ?? null }, new Date(context.clock.now()), expectedVersion(request));
-      if (saved === 'sending') throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
+      const saved = await context.drafts.save(
+        draftOwner(session),
+        { text, html: html ?? null, bcc: bcc ?? null },
+        new Date(context.clock.now()),
+        expectedVersion(request),
+      );
+      if (saved === 'sending')
+        throw new AppError('conflict', 409, 'The reply is being sent right now; it cannot be changed');
       setVersion(reply, saved.version);
       return draftView(saved, saved.version);
     },
@@ -113,13 +132,13 @@ export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' |
       schema: {
         querystring: MessageQuery,
         tags: TAGS.replying,
-        summary: 'Send the reply with the draft\'s files to the sender of the sealed message',
+        summary: "Send the reply with the draft's files to the sender of the sealed message",
         description:
           'From the recipient, to the sealed message\'s sender, "Re: <subject>", In-Reply-To and References set to the sealed ' +
-          'message, with the draft\'s files; submitted to the exchange engine as a JSON message whose sender is the recipient ' +
+          "message, with the draft's files; submitted to the exchange engine as a JSON message whose sender is the recipient " +
           '(a rule with params {channel: json, sender} routes it). The text and html are saved to the draft first, so no ' +
           'refusal loses them. bcc: invalid_bcc_address (400) when malformed or longer than 320 characters, ' +
-          'email_mismatch (403) when it is not the recipient\'s own address (the draft keeps its earlier bcc then); it becomes ' +
+          "email_mismatch (403) when it is not the recipient's own address (the draft keeps its earlier bcc then); it becomes " +
           'an envelope recipient, not a header. ' +
           'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: 503 when ' +
           'the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached (403) when the reply is larger ' +
@@ -132,7 +151,10 @@ export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' |
         body: ReplyBody,
         response: {
           202: Type.Object({
-            envelopeId: Type.String({ description: "the exchange engine's id of the reply (its status: GET {EXCHANGE_URL}/v1/messages/{id}/status)" }),
+            envelopeId: Type.String({
+              description:
+                "the exchange engine's id of the reply (its status: GET {EXCHANGE_URL}/v1/messages/{id}/status)",
+            }),
             messageId: Type.String({ description: 'the Message-ID header of the reply' }),
             files: Type.Integer({ description: 'attachments sent' }),
           }),
@@ -142,7 +164,12 @@ export async function replyRoutes(app: App, context: Pick<AuthContext, 'clock' |
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      const { version, ...sent } = await context.replies.send(session, request.body, request.log, expectedVersion(request));
+      const { version, ...sent } = await context.replies.send(
+        session,
+        request.body,
+        request.log,
+        expectedVersion(request),
+      );
       if (version !== undefined) setVersion(reply, version);
       return reply.code(202).send(sent);
     },

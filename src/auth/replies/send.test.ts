@@ -28,7 +28,9 @@ async function startFakeExchange(status: number) {
     request.resume();
     request.on('end', () => {
       received++;
-      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', kind: status, message: 'fake exchange' }));
+      response
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ id: 'x', kind: status, message: 'fake exchange' }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -57,15 +59,29 @@ describe('sending a reply through the exchange engine', () => {
 
   before(async () => {
     [s3, sink] = await Promise.all([startS3Server(), startSmtpSink()]);
-    exchange = await startServiceForTest(exchangeService, { s3, env: { OUTBOUND_SMTP_URL: sink.url, DELIVERY_POLL_INTERVAL: '50ms' } });
+    exchange = await startServiceForTest(exchangeService, {
+      s3,
+      env: { OUTBOUND_SMTP_URL: sink.url, DELIVERY_POLL_INTERVAL: '50ms' },
+    });
     // The reply rule: JSON messages whose envelope sender is the organisation's reply address go out by SMTP.
     const rule = await fetch(`${exchange.url}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: "Alice's replies", priority: 10, configuration: { params: { channel: 'json', sender: 'replies@example.org' }, outbound: ['smtp'] } }),
+      body: JSON.stringify({
+        name: "Alice's replies",
+        priority: 10,
+        configuration: { params: { channel: 'json', sender: 'replies@example.org' }, outbound: ['smtp'] },
+      }),
     });
     assert.equal(rule.status, 201, await rule.text());
-    harness = await startAuthHarness({ s3, env: { EXCHANGE_URL: exchange.url, SMS_LIMIT_NUMBER_INTERVAL: '0s', REPLY_FROM: 'Example Org <replies@example.org>' } });
+    harness = await startAuthHarness({
+      s3,
+      env: {
+        EXCHANGE_URL: exchange.url,
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+        REPLY_FROM: 'Example Org <replies@example.org>',
+      },
+    });
     messageId = harness.sealSample().id;
     alice = harness.reader();
     await signInAlice(harness, alice, messageId);
@@ -77,7 +93,10 @@ describe('sending a reply through the exchange engine', () => {
   });
 
   it('delivers the reply to the original sender, from the organisation on behalf of the recipient, threaded, with its attachments byte for byte', async () => {
-    for (const [filename, content] of [['signed contract.pdf', PDF], ['measurements.bin', BINARY]] as const) {
+    for (const [filename, content] of [
+      ['signed contract.pdf', PDF],
+      ['measurements.bin', BINARY],
+    ] as const) {
       const uploaded = await uploadFile(alice, { filename, content });
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     }
@@ -99,16 +118,25 @@ describe('sending a reply through the exchange engine', () => {
     const parsed = await simpleParser(message!.raw);
     assert.equal(parsed.subject, 'Re: Contract');
     // From is the organisation (DMARC alignment), the recipient visible in its name and in Reply-To.
-    assert.deepEqual(parsed.from?.value, [{ name: 'Alice (alice@example.com) via Example Org', address: 'replies@example.org' }]);
+    assert.deepEqual(parsed.from?.value, [
+      { name: 'Alice (alice@example.com) via Example Org', address: 'replies@example.org' },
+    ]);
     assert.deepEqual(parsed.replyTo?.value, [{ name: 'Alice', address: ALICE.email }]);
-    assert.match(parsed.messageId ?? '', /@example\.org>$/, 'the Message-ID is in the organisation\'s domain');
-    assert.deepEqual((Array.isArray(parsed.to) ? parsed.to : [parsed.to]).flatMap((to) => to!.value.map((v) => v.address)), ['sender@example.org']);
+    assert.match(parsed.messageId ?? '', /@example\.org>$/, "the Message-ID is in the organisation's domain");
+    assert.deepEqual(
+      (Array.isArray(parsed.to) ? parsed.to : [parsed.to]).flatMap((to) => to!.value.map((v) => v.address)),
+      ['sender@example.org'],
+    );
     assert.equal(parsed.inReplyTo, '<contract-1@example.org>');
     assert.deepEqual([parsed.references].flat(), ['<contract-1@example.org>']);
     assert.equal(parsed.messageId, sent.body.messageId);
     assert.equal(parsed.text?.trim(), 'Signed, see attached.');
     assert.match(String(parsed.html), /<b>attached<\/b>/);
-    assert.doesNotMatch(message!.raw.toString('latin1').split('\r\n\r\n')[0]!, /^bcc:/im, 'the bcc copy is not named in a header');
+    assert.doesNotMatch(
+      message!.raw.toString('latin1').split('\r\n\r\n')[0]!,
+      /^bcc:/im,
+      'the bcc copy is not named in a header',
+    );
     assert.deepEqual(
       parsed.attachments.map((a) => [a.filename, a.contentType]),
       [
@@ -126,10 +154,13 @@ describe('sending a reply through the exchange engine', () => {
     assert.deepEqual(await draftKeys(), []);
   });
 
-  it('sends the HTML through the reader\'s sanitiser: no script or event handler leaves; a text-only reply gets no HTML made up', async () => {
+  it("sends the HTML through the reader's sanitiser: no script or event handler leaves; a text-only reply gets no HTML made up", async () => {
     const attack = '<script>alert(1)</script><img src=x onerror=alert(1)>';
     const sent = await alice.request('POST', '/v1/message/reply', {
-      body: { text: `Plain ${attack}`, html: `<p onclick="steal()">Signed, <b>see</b> <a href="javascript:alert(2)">here</a>.</p>${attack}<iframe src="https://example.net"></iframe>` },
+      body: {
+        text: `Plain ${attack}`,
+        html: `<p onclick="steal()">Signed, <b>see</b> <a href="javascript:alert(2)">here</a>.</p>${attack}<iframe src="https://example.net"></iframe>`,
+      },
     });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     await settled(exchange, sent.body.envelopeId, 'delivered');
@@ -154,19 +185,36 @@ describe('sending a reply through the exchange engine', () => {
     // 400 characters: too long for an address, refused as one (not by the body schema).
     const overLong = `${'a'.repeat(388)}@example.com`;
     const refusals = [
-      ...['not an address', 'alice@', '<alice@example.com>', overLong].map((bcc) => [bcc, 400, 'invalid_bcc_address'] as const),
+      ...['not an address', 'alice@', '<alice@example.com>', overLong].map(
+        (bcc) => [bcc, 400, 'invalid_bcc_address'] as const,
+      ),
       ...[BOB.email, 'alice@example.org', 'alice+copy@example.com'].map((bcc) => [bcc, 403, 'email_mismatch'] as const),
     ];
     for (const [i, [bcc, status, errorCode]] of refusals.entries()) {
       const text = `Rewritten before the refusal no. ${i}`;
-      assertError(await alice.request('POST', '/v1/message/reply', { body: { text, html: `<p>${text}</p>`, bcc } }), status, errorCode);
+      assertError(
+        await alice.request('POST', '/v1/message/reply', { body: { text, html: `<p>${text}</p>`, bcc } }),
+        status,
+        errorCode,
+      );
       // What the reader wrote is saved all the same; the refused bcc is not.
       const draft = (await alice.get('/v1/message/reply')).body;
-      assert.deepEqual([draft.text, draft.html, draft.bcc], [text, `<p>${text}</p>`, ALICE.email], `after ${JSON.stringify(bcc.slice(0, 40))}`);
+      assert.deepEqual(
+        [draft.text, draft.html, draft.bcc],
+        [text, `<p>${text}</p>`, ALICE.email],
+        `after ${JSON.stringify(bcc.slice(0, 40))}`,
+      );
     }
     // A bcc that is not a string is a malformed request, refused before anything is saved.
-    assertError(await alice.request('POST', '/v1/message/reply', { body: { text: 'not saved', bcc: 42 } }), 400, 'validation_failed');
-    assert.equal((await alice.get('/v1/message/reply')).body.text, `Rewritten before the refusal no. ${refusals.length - 1}`);
+    assertError(
+      await alice.request('POST', '/v1/message/reply', { body: { text: 'not saved', bcc: 42 } }),
+      400,
+      'validation_failed',
+    );
+    assert.equal(
+      (await alice.get('/v1/message/reply')).body.text,
+      `Rewritten before the refusal no. ${refusals.length - 1}`,
+    );
     assert.equal(sink.messages.length, before);
   });
 
@@ -176,20 +224,35 @@ describe('sending a reply through the exchange engine', () => {
       seal: harness.seal,
       sms: harness.sms,
       databaseUrl: harness.auth.config.databaseUrl,
-      env: { EXCHANGE_URL: exchange.url, REPLY_FROM_RECIPIENT: 'true', S3_ENDPOINT: s3.endpoint, S3_BUCKET: harness.auth.config.s3.bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey },
+      env: {
+        EXCHANGE_URL: exchange.url,
+        REPLY_FROM_RECIPIENT: 'true',
+        S3_ENDPOINT: s3.endpoint,
+        S3_BUCKET: harness.auth.config.s3.bucket!,
+        S3_REGION: s3.region,
+        S3_ACCESS_KEY_ID: s3.accessKeyId,
+        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      },
     });
     try {
       const bob = own.reader();
       await bob.get(`/v1/config?messageId=${messageId}`);
       await bob.request('POST', '/v1/auth/code', { body: { messageId, email: BOB.email, method: 'email' } });
       const outbox = join(own.auth.config.dataDir, 'outbox');
-      const mail = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort().at(-1)!;
+      const mail = (await readdir(outbox))
+        .filter((name) => name.endsWith('.eml'))
+        .sort()
+        .at(-1)!;
       const code = /Your Sealpost code is (\d{6})/.exec(await readFile(join(outbox, mail), 'utf8'))![1]!;
       assert.equal((await bob.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
 
       const refused = await bob.request('POST', '/v1/message/reply', { body: { text: "Bob's answer" } });
       assertError(refused, 503, 'unavailable');
-      assert.equal((await bob.get('/v1/message/reply')).body.text, "Bob's answer", 'what Bob wrote is kept as his draft');
+      assert.equal(
+        (await bob.get('/v1/message/reply')).body.text,
+        "Bob's answer",
+        'what Bob wrote is kept as his draft',
+      );
     } finally {
       await own.stop();
     }
@@ -210,12 +273,22 @@ describe('sending a reply through the exchange engine', () => {
     ] as const) {
       // Status 0: an engine nobody can reach (a port that refuses, not one just closed that the
       // next server could be given).
-      const fake = status === 0 ? { url: `http://127.0.0.1:${await refusedPort()}`, received: 0, close: async () => {} } : await startFakeExchange(status);
+      const fake =
+        status === 0
+          ? { url: `http://127.0.0.1:${await refusedPort()}`, received: 0, close: async () => {} }
+          : await startFakeExchange(status);
       const second = await startAuthHarness({
         seal: harness.seal,
         sms: harness.sms,
         databaseUrl: harness.auth.config.databaseUrl,
-        env: { EXCHANGE_URL: fake.url, S3_ENDPOINT: s3.endpoint, S3_BUCKET: harness.auth.config.s3.bucket!, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey },
+        env: {
+          EXCHANGE_URL: fake.url,
+          S3_ENDPOINT: s3.endpoint,
+          S3_BUCKET: harness.auth.config.s3.bucket!,
+          S3_REGION: s3.region,
+          S3_ACCESS_KEY_ID: s3.accessKeyId,
+          S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+        },
       });
       try {
         const elsewhere = new Reader(second.auth.url);
@@ -230,7 +303,11 @@ describe('sending a reply through the exchange engine', () => {
       }
       const draft = await alice.get('/v1/message/reply');
       assert.equal(draft.body.text, 'Second reply, final', `after ${status}: the text sent is kept as the draft`);
-      assert.deepEqual(draft.body.files.map((f: { id: string }) => f.id), [uploaded.body.id], `after ${status}: the file is kept`);
+      assert.deepEqual(
+        draft.body.files.map((f: { id: string }) => f.id),
+        [uploaded.body.id],
+        `after ${status}: the file is kept`,
+      );
       assert.deepEqual(await draftKeys(), keys);
     }
 

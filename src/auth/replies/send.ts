@@ -56,7 +56,12 @@ export class ReplySender {
     },
   ) {}
 
-  async send(session: SignedInSession, input: ReplyInput, log: FastifyBaseLogger, expected?: ExpectedVersion): Promise<SentReply> {
+  async send(
+    session: SignedInSession,
+    input: ReplyInput,
+    log: FastifyBaseLogger,
+    expected?: ExpectedVersion,
+  ): Promise<SentReply> {
     const owner = { messageId: session.messageId, emailKey: emailKey(session.email) };
     const text = { text: input.text, html: input.html ?? null };
     const first = await this.deps.drafts.save(owner, text, new Date(this.deps.clock.now()), expected);
@@ -100,7 +105,10 @@ export class ReplySender {
     try {
       const files = await drafts.files(draftId);
       const original = await originalHeaders(await seal.content(session.messageId), found.record.subject);
-      const identity = replyIdentity({ email: recipientEmail, name: original.names.get(recipientEmail.toLowerCase()) }, this.deps.from);
+      const identity = replyIdentity(
+        { email: recipientEmail, name: original.names.get(recipientEmail.toLowerCase()) },
+        this.deps.from,
+      );
       const { messageId, stream } = composeReply({
         from: identity.from,
         ...(identity.replyTo ? { replyTo: identity.replyTo } : {}),
@@ -108,22 +116,40 @@ export class ReplySender {
         original,
         text: input.text,
         ...(input.html !== undefined ? { html: input.html } : {}),
-        attachments: files.map((file) => ({ filename: file.filename, contentType: file.content_type, open: () => objects.get(file.object_key) })),
+        attachments: files.map((file) => ({
+          filename: file.filename,
+          contentType: file.content_type,
+          open: () => objects.get(file.object_key),
+        })),
         date: new Date(clock.now()),
       });
       // The copy to oneself is an envelope recipient only: no Bcc header is written.
-      const { envelopeId } = await exchange.submitRaw({ from: identity.envelopeFrom, to: [to], ...(bcc ? { bcc: [bcc] } : {}) }, stream);
+      const { envelopeId } = await exchange.submitRaw(
+        { from: identity.envelopeFrom, to: [to], ...(bcc ? { bcc: [bcc] } : {}) },
+        stream,
+      );
       sent = { envelopeId, messageId, files: files.length };
     } catch (error) {
-      await drafts.releaseSending(draftId).catch((release: unknown) => log.warn({ err: release, draftId }, 'could not release the send claim of a draft'));
+      await drafts
+        .releaseSending(draftId)
+        .catch((release: unknown) =>
+          log.warn({ err: release, draftId }, 'could not release the send claim of a draft'),
+        );
       throw error;
     }
 
     const version = await drafts.markSent(draftId, new Date(clock.now()));
     if (version !== undefined) at.version = version;
-    log.info({ draftId, envelopeId: sent.envelopeId, files: sent.files, bcc: Boolean(bcc) }, 'reply handed to the exchange engine');
+    log.info(
+      { draftId, envelopeId: sent.envelopeId, files: sent.files, bcc: Boolean(bcc) },
+      'reply handed to the exchange engine',
+    );
     // What is left of a sent draft is the watcher's if this fails (it deletes sent drafts on its next run).
-    await attachments.deleteDraft(draftId).catch((error: unknown) => log.warn({ err: error, draftId }, 'could not delete the sent draft yet; the watcher will'));
+    await attachments
+      .deleteDraft(draftId)
+      .catch((error: unknown) =>
+        log.warn({ err: error, draftId }, 'could not delete the sent draft yet; the watcher will'),
+      );
     return { ...sent, version: at.version };
   }
 }
@@ -139,7 +165,11 @@ const MAX_BCC_LENGTH = 320;
 function checkBcc(bcc: string | undefined, recipient: string): string | undefined {
   if (bcc === undefined || bcc.trim() === '') return undefined;
   if (bcc.length > MAX_BCC_LENGTH) {
-    throw new AppError('invalid_bcc_address', 400, `The bcc address is longer than ${MAX_BCC_LENGTH} characters; it cannot be a valid email address`);
+    throw new AppError(
+      'invalid_bcc_address',
+      400,
+      `The bcc address is longer than ${MAX_BCC_LENGTH} characters; it cannot be a valid email address`,
+    );
   }
   const normalized = normalizeEmail(bcc);
   if (!normalized) throw new AppError('invalid_bcc_address', 400, 'The bcc address is not a valid email address');

@@ -25,7 +25,13 @@ describe('a 100 MiB reply attachment', () => {
     [s3, clamd] = await Promise.all([startS3Server(), startClamd({ streamMaxLength: '200M' })]);
     harness = await startAuthHarness({
       s3,
-      env: { ...clamd.env, ATTACHMENTS_REQUIRE_SCAN: 'true', ATTACHMENT_MAX_SIZE: '128MiB', REPLY_MAX_TOTAL_SIZE: '256MiB', LOG_LEVEL: 'info' },
+      env: {
+        ...clamd.env,
+        ATTACHMENTS_REQUIRE_SCAN: 'true',
+        ATTACHMENT_MAX_SIZE: '128MiB',
+        REPLY_MAX_TOTAL_SIZE: '256MiB',
+        LOG_LEVEL: 'info',
+      },
     });
     alice = harness.reader();
     await signInAlice(harness, alice, harness.sealSample().id);
@@ -38,7 +44,10 @@ describe('a 100 MiB reply attachment', () => {
 
   it('goes through scanned and intact, the RSS growing by less than 64 MiB (measured figure in the diagnostics)', async (t) => {
     // Warm-up: every code path of an upload loaded and its buffers allocated once.
-    assert.equal((await uploadFile(alice, { filename: 'warm-up.bin', content: generatedBytes(9 * MiB), size: 9 * MiB })).status, 201);
+    assert.equal(
+      (await uploadFile(alice, { filename: 'warm-up.bin', content: generatedBytes(9 * MiB), size: 9 * MiB })).status,
+      201,
+    );
 
     const sent = createHash('sha256');
     async function* counted() {
@@ -58,7 +67,9 @@ describe('a 100 MiB reply attachment', () => {
     }
     peak = Math.max(peak, process.memoryUsage().rss);
     const growth = peak - baseline;
-    t.diagnostic(`RSS ${(baseline / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for ${SIZE / MiB} MiB`);
+    t.diagnostic(
+      `RSS ${(baseline / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for ${SIZE / MiB} MiB`,
+    );
 
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     assert.equal(uploaded.body.size, SIZE);
@@ -69,7 +80,12 @@ describe('a 100 MiB reply attachment', () => {
     // malloc's high-water mark.
     assert.ok(growth < 64 * MiB, `RSS grew by ${(growth / MiB).toFixed(1)} MiB during the upload of ${SIZE / MiB} MiB`);
 
-    const rows = await harness.auth.database.db.withSchema('auth').selectFrom('draft_files').select(['object_key', 'size']).where('id', '=', uploaded.body.id).execute();
+    const rows = await harness.auth.database.db
+      .withSchema('auth')
+      .selectFrom('draft_files')
+      .select(['object_key', 'size'])
+      .where('id', '=', uploaded.body.id)
+      .execute();
     const stored = createHash('sha256');
     let bytes = 0;
     for await (const chunk of await harness.auth.objects.get(rows[0]!.object_key)) {

@@ -25,7 +25,13 @@ async function startCapturingExchange(delayMs: number) {
       // The engine's JSON message: the reply itself is base64 in `raw`.
       const message = JSON.parse(Buffer.concat(chunks).toString()) as { raw: string };
       received.push(Buffer.from(message.raw, 'base64').toString('latin1'));
-      setTimeout(() => response.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `envelope-${++next}` })), delayMs);
+      setTimeout(
+        () =>
+          response
+            .writeHead(202, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ id: `envelope-${++next}` })),
+        delayMs,
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -58,9 +64,14 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
     return got.body as { text: string; version: number; files: Array<{ id: string; name: string }> };
   };
   const save = (text: string, version?: number) =>
-    alice.request('PUT', '/v1/message/reply', { body: { text }, ...(version !== undefined ? { headers: ifMatch(version) } : {}) });
-  const send = (text: string, version: number) => alice.request('POST', '/v1/message/reply', { body: { text }, headers: ifMatch(version) });
-  const upload = (filename: string, version: number) => uploadFile(alice, { filename, content: PDF, headers: ifMatch(version) });
+    alice.request('PUT', '/v1/message/reply', {
+      body: { text },
+      ...(version !== undefined ? { headers: ifMatch(version) } : {}),
+    });
+  const send = (text: string, version: number) =>
+    alice.request('POST', '/v1/message/reply', { body: { text }, headers: ifMatch(version) });
+  const upload = (filename: string, version: number) =>
+    uploadFile(alice, { filename, content: PDF, headers: ifMatch(version) });
   const assertConflict = (response: ReaderResponse) => assertError(response, 409, 'draft_conflict');
   const objectCount = async () => {
     let count = 0;
@@ -70,7 +81,13 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
 
   before(async () => {
     exchange = await startCapturingExchange(300);
-    harness = await startAuthHarness({ env: { EXCHANGE_URL: exchange.url, SMS_LIMIT_NUMBER_INTERVAL: '0s', REPLY_FROM: 'Example Org <replies@example.org>' } });
+    harness = await startAuthHarness({
+      env: {
+        EXCHANGE_URL: exchange.url,
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+        REPLY_FROM: 'Example Org <replies@example.org>',
+      },
+    });
     db = harness.auth.database.db.withSchema('auth') as Kysely<AuthTables>;
     messageId = harness.sealSample().id;
     alice = harness.reader();
@@ -127,7 +144,11 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
 
     assertConflict(await save('overwritten?', stale));
     const refusedUpload = await upload('late.pdf', stale);
-    assertError({ status: refusedUpload.status, body: refusedUpload.body, headers: new Headers(), setCookie: undefined }, 409, 'draft_conflict');
+    assertError(
+      { status: refusedUpload.status, body: refusedUpload.body, headers: new Headers(), setCookie: undefined },
+      409,
+      'draft_conflict',
+    );
     assertConflict(await alice.request('DELETE', `/v1/message/files/${withFile.body.id}`, { headers: ifMatch(stale) }));
     assertConflict(await send('sent?', stale));
     // A version from the future is as wrong as one from the past.
@@ -136,14 +157,27 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
     const after = await draft();
     assert.equal(after.version, current.version, 'the version did not move');
     assert.equal(after.text, 'kept text');
-    assert.deepEqual(after.files.map((file) => file.name), ['kept.pdf']);
+    assert.deepEqual(
+      after.files.map((file) => file.name),
+      ['kept.pdf'],
+    );
     assert.equal(await objectCount(), objectsBefore, 'no object added or removed');
-    assert.deepEqual(await db.selectFrom('draft_files').select(['id', 'state']).execute(), rowsBefore, 'no file row added or removed');
+    assert.deepEqual(
+      await db.selectFrom('draft_files').select(['id', 'state']).execute(),
+      rowsBefore,
+      'no file row added or removed',
+    );
     assert.equal(exchange.received.length, 0, 'nothing reached the exchange engine');
-    assertError(await alice.request('PUT', '/v1/message/reply', { body: { text: 'x' }, headers: { 'if-match': 'yesterday' } }), 400, 'validation_failed');
+    assertError(
+      await alice.request('PUT', '/v1/message/reply', { body: { text: 'x' }, headers: { 'if-match': 'yesterday' } }),
+      400,
+      'validation_failed',
+    );
 
     // With the current version the same changes pass.
-    const removed = await alice.request('DELETE', `/v1/message/files/${withFile.body.id}`, { headers: ifMatch(current.version) });
+    const removed = await alice.request('DELETE', `/v1/message/files/${withFile.body.id}`, {
+      headers: ifMatch(current.version),
+    });
     assert.equal(removed.status, 204);
     assert.equal((await save('', etagVersion(removed.headers))).status, 200);
   });
@@ -158,8 +192,17 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
       assert.equal(other.status, 200, JSON.stringify(other.body));
       yield PDF.subarray(10_000);
     }
-    const refused = await uploadFile(alice, { filename: 'raced.pdf', content: slowFile(), size: PDF.length, headers: ifMatch(start.version) });
-    assertError({ status: refused.status, body: refused.body, headers: new Headers(), setCookie: undefined }, 409, 'draft_conflict');
+    const refused = await uploadFile(alice, {
+      filename: 'raced.pdf',
+      content: slowFile(),
+      size: PDF.length,
+      headers: ifMatch(start.version),
+    });
+    assertError(
+      { status: refused.status, body: refused.body, headers: new Headers(), setCookie: undefined },
+      409,
+      'draft_conflict',
+    );
     const after = await draft();
     assert.equal(after.version, start.version + 1, 'only the save raised it');
     assert.deepEqual(after.files, []);
@@ -196,7 +239,10 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
 
   it('carries the new version on a refusal after the text was saved, so the page can send again without a conflict', async () => {
     const start = await draft();
-    const refused = await alice.request('POST', '/v1/message/reply', { body: { text: 'with a bad copy', bcc: 'not an address' }, headers: ifMatch(start.version) });
+    const refused = await alice.request('POST', '/v1/message/reply', {
+      body: { text: 'with a bad copy', bcc: 'not an address' },
+      headers: ifMatch(start.version),
+    });
     assertError(refused, 400, 'invalid_bcc_address');
     const version = etagVersion(refused.headers);
     assert.equal((await draft()).version, version);

@@ -23,7 +23,8 @@ describe('the reader link and other addresses opened in a browser', () => {
     await writeFile(join(dir, 'index.html'), PAGE);
     const sink = new Writable({
       write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of String(chunk).split('\n').filter(Boolean))
+          logLines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });

@@ -43,7 +43,8 @@ export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
       schema: {
         tags: ['reader'],
         summary: 'The reader page (HTML) for the sealed message {id}: sign in, read, reply',
-        description: 'The same page for every id; it reads the id from its address and calls GET /v1/config?messageId={id}.',
+        description:
+          'The same page for every id; it reads the id from its address and calls GET /v1/config?messageId={id}.',
         params: Type.Object({ id: Type.String({ maxLength: 200 }) }),
       },
     },
@@ -144,9 +145,15 @@ export function readerErrorPage(request: FastifyRequest, status: number, errorId
   if (path === '/v1' || path.startsWith('/v1/')) return undefined;
   const [title, sentence] =
     status === 414
-      ? ['This link is too long', 'It is longer than any Sealpost link. Please open the link from your email again, or copy all of it at once.']
+      ? [
+          'This link is too long',
+          'It is longer than any Sealpost link. Please open the link from your email again, or copy all of it at once.',
+        ]
       : status === 404
-        ? ['There is no message at this address', 'Please open the link from your email again. If it still does not work, the link may be incomplete: ask the sender.']
+        ? [
+            'There is no message at this address',
+            'Please open the link from your email again. If it still does not work, the link may be incomplete: ask the sender.',
+          ]
         : ['This link is not valid', 'Please open the link from your email again.'];
   return simplePage(title, sentence, errorId);
 }

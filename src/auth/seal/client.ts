@@ -33,10 +33,13 @@ export class SealClient {
 
   /** The sealed messages addressed to `email`, newest first (at most `limit`). */
   async sealedFor(email: string, limit: number): Promise<RecipientSealed> {
-    const response = await this.get(`/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`);
+    const response = await this.get(
+      `/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`,
+    );
     if (response.status !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
     const answer: unknown = await response.json().catch(() => undefined);
-    if (!Value.Check(RecipientSealedSchema, answer)) throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
+    if (!Value.Check(RecipientSealedSchema, answer))
+      throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
     return answer.sealed;
   }
 
@@ -78,7 +81,9 @@ export class SealClient {
     } catch (error) {
       stream.destroy();
       if (error instanceof AppError) throw error;
-      throw new AppError('upstream_failed', 502, 'The seal service broke off the sealed message; nothing is shown', { cause: error });
+      throw new AppError('upstream_failed', 502, 'The seal service broke off the sealed message; nothing is shown', {
+        cause: error,
+      });
     }
     return Buffer.concat(chunks, bytes);
   }
@@ -92,7 +97,10 @@ export class SealClient {
    */
   async contentStream(id: string): Promise<{ stream: Readable; length: number | undefined }> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('no answer from the seal service in time')), this.options.timeoutMs ?? TIMEOUT_MS);
+    const timer = setTimeout(
+      () => controller.abort(new Error('no answer from the seal service in time')),
+      this.options.timeoutMs ?? TIMEOUT_MS,
+    );
     try {
       const opened = await this.openContent(id, controller.signal);
       // Destroying the stream (our client went away) also ends the request to B.
@@ -103,14 +111,18 @@ export class SealClient {
     }
   }
 
-  private async openContent(id: string, signal: AbortSignal): Promise<{ stream: Readable; length: number | undefined }> {
+  private async openContent(
+    id: string,
+    signal: AbortSignal,
+  ): Promise<{ stream: Readable; length: number | undefined }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
     if (response.status === 404) {
       await response.arrayBuffer().catch(() => undefined);
       throw new AppError('not_found', 404, 'The sealed message is no longer available');
     }
-    if (response.status !== 200 || !response.body) throw await upstreamError(response, 'read and verify the sealed message');
+    if (response.status !== 200 || !response.body)
+      throw await upstreamError(response, 'read and verify the sealed message');
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
     return {
       stream: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
@@ -126,13 +138,19 @@ export class SealClient {
         signal: signal ?? AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
       });
     } catch (error) {
-      throw new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', { cause: error });
+      throw new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', {
+        cause: error,
+      });
     }
   }
 }
 
 function tooLarge(limit: number): AppError {
-  return new AppError('upstream_failed', 502, `The sealed message is larger than SEAL_MAX_MESSAGE_SIZE (${limit} bytes) and cannot be shown`);
+  return new AppError(
+    'upstream_failed',
+    502,
+    `The sealed message is larger than SEAL_MAX_MESSAGE_SIZE (${limit} bytes) and cannot be shown`,
+  );
 }
 
 async function upstreamError(response: Response, what: string): Promise<AppError> {
@@ -145,20 +163,32 @@ async function upstreamError(response: Response, what: string): Promise<AppError
     // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
     broken =
       response.status === 502 &&
-      (parsed.errorCode === 'seal_broken' || (parsed.errorCode === 'upstream_failed' && typeof parsed.message === 'string' && /failed verification/.test(parsed.message)));
+      (parsed.errorCode === 'seal_broken' ||
+        (parsed.errorCode === 'upstream_failed' &&
+          typeof parsed.message === 'string' &&
+          /failed verification/.test(parsed.message)));
   } catch {
     // not an error object: keep the start of the body for the log
   }
   const cause = new Error(`seal service answered HTTP ${response.status}: ${reason}`);
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
-  if (broken) return new AppError('seal_broken', 502, 'The sealed content failed verification against its seal; nothing is shown', { cause });
+  if (broken)
+    return new AppError(
+      'seal_broken',
+      502,
+      'The sealed content failed verification against its seal; nothing is shown',
+      { cause },
+    );
   return new AppError('upstream_failed', 502, `The seal service could not ${what}; nothing is shown`, { cause });
 }
 
 /** seal_broken with the CID of the sealed record, for the reader to show which seal broke. */
 export function withSealCid(error: unknown, cid: string): unknown {
   if (!(error instanceof AppError) || error.errorCode !== 'seal_broken') return error;
-  return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, { cause: error.cause, details: { cid } });
+  return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, {
+    cause: error.cause,
+    details: { cid },
+  });
 }
 
 /** The seal service's answer, checked against its own schema (src/contracts/seal.ts) before any field is used. */

@@ -37,13 +37,30 @@ export class RecipientDirectory {
       .where('message_id', '=', messageId)
       .where('email_key', '=', key)
       .executeTakeFirst();
-    const recorded = typeof onRecord.mobile === 'string' && onRecord.mobile ? (normalizeMobile(onRecord.mobile) ?? onRecord.mobile) : undefined;
+    const recorded =
+      typeof onRecord.mobile === 'string' && onRecord.mobile
+        ? (normalizeMobile(onRecord.mobile) ?? onRecord.mobile)
+        : undefined;
     const mobile = override?.mobile ?? recorded;
-    return { record, recipient: { email: onRecord.email, method: onRecord.method, mobile, language: isLanguage(onRecord.language) ? onRecord.language : undefined } };
+    return {
+      record,
+      recipient: {
+        email: onRecord.email,
+        method: onRecord.method,
+        mobile,
+        language: isLanguage(onRecord.language) ? onRecord.language : undefined,
+      },
+    };
   }
 
   /** Records the recipient's confirmed new number for this message. */
-  async setMobile(trx: Transaction<AuthTables>, messageId: string, email: string, mobile: string, now: Date): Promise<void> {
+  async setMobile(
+    trx: Transaction<AuthTables>,
+    messageId: string,
+    email: string,
+    mobile: string,
+    now: Date,
+  ): Promise<void> {
     await trx
       .insertInto('mobile_overrides')
       .values({ message_id: messageId, email_key: emailKey(email), mobile, updated_at: now })

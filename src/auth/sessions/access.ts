@@ -36,7 +36,11 @@ export class MessageAccess {
   ) {}
 
   async factors(sessionId: string): Promise<Factor[]> {
-    return this.db.selectFrom('session_factors').select(['method', 'email_key', 'email', 'mobile']).where('session_id', '=', sessionId).execute();
+    return this.db
+      .selectFrom('session_factors')
+      .select(['method', 'email_key', 'email', 'mobile'])
+      .where('session_id', '=', sessionId)
+      .execute();
   }
 
   /** The recipient the session opens the message as, or undefined when it has proven nothing that does. */
@@ -99,13 +103,20 @@ export class MessageAccess {
   }
 }
 
-function toRecipient(recipient: { email: string; method: SignInMethodName; mobile?: string }, override: string | undefined): Recipient {
+function toRecipient(
+  recipient: { email: string; method: SignInMethodName; mobile?: string },
+  override: string | undefined,
+): Recipient {
   const recorded = recipient.mobile ? (normalizeMobile(recipient.mobile) ?? recipient.mobile) : undefined;
   return { email: recipient.email, method: recipient.method, mobile: override ?? recorded, language: undefined };
 }
 
 function satisfied(recipient: Recipient, factors: Factor[]): boolean {
   const key = emailKey(recipient.email);
-  if (recipient.method === 'email') return factors.some((factor) => factor.method === 'email' && factor.email_key === key);
-  return recipient.mobile !== undefined && factors.some((factor) => factor.method === 'sms' && factor.email_key === key && factor.mobile === recipient.mobile);
+  if (recipient.method === 'email')
+    return factors.some((factor) => factor.method === 'email' && factor.email_key === key);
+  return (
+    recipient.mobile !== undefined &&
+    factors.some((factor) => factor.method === 'sms' && factor.email_key === key && factor.mobile === recipient.mobile)
+  );
 }

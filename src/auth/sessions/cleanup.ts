@@ -8,7 +8,13 @@ import type { SessionStore } from './store.ts';
  * hour they count for. Every instance runs it; the deletes are idempotent, so that needs no coordination.
  * Expired rows are ignored by every query anyway: this only keeps the tables small.
  */
-export function startCleanup(options: { sessions: SessionStore; limits: Array<HourlyLimit<string>>; intervalMs: number; clock: Clock; logger: Logger }) {
+export function startCleanup(options: {
+  sessions: SessionStore;
+  limits: Array<HourlyLimit<string>>;
+  intervalMs: number;
+  clock: Clock;
+  logger: Logger;
+}) {
   let running: Promise<void> | undefined;
   const run = () => {
     running ??= (async () => {
@@ -17,7 +23,8 @@ export function startCleanup(options: { sessions: SessionStore; limits: Array<Ho
         const sessions = await options.sessions.deleteExpired(now);
         let sends = 0;
         for (const limit of options.limits) sends += await limit.deleteOld(now);
-        if (sessions + sends > 0) options.logger.info({ sessions, codeSends: sends }, 'expired sessions and rate-limit records deleted');
+        if (sessions + sends > 0)
+          options.logger.info({ sessions, codeSends: sends }, 'expired sessions and rate-limit records deleted');
       } catch (error) {
         options.logger.warn({ err: error }, 'session cleanup failed; next try at the next interval');
       } finally {

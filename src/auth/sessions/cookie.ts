@@ -38,7 +38,9 @@ export function sessionCookie(publicUrl: string): SessionCookie {
       return undefined;
     },
     set(token, maxAgeSeconds) {
-      return maxAgeSeconds === undefined ? `${name}=${token}; ${attributes}` : `${name}=${token}; Max-Age=${maxAgeSeconds}; ${attributes}`;
+      return maxAgeSeconds === undefined
+        ? `${name}=${token}; ${attributes}`
+        : `${name}=${token}; Max-Age=${maxAgeSeconds}; ${attributes}`;
     },
     clear() {
       return `${name}=; Max-Age=-1; ${attributes}`;

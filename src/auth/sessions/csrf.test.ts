@@ -33,7 +33,7 @@ describe('CSRF: every POST, PUT and DELETE needs the session token in X-CSRF-Tok
     }
   });
 
-  it('refuses each of them with 403 and an error object: no token, a wrong token, another session\'s token, no session', async () => {
+  it("refuses each of them with 403 and an error object: no token, a wrong token, another session's token, no session", async () => {
     const anonymous = harness.reader();
     for (const route of stateChanging) {
       const url = concrete(route.path);
@@ -45,7 +45,11 @@ describe('CSRF: every POST, PUT and DELETE needs the session token in X-CSRF-Tok
         ['no session', anonymous, reader.csrf!],
       ] as const) {
         const response = await client.request(route.method, url, { body: {}, csrf });
-        assert.equal(response.status, 403, `${what} with ${label}: ${response.status} ${JSON.stringify(response.body)}`);
+        assert.equal(
+          response.status,
+          403,
+          `${what} with ${label}: ${response.status} ${JSON.stringify(response.body)}`,
+        );
         assertError(response, 403, 'csrf_token_invalid');
       }
     }

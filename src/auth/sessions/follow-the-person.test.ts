@@ -19,12 +19,15 @@ describe('sessions follow the person across sealed messages', () => {
     await harness?.stop();
   });
 
-  const raw = (subject: string) => `From: Sender <sender@example.org>\r\nTo: someone@example.com\r\nSubject: ${subject}\r\n\r\nHello.\r\n`;
+  const raw = (subject: string) =>
+    `From: Sender <sender@example.org>\r\nTo: someone@example.com\r\nSubject: ${subject}\r\n\r\nHello.\r\n`;
   const OTHER_MOBILE = '+41797654321';
 
   async function signInBobByEmail(reader: Reader, messageId: string) {
     await reader.get(`/v1/config?messageId=${messageId}`);
-    const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId, email: BOB.email, method: 'email' } });
+    const sent = await reader.request('POST', '/v1/auth/code', {
+      body: { messageId, email: BOB.email, method: 'email' },
+    });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     const outbox = join(harness.auth.config.dataDir, 'outbox');
     const files = (await readdir(outbox)).filter((name) => name.endsWith('.eml')).sort();
@@ -41,8 +44,16 @@ describe('sessions follow the person across sealed messages', () => {
 
   it('an email code opens every message whose method for that address is email, and no other', async () => {
     const a = harness.seal.register({ raw: raw('A'), recipients: [BOB], subject: 'A' });
-    const b = harness.seal.register({ raw: raw('B'), recipients: [{ ...BOB, email: 'Bob@Example.com' }], subject: 'B' });
-    const bySms = harness.seal.register({ raw: raw('C'), recipients: [{ email: BOB.email, method: 'sms', mobile: OTHER_MOBILE }], subject: 'C' });
+    const b = harness.seal.register({
+      raw: raw('B'),
+      recipients: [{ ...BOB, email: 'Bob@Example.com' }],
+      subject: 'B',
+    });
+    const bySms = harness.seal.register({
+      raw: raw('C'),
+      recipients: [{ email: BOB.email, method: 'sms', mobile: OTHER_MOBILE }],
+      subject: 'C',
+    });
     const notHis = harness.seal.register({ raw: raw('D'), recipients: [ALICE], subject: 'D' });
     const reader = harness.reader();
     await signInBobByEmail(reader, a.id);
@@ -74,8 +85,16 @@ describe('sessions follow the person across sealed messages', () => {
   it('an SMS code opens the messages sent to that address with that number, not another number nor email sign-in', async () => {
     const first = harness.sealSample();
     const sameNumber = harness.seal.register({ raw: raw('same number'), recipients: [ALICE], subject: 'same number' });
-    const otherNumber = harness.seal.register({ raw: raw('other number'), recipients: [{ ...ALICE, mobile: OTHER_MOBILE }], subject: 'other number' });
-    const byEmail = harness.seal.register({ raw: raw('by email'), recipients: [{ email: ALICE.email, method: 'email' }], subject: 'by email' });
+    const otherNumber = harness.seal.register({
+      raw: raw('other number'),
+      recipients: [{ ...ALICE, mobile: OTHER_MOBILE }],
+      subject: 'other number',
+    });
+    const byEmail = harness.seal.register({
+      raw: raw('by email'),
+      recipients: [{ email: ALICE.email, method: 'email' }],
+      subject: 'by email',
+    });
     const reader = harness.reader();
     await signInAlice(harness, reader, first.id, true);
 

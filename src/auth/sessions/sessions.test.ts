@@ -7,7 +7,12 @@ import { tokenHash } from './store.ts';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function sessionRows(harness: AuthHarness, token: string): Promise<number> {
-  const rows = await harness.auth.database.db.withSchema('auth').selectFrom('sessions').select('id').where('token_hash', '=', tokenHash(token)).execute();
+  const rows = await harness.auth.database.db
+    .withSchema('auth')
+    .selectFrom('sessions')
+    .select('id')
+    .where('token_hash', '=', tokenHash(token))
+    .execute();
   return rows.length;
 }
 
@@ -54,7 +59,9 @@ describe('sessions: idle timeout and cleanup', () => {
       ])
       .execute();
     const left = async () =>
-      (await table.selectFrom('code_sends').select('destination').where('client', '=', '192.0.2.1').execute()).map((row) => row.destination);
+      (await table.selectFrom('code_sends').select('destination').where('client', '=', '192.0.2.1').execute()).map(
+        (row) => row.destination,
+      );
     await eventually(async () => (await left()).length === 1, 'the old record is deleted');
     assert.deepEqual(await left(), ['sms:+41790000002']);
   });

@@ -65,9 +65,17 @@ export class SessionStore {
    * Runs `work` with the session row locked (FOR UPDATE): concurrent requests on one session, such
    * as a burst of code guesses, are taken one at a time, so none can skip the count of wrong tries.
    */
-  async locked<T>(sessionId: string, work: (trx: Transaction<AuthTables>, row: SessionRow) => Promise<T>): Promise<T | undefined> {
+  async locked<T>(
+    sessionId: string,
+    work: (trx: Transaction<AuthTables>, row: SessionRow) => Promise<T>,
+  ): Promise<T | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('sessions').selectAll().where('id', '=', sessionId).forUpdate().executeTakeFirst();
+      const row = await trx
+        .selectFrom('sessions')
+        .selectAll()
+        .where('id', '=', sessionId)
+        .forUpdate()
+        .executeTakeFirst();
       return row ? work(trx, row) : undefined;
     });
   }
@@ -89,13 +97,21 @@ export class SessionStore {
     // The proof the code gave, kept for every other message it satisfies, and the message it was for.
     await trx
       .insertInto('session_factors')
-      .values({ session_id: sessionId, method: who.method, email_key: emailKey(who.email), email: who.email, mobile: who.method === 'sms' ? (who.mobile ?? '') : '' })
+      .values({
+        session_id: sessionId,
+        method: who.method,
+        email_key: emailKey(who.email),
+        email: who.email,
+        mobile: who.method === 'sms' ? (who.mobile ?? '') : '',
+      })
       .onConflict((oc) => oc.doNothing())
       .execute();
     await trx
       .insertInto('session_grants')
       .values({ session_id: sessionId, message_id: who.messageId, email: who.email, method: who.method })
-      .onConflict((oc) => oc.columns(['session_id', 'message_id']).doUpdateSet({ email: who.email, method: who.method }))
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'message_id']).doUpdateSet({ email: who.email, method: who.method }),
+      )
       .execute();
     const token = newToken();
     const lifetime = who.rememberMe ? this.timeouts.rememberMeMs : this.timeouts.absoluteMs;
@@ -127,7 +143,12 @@ export class SessionStore {
     const idleSince = new Date(now.getTime() - this.timeouts.idleMs);
     const result = await this.db
       .deleteFrom('sessions')
-      .where((eb) => eb.or([eb('expires_at', '<=', now), eb.and([eb('remember_me', '=', false), eb('last_seen_at', '<=', idleSince)])]))
+      .where((eb) =>
+        eb.or([
+          eb('expires_at', '<=', now),
+          eb.and([eb('remember_me', '=', false), eb('last_seen_at', '<=', idleSince)]),
+        ]),
+      )
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }

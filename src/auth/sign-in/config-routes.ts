@@ -13,14 +13,21 @@ const ReaderConfig = Type.Object({
   messageId: Type.Optional(Type.String()),
   methods: Type.Optional(
     Type.Array(signInMethodSchema(), {
-      description: 'sign-in methods the recipients of this message may use (sms: they were given a mobile number; email: not)',
+      description:
+        'sign-in methods the recipients of this message may use (sms: they were given a mobile number; email: not)',
     }),
   ),
-  sender: Type.Optional(Type.String({ description: "the sealed message's sender, shown by the reader page before sign-in" })),
-  subject: Type.Optional(Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" })),
+  sender: Type.Optional(
+    Type.String({ description: "the sealed message's sender, shown by the reader page before sign-in" }),
+  ),
+  subject: Type.Optional(
+    Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" }),
+  ),
   signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
   email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
-  method: Type.Optional(signInMethodSchema({ description: 'how that recipient signs in to this message (when signedIn)' })),
+  method: Type.Optional(
+    signInMethodSchema({ description: 'how that recipient signs in to this message (when signedIn)' }),
+  ),
   codePending: Type.Optional(
     Type.Object(
       {
@@ -53,7 +60,10 @@ const ReaderConfig = Type.Object({
  * (X-CSRF-Token header). Starts a server-side session when the request has none, with a browser-session
  * cookie.
  */
-export type ConfigRoutesOptions = Pick<AuthContext, 'clock' | 'seal' | 'sessions' | 'cookie' | 'keys' | 'access' | 'codes' | 'settings'>;
+export type ConfigRoutesOptions = Pick<
+  AuthContext,
+  'clock' | 'seal' | 'sessions' | 'cookie' | 'keys' | 'access' | 'codes' | 'settings'
+>;
 
 export async function configRoutes(app: App, context: ConfigRoutesOptions) {
   app.get(
@@ -65,8 +75,11 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
         description:
           'The X-CSRF-Token response header carries the token that every POST, PUT and DELETE must send back. ' +
           'Without a session cookie, a session is started (Set-Cookie, browser session). Recipients are not listed: ' +
-          'only which methods the message\'s recipients use.',
-        querystring: Type.Object({ messageId: Type.Optional(Type.String({ pattern: MESSAGE_ID_PATTERN })) }, { additionalProperties: false }),
+          "only which methods the message's recipients use.",
+        querystring: Type.Object(
+          { messageId: Type.Optional(Type.String({ pattern: MESSAGE_ID_PATTERN })) },
+          { additionalProperties: false },
+        ),
         response: { 200: ReaderConfig, ...errorResponses(400, 404, 502) },
       },
     },
@@ -94,13 +107,17 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
       // Signed in for this message when the session signed in for it, or has proven what it asks for
       // (docs/decisions.md#sessions-follow-the-person): then it opens without another code.
       let openedAs: { email: string; method?: SignInMethodName } | undefined;
-      const last = session.row.email ? { email: session.row.email, ...(session.row.method ? { method: session.row.method } : {}) } : undefined;
+      const last = session.row.email
+        ? { email: session.row.email, ...(session.row.method ? { method: session.row.method } : {}) }
+        : undefined;
       if (messageId === undefined || session.row.message_id === messageId) openedAs = last;
       else if (session.row.signed_in_at) openedAs = await context.access.open(session.row.id, messageId);
       const signedIn = Boolean(session.row.message_id) && openedAs !== undefined;
       const { settings } = context;
       const pending = !signedIn && messageId !== undefined ? context.codes.latest(session.row, messageId) : undefined;
-      const expiresIn = pending ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - context.clock.now()) / 1000) : 0;
+      const expiresIn = pending
+        ? Math.floor((pending.createdAt.getTime() + settings.codeExpiresInSeconds * 1000 - context.clock.now()) / 1000)
+        : 0;
       // Only a code that can still be tried: after an expired or void one the page starts at sign-in again.
       const codePending =
         pending?.live === true && expiresIn > 0

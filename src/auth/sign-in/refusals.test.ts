@@ -26,7 +26,12 @@ describe('limits on refused code requests, across two auth instances on one data
 
   before(async () => {
     // The per-number limits are not under test: ALICE's number gets codes in every test here.
-    const env = { SMS_LIMIT_IP_HOURLY: String(IP_HOURLY), SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '1000', AUTH_TRUST_PROXY: 'true' };
+    const env = {
+      SMS_LIMIT_IP_HOURLY: String(IP_HOURLY),
+      SMS_LIMIT_NUMBER_INTERVAL: '0s',
+      SMS_LIMIT_NUMBER_HOURLY: '1000',
+      AUTH_TRUST_PROXY: 'true',
+    };
     one = await startAuthHarness({ env });
     two = await startAuthHarness({ env, databaseUrl: one.auth.config.databaseUrl, seal: one.seal, sms: one.sms });
     db = one.auth.database.db.withSchema('auth') as Kysely<AuthTables>;
@@ -41,11 +46,14 @@ describe('limits on refused code requests, across two auth instances on one data
   async function ask(client: string, messageId: string, body: Record<string, unknown>): Promise<ReaderResponse> {
     const reader: Reader = (requests++ % 2 ? two : one).reader(client);
     await reader.get('/v1/config');
-    return reader.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms', ...body } });
+    return reader.request('POST', '/v1/auth/code', {
+      body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms', ...body },
+    });
   }
   const retryAfter = (response: ReaderResponse) => Number(response.headers.get('retry-after'));
   /** As if the hour had passed for everything recorded so far. */
-  const letAnHourPass = () => sql`update auth.code_refusals set refused_at = refused_at - interval '1 hour'`.execute(db);
+  const letAnHourPass = () =>
+    sql`update auth.code_refusals set refused_at = refused_at - interval '1 hour'`.execute(db);
 
   it(`answers sms_rate_limit after ${PER_CLIENT} wrong numbers from one client, then refuses the right number too until the hour has passed`, async () => {
     const record = one.sealSample();
@@ -104,7 +112,11 @@ describe('limits on refused code requests, across two auth instances on one data
     const record = one.sealSample();
     const other = one.sealSample();
     for (let i = 0; i < PER_MESSAGE; i++) {
-      assertError(await ask(`198.51.100.${i + 1}`, record.id, { mobile: wrongNumber(i) }), 403, 'email_and_mobile_mismatch');
+      assertError(
+        await ask(`198.51.100.${i + 1}`, record.id, { mobile: wrongNumber(i) }),
+        403,
+        'email_and_mobile_mismatch',
+      );
     }
     assertError(await ask('198.51.100.200', record.id, {}), 429, 'sms_rate_limit');
     assert.equal((await ask('198.51.100.201', other.id, {})).status, 200, 'other messages are not affected');
@@ -114,8 +126,12 @@ describe('limits on refused code requests, across two auth instances on one data
 
   it('counts parallel refusals exactly, on both instances', async () => {
     const record = one.sealSample();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => ask('203.0.113.40', record.id, { mobile: wrongNumber(i) })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ask('203.0.113.40', record.id, { mobile: wrongNumber(i) })),
+    );
     assert.equal(answers.filter((a) => a.status === 403).length, PER_CLIENT, answers.map((a) => a.status).join(','));
-    assert.ok(answers.filter((a) => a.status !== 403).every((a) => a.status === 429 && a.body.errorCode === 'sms_rate_limit'));
+    assert.ok(
+      answers.filter((a) => a.status !== 403).every((a) => a.status === 429 && a.body.errorCode === 'sms_rate_limit'),
+    );
   });
 });

@@ -20,7 +20,9 @@ const CodeRequest = Type.Object(
   {
     messageId: Type.String({ pattern: MESSAGE_ID_PATTERN }),
     email: Type.String({ maxLength: 320 }),
-    mobile: Type.Optional(Type.String({ maxLength: 64, description: 'international format (+41 79 123 45 67); required for sms' })),
+    mobile: Type.Optional(
+      Type.String({ maxLength: 64, description: 'international format (+41 79 123 45 67); required for sms' }),
+    ),
     method: signInMethodSchema(),
   },
   { additionalProperties: false },
@@ -35,7 +37,11 @@ const CodeSent = Type.Object({
 const VerifyRequest = Type.Object(
   {
     code: Type.String({ maxLength: 32 }),
-    rememberMe: Type.Optional(Type.Boolean({ description: "keep me signed in: a persistent cookie (Max-Age) instead of a browser-session one" })),
+    rememberMe: Type.Optional(
+      Type.Boolean({
+        description: 'keep me signed in: a persistent cookie (Max-Age) instead of a browser-session one',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -51,7 +57,18 @@ const SignedIn = Type.Object({
 
 export type SignInRoutesOptions = Pick<
   AuthContext,
-  'clock' | 'trustProxyHops' | 'sendLimit' | 'refusalLimit' | 'codes' | 'recipients' | 'methods' | 'sessions' | 'metrics' | 'cookie' | 'keys' | 'settings'
+  | 'clock'
+  | 'trustProxyHops'
+  | 'sendLimit'
+  | 'refusalLimit'
+  | 'codes'
+  | 'recipients'
+  | 'methods'
+  | 'sessions'
+  | 'metrics'
+  | 'cookie'
+  | 'keys'
+  | 'settings'
 >;
 
 /** POST /v1/auth/code and POST /v1/auth/verify (docs/specification.md#auth-endpoints). */
@@ -81,17 +98,33 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
       let mobile: string | undefined;
       if (body.method === 'sms') {
         mobile = normalizeMobile(body.mobile);
-        if (!mobile) throw new AppError('invalid_mobile', 400, 'This is not a valid mobile number in international format (+41 79 123 45 67)');
+        if (!mobile)
+          throw new AppError(
+            'invalid_mobile',
+            400,
+            'This is not a valid mobile number in international format (+41 79 123 45 67)',
+          );
       }
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       // Counted before the lookup, so that probing for recipients and their numbers meets a limit too.
-      const counted = await context.refusalLimit.count({ client, message_id: body.messageId }, new Date(context.clock.now()));
-      const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(async (error: unknown) => {
-        if (!isProbeRefusal(error)) await counted.release();
-        throw error;
-      });
+      const counted = await context.refusalLimit.count(
+        { client, message_id: body.messageId },
+        new Date(context.clock.now()),
+      );
+      const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(
+        async (error: unknown) => {
+          if (!isProbeRefusal(error)) await counted.release();
+          throw error;
+        },
+      );
       await counted.release();
-      return issueCode(context, request, session, { recipient, method, destination, messageId: body.messageId, client });
+      return issueCode(context, request, session, {
+        recipient,
+        method,
+        destination,
+        messageId: body.messageId,
+        client,
+      });
     },
   );
 
@@ -103,7 +136,7 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         summary: 'Send a new code to where the last code of this session went',
         description:
           'For the reader page after a reload: it knows that a code was sent (GET /v1/config, codePending) but not the ' +
-          'number or address it went to. Sends a new code to the same recipient and destination as the session\'s last ' +
+          "number or address it went to. Sends a new code to the same recipient and destination as the session's last " +
           'code for this message (also after that code was voided or expired), under the same sending limits as ' +
           'POST /v1/auth/code (sms_rate_limit, 429). 404 not_found when this session asked for no code for the message. ' +
           CSRF_NOTE,
@@ -115,7 +148,12 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
       const session = request.readerSession as LoadedSession;
       const { messageId } = request.body;
       const last = context.codes.latest(session.row, messageId);
-      if (!last) throw new AppError('not_found', 404, 'This session asked for no code for this message: ask with POST /v1/auth/code');
+      if (!last)
+        throw new AppError(
+          'not_found',
+          404,
+          'This session asked for no code for this message: ask with POST /v1/auth/code',
+        );
       const found = await context.recipients.find(messageId, last.email);
       if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
       const client = clientKey(clientAddress(request, context.trustProxyHops));
@@ -154,24 +192,40 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         context.sessions.signIn(
           trx,
           session.row.id,
-          { messageId: target.messageId, email: target.email, method: target.method, mobile: target.destination, rememberMe },
+          {
+            messageId: target.messageId,
+            email: target.email,
+            method: target.method,
+            mobile: target.destination,
+            rememberMe,
+          },
           now,
         ),
       );
       context.metrics.signIns.inc({ outcome: OUTCOME_LABEL[checked.outcome] });
-      if (checked.outcome === 'expired') throw new AppError('expired_code', 401, 'The code has expired; request a new one');
+      if (checked.outcome === 'expired')
+        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
       if (checked.outcome === 'voided') {
         request.log.info({ method: checked.method }, 'sign-in code void after too many wrong tries');
-        throw new AppError('code_attempts_exceeded', 401, 'Too many wrong tries: this code can no longer be used; request a new one');
+        throw new AppError(
+          'code_attempts_exceeded',
+          401,
+          'Too many wrong tries: this code can no longer be used; request a new one',
+        );
       }
       if (checked.outcome === 'incorrect') {
         request.log.info({ method: checked.method, attemptsLeft: checked.attemptsLeft }, 'wrong sign-in code');
         const wrong = context.methods[checked.method ?? 'sms'].wrongCode();
         if (checked.attemptsLeft === undefined) throw wrong;
-        throw new AppError(wrong.errorCode, wrong.status, wrong.message, { details: { attemptsLeft: checked.attemptsLeft } });
+        throw new AppError(wrong.errorCode, wrong.status, wrong.message, {
+          details: { attemptsLeft: checked.attemptsLeft },
+        });
       }
       const { token, expiresAt } = checked.result;
-      reply.header('set-cookie', context.cookie.set(token, rememberMe ? context.settings.rememberMeMaxAgeSeconds : undefined));
+      reply.header(
+        'set-cookie',
+        context.cookie.set(token, rememberMe ? context.settings.rememberMeMaxAgeSeconds : undefined),
+      );
       reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, token));
       request.log.info({ messageId: checked.target.messageId, method: checked.target.method, rememberMe }, 'signed in');
       const { messageId, email, method } = checked.target;
@@ -180,7 +234,12 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
   );
 }
 
-const OUTCOME_LABEL = { accepted: 'signed_in', expired: 'expired_code', incorrect: 'incorrect_code', voided: 'code_attempts_exceeded' } as const;
+const OUTCOME_LABEL = {
+  accepted: 'signed_in',
+  expired: 'expired_code',
+  incorrect: 'incorrect_code',
+  voided: 'code_attempts_exceeded',
+} as const;
 
 /**
  * Sends a new code to `destination` under the sending limits and stores it as the session's code,
@@ -217,7 +276,11 @@ async function matchRecipient(
   if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
   const { recipient } = found;
   if (recipient.method !== body.method) {
-    throw new AppError('forbidden_auth_method', 403, `This recipient signs in by ${recipient.method}, not by ${body.method}`);
+    throw new AppError(
+      'forbidden_auth_method',
+      403,
+      `This recipient signs in by ${recipient.method}, not by ${body.method}`,
+    );
   }
   const method = context.methods[body.method];
   return { recipient, method, destination: method.destination(recipient, mobile) };

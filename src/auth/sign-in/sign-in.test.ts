@@ -4,7 +4,14 @@ import { createHash, createHmac } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assertError } from '../../../test/support/auth-assert.ts';
-import { ALICE, BOB, TEST_AUTH_SECRET, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
+import {
+  ALICE,
+  BOB,
+  TEST_AUTH_SECRET,
+  signInAlice,
+  startAuthHarness,
+  type AuthHarness,
+} from '../../../test/support/auth-harness.ts';
 import type { Reader } from '../../../test/support/auth-reader.ts';
 import { deriveKeys } from '../secret.ts';
 import { tokenHash } from '../sessions/store.ts';
@@ -22,14 +29,18 @@ describe('auth service: sign-in by code', () => {
 
   before(async () => {
     // Rate limits are tested on their own (rate-limit.test.ts); here they must not get in the way.
-    harness = await startAuthHarness({ env: { SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '1000', SMS_LIMIT_IP_HOURLY: '1000' } });
+    harness = await startAuthHarness({
+      env: { SMS_LIMIT_NUMBER_INTERVAL: '0s', SMS_LIMIT_NUMBER_HOURLY: '1000', SMS_LIMIT_IP_HOURLY: '1000' },
+    });
   });
   after(async () => {
     await harness?.stop();
   });
 
   async function requestSmsCode(reader: Reader, messageId: string, body: Record<string, unknown> = {}) {
-    return reader.request('POST', '/v1/auth/code', { body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms', ...body } });
+    return reader.request('POST', '/v1/auth/code', {
+      body: { messageId, email: ALICE.email, mobile: ALICE.mobile, method: 'sms', ...body },
+    });
   }
   async function lastSmsCode(): Promise<string> {
     const code = harness.sms.lastCodeTo(ALICE.mobile);
@@ -92,7 +103,10 @@ describe('auth service: sign-in by code', () => {
       assert.equal(sms.to, ALICE.mobile);
       assert.equal(sms.from, 'Sealpost');
       assert.match(sms.text, /^Your Sealpost code is \d{6}$/);
-      assert.deepEqual([sms.user, sms.password, sms.path, sms.contentType], ['sms-user', 'sms-password', '/sms', 'application/json']);
+      assert.deepEqual(
+        [sms.user, sms.password, sms.path, sms.contentType],
+        ['sms-user', 'sms-password', '/sms', 'application/json'],
+      );
       await lastSmsCode();
       remember(reader);
     });
@@ -103,19 +117,26 @@ describe('auth service: sign-in by code', () => {
       await reader.get(`/v1/config?messageId=${record.id}`);
       const before = { cookie: reader.cookie!, token: reader.token!, csrf: reader.csrf! };
       await requestSmsCode(reader, record.id);
-      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: await lastSmsCode(), rememberMe: false } });
+      const verified = await reader.request('POST', '/v1/auth/verify', {
+        body: { code: await lastSmsCode(), rememberMe: false },
+      });
       assert.equal(verified.status, 200, JSON.stringify(verified.body));
       assert.equal(verified.body.signedIn, true);
       assert.equal(verified.body.messageId, record.id);
       assert.equal(verified.body.email, ALICE.email);
       assert.equal(verified.body.rememberMe, false);
-      const [, newToken] = SESSION_COOKIE.exec(verified.setCookie!) ?? assert.fail(`unexpected Set-Cookie ${verified.setCookie}`);
+      const [, newToken] =
+        SESSION_COOKIE.exec(verified.setCookie!) ?? assert.fail(`unexpected Set-Cookie ${verified.setCookie}`);
       assert.notEqual(newToken, before.token);
       assert.notEqual(verified.headers.get('x-csrf-token'), before.csrf);
       remember(reader);
 
       // Same row, new token: the old token is worth nothing.
-      const rows = await harness.auth.database.db.withSchema('auth').selectFrom('sessions').select(['id', 'token_hash']).execute();
+      const rows = await harness.auth.database.db
+        .withSchema('auth')
+        .selectFrom('sessions')
+        .select(['id', 'token_hash'])
+        .execute();
       assert.equal(rows.filter((row) => row.token_hash === tokenHash(before.token)).length, 0);
       assert.equal(rows.filter((row) => row.token_hash === tokenHash(newToken!)).length, 1);
       assert.equal((await reader.get('/v1/message')).status, 200);
@@ -123,7 +144,11 @@ describe('auth service: sign-in by code', () => {
       old.cookie = before.cookie;
       assertError(await old.get('/v1/message'), 401, 'unauthenticated');
       // The CSRF token of before sign-in does not go with the new session.
-      assertError(await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797654321' }, csrf: before.csrf }), 403, 'csrf_token_invalid');
+      assertError(
+        await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797654321' }, csrf: before.csrf }),
+        403,
+        'csrf_token_invalid',
+      );
       // GET /v1/config now says so.
       assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.signedIn, true);
     });
@@ -150,13 +175,21 @@ describe('auth service: sign-in by code', () => {
       assert.equal(out.status, 200);
       assert.deepEqual(out.body, { signedOut: true });
       assert.equal(out.setCookie, 'sealpost_session=; Max-Age=-1; Path=/; HttpOnly; SameSite=Lax');
-      const rows = await harness.auth.database.db.withSchema('auth').selectFrom('sessions').select('id').where('token_hash', '=', tokenHash(token)).execute();
+      const rows = await harness.auth.database.db
+        .withSchema('auth')
+        .selectFrom('sessions')
+        .select('id')
+        .where('token_hash', '=', tokenHash(token))
+        .execute();
       assert.equal(rows.length, 0);
       const replay = harness.reader();
       replay.cookie = cookie;
       assertError(await replay.get('/v1/message'), 401, 'unauthenticated');
       // Without a session, logout still clears the cookie.
-      assert.equal((await harness.reader().get('/logout')).setCookie, 'sealpost_session=; Max-Age=-1; Path=/; HttpOnly; SameSite=Lax');
+      assert.equal(
+        (await harness.reader().get('/logout')).setCookie,
+        'sealpost_session=; Max-Age=-1; Path=/; HttpOnly; SameSite=Lax',
+      );
     });
   });
 
@@ -187,30 +220,51 @@ describe('auth service: sign-in by code', () => {
     });
 
     it('matches recipients by normalised address: case of the domain, spaces, IDN', async () => {
-      const idn = harness.seal.register({ raw: 'Subject: x\n\nx\n', recipients: [{ email: 'zoe@xn--mller-kva.example', method: 'sms', mobile: '+41791112233' }] });
+      const idn = harness.seal.register({
+        raw: 'Subject: x\n\nx\n',
+        recipients: [{ email: 'zoe@xn--mller-kva.example', method: 'sms', mobile: '+41791112233' }],
+      });
       const zoe = harness.reader();
       await zoe.get('/v1/config');
-      const sent = await zoe.request('POST', '/v1/auth/code', { body: { messageId: idn.id, email: ' zoe@MÜLLER.example ', mobile: '+41791112233', method: 'sms' } });
+      const sent = await zoe.request('POST', '/v1/auth/code', {
+        body: { messageId: idn.id, email: ' zoe@MÜLLER.example ', mobile: '+41791112233', method: 'sms' },
+      });
       assert.equal(sent.status, 200, JSON.stringify(sent.body));
       const aliceUpper = await requestSmsCode(reader, record.id, { email: 'Alice@EXAMPLE.com' });
       assert.equal(aliceUpper.status, 200, JSON.stringify(aliceUpper.body));
     });
 
     it('forbidden_auth_method (403) when the recipient signs in the other way', async () => {
-      assertError(await requestSmsCode(reader, record.id, { method: 'email', mobile: undefined }), 403, 'forbidden_auth_method');
+      assertError(
+        await requestSmsCode(reader, record.id, { method: 'email', mobile: undefined }),
+        403,
+        'forbidden_auth_method',
+      );
       assertError(await requestSmsCode(reader, record.id, { email: BOB.email }), 403, 'forbidden_auth_method');
     });
 
     it('email_and_mobile_mismatch (403) when the number is not the one on record for the address', async () => {
-      assertError(await requestSmsCode(reader, record.id, { mobile: '+41797654321' }), 403, 'email_and_mobile_mismatch');
+      assertError(
+        await requestSmsCode(reader, record.id, { mobile: '+41797654321' }),
+        403,
+        'email_and_mobile_mismatch',
+      );
     });
 
     it('incorrect_code (401) without any code, and for a wrong one', async () => {
       const fresh = harness.reader();
       await fresh.get('/v1/config');
-      assertError(await fresh.request('POST', '/v1/auth/verify', { body: { code: '123456', rememberMe: false } }), 401, 'incorrect_code');
+      assertError(
+        await fresh.request('POST', '/v1/auth/verify', { body: { code: '123456', rememberMe: false } }),
+        401,
+        'incorrect_code',
+      );
       assert.equal((await requestSmsCode(reader, record.id)).status, 200);
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastSmsCode()) } }), 401, 'incorrect_code');
+      assertError(
+        await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastSmsCode()) } }),
+        401,
+        'incorrect_code',
+      );
     });
 
     it('sends nothing for refused requests', async () => {
@@ -262,8 +316,16 @@ describe('auth service: sign-in by code', () => {
       assertError(fourth, 401, 'incorrect_code');
       assert.equal(fourth.body.attemptsLeft, 1, 'the tries left count those of the replaced code');
       // 3 + 2 = 5 wrong tries: the second code is void too.
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } }), 401, 'code_attempts_exceeded');
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: second } }), 401, 'code_attempts_exceeded');
+      assertError(
+        await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(second) } }),
+        401,
+        'code_attempts_exceeded',
+      );
+      assertError(
+        await reader.request('POST', '/v1/auth/verify', { body: { code: second } }),
+        401,
+        'code_attempts_exceeded',
+      );
     });
 
     it('counts parallel guesses one by one', async () => {
@@ -272,11 +334,25 @@ describe('auth service: sign-in by code', () => {
       await requestSmsCode(reader, record.id);
       const code = await lastSmsCode();
       const guesses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => reader.request('POST', '/v1/auth/verify', { body: { code: String((Number(code) + 1 + i) % 1e6).padStart(6, '0') } })),
+        Array.from({ length: 20 }, (_, i) =>
+          reader.request('POST', '/v1/auth/verify', {
+            body: { code: String((Number(code) + 1 + i) % 1e6).padStart(6, '0') },
+          }),
+        ),
       );
       assert.ok(guesses.every((g) => g.status === 401));
-      assert.equal(guesses.filter((g) => g.body.errorCode === 'incorrect_code').length, 4, 'four wrong tries, then the code is void');
-      assert.deepEqual(guesses.filter((g) => g.body.errorCode === 'incorrect_code').map((g) => g.body.attemptsLeft).sort(), [1, 2, 3, 4]);
+      assert.equal(
+        guesses.filter((g) => g.body.errorCode === 'incorrect_code').length,
+        4,
+        'four wrong tries, then the code is void',
+      );
+      assert.deepEqual(
+        guesses
+          .filter((g) => g.body.errorCode === 'incorrect_code')
+          .map((g) => g.body.attemptsLeft)
+          .sort(),
+        [1, 2, 3, 4],
+      );
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'code_attempts_exceeded');
     });
 
@@ -298,20 +374,30 @@ describe('auth service: sign-in by code', () => {
     it('tells the session its pending code (masked destination, never the code) and sends nothing for it', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
-      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined, 'no code asked for yet');
+      assert.equal(
+        (await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending,
+        undefined,
+        'no code asked for yet',
+      );
       assert.equal((await requestSmsCode(reader, record.id)).status, 200);
       const code = await lastSmsCode();
       const sent = harness.sms.messages.length;
       const config = await reader.get(`/v1/config?messageId=${record.id}`);
       assert.equal(config.status, 200);
       const pending = config.body.codePending;
-      assert.deepEqual({ ...pending, sentAt: undefined, expiresIn: undefined }, { method: 'sms', destination: '+41*******67', email: ALICE.email, sentAt: undefined, expiresIn: undefined });
+      assert.deepEqual(
+        { ...pending, sentAt: undefined, expiresIn: undefined },
+        { method: 'sms', destination: '+41*******67', email: ALICE.email, sentAt: undefined, expiresIn: undefined },
+      );
       assert.ok(pending.expiresIn > 890 && pending.expiresIn <= 900, String(pending.expiresIn));
       assert.ok(Math.abs(Date.parse(pending.sentAt) - Date.now()) < 10_000);
       assert.ok(!JSON.stringify(config.body).includes(code) && !JSON.stringify(config.body).includes(ALICE.mobile));
       assert.equal(harness.sms.messages.length, sent, 'the reload sent no SMS');
       // Only to this session, only for this message.
-      assert.equal((await (await openedLink(record.id)).get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined);
+      assert.equal(
+        (await (await openedLink(record.id)).get(`/v1/config?messageId=${record.id}`)).body.codePending,
+        undefined,
+      );
       assert.equal((await reader.get(`/v1/config?messageId=${harness.sealSample().id}`)).body.codePending, undefined);
       // Gone once signed in.
       assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code } })).status, 200);
@@ -322,11 +408,19 @@ describe('auth service: sign-in by code', () => {
     it('sends a new code to the same number without the number typed again, also after the code was voided', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
-      assertError(await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id } }), 404, 'not_found');
+      assertError(
+        await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id } }),
+        404,
+        'not_found',
+      );
       await requestSmsCode(reader, record.id);
       const first = await lastSmsCode();
       for (let i = 0; i < 5; i++) await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(first) } });
-      assert.equal((await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending, undefined, 'a void code is not pending');
+      assert.equal(
+        (await reader.get(`/v1/config?messageId=${record.id}`)).body.codePending,
+        undefined,
+        'a void code is not pending',
+      );
       const before = harness.sms.messages.length;
       const resent = await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id } });
       assert.equal(resent.status, 200, JSON.stringify(resent.body));
@@ -342,8 +436,15 @@ describe('auth service: sign-in by code', () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
-      assert.equal((await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id }, csrf: null })).status, 403);
-      assertError(await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: harness.sealSample().id } }), 404, 'not_found');
+      assert.equal(
+        (await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: record.id }, csrf: null })).status,
+        403,
+      );
+      assertError(
+        await reader.request('POST', '/v1/auth/code/resend', { body: { messageId: harness.sealSample().id } }),
+        404,
+        'not_found',
+      );
     });
   });
 
@@ -359,7 +460,12 @@ describe('auth service: sign-in by code', () => {
       return assert.fail('the same code three times');
     }
     const sessionRow = (reader: Reader) =>
-      harness.auth.database.db.withSchema('auth').selectFrom('sessions').selectAll().where('token_hash', '=', tokenHash(reader.token!)).executeTakeFirstOrThrow();
+      harness.auth.database.db
+        .withSchema('auth')
+        .selectFrom('sessions')
+        .selectAll()
+        .where('token_hash', '=', tokenHash(reader.token!))
+        .executeTakeFirstOrThrow();
 
     it('replaces the earlier code with a resend: the first code is then incorrect_code, the second signs in', async () => {
       const record = harness.sealSample();
@@ -385,8 +491,14 @@ describe('auth service: sign-in by code', () => {
       // Without the key, a copy of the table gives nothing: not even a plain hash over the 10^6 codes.
       assert.notEqual(row.code_hmac, createHash('sha256').update(code).digest('hex'));
       const bound = [row.id, 'sign_in', 'sms', record.id, ALICE.email, ALICE.mobile, code].join('\n');
-      assert.equal(row.code_hmac, createHmac('sha256', deriveKeys(TEST_AUTH_SECRET).codeKey).update(bound).digest('hex'));
-      assert.deepEqual([row.code_message_id, row.code_email, row.code_destination], [record.id, ALICE.email, ALICE.mobile]);
+      assert.equal(
+        row.code_hmac,
+        createHmac('sha256', deriveKeys(TEST_AUTH_SECRET).codeKey).update(bound).digest('hex'),
+      );
+      assert.deepEqual(
+        [row.code_message_id, row.code_email, row.code_destination],
+        [record.id, ALICE.email, ALICE.mobile],
+      );
     });
 
     it('binds the code to its message: pointed at another message in the database, the right code fails', async () => {
@@ -394,7 +506,12 @@ describe('auth service: sign-in by code', () => {
       const y = harness.sealSample();
       const reader = await openedLink(x.id);
       const code = await newCodeFor(reader, x.id);
-      await harness.auth.database.db.withSchema('auth').updateTable('sessions').set({ code_message_id: y.id }).where('token_hash', '=', tokenHash(reader.token!)).execute();
+      await harness.auth.database.db
+        .withSchema('auth')
+        .updateTable('sessions')
+        .set({ code_message_id: y.id })
+        .where('token_hash', '=', tokenHash(reader.token!))
+        .execute();
       assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'incorrect_code');
       assertError(await reader.get('/v1/message'), 401, 'unauthenticated');
     });
@@ -430,11 +547,15 @@ describe('auth service: sign-in by code', () => {
       const reader = harness.reader();
       await reader.get(`/v1/config?messageId=${record.id}`);
       const sms = harness.sms.messages.length;
-      const sent = await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: 'BOB@example.com', method: 'email' } });
+      const sent = await reader.request('POST', '/v1/auth/code', {
+        body: { messageId: record.id, email: 'BOB@example.com', method: 'email' },
+      });
       assert.equal(sent.status, 200, JSON.stringify(sent.body));
       assert.equal(sent.body.method, 'email');
       assert.equal(harness.sms.messages.length, sms);
-      const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: await lastEmailCode(), rememberMe: false } });
+      const verified = await reader.request('POST', '/v1/auth/verify', {
+        body: { code: await lastEmailCode(), rememberMe: false },
+      });
       assert.equal(verified.status, 200, JSON.stringify(verified.body));
       assert.equal(verified.body.email, BOB.email);
       remember(reader);
@@ -443,7 +564,9 @@ describe('auth service: sign-in by code', () => {
     it('invalid_code_or_email (401) for a wrong email code', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
-      await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: BOB.email, method: 'email' } });
+      await reader.request('POST', '/v1/auth/code', {
+        body: { messageId: record.id, email: BOB.email, method: 'email' },
+      });
       const answer = await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(await lastEmailCode()) } });
       assertError(answer, 401, 'invalid_code_or_email');
       assert.equal(answer.body.attemptsLeft, 4);
@@ -457,18 +580,29 @@ describe('auth service: sign-in by code', () => {
       assert.equal(sent, harness.sms.messages.length);
       assert.match(metrics, /^http_requests_total\{[^}]*operation="POST \/v1\/auth\/code",code="200"[^}]*\} \d+$/m);
       assert.match(metrics, /^http_requests_total\{[^}]*operation="POST \/v1\/auth\/verify",code="401"[^}]*\} \d+$/m);
-      assert.match(metrics, /^http_request_duration_seconds_count\{[^}]*operation="GET \/v1\/config",code="200"[^}]*\} \d+$/m);
+      assert.match(
+        metrics,
+        /^http_request_duration_seconds_count\{[^}]*operation="GET \/v1\/config",code="200"[^}]*\} \d+$/m,
+      );
     });
 
-    it('counts codes by method and provider and sign-ins by outcome, for the operators\' alerts and dashboard', async () => {
-      const value = (page: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(page)?.[1] ?? 0);
+    it("counts codes by method and provider and sign-ins by outcome, for the operators' alerts and dashboard", async () => {
+      const value = (page: string, name: string, labels: string) =>
+        Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(page)?.[1] ?? 0);
       const before = await (await fetch(`${harness.auth.url}/metrics`)).text();
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       assert.equal((await requestSmsCode(reader, record.id)).status, 200);
       const code = await lastSmsCode();
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code), rememberMe: false } }), 401, 'incorrect_code');
-      assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code, rememberMe: false } })).status, 200);
+      assertError(
+        await reader.request('POST', '/v1/auth/verify', { body: { code: wrong(code), rememberMe: false } }),
+        401,
+        'incorrect_code',
+      );
+      assert.equal(
+        (await reader.request('POST', '/v1/auth/verify', { body: { code, rememberMe: false } })).status,
+        200,
+      );
       const after = await (await fetch(`${harness.auth.url}/metrics`)).text();
       const delta = (name: string, labels: string) => value(after, name, labels) - value(before, name, labels);
       assert.equal(delta('auth_codes_sent_total', 'method="sms",provider="http"'), 1);
@@ -482,7 +616,11 @@ describe('auth service: sign-in by code', () => {
         harness.sms.failWith(undefined);
       }
       const failed = await (await fetch(`${harness.auth.url}/metrics`)).text();
-      assert.equal(value(failed, 'auth_codes_failed_total', 'method="sms",provider="http"') - value(before, 'auth_codes_failed_total', 'method="sms",provider="http"'), 1);
+      assert.equal(
+        value(failed, 'auth_codes_failed_total', 'method="sms",provider="http"') -
+          value(before, 'auth_codes_failed_total', 'method="sms",provider="http"'),
+        1,
+      );
     });
 
     it('never writes a code, a session token or its hash to the log', async () => {
@@ -491,7 +629,9 @@ describe('auth service: sign-in by code', () => {
       assert.ok(harness.auth.logs.length > 50);
       for (const secret of secrets) {
         // A code is six digits: as a word of its own, not inside a longer number (a timestamp) or hex string.
-        const found = /^\d+$/.test(secret) ? new RegExp(`(?<![0-9a-z])${secret}(?![0-9a-z])`, 'i').test(log) : log.includes(secret);
+        const found = /^\d+$/.test(secret)
+          ? new RegExp(`(?<![0-9a-z])${secret}(?![0-9a-z])`, 'i').test(log)
+          : log.includes(secret);
         assert.ok(!found, `the log holds a secret: ${secret}`);
       }
       assert.match(log, /code sent by SMS/);
@@ -512,10 +652,16 @@ describe('auth service: code expiry', () => {
     const record = harness.sealSample();
     const reader = harness.reader();
     await reader.get(`/v1/config?messageId=${record.id}`);
-    await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
+    await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+    });
     const code = harness.sms.lastCodeTo(ALICE.mobile);
     harness.clock.advance(2200);
-    assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: code === '000000' ? '000001' : '000000' } }), 401, 'incorrect_code');
+    assertError(
+      await reader.request('POST', '/v1/auth/verify', { body: { code: code === '000000' ? '000001' : '000000' } }),
+      401,
+      'incorrect_code',
+    );
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
     // Used up, and it stays expired: the page keeps saying so until a new code is requested.
     assertError(await reader.request('POST', '/v1/auth/verify', { body: { code } }), 401, 'expired_code');
@@ -527,7 +673,9 @@ describe('auth service: code expiry', () => {
 describe('auth service: cookies over HTTPS', () => {
   let harness: AuthHarness;
   before(async () => {
-    harness = await startAuthHarness({ env: { AUTH_PUBLIC_URL: 'https://reader.example.test', SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
+    harness = await startAuthHarness({
+      env: { AUTH_PUBLIC_URL: 'https://reader.example.test', SMS_LIMIT_NUMBER_INTERVAL: '0s' },
+    });
   });
   after(async () => {
     await harness?.stop();
@@ -537,10 +685,20 @@ describe('auth service: cookies over HTTPS', () => {
     const record = harness.sealSample();
     const reader = harness.reader();
     const config = await reader.get(`/v1/config?messageId=${record.id}`);
-    assert.match(config.setCookie!, /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
-    await reader.request('POST', '/v1/auth/code', { body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' } });
-    const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: harness.sms.lastCodeTo(ALICE.mobile), rememberMe: true } });
-    assert.match(verified.setCookie!, /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    assert.match(
+      config.setCookie!,
+      /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+    );
+    await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: record.id, email: ALICE.email, mobile: ALICE.mobile, method: 'sms' },
+    });
+    const verified = await reader.request('POST', '/v1/auth/verify', {
+      body: { code: harness.sms.lastCodeTo(ALICE.mobile), rememberMe: true },
+    });
+    assert.match(
+      verified.setCookie!,
+      /^__Host-sealpost_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+    );
     assert.equal((await reader.get('/v1/message')).status, 200);
     const out = await reader.get('/logout');
     assert.equal(out.setCookie, '__Host-sealpost_session=; Max-Age=-1; Path=/; HttpOnly; Secure; SameSite=Lax');

@@ -13,20 +13,39 @@ type SmsSettings = AuthConfig['sms'];
  * Every provider of SMS_PROVIDERS by name, with the variables it needs checked; a missing one stops the
  * service at start. A new provider is a file in this folder, a name in the list and a line here.
  */
-export const SMS_PROVIDER_REGISTRY: { readonly [Name in SmsProviderName]: (sms: SmsSettings, production: boolean, logger: Logger) => SmsProvider } = {
+export const SMS_PROVIDER_REGISTRY: {
+  readonly [Name in SmsProviderName]: (sms: SmsSettings, production: boolean, logger: Logger) => SmsProvider;
+} = {
   http: (sms) => {
-    if (!sms.url) throw new Error('SMS_PROVIDER=http needs SMS_PROVIDER_URL (where the JSON {to, from, text} is POSTed)');
-    return httpSmsProvider({ url: sms.url, user: sms.user, password: sms.password, from: sms.sender, timeoutMs: sms.timeout });
+    if (!sms.url)
+      throw new Error('SMS_PROVIDER=http needs SMS_PROVIDER_URL (where the JSON {to, from, text} is POSTed)');
+    return httpSmsProvider({
+      url: sms.url,
+      user: sms.user,
+      password: sms.password,
+      from: sms.sender,
+      timeoutMs: sms.timeout,
+    });
   },
   twilio: (sms) => {
     if (!sms.user || !sms.password) {
-      throw new Error('SMS_PROVIDER=twilio needs SMS_PROVIDER_USER (account SID) and SMS_PROVIDER_PASSWORD (auth token)');
+      throw new Error(
+        'SMS_PROVIDER=twilio needs SMS_PROVIDER_USER (account SID) and SMS_PROVIDER_PASSWORD (auth token)',
+      );
     }
-    return twilioSmsProvider({ baseUrl: sms.url ?? TWILIO_API, accountSid: sms.user, authToken: sms.password, from: sms.sender, timeoutMs: sms.timeout });
+    return twilioSmsProvider({
+      baseUrl: sms.url ?? TWILIO_API,
+      accountSid: sms.user,
+      authToken: sms.password,
+      from: sms.sender,
+      timeoutMs: sms.timeout,
+    });
   },
   log: (_sms, production, logger) => {
     if (production) {
-      throw new Error('SMS_PROVIDER=log writes codes to the log instead of sending them; it is refused with NODE_ENV=production');
+      throw new Error(
+        'SMS_PROVIDER=log writes codes to the log instead of sending them; it is refused with NODE_ENV=production',
+      );
     }
     return logSmsProvider(logger);
   },
@@ -34,6 +53,7 @@ export const SMS_PROVIDER_REGISTRY: { readonly [Name in SmsProviderName]: (sms: 
 
 /** The provider SMS_PROVIDER names (none in production when unset: the service does not start). */
 export function createSmsProvider(sms: SmsSettings, production: boolean, logger: Logger): SmsProvider {
-  if (sms.provider === undefined) throw new Error('SMS_PROVIDER is not set: production needs a provider that really sends (http or twilio)');
+  if (sms.provider === undefined)
+    throw new Error('SMS_PROVIDER is not set: production needs a provider that really sends (http or twilio)');
   return SMS_PROVIDER_REGISTRY[sms.provider](sms, production, logger);
 }

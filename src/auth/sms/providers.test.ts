@@ -16,7 +16,10 @@ import type { SignInMethodName } from '../../contracts/seal.ts';
 
 const TWILIO_SID = 'AC0123456789abcdef0123456789abcdef';
 
-async function requestSmsCode(harness: AuthHarness, who: { email: string; mobile?: string; method: SignInMethodName } = ALICE) {
+async function requestSmsCode(
+  harness: AuthHarness,
+  who: { email: string; mobile?: string; method: SignInMethodName } = ALICE,
+) {
   const record = harness.sealSample();
   const reader = harness.reader();
   await reader.get(`/v1/config?messageId=${record.id}`);
@@ -52,10 +55,22 @@ describe('SMS provider: twilio', () => {
     const sent = sms.messages.at(-1)!;
     assert.deepEqual(
       [sent.format, sent.path, sent.accountSid, sent.user, sent.password, sent.to, sent.from, sent.contentType],
-      ['twilio', `/2010-04-01/Accounts/${TWILIO_SID}/Messages.json`, TWILIO_SID, TWILIO_SID, 'twilio-token', ALICE.mobile, '+15005550006', 'application/x-www-form-urlencoded'],
+      [
+        'twilio',
+        `/2010-04-01/Accounts/${TWILIO_SID}/Messages.json`,
+        TWILIO_SID,
+        TWILIO_SID,
+        'twilio-token',
+        ALICE.mobile,
+        '+15005550006',
+        'application/x-www-form-urlencoded',
+      ],
     );
     assert.match(sent.text, /^Your Sealpost code is \d{6}$/);
-    assert.equal((await reader.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(ALICE.mobile) } })).status, 200);
+    assert.equal(
+      (await reader.request('POST', '/v1/auth/verify', { body: { code: sms.lastCodeTo(ALICE.mobile) } })).status,
+      200,
+    );
   });
 
   it('answers 502 with an error object when Twilio refuses', async () => {
@@ -71,7 +86,9 @@ describe('SMS provider: twilio', () => {
 describe('SMS provider: http, with a custom text', () => {
   let harness: AuthHarness;
   before(async () => {
-    harness = await startAuthHarness({ env: { SMS_TEXT: '{code} is your code. Sealpost', SMS_PROVIDER_USER: 'u', SMS_PROVIDER_PASSWORD: 'p:w' } });
+    harness = await startAuthHarness({
+      env: { SMS_TEXT: '{code} is your code. Sealpost', SMS_PROVIDER_USER: 'u', SMS_PROVIDER_PASSWORD: 'p:w' },
+    });
   });
   after(async () => {
     await harness?.stop();
@@ -110,7 +127,11 @@ describe('SMS provider: log (development)', () => {
   it('prints email codes too, so that development needs no inbox', async () => {
     const { response } = await requestSmsCode(harness, BOB);
     assert.equal(response.status, 200);
-    assert.ok(harness.auth.logs.some((entry) => entry.emailTo === BOB.email && /Your Sealpost code is \d{6}/.test(String(entry.emailText))));
+    assert.ok(
+      harness.auth.logs.some(
+        (entry) => entry.emailTo === BOB.email && /Your Sealpost code is \d{6}/.test(String(entry.emailText)),
+      ),
+    );
   });
 });
 
@@ -127,7 +148,10 @@ describe('SMS provider and secret: production rules', () => {
   };
 
   it('refuses the log provider with NODE_ENV=production', () => {
-    assert.throws(() => providerFor({ ...production, SMS_PROVIDER: 'log' }), /SMS_PROVIDER=log .* refused with NODE_ENV=production/);
+    assert.throws(
+      () => providerFor({ ...production, SMS_PROVIDER: 'log' }),
+      /SMS_PROVIDER=log .* refused with NODE_ENV=production/,
+    );
   });
 
   it('has no default provider in production', () => {
@@ -137,7 +161,10 @@ describe('SMS provider and secret: production rules', () => {
 
   it('needs the URL for http and the account SID and token for twilio', () => {
     assert.throws(() => providerFor({ SMS_PROVIDER: 'http' }), /SMS_PROVIDER_URL/);
-    assert.throws(() => providerFor({ SMS_PROVIDER: 'twilio', SMS_PROVIDER_USER: TWILIO_SID }), /SMS_PROVIDER_PASSWORD/);
+    assert.throws(
+      () => providerFor({ SMS_PROVIDER: 'twilio', SMS_PROVIDER_USER: TWILIO_SID }),
+      /SMS_PROVIDER_PASSWORD/,
+    );
   });
 
   it('needs AUTH_SECRET in production; elsewhere generates one into the data folder once', async () => {
@@ -176,7 +203,13 @@ describe('email codes through the SMTP relay (OUTBOUND_SMTP_URL)', () => {
   let sink: SmtpSink;
   before(async () => {
     sink = await startSmtpSink();
-    harness = await startAuthHarness({ env: { OUTBOUND_SMTP_URL: sink.url, AUTH_MAIL_FROM: 'Sealpost <codes@sealpost.example>', SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
+    harness = await startAuthHarness({
+      env: {
+        OUTBOUND_SMTP_URL: sink.url,
+        AUTH_MAIL_FROM: 'Sealpost <codes@sealpost.example>',
+        SMS_LIMIT_NUMBER_INTERVAL: '0s',
+      },
+    });
   });
   after(async () => {
     await harness?.stop();

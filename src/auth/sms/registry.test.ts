@@ -8,7 +8,11 @@ import { createSmsProvider, SMS_PROVIDER_REGISTRY, SMS_PROVIDERS } from './index
 
 describe('SMS providers: one list', () => {
   const logger = createLogger({ level: 'silent' });
-  const everything = { SMS_PROVIDER_URL: 'https://sms.example.com/send', SMS_PROVIDER_USER: 'AC0123', SMS_PROVIDER_PASSWORD: 'token' };
+  const everything = {
+    SMS_PROVIDER_URL: 'https://sms.example.com/send',
+    SMS_PROVIDER_USER: 'AC0123',
+    SMS_PROVIDER_PASSWORD: 'token',
+  };
 
   it('has a provider in the registry for each listed name, and nothing else', () => {
     assert.deepEqual(Object.keys(SMS_PROVIDER_REGISTRY).sort(), [...SMS_PROVIDERS].sort());

@@ -7,7 +7,13 @@ export const TWILIO_API = 'https://api.twilio.com';
  * (account SID and auth token). A sender starting with `MG` is a messaging service, sent as
  * MessagingServiceSid; anything else is the From number or alphanumeric sender id.
  */
-export function twilioSmsProvider(options: { baseUrl: string; accountSid: string; authToken: string; from: string; timeoutMs: number }): SmsProvider {
+export function twilioSmsProvider(options: {
+  baseUrl: string;
+  accountSid: string;
+  authToken: string;
+  from: string;
+  timeoutMs: number;
+}): SmsProvider {
   const url = `${options.baseUrl}/2010-04-01/Accounts/${encodeURIComponent(options.accountSid)}/Messages.json`;
   const senderField = /^MG[0-9a-f]{32}$/i.test(options.from) ? 'MessagingServiceSid' : 'From';
   return {
@@ -17,7 +23,10 @@ export function twilioSmsProvider(options: { baseUrl: string; accountSid: string
         url,
         {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', ...basicAuth(options.accountSid, options.authToken) },
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            ...basicAuth(options.accountSid, options.authToken),
+          },
           body: new URLSearchParams({ To: to, [senderField]: options.from, Body: text }).toString(),
         },
         options.timeoutMs,

@@ -33,7 +33,11 @@ export interface AddContext {
 }
 
 /** Go's api.AddedOutput JSON: name, cid (string or null), bytes/size/allocations omitted when empty. */
-function addedOutput(name: string, cid: string | null, extra: { bytes?: number; size?: number; allocations?: string[] }) {
+function addedOutput(
+  name: string,
+  cid: string | null,
+  extra: { bytes?: number; size?: number; allocations?: string[] },
+) {
   const out: Record<string, unknown> = { name, cid };
   if (extra.bytes) out.bytes = extra.bytes;
   if (extra.size) out.size = extra.size;
@@ -111,7 +115,10 @@ function multipartBoundary(contentType: string): { ok: boolean; error?: string }
 function drain(req: IncomingMessage): Promise<void> {
   if (req.readableEnded || req.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
-    req.on('end', resolve).on('error', () => resolve()).on('close', resolve);
+    req
+      .on('end', resolve)
+      .on('error', () => resolve())
+      .on('close', resolve);
     req.resume();
   });
 }

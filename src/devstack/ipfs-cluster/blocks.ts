@@ -13,12 +13,7 @@ import { join } from 'node:path';
 import * as dagPb from '@ipld/dag-pb';
 import { FsBlockstore } from 'blockstore-fs';
 import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
-import {
-  importer,
-  type ImportCandidateStream,
-  type ImportResult,
-  type ImporterOptions,
-} from 'ipfs-unixfs-importer';
+import { importer, type ImportCandidateStream, type ImportResult, type ImporterOptions } from 'ipfs-unixfs-importer';
 import { fixedSize } from 'ipfs-unixfs-importer/chunker';
 import { balanced, trickle } from 'ipfs-unixfs-importer/layout';
 import type { CID } from 'multiformats/cid';

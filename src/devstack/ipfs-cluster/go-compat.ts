@@ -89,11 +89,9 @@ export function parseGoInt(v: string): number | undefined {
  * U+2028 and U+2029 are escaped (Go's HTML-safe default), and a newline ends it.
  */
 export function goJsonLine(value: unknown): string {
-  return (
-    `${JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => {
-      return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-    })}\n`
-  );
+  return `${JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => {
+    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  })}\n`;
 }
 
 /** Go's zero time.Time as JSON. */

@@ -29,7 +29,13 @@ interface Reply {
 /** One HTTP(S) exchange with node:http, which (unlike fetch) exposes trailers. */
 function send(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: Buffer | Readable; ca?: string; timeoutMs?: number } = {},
+  opts: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: Buffer | Readable;
+    ca?: string;
+    timeoutMs?: number;
+  } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
@@ -69,7 +75,12 @@ function multipart(files: Array<{ name: string; data: Buffer }>) {
   return { contentType: `multipart/form-data; boundary=${boundary}`, parts };
 }
 
-async function add(base: string, files: Array<{ name: string; data: Buffer }>, query = '', headers: Record<string, string> = {}) {
+async function add(
+  base: string,
+  files: Array<{ name: string; data: Buffer }>,
+  query = '',
+  headers: Record<string, string> = {},
+) {
   const body = multipart(files);
   return send(`${base}/add${query}`, {
     method: 'POST',
@@ -154,7 +165,14 @@ describe('IPFS Cluster stand-in', () => {
     const res = await add(s.url, [{ name: 'hello.txt', data }]);
     assert.equal(res.status, 200);
     assert.equal(res.trailers['x-stream-error'], undefined);
-    assert.deepEqual(ndjson(res.body), [{ name: 'hello.txt', cid: HELLO_CID, size: 19, allocations: [JSON.parse((await send(`${s.url}/id`)).body.toString()).id] }]);
+    assert.deepEqual(ndjson(res.body), [
+      {
+        name: 'hello.txt',
+        cid: HELLO_CID,
+        size: 19,
+        allocations: [JSON.parse((await send(`${s.url}/id`)).body.toString()).id],
+      },
+    ]);
     const cat = await send(`${s.proxyUrl}/api/v0/cat?arg=${HELLO_CID}`, { method: 'POST' });
     assert.equal(cat.status, 200);
     assert.equal(cat.headers['x-content-length'], '11');
@@ -222,9 +240,10 @@ describe('IPFS Cluster stand-in', () => {
     assert.equal(array.headers['x-chunked-output'], undefined);
     const parsed = JSON.parse(array.body.toString());
     assert.ok(Array.isArray(parsed));
-    assert.deepEqual(parsed.map((o: { name: string; cid: string; size: number }) => [o.name, o.cid, o.size]), [
-      ['a.txt', HELLO_CID, 19],
-    ]);
+    assert.deepEqual(
+      parsed.map((o: { name: string; cid: string; size: number }) => [o.name, o.cid, o.size]),
+      [['a.txt', HELLO_CID, 19]],
+    );
   });
 
   test('no-pin=true adds without pinning; CIDv1 gives raw leaves like Kubo', async () => {
@@ -245,7 +264,11 @@ describe('IPFS Cluster stand-in', () => {
     assert.equal(res.status, 200);
     assert.ok(res.trailers['x-stream-error'], 'a non-empty X-Stream-Error trailer');
 
-    const notMultipart = await send(`${s.url}/add`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: Buffer.from('x') });
+    const notMultipart = await send(`${s.url}/add`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain' },
+      body: Buffer.from('x'),
+    });
     assert.equal(notMultipart.status, 400);
     assert.deepEqual(JSON.parse(notMultipart.body.toString()), {
       code: 400,
@@ -258,7 +281,9 @@ describe('IPFS Cluster stand-in', () => {
 
   test('pin, get, list and unpin a CID with the real JSON shapes', async () => {
     const cid = HELLO_CID;
-    const pinned = await send(`${s.url}/pins/${cid}?name=greeting&replication-min=1&replication-max=1&meta-kind=test`, { method: 'POST' });
+    const pinned = await send(`${s.url}/pins/${cid}?name=greeting&replication-min=1&replication-max=1&meta-kind=test`, {
+      method: 'POST',
+    });
     assert.equal(pinned.status, 200);
     const pin = JSON.parse(pinned.body.toString());
     assert.equal(pin.cid, cid);
@@ -276,7 +301,10 @@ describe('IPFS Cluster stand-in', () => {
     const status = JSON.parse((await send(`${s.url}/pins/${cid}`)).body.toString());
     assert.equal(status.cid, cid);
     assert.equal(status.name, 'greeting');
-    assert.deepEqual(Object.values(status.peer_map).map((p) => (p as { status: string }).status), ['pinned']);
+    assert.deepEqual(
+      Object.values(status.peer_map).map((p) => (p as { status: string }).status),
+      ['pinned'],
+    );
 
     const list = await send(`${s.url}/pins`);
     assert.equal(list.status, 200);
@@ -304,7 +332,10 @@ describe('IPFS Cluster stand-in', () => {
     assert.deepEqual(JSON.parse(short.body.toString()), { code: 400, message: 'expire-in duration too short' });
     const garbage = await send(`${s.url}/pins/${HELLO_CID}?expire-in=soon`, { method: 'POST' });
     assert.equal(garbage.status, 400);
-    assert.equal(JSON.parse(garbage.body.toString()).message, 'expire-in cannot be parsed: time: invalid duration "soon"');
+    assert.equal(
+      JSON.parse(garbage.body.toString()).message,
+      'expire-in cannot be parsed: time: invalid duration "soon"',
+    );
     assert.equal(s.pins().has(HELLO_CID), false);
 
     const before = Date.now();
@@ -363,9 +394,23 @@ describe('IPFS Cluster stand-in with Basic auth and TLS', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ipfs-cluster-standin-tls-'));
     await run('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-days',
+      '1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
     ]);
     cert = await readFile(join(dir, 'cert.pem'), 'utf8');
     s = await startIpfsClusterStandIn({
@@ -427,18 +472,30 @@ describe('IPFS Cluster stand-in with Basic auth and TLS', () => {
   });
 
   test('proxyAuth false: the REST API keeps its Basic auth, the proxy serves cat without credentials (Kubo without API.Authorizations)', async () => {
-    const open = await startIpfsClusterStandIn({ port: 0, proxyPort: 0, dataDir: join(dir, 'open'), user: 'seal', pass: 'p4ss', proxyAuth: false });
+    const open = await startIpfsClusterStandIn({
+      port: 0,
+      proxyPort: 0,
+      dataDir: join(dir, 'open'),
+      user: 'seal',
+      pass: 'p4ss',
+      proxyAuth: false,
+    });
     try {
       const data = Buffer.from('readable through an open proxy');
       const upload = (authorization?: string) => {
         const body = multipart([{ name: 'o', data }]);
-        const headers = { 'Content-Type': body.contentType, ...(authorization ? { Authorization: authorization } : {}) };
+        const headers = {
+          'Content-Type': body.contentType,
+          ...(authorization ? { Authorization: authorization } : {}),
+        };
         return send(`${open.url}/add`, { method: 'POST', headers, body: Readable.from(body.parts) });
       };
       assert.equal((await upload()).status, 401);
       const added = await upload(basic('seal', 'p4ss'));
       assert.equal(added.status, 200);
-      const cat = await send(`${open.proxyUrl}/api/v0/cat?arg=${String(ndjson(added.body)[0]?.cid)}`, { method: 'POST' });
+      const cat = await send(`${open.proxyUrl}/api/v0/cat?arg=${String(ndjson(added.body)[0]?.cid)}`, {
+        method: 'POST',
+      });
       assert.equal(cat.status, 200);
       assert.deepEqual(cat.body, data);
     } finally {

@@ -87,7 +87,10 @@ async function cat(ctx: ProxyContext, res: ServerResponse, q: GoQuery): Promise<
     if (v === '') return undefined;
     const n = parseGoInt(v);
     if (n === undefined) {
-      throw Object.assign(new Error(`could not convert value ${JSON.stringify(v)} to type "int64" (for option "-${name}")`), { status: 400 });
+      throw Object.assign(
+        new Error(`could not convert value ${JSON.stringify(v)} to type "int64" (for option "-${name}")`),
+        { status: 400 },
+      );
     }
     return n;
   };
@@ -148,7 +151,13 @@ async function cat(ctx: ProxyContext, res: ServerResponse, q: GoQuery): Promise<
   res.end();
 }
 
-export async function handleProxy(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, path: string, q: GoQuery) {
+export async function handleProxy(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  q: GoQuery,
+) {
   if (ctx.user !== undefined && ctx.pass !== undefined) {
     // config.ConvertAuthSecret("basic:user:pass") and an exact header match.
     const expected = `Basic ${Buffer.from(`${ctx.user}:${ctx.pass}`).toString('base64')}`;

@@ -156,7 +156,13 @@ function sendStream(res: ServerResponse, items: unknown[]): void {
   res.end();
 }
 
-type Handler = (ctx: RestContext, req: IncomingMessage, res: ServerResponse, q: GoQuery, hash?: string) => Promise<void>;
+type Handler = (
+  ctx: RestContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  q: GoQuery,
+  hash?: string,
+) => Promise<void>;
 
 /** ParseCidOrFail: the {hash} path variable and PinOptions from the query, else 400. */
 function parseCidAndOptions(hash: string, q: GoQuery) {
@@ -173,7 +179,11 @@ const failPinsMessage = 'failPins: the IPFS Cluster stand-in was told to fail pi
 
 const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
   { method: 'GET', pattern: /^\/id$/, handler: async (ctx, _req, res) => sendJson(res, 200, idJson(ctx)) },
-  { method: 'GET', pattern: /^\/version$/, handler: async (_c, _r, res) => sendJson(res, 200, { version: CLUSTER_VERSION }) },
+  {
+    method: 'GET',
+    pattern: /^\/version$/,
+    handler: async (_c, _r, res) => sendJson(res, 200, { version: CLUSTER_VERSION }),
+  },
   {
     method: 'GET',
     pattern: /^\/health$/,
@@ -190,7 +200,23 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
     handler: async (ctx, _req, res, q) => {
       if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
       const filter = q.get('filter');
-      const known = ['pinned', 'pinning', 'unpinned', 'queued', 'pin_queued', 'error', 'pin_error', 'remote', 'cluster_error', 'unpin_error', 'unpinning', 'unpin_queued', 'sharded', 'unexpectedly_unpinned', 'undefined'];
+      const known = [
+        'pinned',
+        'pinning',
+        'unpinned',
+        'queued',
+        'pin_queued',
+        'error',
+        'pin_error',
+        'remote',
+        'cluster_error',
+        'unpin_error',
+        'unpinning',
+        'unpin_queued',
+        'sharded',
+        'unexpectedly_unpinned',
+        'undefined',
+      ];
       const wanted = filter.split(',').filter((f) => known.includes(f.trim()));
       if (filter !== '' && wanted.length === 0) return sendError(res, 400, 'invalid filter value');
       const cids = q.get('cids');
@@ -285,7 +311,13 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
   },
 ];
 
-export async function handleRest(ctx: RestContext, req: IncomingMessage, res: ServerResponse, rawPath: string, q: GoQuery) {
+export async function handleRest(
+  ctx: RestContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  rawPath: string,
+  q: GoQuery,
+) {
   let path: string;
   try {
     path = decodeURIComponent(rawPath);

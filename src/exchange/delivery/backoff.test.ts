@@ -16,7 +16,11 @@ describe('retry backoff', () => {
       assert.ok(retryDelayMs(attempt, options, LONGEST) <= 3_600_000, `attempt ${attempt}`);
       assert.ok(retryDelayMs(attempt, options, Math.random) <= 3_600_000);
     }
-    for (const attempt of [7, 8, 10, 50, 1000]) assert.equal(retryDelayMs(attempt, options, () => 0), 3_600_000);
+    for (const attempt of [7, 8, 10, 50, 1000])
+      assert.equal(
+        retryDelayMs(attempt, options, () => 0),
+        3_600_000,
+      );
     // A nominal step just under the cap is lengthened up to the cap, not past it.
     assert.equal(retryDelayMs(1, { baseMs: 3_500_000, maxMs: 3_600_000 }, LONGEST), 3_600_000);
   });
@@ -27,7 +31,10 @@ describe('retry backoff', () => {
       const nominal = retryDelayMs(attempt, options, () => 0);
       for (let i = 0; i < 20; i++) {
         const delay = retryDelayMs(attempt, options);
-        assert.ok(delay >= nominal && delay <= nominal * 1.2, `attempt ${attempt}: ${delay} within [${nominal}, ${nominal * 1.2}]`);
+        assert.ok(
+          delay >= nominal && delay <= nominal * 1.2,
+          `attempt ${attempt}: ${delay} within [${nominal}, ${nominal * 1.2}]`,
+        );
       }
     }
     for (let attempt = 1; attempt < 6; attempt++) {

@@ -7,7 +7,11 @@
  * step or longer than the cap, and the sequence still grows step by step until the cap (each nominal
  * step doubles, and 1.2 × d < 2d).
  */
-export function retryDelayMs(attempt: number, options: { baseMs: number; maxMs: number }, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  options: { baseMs: number; maxMs: number },
+  random: () => number = Math.random,
+): number {
   const exponent = Math.min(Math.max(attempt - 1, 0), 52);
   const nominal = Math.min(options.maxMs, options.baseMs * 2 ** exponent);
   return Math.max(1, Math.min(options.maxMs, Math.round(nominal * (1 + 0.2 * random()))));

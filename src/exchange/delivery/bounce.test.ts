@@ -5,18 +5,29 @@ import { simpleParser } from 'mailparser';
 import { readHeaderBlock } from '../outbound/header-block.ts';
 import { bounceRefusal, composeBounce } from './bounce.ts';
 
-const headers = Buffer.from('From: Alice <alice@sender.example>\r\nSubject: Grüße\r\nMessage-ID: <m1@sender.example>\r\n');
+const headers = Buffer.from(
+  'From: Alice <alice@sender.example>\r\nSubject: Grüße\r\nMessage-ID: <m1@sender.example>\r\n',
+);
 
 describe('bounces (RFC 3464)', () => {
   it('builds a multipart/report with the human part, the delivery status and the original headers', async () => {
     const raw = await composeBounce({
       reportingMta: 'mx.sealpost.test',
       from: 'Sealpost <notify@sealpost.test>',
-      envelope: { id: '6f1c4b0e-0000-4000-8000-000000000001', sender: 'alice@sender.example', created_at: new Date('2026-11-20T10:00:00Z') },
+      envelope: {
+        id: '6f1c4b0e-0000-4000-8000-000000000001',
+        sender: 'alice@sender.example',
+        created_at: new Date('2026-11-20T10:00:00Z'),
+      },
       report: {
         reason: 'The relay refused the message.',
         recipients: [
-          { recipient: 'bob@rcpt.example', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 no such user', remoteMta: 'dns; relay.example' },
+          {
+            recipient: 'bob@rcpt.example',
+            status: '5.1.1',
+            diagnostic: 'smtp; 550 5.1.1 no such user',
+            remoteMta: 'dns; relay.example',
+          },
           { recipient: 'cy@rcpt.example', status: '4.4.7' },
         ],
       },
@@ -29,10 +40,22 @@ describe('bounces (RFC 3464)', () => {
     assert.equal(mail.subject, 'Undelivered Mail Returned to Sender');
     assert.equal(mail.inReplyTo, '<m1@sender.example>');
     const text = raw.toString();
-    const parts = text.split(/\r\n--[^\r\n]+\r\n/).slice(1).filter((part) => part.trim() !== '');
-    assert.deepEqual(parts.map((p) => /^Content-Type: ([^;\r\n]+)/.exec(p)?.[1]), ['text/plain', 'message/delivery-status', 'text/rfc822-headers']);
-    assert.match(parts[1]!, /\r\n\r\nReporting-MTA: dns; mx\.sealpost\.test\r\nX-Sealpost-Envelope-Id: 6f1c4b0e-0000-4000-8000-000000000001\r\nArrival-Date: Fri, 20 Nov 2026 10:00:00 \+0000\r\n\r\n/);
-    assert.match(parts[1]!, /Final-Recipient: rfc822; bob@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; relay\.example\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n\r\nFinal-Recipient: rfc822; cy@rcpt\.example\r\nAction: failed\r\nStatus: 4\.4\.7\r\n/);
+    const parts = text
+      .split(/\r\n--[^\r\n]+\r\n/)
+      .slice(1)
+      .filter((part) => part.trim() !== '');
+    assert.deepEqual(
+      parts.map((p) => /^Content-Type: ([^;\r\n]+)/.exec(p)?.[1]),
+      ['text/plain', 'message/delivery-status', 'text/rfc822-headers'],
+    );
+    assert.match(
+      parts[1]!,
+      /\r\n\r\nReporting-MTA: dns; mx\.sealpost\.test\r\nX-Sealpost-Envelope-Id: 6f1c4b0e-0000-4000-8000-000000000001\r\nArrival-Date: Fri, 20 Nov 2026 10:00:00 \+0000\r\n\r\n/,
+    );
+    assert.match(
+      parts[1]!,
+      /Final-Recipient: rfc822; bob@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; relay\.example\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n\r\nFinal-Recipient: rfc822; cy@rcpt\.example\r\nAction: failed\r\nStatus: 4\.4\.7\r\n/,
+    );
     assert.match(mail.text ?? '', /<bob@rcpt\.example>: 550 5\.1\.1 no such user/);
     const returned = mail.attachments.find((a) => a.contentType === 'text/rfc822-headers');
     assert.ok(returned?.content.equals(headers), 'the original headers come back byte for byte, 8-bit text included');
@@ -43,9 +66,13 @@ describe('bounces (RFC 3464)', () => {
     assert.equal(bounceRefusal(normal, headers), undefined);
     assert.match(bounceRefusal({ ...normal, sender: '' }, headers)!, /null sender/);
     assert.match(bounceRefusal({ ...normal, is_bounce: true }, headers)!, /itself a bounce/);
-    const dsn = Buffer.from('From: MAILER-DAEMON@x.example\r\nContent-Type: multipart/report;\r\n\treport-type="delivery-status"; boundary="b"\r\n');
+    const dsn = Buffer.from(
+      'From: MAILER-DAEMON@x.example\r\nContent-Type: multipart/report;\r\n\treport-type="delivery-status"; boundary="b"\r\n',
+    );
     assert.match(bounceRefusal(normal, dsn)!, /delivery status notification/);
-    const otherReport = Buffer.from('Content-Type: multipart/report; report-type=disposition-notification; boundary=b\r\n');
+    const otherReport = Buffer.from(
+      'Content-Type: multipart/report; report-type=disposition-notification; boundary=b\r\n',
+    );
     assert.equal(bounceRefusal(normal, otherReport), undefined);
   });
 

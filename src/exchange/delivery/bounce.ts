@@ -18,10 +18,15 @@ export interface BounceInput {
  * for a message that is itself a bounce — ours (is_bounce) or anybody's (a delivery status report) —
  * so that two systems can never bounce a message back and forth.
  */
-export function bounceRefusal(envelope: Pick<Envelope, 'sender' | 'is_bounce'>, originalHeaders: Buffer | undefined): string | undefined {
+export function bounceRefusal(
+  envelope: Pick<Envelope, 'sender' | 'is_bounce'>,
+  originalHeaders: Buffer | undefined,
+): string | undefined {
   if (envelope.sender === '') return 'the sender is the null sender <>';
   if (envelope.is_bounce) return 'the message is itself a bounce';
-  if (/^content-type:\s*multipart\/report\s*;[^\n]*report-type\s*=\s*"?delivery-status/im.test(unfold(originalHeaders))) {
+  if (
+    /^content-type:\s*multipart\/report\s*;[^\n]*report-type\s*=\s*"?delivery-status/im.test(unfold(originalHeaders))
+  ) {
     return 'the message is itself a delivery status notification';
   }
   return undefined;
@@ -46,20 +51,24 @@ export async function composeBounce(input: BounceInput): Promise<Buffer> {
   const originalMessageId = headerValue(input.originalHeaders, 'message-id');
   if (originalMessageId) root.setHeader({ 'In-Reply-To': originalMessageId, References: originalMessageId });
 
-  const lines = report.recipients.map((r) => `  <${r.recipient}>: ${r.diagnostic ? r.diagnostic.replace(/^[^;]*;\s*/, '') : r.status}`);
-  root.createChild('text/plain; charset=utf-8').setContent(
-    [
-      `This is the mail system at ${input.reportingMta}.`,
-      '',
-      'Your message could not be delivered to the recipients below.',
-      report.reason,
-      '',
-      ...lines,
-      '',
-      'The delivery report and the headers of your message are attached.',
-      '',
-    ].join('\r\n'),
+  const lines = report.recipients.map(
+    (r) => `  <${r.recipient}>: ${r.diagnostic ? r.diagnostic.replace(/^[^;]*;\s*/, '') : r.status}`,
   );
+  root
+    .createChild('text/plain; charset=utf-8')
+    .setContent(
+      [
+        `This is the mail system at ${input.reportingMta}.`,
+        '',
+        'Your message could not be delivered to the recipients below.',
+        report.reason,
+        '',
+        ...lines,
+        '',
+        'The delivery report and the headers of your message are attached.',
+        '',
+      ].join('\r\n'),
+    );
 
   const perMessage = [
     `Reporting-MTA: dns; ${input.reportingMta}`,
@@ -75,25 +84,32 @@ export async function composeBounce(input: BounceInput): Promise<Buffer> {
       ...(r.diagnostic ? [`Diagnostic-Code: ${r.diagnostic}`] : []),
     ].join('\r\n'),
   );
-  root.createChild('message/delivery-status').setContent(`${[perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n')}\r\n`);
+  root
+    .createChild('message/delivery-status')
+    .setContent(`${[perMessage.join('\r\n'), ...perRecipient].join('\r\n\r\n')}\r\n`);
 
   if (input.originalHeaders !== undefined) {
     // The headers as they are (RFC 6522 §3): nodemailer would encode a text part quoted-printable, with
     // soft breaks inside header lines, so the part is written raw, 7bit or 8bit as its bytes are.
     const eightBit = input.originalHeaders.some((byte) => byte >= 0x80);
     const ending = /\r?\n$/.test(input.originalHeaders.toString('latin1')) ? '' : '\r\n';
-    root.createChild('text/rfc822-headers').setRaw(
-      Buffer.concat([
-        Buffer.from(`Content-Type: text/rfc822-headers\r\nContent-Transfer-Encoding: ${eightBit ? '8bit' : '7bit'}\r\n\r\n`),
-        input.originalHeaders,
-        Buffer.from(ending),
-      ]),
-    );
+    root
+      .createChild('text/rfc822-headers')
+      .setRaw(
+        Buffer.concat([
+          Buffer.from(
+            `Content-Type: text/rfc822-headers\r\nContent-Transfer-Encoding: ${eightBit ? '8bit' : '7bit'}\r\n\r\n`,
+          ),
+          input.originalHeaders,
+          Buffer.from(ending),
+        ]),
+      );
   }
   return root.build();
 }
 
-const unfold = (headers: Buffer | undefined) => (headers ?? Buffer.alloc(0)).toString('utf8').replace(/\r?\n[ \t]+/g, ' ');
+const unfold = (headers: Buffer | undefined) =>
+  (headers ?? Buffer.alloc(0)).toString('utf8').replace(/\r?\n[ \t]+/g, ' ');
 
 function headerValue(headers: Buffer | undefined, name: string): string | undefined {
   return new RegExp(`^${name}:\\s*(.+?)\\s*$`, 'im').exec(unfold(headers))?.[1];

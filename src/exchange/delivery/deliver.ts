@@ -46,10 +46,14 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   // Each claim counts as an attempt, crashes included, so a message that kills its worker every time
   // still ends (failed and bounced) instead of circulating for ever.
   if (claim.attempts > retry.maxRetries + 1) {
-    const failure = new DeliveryError(false, `gave up after ${claim.attempts - 1} attempts, the last ones cut short by worker crashes`, {
-      status: '4.4.7',
-      diagnostic: `${X_DIAGNOSTIC}; delivery attempts were interrupted repeatedly`,
-    });
+    const failure = new DeliveryError(
+      false,
+      `gave up after ${claim.attempts - 1} attempts, the last ones cut short by worker crashes`,
+      {
+        status: '4.4.7',
+        diagnostic: `${X_DIAGNOSTIC}; delivery attempts were interrupted repeatedly`,
+      },
+    );
     return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps, logger);
   }
 
@@ -66,7 +70,8 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
       result = await strategyFor(strategies, strategy).deliver(claim, openPayload);
     } catch (error) {
       const failure = asDeliveryError(error);
-      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, logger, strategy);
+      if (failure.permanent || claim.attempts > retry.maxRetries)
+        return fail(claim, failure, rejected, deps, logger, strategy);
       const delay = retryDelayMs(claim.attempts, retry);
       const detail =
         `attempt ${claim.attempts} failed (${strategy}): ${failure.message}; ` +
@@ -81,7 +86,8 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
     details.push(`${strategy}: ${result?.detail ?? 'done'}`);
     // Progress is recorded between strategies only; the last one is recorded with the status (one write less).
     const last = i === pending.length - 1;
-    if (!last && !(await queue.markStrategyDone(claim, strategy, report(rejected, 'Some recipients were refused.')))) return lost();
+    if (!last && !(await queue.markStrategyDone(claim, strategy, report(rejected, 'Some recipients were refused.'))))
+      return lost();
   }
 
   const finalReport = report(rejected, 'Some recipients were refused; the others received the message.');
@@ -101,7 +107,14 @@ async function fail(
 ): Promise<void> {
   const exhausted = !failure.permanent;
   const status = exhausted ? '4.4.7' : failure.status;
-  const failedHere = failure.recipients ?? claim.recipients.map((recipient) => ({ recipient, status, diagnostic: failure.diagnostic, remoteMta: failure.remoteMta }));
+  const failedHere =
+    failure.recipients ??
+    claim.recipients.map((recipient) => ({
+      recipient,
+      status,
+      diagnostic: failure.diagnostic,
+      remoteMta: failure.remoteMta,
+    }));
   const known = new Set(alreadyRejected.map((r) => r.recipient));
   const recipients = [...alreadyRejected, ...failedHere.filter((r) => !known.has(r.recipient))];
   const reason = exhausted
@@ -143,6 +156,9 @@ function asDeliveryError(error: unknown): DeliveryError {
  */
 function strategyFor(strategies: ReadonlyMap<string, OutboundStrategy>, name: string): OutboundStrategy {
   const strategy = strategies.get(name);
-  if (!strategy) throw new DeliveryError(false, `this instance has no outbound strategy ${name}`, { diagnostic: `${X_DIAGNOSTIC}; no outbound strategy ${name}` });
+  if (!strategy)
+    throw new DeliveryError(false, `this instance has no outbound strategy ${name}`, {
+      diagnostic: `${X_DIAGNOSTIC}; no outbound strategy ${name}`,
+    });
   return strategy;
 }

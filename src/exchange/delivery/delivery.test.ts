@@ -7,7 +7,15 @@ import { parseDuration } from '../../kernel/duration.ts';
 import { payloadKey, type MessageIntake } from '../inbound/accept.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
-import { eventually, exchangeDb, intakeFor, metric, sampleMessage, settled, statusHistory } from '../../../test/support/exchange-delivery.ts';
+import {
+  eventually,
+  exchangeDb,
+  intakeFor,
+  metric,
+  sampleMessage,
+  settled,
+  statusHistory,
+} from '../../../test/support/exchange-delivery.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from '../../../test/support/smtp-sink.ts';
@@ -39,7 +47,11 @@ describe('delivery through the smtp strategy', () => {
       },
     });
     const rules = new RuleStore(exchangeDb(exchange));
-    await rules.create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    });
     intake = intakeFor(exchange);
   });
   after(async () => {
@@ -59,10 +71,14 @@ describe('delivery through the smtp strategy', () => {
       return undefined;
     };
     // Content the relay refuses only once it has read it: spam-trap@ gets 554 at the end of DATA.
-    sink.refuseData = (message) => (message.to.some((to) => to.startsWith('spam-trap@')) ? { code: 554, text: '5.7.1 message refused as spam' } : undefined);
+    sink.refuseData = (message) =>
+      message.to.some((to) => to.startsWith('spam-trap@'))
+        ? { code: 554, text: '5.7.1 message refused as spam' }
+        : undefined;
   });
 
-  const bouncesTo = (address: string): SinkMessage[] => sink.messages.filter((m) => m.from === '' && m.to.includes(address));
+  const bouncesTo = (address: string): SinkMessage[] =>
+    sink.messages.filter((m) => m.from === '' && m.to.includes(address));
 
   it('relays the stored message byte for byte to every envelope recipient, then deletes payload and envelope', async () => {
     const before = {
@@ -77,10 +93,18 @@ describe('delivery through the smtp strategy', () => {
       // What SMTP makes delicate: a line that starts with a dot (dot-stuffing), a lone dot, 8-bit text.
       body: ['.a line with a leading dot', '.', 'Grüße aus Zürich', 'x'.repeat(900)],
     });
-    const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bob@rcpt.example', 'hidden-bcc@rcpt.example'], payload: raw });
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients: ['bob@rcpt.example', 'hidden-bcc@rcpt.example'],
+      payload: raw,
+    });
 
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'delivered'],
+    );
     assert.match(history[3]!.detail!, /^smtp: 250 /);
 
     const received = sink.messages.filter((m) => m.messageId === '<byte-for-byte@sender.example>');
@@ -91,7 +115,10 @@ describe('delivery through the smtp strategy', () => {
 
     assert.equal(await exchange.objects.head(payloadKey(envelopeId)), undefined, 'payload deleted');
     assert.equal(await metric(exchange, 'delivered_messages_total', { strategy: 'smtp' }), before.count + 1);
-    assert.equal(await metric(exchange, 'delivered_messages_total_size_bytes', { strategy: 'smtp' }), before.bytes + raw.length);
+    assert.equal(
+      await metric(exchange, 'delivered_messages_total_size_bytes', { strategy: 'smtp' }),
+      before.bytes + raw.length,
+    );
   });
 
   it('retries a temporarily refused message with growing delays and then delivers it', async () => {
@@ -99,7 +126,12 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'alice@sender.example',
       recipients: ['flaky-2@rcpt.example'],
-      payload: sampleMessage({ from: 'alice@sender.example', to: 'flaky-2@rcpt.example', subject: 'Flaky', messageId: '<flaky@sender.example>' }),
+      payload: sampleMessage({
+        from: 'alice@sender.example',
+        to: 'flaky-2@rcpt.example',
+        subject: 'Flaky',
+        messageId: '<flaky@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'delivered');
     assert.deepEqual(
@@ -112,7 +144,10 @@ describe('delivery through the smtp strategy', () => {
     // Base 50ms, doubling, up to 20 % longer at random: 50–60 ms, then 100–120 ms.
     assert.ok(delays[0]! >= 50 && delays[0]! <= 60, `first retry after DELIVERY_RETRY_BASE: ${delays}`);
     assert.ok(delays[1]! >= 100 && delays[1]! <= 120 && delays[1]! > delays[0]!, `the delay grows: ${delays}`);
-    assert.match(history[3]!.detail!, /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /);
+    assert.match(
+      history[3]!.detail!,
+      /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /,
+    );
     assert.equal(sink.messages.filter((m) => m.messageId === '<flaky@sender.example>').length, 1);
   });
 
@@ -123,12 +158,20 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'carol@sender.example',
       recipients: ['busy@rcpt.example'],
-      payload: sampleMessage({ from: 'carol@sender.example', to: 'busy@rcpt.example', subject: 'Never gets through', messageId: '<busy@sender.example>' }),
+      payload: sampleMessage({
+        from: 'carol@sender.example',
+        to: 'busy@rcpt.example',
+        subject: 'Never gets through',
+        messageId: '<busy@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
     assert.equal(history.filter((s) => s.status === 'delivering').length, 1 + MAX_RETRIES);
     assert.equal(history.filter((s) => s.status === 'retrying').length, MAX_RETRIES);
-    assert.deepEqual(history.slice(-2).map((s) => s.status), ['failed', 'bounced']);
+    assert.deepEqual(
+      history.slice(-2).map((s) => s.status),
+      ['failed', 'bounced'],
+    );
     assert.match(history.at(-2)!.detail!, /^retries exhausted after attempt 4 \(smtp\): relay: 450/);
     const bounceId = /^bounce ([0-9a-f-]{36}) queued to <carol@sender\.example>$/.exec(history.at(-1)!.detail!)?.[1];
     assert.ok(bounceId, history.at(-1)!.detail!);
@@ -160,45 +203,79 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'dave@sender.example',
       recipients: ['nobody@rcpt.example'],
-      payload: sampleMessage({ from: 'dave@sender.example', to: 'nobody@rcpt.example', subject: 'To nobody', messageId: '<nobody@sender.example>' }),
+      payload: sampleMessage({
+        from: 'dave@sender.example',
+        to: 'nobody@rcpt.example',
+        subject: 'To nobody',
+        messageId: '<nobody@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'failed', 'bounced'],
+    );
     assert.match(history[3]!.detail!, /^permanent failure \(smtp\): relay: 550 5\.1\.1 mailbox unavailable/);
     const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history[4]!.detail!)![1]!;
     await settled(exchange, bounceId, 'delivered');
     const bounces = bouncesTo('dave@sender.example');
     assert.equal(bounces.length, 1);
     const dsn = bounces[0]!.raw.toString();
-    assert.match(dsn, /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; \[127\.0\.0\.1\]\r\nDiagnostic-Code: smtp; 550 5\.1\.1 mailbox unavailable/);
+    assert.match(
+      dsn,
+      /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; \[127\.0\.0\.1\]\r\nDiagnostic-Code: smtp; 550 5\.1\.1 mailbox unavailable/,
+    );
     assert.match(dsn, /In-Reply-To: <nobody@sender\.example>/);
   });
 
   it('fails at once on a 5xx at the end of DATA and bounces once with the relay’s status', async () => {
-    const [failedBefore, bouncesBefore] = [await metric(exchange, 'failed_messages_total'), await metric(exchange, 'bounce_replies_total')];
+    const [failedBefore, bouncesBefore] = [
+      await metric(exchange, 'failed_messages_total'),
+      await metric(exchange, 'bounce_replies_total'),
+    ];
     const { envelopeId } = await intake.accept({
       channel: 'smtp',
       sender: 'spammer@sender.example',
       recipients: ['spam-trap@rcpt.example', 'other@rcpt.example'],
-      payload: sampleMessage({ from: 'spammer@sender.example', to: 'spam-trap@rcpt.example', subject: 'Buy now', messageId: '<spam@sender.example>' }),
+      payload: sampleMessage({
+        from: 'spammer@sender.example',
+        to: 'spam-trap@rcpt.example',
+        subject: 'Buy now',
+        messageId: '<spam@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced'], 'no retry');
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'failed', 'bounced'],
+      'no retry',
+    );
     assert.match(history[3]!.detail!, /^permanent failure \(smtp\): relay: 554 5\.7\.1 message refused as spam/);
     const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history[4]!.detail!)![1]!;
     const bounceHistory = await settled(exchange, bounceId, 'delivered');
-    assert.deepEqual(bounceHistory.slice(0, 2).map((s) => [s.status, s.detail!.replace(/^\d+/, 'N')]), [
-      ['accepted', 'N bytes over smtp, a bounce of ours'],
-      ['routed', 'to smtp, without a rule (a bounce)'],
-    ]);
+    assert.deepEqual(
+      bounceHistory.slice(0, 2).map((s) => [s.status, s.detail!.replace(/^\d+/, 'N')]),
+      [
+        ['accepted', 'N bytes over smtp, a bounce of ours'],
+        ['routed', 'to smtp, without a rule (a bounce)'],
+      ],
+    );
     const bounces = bouncesTo('spammer@sender.example');
     assert.equal(bounces.length, 1, 'exactly one bounce');
     const dsn = bounces[0]!.raw.toString();
     for (const recipient of ['spam-trap@rcpt\\.example', 'other@rcpt\\.example']) {
-      assert.match(dsn, new RegExp(`Final-Recipient: rfc822; ${recipient}\\r\\nAction: failed\\r\\nStatus: 5\\.7\\.1\\r\\n`), 'the whole message was refused');
+      assert.match(
+        dsn,
+        new RegExp(`Final-Recipient: rfc822; ${recipient}\\r\\nAction: failed\\r\\nStatus: 5\\.7\\.1\\r\\n`),
+        'the whole message was refused',
+      );
     }
     assert.match(dsn, /Diagnostic-Code: smtp; 554 5\.7\.1 message refused as spam/);
-    assert.equal(sink.messages.filter((m) => m.messageId === '<spam@sender.example>').length, 0, 'the relay kept nothing');
+    assert.equal(
+      sink.messages.filter((m) => m.messageId === '<spam@sender.example>').length,
+      0,
+      'the relay kept nothing',
+    );
     assert.equal(await metric(exchange, 'failed_messages_total'), failedBefore + 1);
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1);
     assert.equal(await exchange.objects.head(payloadKey(envelopeId)), undefined, 'payload deleted');
@@ -210,10 +287,18 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: '',
       recipients: ['nobody@rcpt.example'],
-      payload: sampleMessage({ from: 'MAILER-DAEMON@elsewhere.example', to: 'nobody@rcpt.example', subject: 'Notice', messageId: '<null-sender@elsewhere.example>' }),
+      payload: sampleMessage({
+        from: 'MAILER-DAEMON@elsewhere.example',
+        to: 'nobody@rcpt.example',
+        subject: 'Notice',
+        messageId: '<null-sender@elsewhere.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'failed'],
+    );
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore);
   });
 
@@ -224,14 +309,25 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'ghost@sender.example',
       recipients: ['nobody@rcpt.example'],
-      payload: sampleMessage({ from: 'ghost@sender.example', to: 'nobody@rcpt.example', subject: 'Boo', messageId: '<ghost@sender.example>' }),
+      payload: sampleMessage({
+        from: 'ghost@sender.example',
+        to: 'nobody@rcpt.example',
+        subject: 'Boo',
+        messageId: '<ghost@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'failed');
     const bounceId = /^bounce ([0-9a-f-]{36})/.exec(history.at(-1)!.detail!)![1]!;
     const bounceHistory = await settled(exchange, bounceId, 'failed');
-    assert.deepEqual(bounceHistory.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed']);
+    assert.deepEqual(
+      bounceHistory.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'failed'],
+    );
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1, 'one bounce, none for the bounce');
-    assert.equal(sink.messages.filter((m) => m.from === '').filter((m) => m.to.includes('ghost@sender.example')).length, 0);
+    assert.equal(
+      sink.messages.filter((m) => m.from === '').filter((m) => m.to.includes('ghost@sender.example')).length,
+      0,
+    );
   });
 
   it('delivers to the recipients the relay accepts and bounces only the refused one', async () => {
@@ -239,14 +335,29 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'erin@sender.example',
       recipients: ['ok@rcpt.example', 'nobody@rcpt.example'],
-      payload: sampleMessage({ from: 'erin@sender.example', to: 'ok@rcpt.example, nobody@rcpt.example', subject: 'Half', messageId: '<half@sender.example>' }),
+      payload: sampleMessage({
+        from: 'erin@sender.example',
+        to: 'ok@rcpt.example, nobody@rcpt.example',
+        subject: 'Half',
+        messageId: '<half@sender.example>',
+      }),
     });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered', 'bounced']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'delivered', 'bounced'],
+    );
     assert.match(history[3]!.detail!, /refused: nobody@rcpt\.example$/);
     const delivered = sink.messages.filter((m) => m.messageId === '<half@sender.example>');
-    assert.deepEqual(delivered.map((m) => m.to), [['ok@rcpt.example']]);
-    await eventually('the bounce reaches the sender', async () => bouncesTo('erin@sender.example').length, (n) => n === 1);
+    assert.deepEqual(
+      delivered.map((m) => m.to),
+      [['ok@rcpt.example']],
+    );
+    await eventually(
+      'the bounce reaches the sender',
+      async () => bouncesTo('erin@sender.example').length,
+      (n) => n === 1,
+    );
     const dsn = bouncesTo('erin@sender.example')[0]!.raw.toString();
     assert.match(dsn, /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1/);
     assert.doesNotMatch(dsn, /Final-Recipient: rfc822; ok@rcpt\.example/);
@@ -257,22 +368,45 @@ describe('delivery through the smtp strategy', () => {
       channel: 'smtp',
       sender: 'alice@sender.example',
       recipients: ['bob@rcpt.example'],
-      payload: sampleMessage({ from: 'alice@sender.example', to: 'bob@rcpt.example', subject: 'Admin view', messageId: '<admin@sender.example>' }),
+      payload: sampleMessage({
+        from: 'alice@sender.example',
+        to: 'bob@rcpt.example',
+        subject: 'Admin view',
+        messageId: '<admin@sender.example>',
+      }),
     });
     await settled(exchange, envelopeId, 'delivered');
     const asAdmin = await statusHistory(exchange, envelopeId, exchange.adminToken);
-    assert.deepEqual(asAdmin.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
+    assert.deepEqual(
+      asAdmin.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'delivered'],
+    );
     assert.ok(asAdmin.every((s) => !Number.isNaN(Date.parse(s.at))));
   });
 
   it('finishes envelopes whose clean-up was cut short: sends the missing bounce, deletes payload and row', async () => {
     // As a crash would leave them: status written, nothing after it done.
     const leftovers = [
-      { id: randomUUID(), status: 'failed' as const, sender: 'frank@sender.example', report: { reason: 'The relay refused the message.', recipients: [{ recipient: 'nobody@rcpt.example', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 mailbox unavailable' }] } },
+      {
+        id: randomUUID(),
+        status: 'failed' as const,
+        sender: 'frank@sender.example',
+        report: {
+          reason: 'The relay refused the message.',
+          recipients: [
+            { recipient: 'nobody@rcpt.example', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 mailbox unavailable' },
+          ],
+        },
+      },
       { id: randomUUID(), status: 'delivered' as const, sender: 'gina@sender.example', report: null },
     ];
     for (const leftover of leftovers) {
-      const raw = sampleMessage({ from: leftover.sender, to: 'nobody@rcpt.example', subject: 'Left over', messageId: `<${leftover.id}@sender.example>` });
+      const raw = sampleMessage({
+        from: leftover.sender,
+        to: 'nobody@rcpt.example',
+        subject: 'Left over',
+        messageId: `<${leftover.id}@sender.example>`,
+      });
       await exchange.objects.put(payloadKey(leftover.id), raw);
       await exchangeDb(exchange)
         .insertInto('envelopes')
@@ -293,17 +427,40 @@ describe('delivery through the smtp strategy', () => {
         })
         .execute();
       if (leftover.report) {
-        await exchangeDb(exchange).updateTable('envelopes').set({ bounce_report: sql`${JSON.stringify(leftover.report)}::jsonb` }).where('id', '=', leftover.id).execute();
+        await exchangeDb(exchange)
+          .updateTable('envelopes')
+          .set({ bounce_report: sql`${JSON.stringify(leftover.report)}::jsonb` })
+          .where('id', '=', leftover.id)
+          .execute();
       }
     }
     for (const leftover of leftovers) {
-      await eventually(`${leftover.id} finished by the sweep`, async () => (await exchangeDb(exchange).selectFrom('envelopes').select('id').where('id', '=', leftover.id).executeTakeFirst()) === undefined, (gone) => gone);
+      await eventually(
+        `${leftover.id} finished by the sweep`,
+        async () =>
+          (await exchangeDb(exchange)
+            .selectFrom('envelopes')
+            .select('id')
+            .where('id', '=', leftover.id)
+            .executeTakeFirst()) === undefined,
+        (gone) => gone,
+      );
       assert.equal(await exchange.objects.head(payloadKey(leftover.id)), undefined);
     }
     const history = await statusHistory(exchange, leftovers[0]!.id);
-    assert.deepEqual(history.map((s) => s.status), ['bounced']);
-    await eventually('the bounce reaches frank', async () => bouncesTo('frank@sender.example').length, (n) => n === 1);
-    assert.match(bouncesTo('frank@sender.example')[0]!.raw.toString(), /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1/);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['bounced'],
+    );
+    await eventually(
+      'the bounce reaches frank',
+      async () => bouncesTo('frank@sender.example').length,
+      (n) => n === 1,
+    );
+    assert.match(
+      bouncesTo('frank@sender.example')[0]!.raw.toString(),
+      /Final-Recipient: rfc822; nobody@rcpt\.example\r\nAction: failed\r\nStatus: 5\.1\.1/,
+    );
     assert.equal(bouncesTo('gina@sender.example').length, 0, 'a delivered message is not bounced');
   });
 });

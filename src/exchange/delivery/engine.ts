@@ -58,9 +58,17 @@ export function startDeliveryEngine(deps: {
   });
   logger.info(
     { transport: transport.kind, to: transport.description },
-    transport.kind === 'relay' ? 'outbound mail goes to the relay' : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
+    transport.kind === 'relay'
+      ? 'outbound mail goes to the relay'
+      : 'no OUTBOUND_SMTP_URL: outbound mail is written as .eml files to the outbox',
   );
-  const strategies = createOutboundStrategies(deps.outboundStrategies, { config, settings, transport, dkim: deps.dkim, logger });
+  const strategies = createOutboundStrategies(deps.outboundStrategies, {
+    config,
+    settings,
+    transport,
+    dkim: deps.dkim,
+    logger,
+  });
   const queue = new EnvelopeQueue(db, leaseMs, deps.clock);
   const finisher = new EnvelopeFinisher({
     queue,
@@ -81,7 +89,8 @@ export function startDeliveryEngine(deps: {
     ? startDelivery({
         queue,
         finisher,
-        deliver: (claim) => deliverClaim(claim, {
+        deliver: (claim) =>
+          deliverClaim(claim, {
             queue,
             objects,
             recentPayloads: deps.recentPayloads,
@@ -137,6 +146,8 @@ export function startDeliveryEngine(deps: {
 
 /** DELIVERY_ENABLED=false: no claims, so the mail waits for an instance that delivers. */
 function heldDelivery(logger: Logger): DeliveryWorkers {
-  logger.info('delivery disabled on this instance (DELIVERY_ENABLED=false): mail is taken and left for the instances that deliver');
+  logger.info(
+    'delivery disabled on this instance (DELIVERY_ENABLED=false): mail is taken and left for the instances that deliver',
+  );
   return { inFlight: 0, wake() {}, async stop() {} };
 }

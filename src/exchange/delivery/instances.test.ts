@@ -10,7 +10,17 @@ import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
-import { envelopeCount, eventually, exchangeDb, intakeFor, intakeOn, metric, payloadCount, sampleMessage, statusHistory } from '../../../test/support/exchange-delivery.ts';
+import {
+  envelopeCount,
+  eventually,
+  exchangeDb,
+  intakeFor,
+  intakeOn,
+  metric,
+  payloadCount,
+  sampleMessage,
+  statusHistory,
+} from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { startS3Server, uniqueBucket, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startSealpostProcess } from '../../../test/support/sealpost-process.ts';
@@ -18,15 +28,30 @@ import { startServiceForTest, type ServiceUnderTest } from '../../../test/suppor
 import { startSmtpSink } from '../../../test/support/smtp-sink.ts';
 
 /** Accepts `count` small messages, `parallel` at a time; returns their Message-IDs. */
-async function acceptMany(intake: ReturnType<typeof intakeOn>, count: number, tag: string, parallel = 32): Promise<string[]> {
+async function acceptMany(
+  intake: ReturnType<typeof intakeOn>,
+  count: number,
+  tag: string,
+  parallel = 32,
+): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, i) => `<${tag}-${i}@sender.example>`);
   let next = 0;
   await Promise.all(
     Array.from({ length: parallel }, async () => {
       while (next < ids.length) {
         const messageId = ids[next++]!;
-        const payload = sampleMessage({ from: 'alice@sender.example', to: 'bob@rcpt.example', subject: tag, messageId });
-        await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bob@rcpt.example'], payload });
+        const payload = sampleMessage({
+          from: 'alice@sender.example',
+          to: 'bob@rcpt.example',
+          subject: tag,
+          messageId,
+        });
+        await intake.accept({
+          channel: 'smtp',
+          sender: 'alice@sender.example',
+          recipients: ['bob@rcpt.example'],
+          payload,
+        });
       }
     }),
   );
@@ -43,17 +68,35 @@ describe('several engine instances on one database', () => {
   it('two instances deliver 1,000 messages with none delivered twice and none left behind', async () => {
     const database = await createTestDatabase('exchange_pair');
     const sink = await startSmtpSink();
-    const env = { OUTBOUND_SMTP_URL: sink.url, DELIVERY_CONCURRENCY: '16', DELIVERY_POLL_INTERVAL: '20ms', LOG_LEVEL: 'warn' };
+    const env = {
+      OUTBOUND_SMTP_URL: sink.url,
+      DELIVERY_CONCURRENCY: '16',
+      DELIVERY_POLL_INTERVAL: '20ms',
+      LOG_LEVEL: 'warn',
+    };
     let first: ServiceUnderTest | undefined;
     let second: ServiceUnderTest | undefined;
     try {
       first = await startServiceForTest(exchangeService, { s3, databaseUrl: database.url, env });
       // The same bucket: either instance must be able to read what the other accepted.
-      second = await startServiceForTest(exchangeService, { s3, databaseUrl: database.url, env: { ...env, S3_BUCKET: first.config.s3.bucket! } });
-      await new RuleStore(exchangeDb(first)).create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+      second = await startServiceForTest(exchangeService, {
+        s3,
+        databaseUrl: database.url,
+        env: { ...env, S3_BUCKET: first.config.s3.bucket! },
+      });
+      await new RuleStore(exchangeDb(first)).create({
+        name: 'relay',
+        priority: 1,
+        configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+      });
 
       const ids = await acceptMany(intakeFor(first), 1000, 'pair');
-      await eventually('every envelope delivered and removed', () => envelopeCount(exchangeDb(first!)), (n) => n === 0, 60_000);
+      await eventually(
+        'every envelope delivered and removed',
+        () => envelopeCount(exchangeDb(first!)),
+        (n) => n === 0,
+        60_000,
+      );
 
       const received = sink.messages.map((m) => m.messageId);
       assert.equal(new Set(received).size, 1000, 'every message arrived');
@@ -96,9 +139,20 @@ describe('several engine instances on one database', () => {
       setup = await openDatabase({ url: database.url, poolSize: 4 });
       await migrateSchema(setup.db, { schema: 'exchange', migrations });
       const db = setup.db.withSchema('exchange') as Kysely<ExchangeTables>;
-      objects = createS3ObjectStore({ endpoint: s3.endpoint, bucket, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true });
+      objects = createS3ObjectStore({
+        endpoint: s3.endpoint,
+        bucket,
+        region: s3.region,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+        forcePathStyle: true,
+      });
       await objects.ensureBucket();
-      await new RuleStore(db).create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+      await new RuleStore(db).create({
+        name: 'relay',
+        priority: 1,
+        configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+      });
       const intake = intakeOn(db, objects);
       const ids = await acceptMany(intake, 40, 'kill', 8);
 
@@ -126,8 +180,17 @@ describe('several engine instances on one database', () => {
       sink.release();
       assert.equal(sink.messages.length, 0, 'nothing was delivered before the kill');
 
-      survivor = await startServiceForTest(exchangeService, { s3, databaseUrl: database.url, env: { ...s3Env, ...deliveryEnv } });
-      await eventually('every envelope delivered and removed', () => envelopeCount(db), (n) => n === 0, 30_000);
+      survivor = await startServiceForTest(exchangeService, {
+        s3,
+        databaseUrl: database.url,
+        env: { ...s3Env, ...deliveryEnv },
+      });
+      await eventually(
+        'every envelope delivered and removed',
+        () => envelopeCount(db),
+        (n) => n === 0,
+        30_000,
+      );
 
       // Delivery is at-least-once: a message whose DATA the relay had taken when the worker died may be
       // sent again by the next worker, since nobody recorded that it went out. Only those in flight at
@@ -146,7 +209,10 @@ describe('several engine instances on one database', () => {
         .execute();
       assert.equal(envelopesTakenOver.length, inFlight);
       const history = await statusHistory(survivor, envelopesTakenOver[0]!.envelope_id);
-      assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivering', 'delivered']);
+      assert.deepEqual(
+        history.map((s) => s.status),
+        ['accepted', 'routed', 'delivering', 'delivering', 'delivered'],
+      );
     } finally {
       await child?.stop('SIGKILL');
       await survivor?.stop();

@@ -35,13 +35,30 @@ describe('lease-lost warnings of the delivery workers', () => {
     const ids = Array.from({ length: count }, () => randomUUID());
     await db
       .insertInto('envelopes')
-      .values(ids.map((id) => ({ id, channel: 'smtp' as const, sender: 'a@sender.example', recipients: ['b@rcpt.example'], size: 10, payload_key: `exchange/payloads/${id}`, rule_id: null, outbound: ['smtp' as const], status: 'accepted' as const, lease_until: null, last_error: null })))
+      .values(
+        ids.map((id) => ({
+          id,
+          channel: 'smtp' as const,
+          sender: 'a@sender.example',
+          recipients: ['b@rcpt.example'],
+          size: 10,
+          payload_key: `exchange/payloads/${id}`,
+          rule_id: null,
+          outbound: ['smtp' as const],
+          status: 'accepted' as const,
+          lease_until: null,
+          last_error: null,
+        })),
+      )
       .execute();
     return ids;
   };
 
   /** Runs workers over `count` envelopes with `deliver`, and returns the lease-lost warnings they logged. */
-  async function run(count: number, deliver: (claim: Claim, queue: EnvelopeQueue) => Promise<void>): Promise<{ envelopeId?: string }[]> {
+  async function run(
+    count: number,
+    deliver: (claim: Claim, queue: EnvelopeQueue) => Promise<void>,
+  ): Promise<{ envelopeId?: string }[]> {
     const ids = await enqueue(count);
     const lines: { msg: string; envelopeId?: string }[] = [];
     const logger = createLogger({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });

@@ -26,12 +26,19 @@ describe('the orphan payload sweep', () => {
   let objects: ObjectStore;
 
   before(async () => {
-    [testDb, dir] = await Promise.all([createTestDatabase('exchange_orphans'), mkdtemp(join(tmpdir(), 'sealpost-orphans-'))]);
+    [testDb, dir] = await Promise.all([
+      createTestDatabase('exchange_orphans'),
+      mkdtemp(join(tmpdir(), 'sealpost-orphans-')),
+    ]);
     database = await openDatabase({ url: testDb.url, poolSize: 2 });
     await migrateSchema(database.db, { schema: 'exchange', migrations });
     db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
     objects = createLocalObjectStore({ dir });
-    await new RuleStore(db).create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+    await new RuleStore(db).create({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    });
   });
   after(async () => {
     await objects?.close();
@@ -42,11 +49,23 @@ describe('the orphan payload sweep', () => {
 
   const keys = async () => (await payloadKeys(objects)).sort();
   const accept = (envelopeId: string) =>
-    intakeOn(db, objects).accept({ channel: 'smtp', sender: 'a@sender.example', recipients: ['b@rcpt.example'], payload: Buffer.from('Subject: x\r\n\r\nx\r\n'), envelopeId });
+    intakeOn(db, objects).accept({
+      channel: 'smtp',
+      sender: 'a@sender.example',
+      recipients: ['b@rcpt.example'],
+      payload: Buffer.from('Subject: x\r\n\r\nx\r\n'),
+      envelopeId,
+    });
 
   it('deletes a payload that had no envelope at two sweeps a grace period apart, and nothing else', async () => {
     let clock = 0;
-    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }), now: () => clock });
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock,
+    });
     const [withEnvelope, orphan, late, fresh] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     await accept(withEnvelope);
     // Stored by intakes that never wrote their row (yet): an interrupted one, and a slow one.
@@ -63,19 +82,32 @@ describe('the orphan payload sweep', () => {
 
     clock += 1;
     assert.equal(await sweep.sweep(), 1);
-    assert.deepEqual(await keys(), [payloadKey(withEnvelope), payloadKey(late), payloadKey(fresh), 'exchange/payloads/not-an-envelope'].sort(), 'only the orphan went');
+    assert.deepEqual(
+      await keys(),
+      [payloadKey(withEnvelope), payloadKey(late), payloadKey(fresh), 'exchange/payloads/not-an-envelope'].sort(),
+      'only the orphan went',
+    );
 
     // `fresh` was first seen one sweep after the others: it goes a grace period after that sweep.
     clock += GRACE_MS - 2;
     assert.equal(await sweep.sweep(), 0);
     clock += 1;
     assert.equal(await sweep.sweep(), 1);
-    assert.deepEqual(await keys(), [payloadKey(withEnvelope), payloadKey(late), 'exchange/payloads/not-an-envelope'].sort());
+    assert.deepEqual(
+      await keys(),
+      [payloadKey(withEnvelope), payloadKey(late), 'exchange/payloads/not-an-envelope'].sort(),
+    );
   });
 
   it('forgets a suspect that disappears, so a payload written again under its key gets a full grace period', async () => {
     let clock = 0;
-    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }), now: () => clock });
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock,
+    });
     const id = randomUUID();
     await objects.put(payloadKey(id), 'first');
     assert.equal(await sweep.sweep(), 0);

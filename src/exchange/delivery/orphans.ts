@@ -55,7 +55,8 @@ export class OrphanPayloadSweep {
     if (page.length > 0) await check();
     // Suspects no longer listed are gone; those that got their row were dropped by checkPage.
     this.suspects = seen;
-    if (deleted > 0) this.deps.logger.warn({ deleted }, 'deleted payloads without an envelope (left by an intake that was cut short)');
+    if (deleted > 0)
+      this.deps.logger.warn({ deleted }, 'deleted payloads without an envelope (left by an intake that was cut short)');
     return deleted;
   }
 

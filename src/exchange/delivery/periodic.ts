@@ -9,13 +9,18 @@ export function every(intervalMs: number, task: () => Promise<void>, options: { 
   let stopped = false;
   const schedule = (ms: number) => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      // Tasks log their own failures; the catch only keeps a slip from becoming an unhandled rejection.
-      running = task().catch(() => undefined).finally(() => {
-        running = undefined;
-        schedule(intervalMs);
-      });
-    }, Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    timer = setTimeout(
+      () => {
+        // Tasks log their own failures; the catch only keeps a slip from becoming an unhandled rejection.
+        running = task()
+          .catch(() => undefined)
+          .finally(() => {
+            running = undefined;
+            schedule(intervalMs);
+          });
+      },
+      Math.min(Math.max(ms, 0), 2 ** 31 - 1),
+    );
     timer.unref();
   };
   schedule(options.runFirstAfterMs ?? intervalMs);

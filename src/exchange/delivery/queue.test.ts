@@ -18,7 +18,21 @@ describe('the delivery queue', () => {
     const ids: string[] = Array.from({ length: count }, () => randomUUID());
     await db
       .insertInto('envelopes')
-      .values(ids.map((id) => ({ id, channel: 'smtp' as const, sender: 'a@sender.example', recipients: ['b@rcpt.example'], size: 10, payload_key: `exchange/payloads/${id}`, rule_id: null, outbound: ['smtp' as const], status: 'accepted' as const, lease_until: null, last_error: null })))
+      .values(
+        ids.map((id) => ({
+          id,
+          channel: 'smtp' as const,
+          sender: 'a@sender.example',
+          recipients: ['b@rcpt.example'],
+          size: 10,
+          payload_key: `exchange/payloads/${id}`,
+          rule_id: null,
+          outbound: ['smtp' as const],
+          status: 'accepted' as const,
+          lease_until: null,
+          last_error: null,
+        })),
+      )
       .execute();
     return ids;
   };
@@ -52,7 +66,11 @@ describe('the delivery queue', () => {
     );
     assert.equal(claimed.length, 300, 'no envelope claimed twice');
     assert.deepEqual(new Set(claimed), new Set(ids));
-    const history = await db.selectFrom('message_status').select(['envelope_id', 'detail']).where('status', '=', 'delivering').execute();
+    const history = await db
+      .selectFrom('message_status')
+      .select(['envelope_id', 'detail'])
+      .where('status', '=', 'delivering')
+      .execute();
     assert.equal(history.filter((h) => ids.includes(h.envelope_id)).length, 300, 'one delivering row per claim');
     assert.ok(history.every((h) => h.detail === 'attempt 1'));
   });
@@ -76,7 +94,11 @@ describe('the delivery queue', () => {
     assert.equal(await queue.markStrategyDone(stale!, 'smtp', null), false);
     assert.deepEqual(await queue.renewLeases([stale!]), [id], 'the old owner learns it lost the lease');
     assert.equal(await queue.markDelivered(fresh!, 'done', null), true);
-    const row = await db.selectFrom('envelopes').select(['status', 'done_outbound']).where('id', '=', id!).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('envelopes')
+      .select(['status', 'done_outbound'])
+      .where('id', '=', id!)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { status: 'delivered', done_outbound: ['smtp'] });
   });
 

@@ -11,7 +11,6 @@ export interface Claim extends Envelope {
   previous_status: EnvelopeStatus;
 }
 
-
 /**
  * The delivery queue is the envelopes table itself (docs/design.md#delivery): due rows are claimed with
  * `FOR UPDATE SKIP LOCKED`, so any number of workers in any number of instances each get different
@@ -75,7 +74,11 @@ export class EnvelopeQueue {
           .skipLocked(),
       )
       .with('due', (db) =>
-        db.selectFrom('expired').select(['id', 'previous_status']).unionAll(db.selectFrom('waiting').select(['id', 'previous_status'])).limit(limit),
+        db
+          .selectFrom('expired')
+          .select(['id', 'previous_status'])
+          .unionAll(db.selectFrom('waiting').select(['id', 'previous_status']))
+          .limit(limit),
       )
       .with('claimed', (db) =>
         db
@@ -101,7 +104,9 @@ export class EnvelopeQueue {
               .select([
                 'claimed.id',
                 sql.lit('delivering').as('status'),
-                sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering' then ', after the lease of the previous worker ran out' else '' end`.as('detail'),
+                sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering' then ', after the lease of the previous worker ran out' else '' end`.as(
+                  'detail',
+                ),
               ]),
           )
           .returning('message_status.id'),
@@ -131,7 +136,11 @@ export class EnvelopeQueue {
     const now = await this.db
       .selectFrom('envelopes')
       .select(['id', 'attempts'])
-      .where('id', 'in', unrenewed.map((c) => c.id))
+      .where(
+        'id',
+        'in',
+        unrenewed.map((c) => c.id),
+      )
       .execute();
     const attemptsNow = new Map(now.map((row) => [row.id, row.attempts]));
     return unrenewed.filter((c) => attemptsNow.has(c.id) && attemptsNow.get(c.id) !== c.attempts).map((c) => c.id);
@@ -143,14 +152,23 @@ export class EnvelopeQueue {
    */
   async markStrategyDone(claim: Claim, strategy: OutboundStrategyName, report: BounceReport | null): Promise<boolean> {
     const result = await this.fenced(claim)
-      .set({ done_outbound: sql<OutboundStrategyName[]>`array_append(done_outbound, ${strategy}::text)`, bounce_report: jsonb(report) })
+      .set({
+        done_outbound: sql<OutboundStrategyName[]>`array_append(done_outbound, ${strategy}::text)`,
+        bounce_report: jsonb(report),
+      })
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
   /** Every strategy done: records the status, the strategies and the refused recipients (if any) at once. */
   async markDelivered(claim: Claim, detail: string, report: BounceReport | null): Promise<boolean> {
-    return this.deliveredBatch.submit({ id: claim.id, attempts: claim.attempts, outbound: claim.outbound, detail, report });
+    return this.deliveredBatch.submit({
+      id: claim.id,
+      attempts: claim.attempts,
+      outbound: claim.outbound,
+      detail,
+      report,
+    });
   }
 
   private async markDeliveredNow(items: DeliveredItem[]): Promise<boolean[]> {
@@ -188,7 +206,9 @@ export class EnvelopeQueue {
           qc
             .insertInto('message_status')
             .columns(['envelope_id', 'status', 'detail'])
-            .expression((eb) => eb.selectFrom('changed').select(['changed.id', sql.lit('delivered').as('status'), 'changed.detail']))
+            .expression((eb) =>
+              eb.selectFrom('changed').select(['changed.id', sql.lit('delivered').as('status'), 'changed.detail']),
+            )
             .returning('message_status.id'),
         )
         .selectFrom('changed')
@@ -226,7 +246,11 @@ export class EnvelopeQueue {
   }
 
   private async removeNow(ids: string[]): Promise<void[]> {
-    await this.db.deleteFrom('envelopes').where('id', 'in', ids).where('status', 'in', ['delivered', 'failed']).execute();
+    await this.db
+      .deleteFrom('envelopes')
+      .where('id', 'in', ids)
+      .where('status', 'in', ['delivered', 'failed'])
+      .execute();
     return ids.map(() => undefined);
   }
 
@@ -282,7 +306,11 @@ export class EnvelopeQueue {
       )
       .insertInto('message_status')
       .columns(['envelope_id', 'status', 'detail'])
-      .expression((eb) => eb.selectFrom('changed').select(['changed.id', sql.lit(status).as('status'), sql<string>`${detail}::text`.as('detail')]))
+      .expression((eb) =>
+        eb
+          .selectFrom('changed')
+          .select(['changed.id', sql.lit(status).as('status'), sql<string>`${detail}::text`.as('detail')]),
+      )
       .executeTakeFirst();
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
@@ -297,4 +325,5 @@ interface DeliveredItem {
   report: BounceReport | null;
 }
 
-const jsonb = (value: BounceReport | null) => (value === null ? null : sql<BounceReport>`${JSON.stringify(value)}::jsonb`);
+const jsonb = (value: BounceReport | null) =>
+  value === null ? null : sql<BounceReport>`${JSON.stringify(value)}::jsonb`;

@@ -35,7 +35,13 @@ describe('fidelity of the smtp strategy', () => {
   async function exchangeTo(sink: SmtpSink, options: { alsoSeal?: boolean } = {}): Promise<ServiceUnderTest> {
     const exchange = await startServiceForTest(exchangeService, {
       s3,
-      env: { OUTBOUND_SMTP_URL: sink.url, SEAL_URL: seal.url, SMTP_HOSTNAME: HOSTNAME, DELIVERY_POLL_INTERVAL: '25ms', DELIVERY_RETRY_BASE: '100ms' },
+      env: {
+        OUTBOUND_SMTP_URL: sink.url,
+        SEAL_URL: seal.url,
+        SMTP_HOSTNAME: HOSTNAME,
+        DELIVERY_POLL_INTERVAL: '25ms',
+        DELIVERY_RETRY_BASE: '100ms',
+      },
     });
     await new RuleStore(exchangeDb(exchange)).create({
       name: 'relay',
@@ -63,7 +69,11 @@ describe('fidelity of the smtp strategy', () => {
   }
 
   const arrived = async (sink: SmtpSink, subject: string): Promise<SinkMessage> => {
-    await sink.waitUntil(() => sink.messages.some((m) => m.raw.includes(`Subject: ${subject}`)), 20_000, `"${subject}" at the sink`);
+    await sink.waitUntil(
+      () => sink.messages.some((m) => m.raw.includes(`Subject: ${subject}`)),
+      20_000,
+      `"${subject}" at the sink`,
+    );
     return sink.messages.find((m) => m.raw.includes(`Subject: ${subject}`))!;
   };
 
@@ -71,14 +81,16 @@ describe('fidelity of the smtp strategy', () => {
     const sink = await startSmtpSink();
     const exchange = await exchangeTo(sink);
     try {
-      const data = 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße 8bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <eight@sender.example>\r\n\r\nGrüße aus Zürich\r\n';
+      const data =
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße 8bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <eight@sender.example>\r\n\r\nGrüße aus Zürich\r\n';
       await submit(exchange, ' BODY=8BITMIME SMTPUTF8', data);
       const received = await arrived(sink, 'Grüße 8bit');
       assert.equal(received.mailFromArgs.BODY, '8BITMIME');
       assert.equal(received.mailFromArgs.SMTPUTF8, true);
       assert.ok(received.raw.toString('utf8').endsWith(data), 'the message as it was sent, after our Received line');
 
-      const plain = 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: plain 7bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <seven@sender.example>\r\n\r\nHello\r\n';
+      const plain =
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: plain 7bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <seven@sender.example>\r\n\r\nHello\r\n';
       await submit(exchange, '', plain);
       const seven = await arrived(sink, 'plain 7bit');
       assert.equal(seven.mailFromArgs.BODY, undefined, 'a 7-bit message is not declared 8-bit');
@@ -121,7 +133,10 @@ describe('fidelity of the smtp strategy', () => {
       const parsed = await simpleParser(received.raw);
       assert.equal(parsed.text?.trim(), `Grüße aus Zürich, ${'é'.repeat(60)}`);
       assert.match(received.raw.toString(), /Content-Transfer-Encoding: quoted-printable\r\n\r\nGr=C3=BC=C3=9Fe/);
-      assert.ok(parsed.attachments[0]!.content.equals(Buffer.from('bin\u00ffary', 'utf8')), 'the binary part arrives as it was (base64)');
+      assert.ok(
+        parsed.attachments[0]!.content.equals(Buffer.from('bin\u00ffary', 'utf8')),
+        'the binary part arrives as it was (base64)',
+      );
       const history = await settled(exchange, envelopeId, 'delivered');
       assert.match(history.at(-1)!.detail!, /re-encoded to 7-bit/);
     } finally {
@@ -134,7 +149,8 @@ describe('fidelity of the smtp strategy', () => {
     const sink = await startSmtpSink({ hide8BITMIME: true, hideSMTPUTF8: true });
     const exchange = await exchangeTo(sink);
     try {
-      const embedded = 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: forwarded\r\nMIME-Version: 1.0\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nGrüße\r\n';
+      const embedded =
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: forwarded\r\nMIME-Version: 1.0\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nGrüße\r\n';
       const first = await submit(exchange, ' BODY=8BITMIME', embedded);
       const utf8 = 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße im Betreff\r\n\r\nHallo\r\n';
       const second = await submit(exchange, ' BODY=8BITMIME SMTPUTF8', utf8);
@@ -147,8 +163,14 @@ describe('fidelity of the smtp strategy', () => {
       }
       await sink.waitUntil(() => sink.messages.filter((m) => m.from === '').length === 2, 20_000, 'two bounces');
       const bounces = sink.messages.filter((m) => m.from === '').map((m) => m.raw.toString());
-      assert.ok(bounces.some((b) => /Status: 5\.6\.3[\s\S]*8BITMIME/.test(b)), 'the 8BITMIME bounce says why');
-      assert.ok(bounces.some((b) => /Status: 5\.6\.7[\s\S]*SMTPUTF8/.test(b)), 'the SMTPUTF8 bounce says why');
+      assert.ok(
+        bounces.some((b) => /Status: 5\.6\.3[\s\S]*8BITMIME/.test(b)),
+        'the 8BITMIME bounce says why',
+      );
+      assert.ok(
+        bounces.some((b) => /Status: 5\.6\.7[\s\S]*SMTPUTF8/.test(b)),
+        'the SMTPUTF8 bounce says why',
+      );
       assert.equal(sink.messages.filter((m) => m.from !== '').length, 0, 'neither message reached the relay');
     } finally {
       await exchange.stop();
@@ -167,7 +189,11 @@ describe('fidelity of the smtp strategy', () => {
     };
     const exchange = await exchangeTo(sink);
     try {
-      const envelopeId = await submit(exchange, '', 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: no date\r\n\r\nHello\r\n');
+      const envelopeId = await submit(
+        exchange,
+        '',
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: no date\r\n\r\nHello\r\n',
+      );
       const received = await arrived(sink, 'no date');
       const head = received.raw.toString().split('\r\n\r\n')[0]!;
       assert.match(head, new RegExp(`^Message-ID: <${envelopeId}@${HOSTNAME.replaceAll('.', '\\.')}>$`, 'm'));
@@ -176,7 +202,11 @@ describe('fidelity of the smtp strategy', () => {
       assert.equal(refused.length, 1);
       assert.equal(refused[0]!.messageId, `<${envelopeId}@${HOSTNAME}>`, 'the retry carries the same Message-ID');
 
-      await submit(exchange, '', 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: has both\r\nDate: Mon, 23 Nov 2026 08:00:00 +0100\r\nMessage-ID: <own@sender.example>\r\n\r\nHello\r\n');
+      await submit(
+        exchange,
+        '',
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: has both\r\nDate: Mon, 23 Nov 2026 08:00:00 +0100\r\nMessage-ID: <own@sender.example>\r\n\r\nHello\r\n',
+      );
       const own = (await arrived(sink, 'has both')).raw.toString();
       assert.equal(own.match(/^Date:/gm)?.length, 1);
       assert.equal(own.match(/^Message-ID:/gim)?.length, 1);
@@ -193,12 +223,16 @@ describe('fidelity of the smtp strategy', () => {
     try {
       // Line ends as broken clients send them: bare LF, bare CR, and a dot-stuffed line after a bare LF
       // (stuffed, as a client that counts LF as a line end does) and a lone dot after one (not stuffed).
-      const data = 'From: dana@sender.example\nTo: erin@rcpt.example\r\nSubject: line ends\rDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ends@sender.example>\r\n\r\none\ntwo\rthree\n..four\n.five\r\n';
+      const data =
+        'From: dana@sender.example\nTo: erin@rcpt.example\r\nSubject: line ends\rDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ends@sender.example>\r\n\r\none\ntwo\rthree\n..four\n.five\r\n';
       const envelopeId = await submit(exchange, '', data);
       await settled(exchange, envelopeId, 'delivered');
       const relayed = (await arrived(sink, 'line ends')).raw;
       const sealed = seal.calls.find((call) => call.headers['x-sealpost-envelope-id'] === envelopeId)!.body;
-      assert.ok(relayed.equals(sealed), `the relay and the seal service got the same bytes:\n${JSON.stringify(relayed.toString())}\n${JSON.stringify(sealed.toString())}`);
+      assert.ok(
+        relayed.equals(sealed),
+        `the relay and the seal service got the same bytes:\n${JSON.stringify(relayed.toString())}\n${JSON.stringify(sealed.toString())}`,
+      );
       const body = relayed.toString().split('\r\n\r\n').slice(1).join('\r\n\r\n');
       assert.equal(body, 'one\r\ntwo\r\nthree\r\n.four\r\n.five\r\n');
       assert.match(relayed.toString(), /\r\nSubject: line ends\r\nDate: /);
@@ -220,7 +254,8 @@ describe('fidelity of the smtp strategy', () => {
       await sink.waitUntil(() => sink.messages.some((m) => m.from === ''), 20_000, 'the bounce');
       const bounce = sink.messages.find((m) => m.from === '')!;
       const raw = bounce.raw.toString('utf8');
-      const part = /Content-Type: text\/rfc822-headers\r\nContent-Transfer-Encoding: (\w+)\r\n\r\n([\s\S]*?)\r\n--/.exec(raw);
+      const part =
+        /Content-Type: text\/rfc822-headers\r\nContent-Transfer-Encoding: (\w+)\r\n\r\n([\s\S]*?)\r\n--/.exec(raw);
       assert.ok(part, raw);
       assert.equal(part[1], '8bit');
       assert.ok(part[2]!.includes(original), `the headers as they were, without soft breaks:\n${part[2]}`);

@@ -15,7 +15,10 @@ describe('finishing delivered envelopes', () => {
     } as unknown as ObjectStore;
     const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
     const finisher = new EnvelopeFinisher({ objects, queue } as FinisherDeps);
-    const envelopes = Array.from({ length: 40 }, (_, i) => ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope);
+    const envelopes = Array.from(
+      { length: 40 },
+      (_, i) => ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope,
+    );
 
     await Promise.all(envelopes.map((envelope) => finisher.finish(envelope)));
 
@@ -30,7 +33,10 @@ describe('finishing delivered envelopes', () => {
     const objects = { deleteMany: async () => Promise.reject(new Error('store down')) } as unknown as ObjectStore;
     const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
     const finisher = new EnvelopeFinisher({ objects, queue } as FinisherDeps);
-    await assert.rejects(finisher.finish({ id: 'e1', payload_key: 'exchange/payloads/e1', bounce_report: null } as unknown as Envelope), /store down/);
+    await assert.rejects(
+      finisher.finish({ id: 'e1', payload_key: 'exchange/payloads/e1', bounce_report: null } as unknown as Envelope),
+      /store down/,
+    );
     assert.deepEqual(removed, []);
   });
 });

@@ -70,7 +70,10 @@ export class EnvelopeFinisher {
    */
   async finishSoon(envelope: Envelope, logger: Logger, maxPending: number): Promise<void> {
     const done = this.finish(envelope).catch((error: unknown) => {
-      logger.warn({ err: error, envelopeId: envelope.id }, 'could not finish the envelope now; the retention sweep will');
+      logger.warn(
+        { err: error, envelopeId: envelope.id },
+        'could not finish the envelope now; the retention sweep will',
+      );
     });
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
@@ -92,7 +95,10 @@ export class EnvelopeFinisher {
         try {
           await this.finish(envelope);
           finished++;
-          logger.info({ envelopeId: envelope.id, status: envelope.status }, 'finished an envelope whose clean-up had been interrupted');
+          logger.info(
+            { envelopeId: envelope.id, status: envelope.status },
+            'finished an envelope whose clean-up had been interrupted',
+          );
         } catch (error) {
           logger.warn({ err: error, envelopeId: envelope.id }, 'could not finish an envelope; will try again');
         }
@@ -129,7 +135,14 @@ export class EnvelopeFinisher {
     const raw = this.deps.dkim ? await this.deps.dkim.sign(composed) : composed;
     // Returned 8-bit header text makes the bounce 8-bit: the relay is told so (BODY=8BITMIME).
     const body8bitmime = raw.some((byte) => byte >= 0x80);
-    const accepted = await intake.accept({ channel: 'smtp', sender: '', recipients: [envelope.sender], payload: raw, isBounce: true, body8bitmime });
+    const accepted = await intake.accept({
+      channel: 'smtp',
+      sender: '',
+      recipients: [envelope.sender],
+      payload: raw,
+      isBounce: true,
+      body8bitmime,
+    });
     await queue.recordStatus(envelope.id, 'bounced', `bounce ${accepted.envelopeId} queued to <${envelope.sender}>`);
     metrics.bounces.inc();
     logger.info({ envelopeId: envelope.id, bounceId: accepted.envelopeId, to: envelope.sender }, 'bounce queued');

@@ -13,7 +13,13 @@ import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts
 import { startSealStandIn } from '../../../test/support/exchange-seal-stand-in.ts';
 
 const confidential = (messageId: string, to = 'sms-ann@rcpt.example, bo@rcpt.example') =>
-  sampleMessage({ from: 'Alice <alice@sender.example>', to, subject: 'Quarterly figures', messageId, body: ['The numbers are in.'] });
+  sampleMessage({
+    from: 'Alice <alice@sender.example>',
+    to,
+    subject: 'Quarterly figures',
+    messageId,
+    body: ['The numbers are in.'],
+  });
 
 describe('delivery through the seal strategy', () => {
   let s3: S3TestServer;
@@ -37,8 +43,16 @@ describe('delivery through the seal strategy', () => {
       },
     });
     rules = new RuleStore(exchangeDb(exchange));
-    await rules.create({ name: 'seal inbound', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
-    await rules.create({ name: 'relay and seal replies', priority: 1, configuration: { params: { channel: 'json' }, outbound: ['smtp', 'seal'] } });
+    await rules.create({
+      name: 'seal inbound',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+    });
+    await rules.create({
+      name: 'relay and seal replies',
+      priority: 1,
+      configuration: { params: { channel: 'json' }, outbound: ['smtp', 'seal'] },
+    });
     intake = intakeFor(exchange);
   });
   after(async () => {
@@ -54,9 +68,17 @@ describe('delivery through the seal strategy', () => {
     const sealedBefore = await metric(exchange, 'delivered_messages_total', { strategy: 'seal' });
     const raw = confidential('<sealed-1@sender.example>');
     const recipients = ['sms-ann@rcpt.example', 'bo@rcpt.example', 'bcc-cy@rcpt.example'];
-    const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients, payload: raw });
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients,
+      payload: raw,
+    });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'delivered'],
+    );
 
     const calls = seal.calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId);
     assert.equal(calls.length, 1);
@@ -68,7 +90,9 @@ describe('delivery through the seal strategy', () => {
     const sealedId = /^seal: sealed as ([0-9a-f-]{36}), 3 recipient\(s\) notified$/.exec(history[3]!.detail!)?.[1];
     assert.ok(sealedId, history[3]!.detail!);
 
-    const notifications = sink.messages.filter((m) => m.raw.toString().toLowerCase().includes(`x-sealpost-sealed-id: ${sealedId}`));
+    const notifications = sink.messages.filter((m) =>
+      m.raw.toString().toLowerCase().includes(`x-sealpost-sealed-id: ${sealedId}`),
+    );
     assert.deepEqual(notifications.map((m) => m.to).sort(), recipients.map((r) => [r]).sort());
     for (const notification of notifications) {
       assert.equal(notification.from, 'notify@sealpost.test');
@@ -78,8 +102,14 @@ describe('delivery through the seal strategy', () => {
       assert.match(mail.text ?? '', new RegExp(`http://auth\\.sealpost\\.test/m/${sealedId}\\?lang=en`));
       assert.match(String(mail.html), new RegExp(`href="http://auth\\.sealpost\\.test/m/${sealedId}\\?lang=en"`));
       assert.equal(mail.headers.get('auto-submitted'), 'auto-generated');
-      assert.doesNotMatch(notification.raw.toString(), /Quarterly figures|numbers are in/, 'nothing of the sealed content travels in clear');
-      const how = notification.to[0]!.startsWith('sms-') ? /code that we send by SMS/ : /code that we send to this email address/;
+      assert.doesNotMatch(
+        notification.raw.toString(),
+        /Quarterly figures|numbers are in/,
+        'nothing of the sealed content travels in clear',
+      );
+      const how = notification.to[0]!.startsWith('sms-')
+        ? /code that we send by SMS/
+        : /code that we send to this email address/;
       assert.match(mail.text ?? '', how);
     }
     assert.equal(await metric(exchange, 'delivered_messages_total', { strategy: 'seal' }), sealedBefore + 1);
@@ -87,22 +117,49 @@ describe('delivery through the seal strategy', () => {
 
   it('fails at once and bounces when the seal service refuses the message (400)', async () => {
     seal.respond = () => 400;
-    const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: confidential('<sealed-400@sender.example>') });
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients: ['bo@rcpt.example'],
+      payload: confidential('<sealed-400@sender.example>'),
+    });
     const history = await settled(exchange, envelopeId, 'failed');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'failed', 'bounced']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'failed', 'bounced'],
+    );
     assert.match(history[3]!.detail!, /^permanent failure \(seal\): seal service answered 400: not a MIME message$/);
-    await sink.waitUntil(() => sink.messages.some((m) => m.from === '' && m.raw.includes('<sealed-400@sender.example>')), 20_000, 'the bounce');
+    await sink.waitUntil(
+      () => sink.messages.some((m) => m.from === '' && m.raw.includes('<sealed-400@sender.example>')),
+      20_000,
+      'the bounce',
+    );
     const dsn = sink.messages.find((m) => m.from === '' && m.raw.includes('<sealed-400@sender.example>'))!;
     assert.deepEqual(dsn.to, ['alice@sender.example']);
-    assert.match(dsn.raw.toString(), /Final-Recipient: rfc822; bo@rcpt\.example\r\nAction: failed\r\nStatus: 5\.6\.0\r\nDiagnostic-Code: x-sealpost; seal service 400 not a MIME message/);
-    assert.equal(sink.messages.filter((m) => m.to.includes('bo@rcpt.example') && m.raw.includes('sealed-400')).length, 0, 'no notification');
+    assert.match(
+      dsn.raw.toString(),
+      /Final-Recipient: rfc822; bo@rcpt\.example\r\nAction: failed\r\nStatus: 5\.6\.0\r\nDiagnostic-Code: x-sealpost; seal service 400 not a MIME message/,
+    );
+    assert.equal(
+      sink.messages.filter((m) => m.to.includes('bo@rcpt.example') && m.raw.includes('sealed-400')).length,
+      0,
+      'no notification',
+    );
   });
 
   it('retries when the seal service is unavailable (503) and seals once it answers', async () => {
     seal.respond = (_id, attempt) => (attempt === 1 ? 503 : 201);
-    const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: confidential('<sealed-503@sender.example>') });
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients: ['bo@rcpt.example'],
+      payload: confidential('<sealed-503@sender.example>'),
+    });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered'],
+    );
     assert.match(history[3]!.detail!, /seal service answered 503: IPFS cluster unavailable/);
     assert.equal(seal.calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId).length, 2);
   });
@@ -110,9 +167,17 @@ describe('delivery through the seal strategy', () => {
   it('does not repeat a finished path when a later path of the same message is retried', async () => {
     seal.respond = (_id, attempt) => (attempt === 1 ? 503 : 201);
     const raw = confidential('<both-paths@sender.example>', 'bo@rcpt.example');
-    const { envelopeId } = await intake.accept({ channel: 'json', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: raw });
+    const { envelopeId } = await intake.accept({
+      channel: 'json',
+      sender: 'alice@sender.example',
+      recipients: ['bo@rcpt.example'],
+      payload: raw,
+    });
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'retrying', 'delivering', 'delivered'],
+    );
     assert.match(history[5]!.detail!, /^smtp: done in an earlier attempt; seal: sealed as /);
     const relayed = sink.messages.filter((m) => m.raw.equals(raw));
     assert.equal(relayed.length, 1, 'the smtp copy went out once');
@@ -127,11 +192,24 @@ describe('delivery on the embedded default (no OUTBOUND_SMTP_URL)', () => {
   before(async () => {
     seal = await startSealStandIn();
     exchange = await startServiceForTest(exchangeService, {
-      env: { SEAL_URL: seal.url, NOTIFY_FROM: 'Sealpost <notify@sealpost.test>', DELIVERY_POLL_INTERVAL: '25ms', LOG_LEVEL: 'info' },
+      env: {
+        SEAL_URL: seal.url,
+        NOTIFY_FROM: 'Sealpost <notify@sealpost.test>',
+        DELIVERY_POLL_INTERVAL: '25ms',
+        LOG_LEVEL: 'info',
+      },
     });
     const rules = new RuleStore(exchangeDb(exchange));
-    await rules.create({ name: 'seal', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
-    await rules.create({ name: 'relay', priority: 1, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'seal',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+    });
+    await rules.create({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
+    });
     intake = intakeFor(exchange);
   });
   after(async () => {
@@ -143,7 +221,12 @@ describe('delivery on the embedded default (no OUTBOUND_SMTP_URL)', () => {
   const emlFiles = async () => (await readdir(outbox()).catch(() => [])).filter((name) => name.endsWith('.eml'));
 
   it('writes the notification to the outbox folder and logs the reader link', async () => {
-    const { envelopeId } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bo@rcpt.example'], payload: confidential('<outbox-seal@sender.example>') });
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients: ['bo@rcpt.example'],
+      payload: confidential('<outbox-seal@sender.example>'),
+    });
     const history = await settled(exchange, envelopeId, 'delivered');
     const sealedId = /sealed as ([0-9a-f-]{36})/.exec(history.at(-1)!.detail!)![1]!;
     const link = `http://auth.sealpost.test/m/${sealedId}?lang=en`;
@@ -155,14 +238,27 @@ describe('delivery on the embedded default (no OUTBOUND_SMTP_URL)', () => {
     // Quoted-printable writes the link's `=` as `=3D`: look for the id.
     const notification = files.find((file) => file.includes(`/m/${sealedId}`));
     assert.ok(notification, 'a .eml file with the link');
-    assert.match(notification.toString(), /^Return-Path: <notify@sealpost\.test>\r\nX-Sealpost-Envelope-To: bo@rcpt\.example\r\n/);
+    assert.match(
+      notification.toString(),
+      /^Return-Path: <notify@sealpost\.test>\r\nX-Sealpost-Envelope-To: bo@rcpt\.example\r\n/,
+    );
     const mail = await simpleParser(notification);
     assert.equal(mail.subject, 'A sealed message from Alice <alice@sender.example> is waiting for you');
   });
 
   it('writes relayed messages to the outbox byte for byte after the envelope lines', async () => {
-    const raw = sampleMessage({ from: 'bo@rcpt.example', to: 'alice@sender.example', subject: 'Re: figures', messageId: '<outbox-relay@rcpt.example>' });
-    const { envelopeId } = await intake.accept({ channel: 'json', sender: 'bo@rcpt.example', recipients: ['alice@sender.example'], payload: raw });
+    const raw = sampleMessage({
+      from: 'bo@rcpt.example',
+      to: 'alice@sender.example',
+      subject: 'Re: figures',
+      messageId: '<outbox-relay@rcpt.example>',
+    });
+    const { envelopeId } = await intake.accept({
+      channel: 'json',
+      sender: 'bo@rcpt.example',
+      recipients: ['alice@sender.example'],
+      payload: raw,
+    });
     await settled(exchange, envelopeId, 'delivered');
     const files = await Promise.all((await emlFiles()).map((name) => readFile(join(outbox(), name))));
     const relayed = files.find((file) => file.includes('<outbox-relay@rcpt.example>'));
@@ -170,6 +266,10 @@ describe('delivery on the embedded default (no OUTBOUND_SMTP_URL)', () => {
     const head = 'Return-Path: <bo@rcpt.example>\r\nX-Sealpost-Envelope-To: alice@sender.example\r\n';
     assert.equal(relayed.subarray(0, head.length).toString(), head);
     assert.ok(relayed.subarray(head.length).equals(raw));
-    assert.deepEqual((await readdir(outbox())).filter((name) => !name.endsWith('.eml')), ['.tmp'], 'no partial files beside the messages');
+    assert.deepEqual(
+      (await readdir(outbox())).filter((name) => !name.endsWith('.eml')),
+      ['.tmp'],
+      'no partial files beside the messages',
+    );
   });
 });

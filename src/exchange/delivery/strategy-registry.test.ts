@@ -33,13 +33,20 @@ describe('an outbound strategy added through the registry', () => {
     fetch(`${exchange.url}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `to ${outbound.join(', ')}`, priority: 1, configuration: { params: { channel: 'smtp' }, outbound } }),
+      body: JSON.stringify({
+        name: `to ${outbound.join(', ')}`,
+        priority: 1,
+        configuration: { params: { channel: 'smtp' }, outbound },
+      }),
     });
 
   before(async () => {
-    exchange = await startServiceForTest(createExchangeService({ outboundStrategies: [...OUTBOUND_STRATEGIES, captureStrategy] }), {
-      env: { DELIVERY_POLL_INTERVAL: '25ms' },
-    });
+    exchange = await startServiceForTest(
+      createExchangeService({ outboundStrategies: [...OUTBOUND_STRATEGIES, captureStrategy] }),
+      {
+        env: { DELIVERY_POLL_INTERVAL: '25ms' },
+      },
+    );
     intake = intakeFor(exchange);
   });
   after(() => exchange?.stop());
@@ -56,12 +63,25 @@ describe('an outbound strategy added through the registry', () => {
   it('delivers a message a rule routes to it', async () => {
     const created = await createRule(['capture']);
     assert.equal(created.status, 201, await created.text());
-    const raw = sampleMessage({ from: 'alice@sender.example', to: 'bob@rcpt.example', subject: 'Captured', messageId: '<captured@sender.example>' });
-    const { envelopeId, outbound } = await intake.accept({ channel: 'smtp', sender: 'alice@sender.example', recipients: ['bob@rcpt.example'], payload: raw });
+    const raw = sampleMessage({
+      from: 'alice@sender.example',
+      to: 'bob@rcpt.example',
+      subject: 'Captured',
+      messageId: '<captured@sender.example>',
+    });
+    const { envelopeId, outbound } = await intake.accept({
+      channel: 'smtp',
+      sender: 'alice@sender.example',
+      recipients: ['bob@rcpt.example'],
+      payload: raw,
+    });
     assert.deepEqual(outbound, ['capture']);
 
     const history = await settled(exchange, envelopeId, 'delivered');
-    assert.deepEqual(history.map((s) => s.status), ['accepted', 'routed', 'delivering', 'delivered']);
+    assert.deepEqual(
+      history.map((s) => s.status),
+      ['accepted', 'routed', 'delivering', 'delivered'],
+    );
     assert.match(history[1]!.detail!, /to capture$/);
     assert.match(history[3]!.detail!, /^capture: captured \d+$/);
 

@@ -13,11 +13,22 @@ import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts
 
 /** Sends one message over the service's own SMTP port; resolves with the queued id from the 250. */
 async function sendOverSmtp(service: ServiceUnderTest, tag: string): Promise<string> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: Number(new URL(service.service.listening.smtp!).port), secure: false, ignoreTLS: true, name: 'test.local' });
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: Number(new URL(service.service.listening.smtp!).port),
+    secure: false,
+    ignoreTLS: true,
+    name: 'test.local',
+  });
   try {
     const info = await transport.sendMail({
       envelope: { from: 'alice@sender.example', to: ['bob@rcpt.example'] },
-      raw: sampleMessage({ from: 'alice@sender.example', to: 'bob@rcpt.example', subject: tag, messageId: `<${tag}@sender.example>` }),
+      raw: sampleMessage({
+        from: 'alice@sender.example',
+        to: 'bob@rcpt.example',
+        subject: tag,
+        messageId: `<${tag}@sender.example>`,
+      }),
     });
     const id = /queued as ([0-9a-f-]{36})/.exec(info.response)?.[1];
     assert.ok(id, info.response);
@@ -43,7 +54,11 @@ describe('delivery of mail an instance takes: at once, or not at all with DELIVE
   };
 
   before(async () => {
-    [sink, database, dataDir] = await Promise.all([startSmtpSink(), createTestDatabase('exchange_wake'), mkdtemp(join(tmpdir(), 'sealpost-wake-'))]);
+    [sink, database, dataDir] = await Promise.all([
+      startSmtpSink(),
+      createTestDatabase('exchange_wake'),
+      mkdtemp(join(tmpdir(), 'sealpost-wake-')),
+    ]);
   });
   after(async () => {
     for (const service of running.reverse()) await service.stop();
@@ -54,13 +69,26 @@ describe('delivery of mail an instance takes: at once, or not at all with DELIVE
 
   it('delivers a message it takes without waiting for the poll interval', async () => {
     const engine = await start({ DELIVERY_POLL_INTERVAL: '1h' });
-    await new RuleStore(exchangeDb(engine)).create({ name: 'relay', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+    await new RuleStore(exchangeDb(engine)).create({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    });
     // The loop's first claim (at start) found nothing: from here on it would sleep for an hour.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const id = await sendOverSmtp(engine, 'at-once');
-    await eventually('the message at the sink', async () => sink.messages.length, (n) => n === 1, 10_000);
+    await eventually(
+      'the message at the sink',
+      async () => sink.messages.length,
+      (n) => n === 1,
+      10_000,
+    );
     assert.equal(sink.messages[0]!.messageId, '<at-once@sender.example>');
-    await eventually('delivered in the status history', () => statusHistory(engine, id), (h) => h.some((s) => s.status === 'delivered'));
+    await eventually(
+      'delivered in the status history',
+      () => statusHistory(engine, id),
+      (h) => h.some((s) => s.status === 'delivered'),
+    );
     await engine.stop();
     running.length = 0;
   });
@@ -72,10 +100,18 @@ describe('delivery of mail an instance takes: at once, or not at all with DELIVE
     // Ten poll intervals: a worker, had the instance started one, would have claimed the mail by then.
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(sink.messages.length, 0, 'nothing delivered by the intake-only instance');
-    assert.deepEqual((await statusHistory(intakeOnly, id)).map((s) => s.status), ['accepted', 'routed']);
+    assert.deepEqual(
+      (await statusHistory(intakeOnly, id)).map((s) => s.status),
+      ['accepted', 'routed'],
+    );
 
     await start({ DELIVERY_POLL_INTERVAL: '50ms' });
-    await eventually('delivered by the other instance', async () => sink.messages.length, (n) => n === 1, 10_000);
+    await eventually(
+      'delivered by the other instance',
+      async () => sink.messages.length,
+      (n) => n === 1,
+      10_000,
+    );
     assert.equal(sink.messages[0]!.messageId, '<held@sender.example>');
   });
 });

@@ -68,7 +68,12 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
     inFlight.set(claim.id, claim);
     options
       .deliver(claim)
-      .catch((error: unknown) => logger.error({ err: error, envelopeId: claim.id }, 'delivery attempt broke off; the envelope is retried when its lease runs out'))
+      .catch((error: unknown) =>
+        logger.error(
+          { err: error, envelopeId: claim.id },
+          'delivery attempt broke off; the envelope is retried when its lease runs out',
+        ),
+      )
       .finally(() => {
         inFlight.delete(claim.id);
         takenOver.delete(claim.id);
@@ -93,7 +98,11 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         if (claimFailing) logger.info('delivery queue reachable again');
         claimFailing = false;
       } catch (error) {
-        if (!claimFailing) logger.error({ err: error }, 'cannot claim envelopes from the delivery queue; trying again every poll interval');
+        if (!claimFailing)
+          logger.error(
+            { err: error },
+            'cannot claim envelopes from the delivery queue; trying again every poll interval',
+          );
         claimFailing = true;
         await woken.wait(options.pollIntervalMs);
         continue;
@@ -127,7 +136,10 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
     { runFirstAfterMs: Math.min(options.leaseMs, 5_000) },
   );
 
-  logger.info({ concurrency, pollIntervalMs: options.pollIntervalMs, leaseMs: options.leaseMs }, 'delivery workers started');
+  logger.info(
+    { concurrency, pollIntervalMs: options.pollIntervalMs, leaseMs: options.leaseMs },
+    'delivery workers started',
+  );
   return {
     get inFlight() {
       return inFlight.size;

@@ -15,7 +15,9 @@ const BATCH = 1000;
  * retry, never a message. The age is measured in the database's clock, so every instance may sweep.
  */
 export class AbandonedIntakeSweep {
-  constructor(private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; graceMs: number; logger: Logger }) {}
+  constructor(
+    private readonly deps: { db: Kysely<ExchangeTables>; objects: ObjectStore; graceMs: number; logger: Logger },
+  ) {}
 
   /** One pass; returns how many rows were deleted. */
   async sweep(): Promise<number> {
@@ -45,7 +47,11 @@ export class AbandonedIntakeSweep {
       if (rows.length < BATCH) break;
     }
     // Worded as OrphanPayloadSweep's line: for an operator both are payloads of intakes cut short.
-    if (deleted > 0) logger.warn({ deleted, rows: deleted }, 'deleted payloads without an envelope that was acknowledged, with their `storing` rows (left by an intake that was cut short)');
+    if (deleted > 0)
+      logger.warn(
+        { deleted, rows: deleted },
+        'deleted payloads without an envelope that was acknowledged, with their `storing` rows (left by an intake that was cut short)',
+      );
     return deleted;
   }
 }

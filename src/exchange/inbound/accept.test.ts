@@ -34,8 +34,16 @@ describe('MessageIntake with concurrent messages', () => {
     dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
     objects = createLocalObjectStore({ dir });
     const rules = new RuleStore(db);
-    await rules.create({ name: 'from carol', priority: 1, configuration: { params: { channel: 'smtp', sender: 'Carol@Example.com' }, outbound: ['seal'] } });
-    await rules.create({ name: 'all mail', priority: 2, configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] } });
+    await rules.create({
+      name: 'from carol',
+      priority: 1,
+      configuration: { params: { channel: 'smtp', sender: 'Carol@Example.com' }, outbound: ['seal'] },
+    });
+    await rules.create({
+      name: 'all mail',
+      priority: 2,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] },
+    });
     intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
   });
   after(async () => {
@@ -47,11 +55,22 @@ describe('MessageIntake with concurrent messages', () => {
   it('routes each of many messages accepted at once by its own rule, with its first status row', async () => {
     const senders = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? 'CAROL@example.com' : `user${i}@example.com`));
     const accepted = await Promise.all(
-      senders.map((sender, i) => intake.accept({ channel: 'smtp', sender, recipients: [`rcpt${i}@example.net`], payload: Buffer.from(`message ${i}`) })),
+      senders.map((sender, i) =>
+        intake.accept({
+          channel: 'smtp',
+          sender,
+          recipients: [`rcpt${i}@example.net`],
+          payload: Buffer.from(`message ${i}`),
+        }),
+      ),
     );
     for (const [i, result] of accepted.entries()) {
       assert.deepEqual(result.outbound, i % 4 === 0 ? ['seal'] : ['smtp', 'seal']);
-      const row = await db.selectFrom('envelopes').selectAll().where('id', '=', result.envelopeId).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('envelopes')
+        .selectAll()
+        .where('id', '=', result.envelopeId)
+        .executeTakeFirstOrThrow();
       assert.deepEqual(row.recipients, [`rcpt${i}@example.net`]);
       assert.equal(row.size, result.size);
       assert.equal(row.status, 'accepted');
@@ -87,25 +106,49 @@ describe('MessageIntake with concurrent messages', () => {
   it('with no matching rule, accepts nothing for that message and keeps no payload, while others are accepted', async () => {
     const before = await payloadCount(objects);
     const [json, smtp] = await Promise.allSettled([
-      intake.accept({ channel: 'json', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('json') }),
-      intake.accept({ channel: 'smtp', sender: 'app@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('smtp') }),
+      intake.accept({
+        channel: 'json',
+        sender: 'app@example.com',
+        recipients: ['rcpt@example.net'],
+        payload: Buffer.from('json'),
+      }),
+      intake.accept({
+        channel: 'smtp',
+        sender: 'app@example.com',
+        recipients: ['rcpt@example.net'],
+        payload: Buffer.from('smtp'),
+      }),
     ]);
     assert.equal(json.status, 'rejected');
-    assert.match(((json as PromiseRejectedResult).reason as Error).message, /^No delivery rule matches channel json and sender app@example\.com/);
+    assert.match(
+      ((json as PromiseRejectedResult).reason as Error).message,
+      /^No delivery rule matches channel json and sender app@example\.com/,
+    );
     assert.equal(smtp.status, 'fulfilled');
     assert.equal(await payloadCount(objects), before + 1);
   });
 
-  it('keeps the payload when the write\'s outcome is unknown (connection lost), and the orphan sweep deletes it after its grace', async () => {
+  it("keeps the payload when the write's outcome is unknown (connection lost), and the orphan sweep deletes it after its grace", async () => {
     // An intake with a pool of its own, so that it meets the outage with no connection at hand.
     const other = await openDatabase({ url: testDb.url, poolSize: 1 });
     const otherDb = other.db.withSchema('exchange') as Kysely<ExchangeTables>;
-    const cutOff = new MessageIntake({ db: otherDb, objects, rules: new RuleStore(otherDb), logger: createLogger({ level: 'silent' }) });
+    const cutOff = new MessageIntake({
+      db: otherDb,
+      objects,
+      rules: new RuleStore(otherDb),
+      logger: createLogger({ level: 'silent' }),
+    });
     const envelopeId = '00000000-0000-4000-8000-00000000dead';
     const restore = await refuseConnections(testDb.url);
     try {
       await assert.rejects(
-        cutOff.accept({ channel: 'smtp', sender: 'x@example.com', recipients: ['rcpt@example.net'], payload: Buffer.from('maybe'), envelopeId }),
+        cutOff.accept({
+          channel: 'smtp',
+          sender: 'x@example.com',
+          recipients: ['rcpt@example.net'],
+          payload: Buffer.from('maybe'),
+          envelopeId,
+        }),
         (error: unknown) => error instanceof AppError && error.status === 503,
       );
     } finally {
@@ -113,11 +156,20 @@ describe('MessageIntake with concurrent messages', () => {
       await other.close();
     }
     assert.ok(await objects.head(payloadKey(envelopeId)), 'payload kept: the row might have been committed');
-    assert.equal(await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(), undefined);
+    assert.equal(
+      await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(),
+      undefined,
+    );
 
     const GRACE_MS = 300;
     const clock = new TestClock();
-    const sweep = new OrphanPayloadSweep({ db, objects, graceMs: GRACE_MS, logger: createLogger({ level: 'silent' }), now: () => clock.now() });
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock.now(),
+    });
     assert.equal(await sweep.sweep(), 0, 'first seen without a row: still within its grace');
     assert.ok(await objects.head(payloadKey(envelopeId)));
     clock.advance(GRACE_MS + 50);

@@ -8,7 +8,13 @@ import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
-import { createEnvelopeAcknowledger, createEnvelopeWriter, type AcknowledgedEnvelope, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
+import {
+  createEnvelopeAcknowledger,
+  createEnvelopeWriter,
+  type AcknowledgedEnvelope,
+  type NewEnvelope,
+  type WrittenEnvelope,
+} from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 import { readUpTo, RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
 
@@ -97,7 +103,10 @@ export class MessageIntake {
       body8bitmime: message.body8bitmime ?? false,
       smtputf8: message.smtputf8 ?? false,
     };
-    const [stored, row] = await Promise.allSettled([this.storePayload(key, message.payload), this.writeEnvelope(envelope)]);
+    const [stored, row] = await Promise.allSettled([
+      this.storePayload(key, message.payload),
+      this.writeEnvelope(envelope),
+    ]);
     if (stored.status === 'rejected') {
       if (row.status === 'fulfilled' && row.value) await this.forgetRow(envelopeId);
       throw stored.reason;
@@ -109,7 +118,11 @@ export class MessageIntake {
       // its payload by AbandonedIntakeSweep. When the outcome is unknown (the connection lost) the payload
       // stays for that sweep, or for OrphanPayloadSweep if no row came, as it did before the overlap.
       if (statementRolledBack(row.reason)) await this.deletePayload(key, envelopeId);
-      else this.deps.logger.warn({ err: row.reason, envelopeId, key, step: 'insert' }, 'envelope write failed with its outcome unknown; the payload stays for the sweeps');
+      else
+        this.deps.logger.warn(
+          { err: row.reason, envelopeId, key, step: 'insert' },
+          'envelope write failed with its outcome unknown; the payload stays for the sweeps',
+        );
       throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: row.reason });
     }
     written = row.value;
@@ -126,20 +139,34 @@ export class MessageIntake {
       }
       if (!written) {
         await this.deletePayload(key, envelopeId);
-        throw new AppError('unavailable', 503, 'Delivery rules changed while the message was being accepted; try again later');
+        throw new AppError(
+          'unavailable',
+          503,
+          'Delivery rules changed while the message was being accepted; try again later',
+        );
       }
     }
 
     let acknowledged: boolean;
     try {
-      acknowledged = await this.acknowledge({ id: envelopeId, size, acceptedDetail: acceptedDetail(message, size), routedDetail: written.routedDetail });
+      acknowledged = await this.acknowledge({
+        id: envelopeId,
+        size,
+        acceptedDetail: acceptedDetail(message, size),
+        routedDetail: written.routedDetail,
+      });
     } catch (error) {
       // The payload goes only if the row certainly stayed `storing`. Otherwise (the connection lost,
       // perhaps after the commit) deleting it could leave an accepted envelope without payload, which
       // would bounce a message whose sender got 451 and sent again; if the row stayed `storing`,
       // AbandonedIntakeSweep removes both later.
-      if (statementRolledBack(error)) await Promise.all([this.deletePayload(key, envelopeId), this.forgetRow(envelopeId)]);
-      else this.deps.logger.warn({ err: error, envelopeId, key, step: 'acknowledge' }, 'envelope write failed with its outcome unknown; the payload stays for the sweeps');
+      if (statementRolledBack(error))
+        await Promise.all([this.deletePayload(key, envelopeId), this.forgetRow(envelopeId)]);
+      else
+        this.deps.logger.warn(
+          { err: error, envelopeId, key, step: 'acknowledge' },
+          'envelope write failed with its outcome unknown; the payload stays for the sweeps',
+        );
       throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
     }
     if (!acknowledged) {
@@ -177,13 +204,19 @@ export class MessageIntake {
       .where('status', '=', 'storing')
       .execute()
       .catch((error: unknown) => {
-        this.deps.logger.warn({ err: error, envelopeId }, 'could not delete the row of an intake that failed; the abandoned-intake sweep will');
+        this.deps.logger.warn(
+          { err: error, envelopeId },
+          'could not delete the row of an intake that failed; the abandoned-intake sweep will',
+        );
       });
   }
 
   private async deletePayload(key: string, envelopeId: string): Promise<void> {
     await this.deps.objects.delete(key).catch((cleanupError: unknown) => {
-      this.deps.logger.error({ err: cleanupError, envelopeId, key }, 'could not delete the payload of an envelope that was not accepted');
+      this.deps.logger.error(
+        { err: cleanupError, envelopeId, key },
+        'could not delete the payload of an envelope that was not accepted',
+      );
     });
   }
 

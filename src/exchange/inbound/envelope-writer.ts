@@ -60,11 +60,20 @@ export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: New
  * written, in one statement per batch. True when the row was still `storing` (the recovery rule had not
  * deleted it); only then may the sender be told 250/202.
  */
-export function createEnvelopeAcknowledger(db: Kysely<ExchangeTables>): (envelope: AcknowledgedEnvelope) => Promise<boolean> {
+export function createEnvelopeAcknowledger(
+  db: Kysely<ExchangeTables>,
+): (envelope: AcknowledgedEnvelope) => Promise<boolean> {
   const statement = compileOnce((rows: string) => acknowledgeStatement(db, rows), '["compile-once placeholder"]');
   const batcher = new Batcher<AcknowledgedEnvelope, boolean>(
     async (batch) => {
-      const rows = JSON.stringify(batch.map((e) => ({ id: e.id, size: e.size, accepted_detail: e.acceptedDetail, routed_detail: e.routedDetail })));
+      const rows = JSON.stringify(
+        batch.map((e) => ({
+          id: e.id,
+          size: e.size,
+          accepted_detail: e.acceptedDetail,
+          routed_detail: e.routedDetail,
+        })),
+      );
       const done = new Set((await db.executeQuery(statement(rows))).rows.map((row) => row.id));
       return batch.map((e) => done.has(e.id));
     },
@@ -74,7 +83,12 @@ export function createEnvelopeAcknowledger(db: Kysely<ExchangeTables>): (envelop
 }
 
 function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
-  const acked = sql<{ id: string; size: number; accepted_detail: string; routed_detail: string }>`jsonb_to_recordset(${rows}::jsonb)`.as<'acked'>(
+  const acked = sql<{
+    id: string;
+    size: number;
+    accepted_detail: string;
+    routed_detail: string;
+  }>`jsonb_to_recordset(${rows}::jsonb)`.as<'acked'>(
     sql`acked(id uuid, size bigint, accepted_detail text, routed_detail text)`,
   );
   return db
@@ -83,7 +97,12 @@ function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
         .updateTable('envelopes')
         .from(acked)
         // Claimed in the order of acknowledgement, not of the start of the intake.
-        .set({ status: 'accepted', size: sql<number>`acked.size`, next_attempt_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .set({
+          status: 'accepted',
+          size: sql<number>`acked.size`,
+          next_attempt_at: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+        })
         .whereRef('envelopes.id', '=', 'acked.id')
         .where('envelopes.status', '=', 'storing')
         .returning(['envelopes.id', 'acked.accepted_detail', 'acked.routed_detail']),
@@ -174,7 +193,11 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.body_8bitmime',
           'incoming.smtputf8',
           'rule.id as rule_id',
-          sql<OutboundStrategyName[]>`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as('outbound'),
+          sql<
+            OutboundStrategyName[]
+          >`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as(
+            'outbound',
+          ),
           sql<string>`case when incoming.is_bounce then 'to ' || ${sql.lit(BOUNCE_STRATEGY)} || ', without a rule (a bounce)'
             else 'by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('routed_detail'),
         ]),
@@ -182,7 +205,20 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     .with('envelope', (qc) =>
       qc
         .insertInto('envelopes')
-        .columns(['id', 'channel', 'sender', 'recipients', 'size', 'payload_key', 'rule_id', 'outbound', 'status', 'is_bounce', 'body_8bitmime', 'smtputf8'])
+        .columns([
+          'id',
+          'channel',
+          'sender',
+          'recipients',
+          'size',
+          'payload_key',
+          'rule_id',
+          'outbound',
+          'status',
+          'is_bounce',
+          'body_8bitmime',
+          'smtputf8',
+        ])
         .expression((eb) =>
           eb
             .selectFrom('routed')

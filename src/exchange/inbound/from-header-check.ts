@@ -11,7 +11,11 @@ const HEADER_LIMIT = 64 * 1024;
  * a From address, calls `refuse` with a 550 AppError while the message is still arriving, so the upload
  * fails and nothing is stored or acknowledged. Reads alongside the pipe, taking nothing from it.
  */
-export function watchFromHeader(stream: Readable, isOwnSender: (address: string) => boolean, refuse: (error: AppError) => void): void {
+export function watchFromHeader(
+  stream: Readable,
+  isOwnSender: (address: string) => boolean,
+  refuse: (error: AppError) => void,
+): void {
   const chunks: Buffer[] = [];
   let size = 0;
   const onData = (chunk: Buffer) => {
@@ -30,7 +34,9 @@ export function watchFromHeader(stream: Readable, isOwnSender: (address: string)
 function fromProblem(header: string, isOwnSender: (address: string) => boolean): string | undefined {
   const unfolded = header.replace(/\r?\n[ \t]+/g, ' ');
   const values = [...unfolded.matchAll(/^From:[ \t]*(.*)$/gim)].map((match) => match[1]!);
-  const addresses = values.flatMap((value) => addressparser(value, { flatten: true }).map((entry) => entry.address ?? ''));
+  const addresses = values.flatMap((value) =>
+    addressparser(value, { flatten: true }).map((entry) => entry.address ?? ''),
+  );
   if (addresses.length === 0 || addresses.some((address) => !address.includes('@'))) {
     return 'The message has no From address; this server only takes mail from its own domains';
   }

@@ -38,8 +38,22 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
   });
   const counts = async () => ({
     payloads: await payloadCount(exchange.objects),
-    envelopes: Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
-    statuses: Number((await db.selectFrom('message_status').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
+    envelopes: Number(
+      (
+        await db
+          .selectFrom('envelopes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+    statuses: Number(
+      (
+        await db
+          .selectFrom('message_status')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
   });
 
   before(async () => {
@@ -63,7 +77,11 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
   });
   beforeEach(async () => {
     await db.deleteFrom('rules').execute();
-    await rules.create({ name: 'relay replies', priority: 10, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'relay replies',
+      priority: 10,
+      configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
+    });
   });
 
   it('answers 202 with the envelope id and stores a MIME message that parses back to what was sent', async () => {
@@ -99,8 +117,12 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.equal(parsed.subject, 'Grüße — a reply');
     assert.equal(parsed.text?.trim(), 'Thanks, see the attachment.');
     assert.equal(parsed.html, '<p>Thanks, see the attachment.</p>');
-    assert.deepEqual((parsed.from?.value ?? []).map((a) => [a.name, a.address]), [['Bob Recipient', 'Bob@example.com']]);
-    const addressesOf = (field: typeof parsed.to) => (Array.isArray(field) ? field : field ? [field] : []).flatMap((a) => a.value.map((v) => v.address));
+    assert.deepEqual(
+      (parsed.from?.value ?? []).map((a) => [a.name, a.address]),
+      [['Bob Recipient', 'Bob@example.com']],
+    );
+    const addressesOf = (field: typeof parsed.to) =>
+      (Array.isArray(field) ? field : field ? [field] : []).flatMap((a) => a.value.map((v) => v.address));
     assert.deepEqual(addressesOf(parsed.to), ['alice@example.com', 'carol@example.com']);
     assert.deepEqual(addressesOf(parsed.cc), ['dave@example.com']);
     assert.equal(parsed.bcc, undefined, 'Bcc stays out of the headers');
@@ -110,27 +132,49 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.ok(parsed.messageId && parsed.date);
     assert.deepEqual(
       parsed.attachments.map((a) => [a.filename, a.contentType]),
-      [['report.pdf', 'application/pdf'], ['notes.txt', 'text/plain']],
+      [
+        ['report.pdf', 'application/pdf'],
+        ['notes.txt', 'text/plain'],
+      ],
     );
     assert.ok(parsed.attachments[0]!.content.equals(file));
     assert.equal(parsed.attachments[1]!.content.toString(), 'plain notes');
     const mobiles = parsed.headerLines.filter((line) => line.key === 'x-sealpost-mobile').map((line) => line.line);
-    assert.deepEqual(mobiles, ['X-Sealpost-Mobile: alice@example.com=+41791234567', 'X-Sealpost-Mobile: dave@example.com=+4915123456789']);
+    assert.deepEqual(mobiles, [
+      'X-Sealpost-Mobile: alice@example.com=+41791234567',
+      'X-Sealpost-Mobile: dave@example.com=+4915123456789',
+    ]);
     const languages = parsed.headerLines.filter((line) => line.key === 'x-sealpost-language').map((line) => line.line);
-    assert.deepEqual(languages, ['X-Sealpost-Language: dave@example.com=de', 'X-Sealpost-Language: carol@example.com=fr']);
+    assert.deepEqual(languages, [
+      'X-Sealpost-Language: dave@example.com=de',
+      'X-Sealpost-Language: carol@example.com=fr',
+    ]);
     assert.match(raw.toString('latin1'), /\r\n\r\n/, 'CRLF line breaks, as over SMTP');
     assert.doesNotMatch(raw.toString('latin1'), /[^\r]\n/);
 
     const envelope = await db.selectFrom('envelopes').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow();
     assert.equal(envelope.channel, 'json');
     assert.equal(envelope.sender, 'Bob@example.com');
-    assert.deepEqual(envelope.recipients, ['alice@example.com', 'carol@example.com', 'dave@example.com', 'audit@example.com']);
+    assert.deepEqual(envelope.recipients, [
+      'alice@example.com',
+      'carol@example.com',
+      'dave@example.com',
+      'audit@example.com',
+    ]);
     assert.equal(envelope.size, raw.length);
     assert.deepEqual(envelope.outbound, ['smtp']);
     assert.equal(envelope.status, 'accepted');
     assert.ok(envelope.created_at instanceof Date && envelope.updated_at instanceof Date);
-    const history = await db.selectFrom('message_status').select('status').where('envelope_id', '=', body.id).orderBy('id').execute();
-    assert.deepEqual(history.map((row) => row.status), ['accepted', 'routed']);
+    const history = await db
+      .selectFrom('message_status')
+      .select('status')
+      .where('envelope_id', '=', body.id)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      history.map((row) => row.status),
+      ['accepted', 'routed'],
+    );
   });
 
   it('stores a raw message unchanged but for CRLF line ends, with X-Sealpost-Mobile headers in front', async () => {
@@ -146,28 +190,56 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     const { id } = await res.json();
     // Every stored message has CRLF line ends (docs/decisions.md#line-ends): what is sealed and relayed is
     // the same.
-    assert.equal((await readObject(exchange.objects, payloadKey(id))).toString(), `X-Sealpost-Mobile: alice@example.com=+41791234567\r\n${original.replaceAll('\n', '\r\n')}`);
+    assert.equal(
+      (await readObject(exchange.objects, payloadKey(id))).toString(),
+      `X-Sealpost-Mobile: alice@example.com=+41791234567\r\n${original.replaceAll('\n', '\r\n')}`,
+    );
     const envelope = await db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.deepEqual(envelope.recipients, ['alice@example.com', 'archive@example.com']);
 
-    const plain = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: x\r\n\r\ny\r\n').toString('base64') });
+    const plain = await submit({
+      from: 'bob@example.com',
+      to: ['alice@example.com'],
+      raw: Buffer.from('Subject: x\r\n\r\ny\r\n').toString('base64'),
+    });
     assert.equal(plain.status, 202);
     const plainId = (await plain.json()).id;
     assert.equal((await readObject(exchange.objects, payloadKey(plainId))).toString(), 'Subject: x\r\n\r\ny\r\n');
-    const flags = (id: string) => db.selectFrom('envelopes').select(['body_8bitmime', 'smtputf8']).where('id', '=', id).executeTakeFirstOrThrow();
-    assert.deepEqual(await flags(plainId), { body_8bitmime: false, smtputf8: false }, 'a 7-bit message is relayed without BODY=8BITMIME');
+    const flags = (id: string) =>
+      db.selectFrom('envelopes').select(['body_8bitmime', 'smtputf8']).where('id', '=', id).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      await flags(plainId),
+      { body_8bitmime: false, smtputf8: false },
+      'a 7-bit message is relayed without BODY=8BITMIME',
+    );
 
     // 8-bit bytes in the body: relayed with BODY=8BITMIME; UTF-8 in a header: with SMTPUTF8 too.
-    const eightBit = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: x\r\n\r\nGrüße\r\n').toString('base64') });
+    const eightBit = await submit({
+      from: 'bob@example.com',
+      to: ['alice@example.com'],
+      raw: Buffer.from('Subject: x\r\n\r\nGrüße\r\n').toString('base64'),
+    });
     assert.deepEqual(await flags((await eightBit.json()).id), { body_8bitmime: true, smtputf8: false });
-    const utf8 = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('Subject: Grüße\r\n\r\nGrüße\r\n').toString('base64') });
+    const utf8 = await submit({
+      from: 'bob@example.com',
+      to: ['alice@example.com'],
+      raw: Buffer.from('Subject: Grüße\r\n\r\nGrüße\r\n').toString('base64'),
+    });
     assert.deepEqual(await flags((await utf8.json()).id), { body_8bitmime: true, smtputf8: true });
   });
 
   it('routes by sender: a rule for the from address wins over the catch-all', async () => {
-    await rules.create({ name: 'bob seals', priority: 1, configuration: { params: { channel: 'json', sender: 'bob@example.com' }, outbound: ['seal'] } });
+    await rules.create({
+      name: 'bob seals',
+      priority: 1,
+      configuration: { params: { channel: 'json', sender: 'bob@example.com' }, outbound: ['seal'] },
+    });
     const { id } = await (await submit(message())).json();
-    const envelope = await db.selectFrom('envelopes').select(['outbound']).where('id', '=', id).executeTakeFirstOrThrow();
+    const envelope = await db
+      .selectFrom('envelopes')
+      .select(['outbound'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(envelope.outbound, ['seal']);
   });
 
@@ -175,29 +247,83 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     const start = await counts();
     const cases: Array<[unknown, RegExp, string?]> = [
       [message({ from: 'not an address' }), /^from "not an address" is not a valid email address$/, 'invalid_email'],
-      [message({ to: ['alice@example.com', 'bob@@example.com'] }), /^to\[1\] "bob@@example\.com" is not a valid email address$/, 'invalid_email'],
+      [
+        message({ to: ['alice@example.com', 'bob@@example.com'] }),
+        /^to\[1\] "bob@@example\.com" is not a valid email address$/,
+        'invalid_email',
+      ],
       [message({ cc: ['Eve <eve@-bad-.example>'] }), /^cc\[0\] .* is not a valid email address$/, 'invalid_email'],
       [message({ to: [] }), /^to must NOT have fewer than 1 items$/],
       [message({ subject: 'hello\r\nBcc: victim@example.com' }), /^subject must match pattern/],
       [message({ subject: 'hello\nX-Injected: 1' }), /^subject must match pattern/],
       [message({ from: 'Bob\r\nBcc: x@example.com <bob@example.com>' }), /^from must match pattern/],
       [message({ to: ['alice@example.com\r\nBcc: victim@example.com'] }), /^to\[0\] must match pattern/],
-      [message({ attachments: [{ filename: 'a\r\n.txt', content: 'aGk=' }] }), /^attachments\[0\]\.filename must match pattern/],
-      [message({ attachments: [{ filename: 'a.txt', content: 'not base64!' }] }), /^attachments\[0\]\.content must be base64 without line breaks$/],
-      [message({ attachments: [{ filename: 'a.txt', contentType: 'text/plain\r\nX-Evil: 1', content: 'aGk=' }] }), /^attachments\[0\]\.contentType must match pattern/],
+      [
+        message({ attachments: [{ filename: 'a\r\n.txt', content: 'aGk=' }] }),
+        /^attachments\[0\]\.filename must match pattern/,
+      ],
+      [
+        message({ attachments: [{ filename: 'a.txt', content: 'not base64!' }] }),
+        /^attachments\[0\]\.content must be base64 without line breaks$/,
+      ],
+      [
+        message({ attachments: [{ filename: 'a.txt', contentType: 'text/plain\r\nX-Evil: 1', content: 'aGk=' }] }),
+        /^attachments\[0\]\.contentType must match pattern/,
+      ],
       [message({ inReplyTo: 'no angle brackets' }), /^inReplyTo must match pattern/],
-      [message({ recipients: [{ email: 'alice@example.com', mobile: '079 123 45 67' }] }), /^recipients\[0\]\.mobile "079 123 45 67" is not a valid mobile number/, 'invalid_mobile'],
-      [message({ recipients: [{ email: 'alice@example.com', mobile: '+41 12' }] }), /^recipients\[0\]\.mobile "\+41 12" is not a valid mobile number/, 'invalid_mobile'],
-      [message({ recipients: [{ email: 'stranger@example.com', mobile: '+41791234567' }] }), /^recipients\[0\]\.email stranger@example\.com is not among to, cc and bcc$/, 'invalid_email'],
-      [message({ recipients: [{ email: 'alice@example.com' }] }), /^recipients\[0\] gives neither mobile nor language$/],
-      [message({ recipients: [{ email: 'alice@example.com', language: 'es' }] }), /^recipients\[0\]\.language must be one of "en", "de", "fr", "it"$/],
+      [
+        message({ recipients: [{ email: 'alice@example.com', mobile: '079 123 45 67' }] }),
+        /^recipients\[0\]\.mobile "079 123 45 67" is not a valid mobile number/,
+        'invalid_mobile',
+      ],
+      [
+        message({ recipients: [{ email: 'alice@example.com', mobile: '+41 12' }] }),
+        /^recipients\[0\]\.mobile "\+41 12" is not a valid mobile number/,
+        'invalid_mobile',
+      ],
+      [
+        message({ recipients: [{ email: 'stranger@example.com', mobile: '+41791234567' }] }),
+        /^recipients\[0\]\.email stranger@example\.com is not among to, cc and bcc$/,
+        'invalid_email',
+      ],
+      [
+        message({ recipients: [{ email: 'alice@example.com' }] }),
+        /^recipients\[0\] gives neither mobile nor language$/,
+      ],
+      [
+        message({ recipients: [{ email: 'alice@example.com', language: 'es' }] }),
+        /^recipients\[0\]\.language must be one of "en", "de", "fr", "it"$/,
+      ],
       [message({ colour: 'red' }), /^colour is not a known field$/],
-      [message({ attachments: [{ filename: 'a.txt', content: 'aGk=', path: '/etc/passwd' }] }), /^attachments\[0\]\.path is not a known field$/],
-      [{ from: 'bob@example.com', to: ['alice@example.com'] }, /^subject is required \(or give the whole message as raw\)$/],
-      [{ from: 'bob@example.com', to: ['alice@example.com'], subject: 'empty' }, /^text, html or attachments is required/],
+      [
+        message({ attachments: [{ filename: 'a.txt', content: 'aGk=', path: '/etc/passwd' }] }),
+        /^attachments\[0\]\.path is not a known field$/,
+      ],
+      [
+        { from: 'bob@example.com', to: ['alice@example.com'] },
+        /^subject is required \(or give the whole message as raw\)$/,
+      ],
+      [
+        { from: 'bob@example.com', to: ['alice@example.com'], subject: 'empty' },
+        /^text, html or attachments is required/,
+      ],
       [message({ raw: Buffer.from('Subject: x\r\n\r\ny').toString('base64') }), /^subject cannot be combined with raw/],
-      [{ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from('just some text, no headers').toString('base64') }, /^raw is not an RFC 5322 message/],
-      [message({ to: ['a@example.com', 'b@example.com', 'c@example.com'], cc: ['d@example.com', 'e@example.com'], bcc: ['f@example.com'] }), /^to, cc and bcc name 6 recipients; at most 5 are allowed/],
+      [
+        {
+          from: 'bob@example.com',
+          to: ['alice@example.com'],
+          raw: Buffer.from('just some text, no headers').toString('base64'),
+        },
+        /^raw is not an RFC 5322 message/,
+      ],
+      [
+        message({
+          to: ['a@example.com', 'b@example.com', 'c@example.com'],
+          cc: ['d@example.com', 'e@example.com'],
+          bcc: ['f@example.com'],
+        }),
+        /^to, cc and bcc name 6 recipients; at most 5 are allowed/,
+      ],
       [{ to: ['alice@example.com'], subject: 's', text: 't' }, /^from is required$/],
     ];
     for (const [body, expected, errorCode] of cases) {
@@ -217,7 +343,9 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     });
     try {
       await new RuleStore(big.database.db.withSchema('exchange') as Kysely<ExchangeTables>).create({
-        name: 'json', priority: 1, configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
+        name: 'json',
+        priority: 1,
+        configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
       });
       const post = (body: unknown) =>
         fetch(`${big.url}/v1/messages`, {
@@ -226,7 +354,9 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
           body: JSON.stringify(body),
         });
       const file = Buffer.alloc(6 * 1024 * 1024, 7);
-      const withAttachment = await post(message({ attachments: [{ filename: 'big.bin', content: file.toString('base64') }] }));
+      const withAttachment = await post(
+        message({ attachments: [{ filename: 'big.bin', content: file.toString('base64') }] }),
+      );
       assert.equal(withAttachment.status, 202, await withAttachment.clone().text());
       const raw = Buffer.concat([Buffer.from('Subject: big\r\n\r\n'), Buffer.alloc(6 * 1024 * 1024, 0x61)]);
       const rawRes = await post({ from: 'bob@example.com', to: ['alice@example.com'], raw: raw.toString('base64') });
@@ -251,15 +381,27 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
   it('answers 413 when the message is larger than SMTP_MAX_MESSAGE_SIZE, and stores nothing', async () => {
     const start = await counts();
     // Fits the request limit, but the MIME message (base64 lines of a 240 KiB file plus the text) does not.
-    const built = await submit(message({ text: 'x'.repeat(30_000), attachments: [{ filename: 'big.bin', content: randomBytes(240 * 1024).toString('base64') }] }));
+    const built = await submit(
+      message({
+        text: 'x'.repeat(30_000),
+        attachments: [{ filename: 'big.bin', content: randomBytes(240 * 1024).toString('base64') }],
+      }),
+    );
     assert.equal(built.status, 413);
-    assert.deepEqual({ ...(await built.json()), id: undefined }, {
-      id: undefined,
-      kind: 413,
-      errorCode: 'payload_too_large',
-      message: `The message is larger than the limit of ${LIMIT} bytes (SMTP_MAX_MESSAGE_SIZE)`,
+    assert.deepEqual(
+      { ...(await built.json()), id: undefined },
+      {
+        id: undefined,
+        kind: 413,
+        errorCode: 'payload_too_large',
+        message: `The message is larger than the limit of ${LIMIT} bytes (SMTP_MAX_MESSAGE_SIZE)`,
+      },
+    );
+    const raw = await submit({
+      from: 'bob@example.com',
+      to: ['alice@example.com'],
+      raw: Buffer.from(`Subject: big\r\n\r\n${'r'.repeat(LIMIT)}`).toString('base64'),
     });
-    const raw = await submit({ from: 'bob@example.com', to: ['alice@example.com'], raw: Buffer.from(`Subject: big\r\n\r\n${'r'.repeat(LIMIT)}`).toString('base64') });
     assert.equal(raw.status, 413);
     // Beyond what the route reads at all (base64 of the limit plus room for the rest): refused unread.
     const huge = await submit(message({ text: 'h'.repeat(Math.ceil((LIMIT * 4) / 3) + 300 * 1024) }));
@@ -273,17 +415,31 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     await db.deleteFrom('rules').execute();
     const none = await submit(message());
     assert.equal(none.status, 503);
-    assert.deepEqual({ ...(await none.json()), id: 'x' }, {
-      id: 'x',
-      kind: 503,
-      errorCode: 'unavailable',
-      message: 'No delivery rule exists yet: create one with POST /v1/config before sending messages',
+    assert.deepEqual(
+      { ...(await none.json()), id: 'x' },
+      {
+        id: 'x',
+        kind: 503,
+        errorCode: 'unavailable',
+        message: 'No delivery rule exists yet: create one with POST /v1/config before sending messages',
+      },
+    );
+    await rules.create({
+      name: 'smtp only',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
     });
-    await rules.create({ name: 'smtp only', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
-    await rules.create({ name: 'carol only', priority: 2, configuration: { params: { channel: 'json', sender: 'carol@example.com' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'carol only',
+      priority: 2,
+      configuration: { params: { channel: 'json', sender: 'carol@example.com' }, outbound: ['smtp'] },
+    });
     const unmatched = await submit(message());
     assert.equal(unmatched.status, 503);
-    assert.match((await unmatched.json()).message, /^No delivery rule matches channel json and sender Bob@example\.com/);
+    assert.match(
+      (await unmatched.json()).message,
+      /^No delivery rule matches channel json and sender Bob@example\.com/,
+    );
     assert.deepEqual(await counts(), start);
   });
 
@@ -291,7 +447,9 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     const before = await counts();
     await s3.pause();
     try {
-      const res = await submit(message({ attachments: [{ filename: 'a.bin', content: randomBytes(50_000).toString('base64') }] }));
+      const res = await submit(
+        message({ attachments: [{ filename: 'a.bin', content: randomBytes(50_000).toString('base64') }] }),
+      );
       assert.equal(res.status, 503);
       const error = await res.json();
       assert.equal(error.kind, 503);
@@ -334,9 +492,18 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual([error.kind, error.message], [503, 'Message database is unavailable; try again later']);
     // A connection-level error leaves unknown whether the row was committed: the payload stays until the
     // orphan sweep has seen it without a row for its grace period (none here).
-    assert.deepEqual(await counts(), { ...before, payloads: before.payloads + 1 }, 'the payload is kept; no envelope, no status row');
+    assert.deepEqual(
+      await counts(),
+      { ...before, payloads: before.payloads + 1 },
+      'the payload is kept; no envelope, no status row',
+    );
     const kept = (await payloadKeys(exchange.objects)).filter((key) => !keysBefore.has(key));
-    await new OrphanPayloadSweep({ db, objects: exchange.objects, graceMs: 0, logger: createLogger({ level: 'silent' }) }).sweep();
+    await new OrphanPayloadSweep({
+      db,
+      objects: exchange.objects,
+      graceMs: 0,
+      logger: createLogger({ level: 'silent' }),
+    }).sweep();
     assert.equal(await exchange.objects.head(kept[0]!), undefined, 'the orphan sweep deleted it');
     assert.equal((await submit(message())).status, 202);
   });
@@ -347,7 +514,18 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual(post.security, [{ serviceToken: [] }]);
     const schema = post.requestBody.content['application/json'].schema;
     assert.deepEqual(schema.required.sort(), ['from', 'to']);
-    for (const field of ['cc', 'bcc', 'subject', 'text', 'html', 'inReplyTo', 'references', 'attachments', 'recipients', 'raw']) {
+    for (const field of [
+      'cc',
+      'bcc',
+      'subject',
+      'text',
+      'html',
+      'inReplyTo',
+      'references',
+      'attachments',
+      'recipients',
+      'raw',
+    ]) {
       assert.ok(schema.properties[field], field);
     }
     assert.equal(schema.additionalProperties, false);

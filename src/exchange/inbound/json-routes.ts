@@ -12,7 +12,10 @@ const BODY_OVERHEAD = 256 * 1024;
  * JSON inbound (POST /v1/messages, docs/design.md#intake), the other door besides SMTP: service token, a
  * message built into MIME and stored like an SMTP one, 202 once payload and envelope are durable.
  */
-export async function jsonInboundRoutes(app: App, options: { intake: MessageIntake; serviceToken: string; limits: InboundLimits }) {
+export async function jsonInboundRoutes(
+  app: App,
+  options: { intake: MessageIntake; serviceToken: string; limits: InboundLimits },
+) {
   const { intake, limits } = options;
   const body = messageBodySchema(limits);
   const error = Type.Ref('ErrorObject');
@@ -44,7 +47,13 @@ export async function jsonInboundRoutes(app: App, options: { intake: MessageInta
         throw failure;
       });
       request.log.info(
-        { envelopeId: accepted.envelopeId, sender: message.sender, recipients: message.recipients.length, size: accepted.size, outbound: accepted.outbound },
+        {
+          envelopeId: accepted.envelopeId,
+          sender: message.sender,
+          recipients: message.recipients.length,
+          size: accepted.size,
+          outbound: accepted.outbound,
+        },
         'message accepted over JSON',
       );
       return reply

@@ -15,19 +15,23 @@ describe('CRLF line ends for every stored message', () => {
 
   it('gives the same bytes however the message is cut into chunks (fuzzed)', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom('a', '.', '\r', '\n', '\r\n', 'é'), { maxLength: 60 }).map((parts) => parts.join('')), fc.array(fc.nat(80), { maxLength: 6 }), (text, cuts) => {
-        const bytes = Buffer.from(text);
-        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        const ends = new CrlfLineEnds();
-        const out: Buffer[] = [];
-        let from = 0;
-        for (const point of [...points, bytes.length]) {
-          out.push(ends.push(bytes.subarray(from, point)));
-          from = point;
-        }
-        out.push(ends.end());
-        assert.equal(Buffer.concat(out).toString(), reference(text));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom('a', '.', '\r', '\n', '\r\n', 'é'), { maxLength: 60 }).map((parts) => parts.join('')),
+        fc.array(fc.nat(80), { maxLength: 6 }),
+        (text, cuts) => {
+          const bytes = Buffer.from(text);
+          const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const ends = new CrlfLineEnds();
+          const out: Buffer[] = [];
+          let from = 0;
+          for (const point of [...points, bytes.length]) {
+            out.push(ends.push(bytes.subarray(from, point)));
+            from = point;
+          }
+          out.push(ends.end());
+          assert.equal(Buffer.concat(out).toString(), reference(text));
+        },
+      ),
       { numRuns: 500 },
     );
   });

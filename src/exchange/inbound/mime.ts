@@ -49,12 +49,16 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
 
   const recipients = uniqueAddresses([...to, ...cc, ...bcc]);
   if (recipients.length > limits.maxRecipients) {
-    throw badRequest(`to, cc and bcc name ${recipients.length} recipients; at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`);
+    throw badRequest(
+      `to, cc and bcc name ${recipients.length} recipients; at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`,
+    );
   }
   const extraHeaders = recipientHeaders(body.recipients ?? [], recipients);
 
   if (body.raw !== undefined) {
-    const structured = (['subject', 'text', 'html', 'attachments', 'inReplyTo', 'references'] as const).find((field) => body[field] !== undefined);
+    const structured = (['subject', 'text', 'html', 'attachments', 'inReplyTo', 'references'] as const).find(
+      (field) => body[field] !== undefined,
+    );
     if (structured) {
       throw badRequest(`${structured} cannot be combined with raw: a raw message carries its own headers and body`);
     }
@@ -100,11 +104,18 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   // down when the store stops reading; both reach the caller through accept().
   pipeline(composer.compile().createReadStream(), payload, () => {});
   // MailComposer encodes every header and body part in 7-bit (RFC 2047 words, quoted-printable, base64).
-  return { sender: from.address, recipients, payload, body8bitmime: false, smtputf8: utf8Addresses(from.address, recipients) };
+  return {
+    sender: from.address,
+    recipients,
+    payload,
+    body8bitmime: false,
+    smtputf8: utf8Addresses(from.address, recipients),
+  };
 }
 
 const hasEightBit = (bytes: Buffer) => bytes.some((byte) => byte >= 0x80);
-const utf8Addresses = (...addresses: Array<string | string[]>) => addresses.flat().some((address) => /[^\x00-\x7f]/.test(address));
+const utf8Addresses = (...addresses: Array<string | string[]>) =>
+  addresses.flat().some((address) => /[^\x00-\x7f]/.test(address));
 
 /** `bob@example.com` or `Bob Example <bob@example.com>`, the address normalised. */
 function mailbox(value: string, field: string): Mailbox {
@@ -131,12 +142,18 @@ function recipientHeaders(entries: NonNullable<MessageBody['recipients']>, recip
   const given = new Set<string>();
   return entries.flatMap((entry, i) => {
     const email = normalizeEmail(entry.email);
-    if (!email) throw badRequest(`recipients[${i}].email ${JSON.stringify(entry.email)} is not a valid email address`, 'invalid_email');
+    if (!email)
+      throw badRequest(
+        `recipients[${i}].email ${JSON.stringify(entry.email)} is not a valid email address`,
+        'invalid_email',
+      );
     const recipient = known.get(email.toLowerCase());
     if (!recipient) throw badRequest(`recipients[${i}].email ${email} is not among to, cc and bcc`, 'invalid_email');
-    if (given.has(recipient.toLowerCase())) throw badRequest(`recipients[${i}].email ${email} is given more than once`, 'invalid_email');
+    if (given.has(recipient.toLowerCase()))
+      throw badRequest(`recipients[${i}].email ${email} is given more than once`, 'invalid_email');
     given.add(recipient.toLowerCase());
-    if (entry.mobile === undefined && entry.language === undefined) throw badRequest(`recipients[${i}] gives neither mobile nor language`);
+    if (entry.mobile === undefined && entry.language === undefined)
+      throw badRequest(`recipients[${i}] gives neither mobile nor language`);
     const lines: HeaderLine[] = [];
     if (entry.mobile !== undefined) {
       const phone = entry.mobile.trim().startsWith('+') ? parsePhoneNumberFromString(entry.mobile) : undefined;

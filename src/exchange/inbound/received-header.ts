@@ -4,7 +4,10 @@ export interface ReceivedFields {
   /** Our name (SMTP_HOSTNAME). */
   hostname: string;
   envelopeId: string;
-  session: Pick<SMTPServerSession, 'hostNameAppearsAs' | 'clientHostname' | 'remoteAddress' | 'transmissionType' | 'tlsOptions' | 'envelope'>;
+  session: Pick<
+    SMTPServerSession,
+    'hostNameAppearsAs' | 'clientHostname' | 'remoteAddress' | 'transmissionType' | 'tlsOptions' | 'envelope'
+  >;
   recipients: string[];
   date?: Date;
 }
@@ -26,13 +29,15 @@ export function receivedHeader(fields: ReceivedFields): Buffer {
   const ip = session.remoteAddress.includes(':') ? `IPv6:${session.remoteAddress}` : session.remoteAddress;
   const literal = `[${ip}]`;
   // smtp-server gives the [ip] literal itself as clientHostname when there is no reverse name.
-  const rdns = session.clientHostname && !session.clientHostname.startsWith('[') ? `${safe(session.clientHostname)} ` : '';
+  const rdns =
+    session.clientHostname && !session.clientHostname.startsWith('[') ? `${safe(session.clientHostname)} ` : '';
   const helo = session.hostNameAppearsAs ? safe(session.hostNameAppearsAs) : literal;
   const lines = [
     `Received: from ${helo} (${rdns}${literal})`,
     `\tby ${safe(fields.hostname)} (Sealpost) with ${protocol(session)} id ${fields.envelopeId}`,
   ];
-  if (session.tlsOptions) lines.push(`\t(using ${safe(session.tlsOptions.version)} with cipher ${safe(session.tlsOptions.name)})`);
+  if (session.tlsOptions)
+    lines.push(`\t(using ${safe(session.tlsOptions.version)} with cipher ${safe(session.tlsOptions.name)})`);
   const only = fields.recipients.length === 1 ? fields.recipients[0] : undefined;
   const date = rfc5322Date(fields.date ?? new Date());
   if (only && /^[\x21-\x7e]+$/.test(only) && !/[<>]/.test(only)) lines.push(`\tfor <${only}>; ${date}`);

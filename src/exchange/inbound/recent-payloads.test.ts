@@ -4,7 +4,8 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { readUpTo, RecentPayloads, RECENT_PAYLOAD_MAX } from './recent-payloads.ts';
 
-const chunks = (count: number, size: number) => Array.from({ length: count }, (_, i) => Buffer.alloc(size, 97 + (i % 26)));
+const chunks = (count: number, size: number) =>
+  Array.from({ length: count }, (_, i) => Buffer.alloc(size, 97 + (i % 26)));
 
 describe('readUpTo', () => {
   it('reads a stream that ends within the limit whole', async () => {

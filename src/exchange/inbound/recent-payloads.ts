@@ -15,7 +15,10 @@ export class RecentPayloads {
   private readonly cache: LRUCache<string, Buffer>;
 
   constructor(totalBytes: number) {
-    this.cache = new LRUCache<string, Buffer>({ maxSize: totalBytes, sizeCalculation: (bytes) => Math.max(1, bytes.length) });
+    this.cache = new LRUCache<string, Buffer>({
+      maxSize: totalBytes,
+      sizeCalculation: (bytes) => Math.max(1, bytes.length),
+    });
   }
 
   remember(envelopeId: string, bytes: Buffer): void {

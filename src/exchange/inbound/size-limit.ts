@@ -3,7 +3,11 @@ import { AppError } from '../../kernel/errors.ts';
 
 /** The error of a message above SMTP_MAX_MESSAGE_SIZE: 552 over SMTP, 413 over HTTP. */
 export function messageTooLarge(limit: number): AppError {
-  return new AppError('payload_too_large', 413, `The message is larger than the limit of ${limit} bytes (SMTP_MAX_MESSAGE_SIZE)`);
+  return new AppError(
+    'payload_too_large',
+    413,
+    `The message is larger than the limit of ${limit} bytes (SMTP_MAX_MESSAGE_SIZE)`,
+  );
 }
 
 /**

@@ -28,12 +28,16 @@ const OWN_ENHANCED_CODE = /^([245]\.\d{1,3}\.\d{1,3}) /;
 const SPACE_STAND_IN = '\ue000';
 
 export function shimConnection(server: SMTPServer, session: SMTPServerSession): void {
-  const connection = [...(server as unknown as { connections: Set<Connection> }).connections].find((c) => c.session === session);
+  const connection = [...(server as unknown as { connections: Set<Connection> }).connections].find(
+    (c) => c.session === session,
+  );
   if (!connection) throw new Error('smtp-server connection not found for its session (smtp-server internals changed?)');
 
   const send = connection.send.bind(connection);
   connection.send = (code, data, context) =>
-    typeof data === 'string' && context !== false && OWN_ENHANCED_CODE.test(data) ? send(code, data, false) : send(code, data, context);
+    typeof data === 'string' && context !== false && OWN_ENHANCED_CODE.test(data)
+      ? send(code, data, false)
+      : send(code, data, context);
 
   const ehlo = connection.handler_EHLO;
   connection.handler_EHLO = function (this: Connection, command, callback) {
@@ -58,7 +62,9 @@ export function shimConnection(server: SMTPServer, session: SMTPServerSession): 
 
   const parse = connection._parseAddressCommand;
   connection._parseAddressCommand = function (this: Connection, name, command) {
-    const text = (command ?? '').toString().replace(/<("(?:[^"\\]|\\.)*")@/, (_match, quoted: string) => `<${quoted.replaceAll(' ', SPACE_STAND_IN)}@`);
+    const text = (command ?? '')
+      .toString()
+      .replace(/<("(?:[^"\\]|\\.)*")@/, (_match, quoted: string) => `<${quoted.replaceAll(' ', SPACE_STAND_IN)}@`);
     const parsed = parse.call(this, name, text);
     if (parsed && typeof parsed.address === 'string') parsed.address = parsed.address.replaceAll(SPACE_STAND_IN, ' ');
     return parsed;

@@ -88,7 +88,11 @@ function pipeData(door: SmtpDoor, stream: SMTPServerDataStream, payload: Message
   };
   payload.on('error', discardRest);
   if (policy.checksSenders) {
-    watchFromHeader(stream, (address) => policy.isOwnSender(address), (refusal) => payload.destroy(refusal));
+    watchFromHeader(
+      stream,
+      (address) => policy.isOwnSender(address),
+      (refusal) => payload.destroy(refusal),
+    );
   }
   stream.pipe(payload);
   return discardRest;

@@ -115,7 +115,12 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   }
 
   /** A whole transaction over a bare connection, without SIZE: the DATA size check is ours alone. */
-  async function transact(message: Buffer | string, from = 'alice@example.com', to = ['bob@example.com'], beforeData?: () => Promise<void>): Promise<string> {
+  async function transact(
+    message: Buffer | string,
+    from = 'alice@example.com',
+    to = ['bob@example.com'],
+    beforeData?: () => Promise<void>,
+  ): Promise<string> {
     const { talk } = await SmtpTalk.open(port);
     try {
       assert.match(await talk.send('EHLO test.local'), /^250-/);
@@ -131,8 +136,24 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     }
   }
 
-  const envelopeCount = async () => Number((await db.selectFrom('envelopes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const statusCount = async () => Number((await db.selectFrom('message_status').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const envelopeCount = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('envelopes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const statusCount = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('message_status')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   before(async () => {
     [s3, cert] = await Promise.all([startS3Server(), createTestCertificate()]);
@@ -160,7 +181,11 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   });
   beforeEach(async () => {
     await db.deleteFrom('rules').execute();
-    await rules.create({ name: 'seal inbound mail', priority: 10, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
+    await rules.create({
+      name: 'seal inbound mail',
+      priority: 10,
+      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+    });
   });
 
   it('greets with its hostname and advertises SIZE, PIPELINING, 8BITMIME, SMTPUTF8 and STARTTLS, but no AUTH', async () => {
@@ -168,7 +193,14 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     try {
       assert.match(greeting, /^220 mx\.sealpost\.test ESMTP Sealpost$/);
       const ehlo = (await talk.send('EHLO test.local')).split('\n').map((line) => line.slice(4));
-      for (const feature of [`SIZE ${LIMIT}`, 'PIPELINING', '8BITMIME', 'SMTPUTF8', 'ENHANCEDSTATUSCODES', 'STARTTLS']) {
+      for (const feature of [
+        `SIZE ${LIMIT}`,
+        'PIPELINING',
+        '8BITMIME',
+        'SMTPUTF8',
+        'ENHANCEDSTATUSCODES',
+        'STARTTLS',
+      ]) {
         assert.ok(ehlo.includes(feature), `EHLO lists ${feature}: ${ehlo.join(' | ')}`);
       }
       assert.ok(!ehlo.some((line) => line.startsWith('AUTH')), 'no AUTH: inbound is MX-like');
@@ -185,7 +217,10 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
 
     const { received, rest } = splitReceived(await readObject(exchange.objects, payloadKey(id)));
     assert.ok(rest.equals(raw), 'the sender bytes are stored unchanged (dot-unstuffed, 8-bit intact)');
-    assert.match(received, /^Received: from test\.local \(\[127\.0\.0\.1\]\)\r\n\tby mx\.sealpost\.test \(Sealpost\) with ESMTPS id /);
+    assert.match(
+      received,
+      /^Received: from test\.local \(\[127\.0\.0\.1\]\)\r\n\tby mx\.sealpost\.test \(Sealpost\) with ESMTPS id /,
+    );
     assert.ok(received.includes(`id ${id}`));
     assert.match(received, /\(using TLSv1\.[23] with cipher [A-Z0-9_-]+\)/);
     assert.match(received, /\tfor <bob@example\.com>; \w{3}, \d{1,2} \w{3} \d{4} \d\d:\d\d:\d\d \+0000$/);
@@ -200,19 +235,44 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     assert.deepEqual(envelope.outbound, ['seal']);
     assert.equal(envelope.rule_id, rule.id);
     assert.equal(envelope.status, 'accepted');
-    assert.ok(envelope.created_at.getTime() >= before - 5_000 && envelope.updated_at.getTime() >= envelope.created_at.getTime() - 1);
-    const history = await db.selectFrom('message_status').selectAll().where('envelope_id', '=', id).orderBy('id').execute();
-    assert.deepEqual(history.map((row) => [row.status, row.detail]), [
-      ['accepted', `${envelope.size} bytes over smtp`],
-      ['routed', `by rule "${rule.name}" to seal`],
-    ]);
+    assert.ok(
+      envelope.created_at.getTime() >= before - 5_000 &&
+        envelope.updated_at.getTime() >= envelope.created_at.getTime() - 1,
+    );
+    const history = await db
+      .selectFrom('message_status')
+      .selectAll()
+      .where('envelope_id', '=', id)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      history.map((row) => [row.status, row.detail]),
+      [
+        ['accepted', `${envelope.size} bytes over smtp`],
+        ['routed', `by rule "${rule.name}" to seal`],
+      ],
+    );
   });
 
   it('takes a message from swaks over STARTTLS', async () => {
     const { stdout } = await promisify(execFile)('swaks', [
-      '--server', '127.0.0.1', '--port', String(port), '--tls', '--helo', 'test.local',
-      '--from', 'swaks@example.com', '--to', 'bob@example.com',
-      '--header', 'Subject: via swaks', '--body', 'hello from swaks', '--timeout', '20',
+      '--server',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--tls',
+      '--helo',
+      'test.local',
+      '--from',
+      'swaks@example.com',
+      '--to',
+      'bob@example.com',
+      '--header',
+      'Subject: via swaks',
+      '--body',
+      'hello from swaks',
+      '--timeout',
+      '20',
     ]);
     assert.match(stdout, /^ -> STARTTLS\n<- {2}220 2\.0\.0 /m, 'STARTTLS was accepted');
     assert.match(stdout, /^=== TLS started with cipher /m);
@@ -251,7 +311,9 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     const [payloads, envelopes] = [await payloadCount(exchange.objects), await envelopeCount()];
     const lines = (kib: number) => `${'y'.repeat(1022)}\r\n`.repeat(kib);
     const refused = () =>
-      exchange.logs.some((line) => line.msg === 'message refused' && /larger than the limit of/.test(String(line.reason)));
+      exchange.logs.some(
+        (line) => line.msg === 'message refused' && /larger than the limit of/.test(String(line.reason)),
+      );
     assert.ok(!refused());
     const { talk } = await SmtpTalk.open(port);
     try {
@@ -280,11 +342,14 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   });
 
   it('refuses at MAIL FROM a message whose declared SIZE is over the limit', async () => {
-    await assert.rejects(sendRaw(Buffer.alloc(LIMIT + 1, 'a')), (error: { responseCode?: number; response?: string }) => {
-      assert.equal(error.responseCode, 552);
-      assert.match(error.response ?? '', /^552 5\.3\.4 /);
-      return true;
-    });
+    await assert.rejects(
+      sendRaw(Buffer.alloc(LIMIT + 1, 'a')),
+      (error: { responseCode?: number; response?: string }) => {
+        assert.equal(error.responseCode, 552);
+        assert.match(error.response ?? '', /^552 5\.3\.4 /);
+        return true;
+      },
+    );
   });
 
   it('answers 452 4.5.3 to each recipient over SMTP_MAX_RECIPIENTS and takes the message for the others', async () => {
@@ -297,7 +362,11 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       await talk.send('DATA');
       talk.write('Subject: many\r\n\r\nhi\r\n.\r\n');
       const id = queuedId(await talk.reply());
-      const envelope = await db.selectFrom('envelopes').select('recipients').where('id', '=', id).executeTakeFirstOrThrow();
+      const envelope = await db
+        .selectFrom('envelopes')
+        .select('recipients')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
       assert.deepEqual(envelope.recipients, ['r1@example.com', 'r2@example.com', 'r3@example.com']);
     } finally {
       talk.close();
@@ -310,10 +379,16 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       await talk.send('EHLO test.local');
       // smtp-server's own syntax check, then ours (normalizeEmail: no address literals, valid IDN domains).
       assert.match(await talk.send('MAIL FROM:<alice@-bad-.example>'), /^501 5\.1\.7 /);
-      assert.match(await talk.send('MAIL FROM:<alice@[127.0.0.1]>'), /^553 5\.1\.3 Sender address <alice@\[127\.0\.0\.1\]> is not a valid email address$/);
+      assert.match(
+        await talk.send('MAIL FROM:<alice@[127.0.0.1]>'),
+        /^553 5\.1\.3 Sender address <alice@\[127\.0\.0\.1\]> is not a valid email address$/,
+      );
       assert.match(await talk.send('MAIL FROM:<>'), /^250 /);
       assert.match(await talk.send('RCPT TO:<bob@exa mple.com>'), /^501 /);
-      assert.match(await talk.send('RCPT TO:<bob@[127.0.0.1]>'), /^553 5\.1\.3 Recipient address <bob@\[127\.0\.0\.1\]> is not a valid email address$/);
+      assert.match(
+        await talk.send('RCPT TO:<bob@[127.0.0.1]>'),
+        /^553 5\.1\.3 Recipient address <bob@\[127\.0\.0\.1\]> is not a valid email address$/,
+      );
       assert.match(await talk.send('RCPT TO:<bob@example.com>'), /^250 /);
       await talk.send('DATA');
       talk.write('Subject: a notification\r\n\r\nfrom nobody\r\n.\r\n');
@@ -347,7 +422,10 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     await db.deleteFrom('rules').execute();
     const [payloads, statuses] = [await payloadCount(exchange.objects), await statusCount()];
     await assert.rejects(sendRaw(sampleMessage('no rule')), (error: { response?: string }) => {
-      assert.equal(error.response, '451 4.3.0 No delivery rule exists yet: create one with POST /v1/config before sending messages');
+      assert.equal(
+        error.response,
+        '451 4.3.0 No delivery rule exists yet: create one with POST /v1/config before sending messages',
+      );
       return true;
     });
     assert.equal(await payloadCount(exchange.objects), payloads);
@@ -356,10 +434,21 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
 
   it('answers 451 when rules exist but none matches the channel and sender, and routes by sender when one does', async () => {
     await db.deleteFrom('rules').execute();
-    await rules.create({ name: 'replies', priority: 1, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } });
-    await rules.create({ name: 'from carol', priority: 2, configuration: { params: { channel: 'smtp', sender: 'carol@example.com' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'replies',
+      priority: 1,
+      configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
+    });
+    await rules.create({
+      name: 'from carol',
+      priority: 2,
+      configuration: { params: { channel: 'smtp', sender: 'carol@example.com' }, outbound: ['smtp'] },
+    });
     await assert.rejects(sendRaw(sampleMessage('no match')), (error: { response?: string }) => {
-      assert.match(error.response ?? '', /^451 4\.3\.0 No delivery rule matches channel smtp and sender alice@example\.com/);
+      assert.match(
+        error.response ?? '',
+        /^451 4\.3\.0 No delivery rule matches channel smtp and sender alice@example\.com/,
+      );
       return true;
     });
     const id = queuedId((await sendRaw(sampleMessage('from carol'), 'carol@example.com')).response);
@@ -398,7 +487,10 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
   it('answers 451 at MAIL FROM while the database refuses connections, before the body is sent', async () => {
     const restore = await refuseConnections(exchange.config.databaseUrl!);
     try {
-      assert.match(await mailFromReply('alice@example.com'), /^451 4\.3\.0 Message database is unavailable; try again later$/);
+      assert.match(
+        await mailFromReply('alice@example.com'),
+        /^451 4\.3\.0 Message database is unavailable; try again later$/,
+      );
     } finally {
       await restore();
     }
@@ -422,7 +514,12 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     // and the sweep removes it once it has had no row for its grace period (none here).
     const kept = (await payloadKeys(exchange.objects)).filter((key) => !before.has(key));
     assert.equal(kept.length, 1, 'the payload of the refused message is kept');
-    const sweep = new OrphanPayloadSweep({ db, objects: exchange.objects, graceMs: 0, logger: createLogger({ level: 'silent' }) });
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects: exchange.objects,
+      graceMs: 0,
+      logger: createLogger({ level: 'silent' }),
+    });
     await sweep.sweep();
     assert.equal(await exchange.objects.head(kept[0]!), undefined, 'the orphan sweep deleted it');
     queuedId(await transact(sampleMessage('database back')));
@@ -445,14 +542,21 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     // "No rule" is decided at MAIL FROM now: no DATA, so it is not counted.
     assert.match(await mailFromReply('alice@example.com'), /^451 4\.3\.0 No delivery rule exists yet/);
     const end = await metric();
-    assert.deepEqual({ total: end.total - start.total, stored: end.stored - start.stored, timed: end.timed - start.timed }, { total: 4, stored: 3, timed: 4 });
+    assert.deepEqual(
+      { total: end.total - start.total, stored: end.stored - start.stored, timed: end.timed - start.timed },
+      { total: 4, stored: 3, timed: 4 },
+    );
   });
 
   describe('without TLS configured', () => {
     let plain: ServiceUnderTest;
     before(async () => {
       plain = await startServiceForTest(exchangeService, { s3, env: QUIET_DELIVERY });
-      await new RuleStore(exchangeDb(plain)).create({ name: 'all', priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } });
+      await new RuleStore(exchangeDb(plain)).create({
+        name: 'all',
+        priority: 1,
+        configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+      });
     });
     after(() => plain?.stop());
 
@@ -471,13 +575,25 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     it('streams a 20 MB message into the object store intact', async () => {
       const line = `${'0123456789'.repeat(7)}abcdef\r\n`;
       const raw = Buffer.from(`Subject: large\r\n\r\n${line.repeat(Math.ceil(20_000_000 / line.length))}`);
-      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort(plain), secure: false, ignoreTLS: true, name: 'test.local' });
-      const id = queuedId((await transport.sendMail({ envelope: { from: 'alice@example.com', to: ['bob@example.com'] }, raw })).response);
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: smtpPort(plain),
+        secure: false,
+        ignoreTLS: true,
+        name: 'test.local',
+      });
+      const id = queuedId(
+        (await transport.sendMail({ envelope: { from: 'alice@example.com', to: ['bob@example.com'] }, raw })).response,
+      );
       const stored = await readObject(plain.objects, payloadKey(id));
       const { rest } = splitReceived(stored);
       assert.equal(rest.length, raw.length);
       assert.equal(createHash('sha256').update(rest).digest('hex'), createHash('sha256').update(raw).digest('hex'));
-      const envelope = await exchangeDb(plain).selectFrom('envelopes').select('size').where('id', '=', id).executeTakeFirstOrThrow();
+      const envelope = await exchangeDb(plain)
+        .selectFrom('envelopes')
+        .select('size')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
       assert.equal(envelope.size, stored.length);
     });
 
@@ -505,7 +621,9 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
 
         const closing = server.close();
         await assert.rejects(
-          new Promise((resolve, reject) => connect(serverPort, '127.0.0.1').once('connect', resolve).once('error', reject)),
+          new Promise((resolve, reject) =>
+            connect(serverPort, '127.0.0.1').once('connect', resolve).once('error', reject),
+          ),
           /ECONNREFUSED/,
           'no new connections once closing',
         );
@@ -514,8 +632,14 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
         await closing;
         await talk.closedByServer();
         await idle.closedByServer();
-        assert.ok(await pdb.selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(), 'the finished message was stored');
-        assert.equal(splitReceived(await readObject(plain.objects, payloadKey(id))).rest.toString(), 'Subject: in transfer\r\n\r\nfirst half\r\nsecond half\r\n');
+        assert.ok(
+          await pdb.selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
+          'the finished message was stored',
+        );
+        assert.equal(
+          splitReceived(await readObject(plain.objects, payloadKey(id))).rest.toString(),
+          'Subject: in transfer\r\n\r\nfirst half\r\nsecond half\r\n',
+        );
       } finally {
         talk.close();
         idle.close();
@@ -531,18 +655,36 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
         const garbage = join(dir, 'garbage.pem');
         await writeFile(garbage, 'not a certificate\n');
         const cases: Array<[{ certPath: string; keyPath: string }, RegExp]> = [
-          [{ certPath: join(dir, 'missing.pem'), keyPath: cert.keyPath }, /INBOUND_SMTP_TLS_PUBLIC_KEY=.*missing\.pem: cannot read the certificate file \(ENOENT/],
-          [{ certPath: cert.certPath, keyPath: join(dir, 'missing-key.pem') }, /INBOUND_SMTP_TLS_PRIVATE_KEY=.*missing-key\.pem: cannot read the private key file/],
-          [{ certPath: garbage, keyPath: cert.keyPath }, /INBOUND_SMTP_TLS_PUBLIC_KEY=.*garbage\.pem does not hold a PEM certificate/],
-          [{ certPath: cert.certPath, keyPath: garbage }, /INBOUND_SMTP_TLS_PRIVATE_KEY=.*garbage\.pem does not hold an unencrypted PEM private key/],
-          [{ certPath: cert.certPath, keyPath: other.keyPath }, /INBOUND_SMTP_TLS_PRIVATE_KEY=.*key\.pem does not belong to the certificate in INBOUND_SMTP_TLS_PUBLIC_KEY=/],
+          [
+            { certPath: join(dir, 'missing.pem'), keyPath: cert.keyPath },
+            /INBOUND_SMTP_TLS_PUBLIC_KEY=.*missing\.pem: cannot read the certificate file \(ENOENT/,
+          ],
+          [
+            { certPath: cert.certPath, keyPath: join(dir, 'missing-key.pem') },
+            /INBOUND_SMTP_TLS_PRIVATE_KEY=.*missing-key\.pem: cannot read the private key file/,
+          ],
+          [
+            { certPath: garbage, keyPath: cert.keyPath },
+            /INBOUND_SMTP_TLS_PUBLIC_KEY=.*garbage\.pem does not hold a PEM certificate/,
+          ],
+          [
+            { certPath: cert.certPath, keyPath: garbage },
+            /INBOUND_SMTP_TLS_PRIVATE_KEY=.*garbage\.pem does not hold an unencrypted PEM private key/,
+          ],
+          [
+            { certPath: cert.certPath, keyPath: other.keyPath },
+            /INBOUND_SMTP_TLS_PRIVATE_KEY=.*key\.pem does not belong to the certificate in INBOUND_SMTP_TLS_PUBLIC_KEY=/,
+          ],
         ];
         for (const [paths, message] of cases) {
-          assert.throws(() => loadInboundTls(paths), (error: unknown) => {
-            assert.ok(error instanceof ConfigError);
-            assert.match(error.message, message);
-            return true;
-          });
+          assert.throws(
+            () => loadInboundTls(paths),
+            (error: unknown) => {
+              assert.ok(error instanceof ConfigError);
+              assert.match(error.message, message);
+              return true;
+            },
+          );
         }
         assert.ok(loadInboundTls({ certPath: cert.certPath, keyPath: cert.keyPath }));
       } finally {
@@ -569,7 +711,10 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
           ),
           (error: Error) => {
             assert.match(error.message, /sealpost exited \(1\)/);
-            assert.match(error.message, /INBOUND_SMTP_TLS_PRIVATE_KEY=.*no-such-key\.pem: cannot read the private key file/);
+            assert.match(
+              error.message,
+              /INBOUND_SMTP_TLS_PRIVATE_KEY=.*no-such-key\.pem: cannot read the private key file/,
+            );
             return true;
           },
         );

@@ -32,7 +32,9 @@ export function loadInboundTls(tls: ExchangeConfig['inboundSmtpTls']): InboundTl
   try {
     privateKey = createPrivateKey(key);
   } catch (error) {
-    throw problem(`INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} does not hold an unencrypted PEM private key (${reason(error)})`);
+    throw problem(
+      `INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} does not hold an unencrypted PEM private key (${reason(error)})`,
+    );
   }
   if (!certificate.checkPrivateKey(privateKey)) {
     throw problem(

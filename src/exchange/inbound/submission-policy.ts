@@ -59,7 +59,8 @@ export class SubmissionPolicy {
     private readonly settings: SubmissionPolicySettings,
     private readonly users: Map<string, string>,
   ) {
-    for (const network of settings.allowedNetworks) this.networks.addSubnet(network.address, network.prefix, network.family);
+    for (const network of settings.allowedNetworks)
+      this.networks.addSubnet(network.address, network.prefix, network.family);
   }
 
   static async load(settings: SubmissionPolicySettings): Promise<SubmissionPolicy> {
@@ -99,7 +100,10 @@ export class SubmissionPolicy {
   isOwnSender(address: string): boolean {
     const domains = this.settings.senderDomains;
     if (!domains) return true;
-    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase().replace(/\.$/, '');
+    const domain = address
+      .slice(address.lastIndexOf('@') + 1)
+      .toLowerCase()
+      .replace(/\.$/, '');
     return domains.some((own) => domain === own || domain.endsWith(`.${own}`));
   }
 

@@ -38,7 +38,9 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
     cert = await createTestCertificate();
     // One account written by `sealpost smtp-user add` (password on standard input), one by Apache's htpasswd -B.
     const ours = await new Promise<string>((resolve, reject) => {
-      const child = execFile(process.execPath, [SEALPOST_BIN, 'smtp-user', 'add', RELAY.user], (error, stdout) => (error ? reject(error) : resolve(stdout)));
+      const child = execFile(process.execPath, [SEALPOST_BIN, 'smtp-user', 'add', RELAY.user], (error, stdout) =>
+        error ? reject(error) : resolve(stdout),
+      );
       child.stdin!.end(`${RELAY.pass}\n`);
     });
     assert.match(ours, /^mta-relay:\$2y\$10\$[./A-Za-z0-9]{53}\n$/);
@@ -64,8 +66,16 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
     });
     port = Number(new URL(exchange.service.listening.smtp!).port);
     const rules = new RuleStore(exchangeDb(exchange));
-    await rules.create({ name: 'seal the sealed sender', priority: 1, configuration: { params: { channel: 'smtp', sender: 'sealed@org.test' }, outbound: ['seal'] } });
-    await rules.create({ name: 'relay the rest', priority: 2, configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] } });
+    await rules.create({
+      name: 'seal the sealed sender',
+      priority: 1,
+      configuration: { params: { channel: 'smtp', sender: 'sealed@org.test' }, outbound: ['seal'] },
+    });
+    await rules.create({
+      name: 'relay the rest',
+      priority: 2,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    });
   });
   after(async () => {
     await exchange?.stop();
@@ -77,7 +87,8 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
   });
 
   const envelopeCount = async () => (await exchangeDb(exchange).selectFrom('envelopes').select('id').execute()).length;
-  const sealedCount = async () => (await seal.database.db.withSchema('seal').selectFrom('sealed_messages').select('id').execute()).length;
+  const sealedCount = async () =>
+    (await seal.database.db.withSchema('seal').selectFrom('sealed_messages').select('id').execute()).length;
 
   async function session(from = '127.0.0.1') {
     const { talk, greeting } = await SmtpTalk.open(port, '127.0.0.1', from);
@@ -109,16 +120,27 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       } finally {
         talk.close();
       }
-      assert.deepEqual([await envelopeCount(), await sealedCount(), sink.messages.length], [envelopes, sealed, relayed]);
+      assert.deepEqual(
+        [await envelopeCount(), await sealedCount(), sink.messages.length],
+        [envelopes, sealed, relayed],
+      );
       assert.equal(await metric(exchange, 'smtp_refused_total', { reason: 'not_allowed' }), refusedBefore + 1);
-      assert.ok(exchange.logs.some((line) => line.msg?.toString().includes('outside INBOUND_SMTP_ALLOWED_NETWORKS') && line.client === '127.0.0.2'));
+      assert.ok(
+        exchange.logs.some(
+          (line) =>
+            line.msg?.toString().includes('outside INBOUND_SMTP_ALLOWED_NETWORKS') && line.client === '127.0.0.2',
+        ),
+      );
     });
 
     it('refuses AUTH in clear with 538 5.7.11', async () => {
       const talk = await session(OUTSIDE);
       try {
         await talk.send('EHLO client.example');
-        assert.equal(await talk.send(`AUTH PLAIN ${plain(RELAY.user, RELAY.pass)}`), '538 5.7.11 Encryption required: STARTTLS first, then AUTH');
+        assert.equal(
+          await talk.send(`AUTH PLAIN ${plain(RELAY.user, RELAY.pass)}`),
+          '538 5.7.11 Encryption required: STARTTLS first, then AUTH',
+        );
       } finally {
         talk.close();
       }
@@ -127,10 +149,29 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
     it('takes the same client once it has authenticated after STARTTLS (swaks --auth), and its message is sealed', async () => {
       const sealed = await sealedCount();
       const { stdout } = await run('swaks', [
-        '--server', '127.0.0.1', '--port', String(port), '--local-interface', OUTSIDE, '--tls',
-        '--auth', 'PLAIN', '--auth-user', RELAY.user, '--auth-password', RELAY.pass,
-        '--from', 'sealed@org.test', '--to', 'bob@rcpt.example', '--header', 'From: Sealed Sender <sealed@org.test>',
-        '--header', 'Subject: authenticated', '--body', 'Hello over STARTTLS and AUTH.',
+        '--server',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--local-interface',
+        OUTSIDE,
+        '--tls',
+        '--auth',
+        'PLAIN',
+        '--auth-user',
+        RELAY.user,
+        '--auth-password',
+        RELAY.pass,
+        '--from',
+        'sealed@org.test',
+        '--to',
+        'bob@rcpt.example',
+        '--header',
+        'From: Sealed Sender <sealed@org.test>',
+        '--header',
+        'Subject: authenticated',
+        '--body',
+        'Hello over STARTTLS and AUTH.',
       ]);
       assert.match(stdout, /<~ {2}235 /, 'AUTH PLAIN accepted');
       assert.match(stdout, /<~ {2}250 2\.6\.0 Ok: queued as /);
@@ -139,10 +180,21 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
 
     it('takes an account written by htpasswd -B too, with AUTH LOGIN over STARTTLS (nodemailer)', async () => {
       const transport = nodemailer.createTransport({
-        host: '127.0.0.1', port, secure: false, requireTLS: true, localAddress: OUTSIDE, name: 'client.example',
-        auth: { type: 'login', user: APACHE.user, pass: APACHE.pass }, tls: { ca: [cert.cert], servername: 'localhost' },
+        host: '127.0.0.1',
+        port,
+        secure: false,
+        requireTLS: true,
+        localAddress: OUTSIDE,
+        name: 'client.example',
+        auth: { type: 'login', user: APACHE.user, pass: APACHE.pass },
+        tls: { ca: [cert.cert], servername: 'localhost' },
       });
-      const info = await transport.sendMail({ from: 'carol@org.test', to: 'dave@rcpt.example', subject: 'login', text: 'by LOGIN' });
+      const info = await transport.sendMail({
+        from: 'carol@org.test',
+        to: 'dave@rcpt.example',
+        subject: 'login',
+        text: 'by LOGIN',
+      });
       assert.match(info.response, /^250 2\.6\.0 /);
       transport.close();
     });
@@ -155,9 +207,16 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
         const ehlo = await talk.send('EHLO client.example');
         assert.match(ehlo, /AUTH PLAIN LOGIN/, 'AUTH is offered after STARTTLS');
         for (let i = 1; i <= 5; i++) {
-          assert.equal(await talk.send(`AUTH PLAIN ${plain(RELAY.user, `wrong-${i}`)}`), '535 5.7.8 Authentication credentials invalid', `attempt ${i}`);
+          assert.equal(
+            await talk.send(`AUTH PLAIN ${plain(RELAY.user, `wrong-${i}`)}`),
+            '535 5.7.8 Authentication credentials invalid',
+            `attempt ${i}`,
+          );
         }
-        assert.equal(await talk.send(`AUTH PLAIN ${plain(RELAY.user, 'wrong-6')}`), '421 4.7.0 Too many failed authentication attempts; closing the connection');
+        assert.equal(
+          await talk.send(`AUTH PLAIN ${plain(RELAY.user, 'wrong-6')}`),
+          '421 4.7.0 Too many failed authentication attempts; closing the connection',
+        );
         await talk.closedByServer();
       } finally {
         talk.close();
@@ -173,17 +232,37 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       const talk = await session();
       try {
         await talk.send('EHLO mta.org.test');
-        assert.equal(await talk.send('MAIL FROM:<x@anywhere.example>'), '550 5.7.1 Sender <x@anywhere.example> is not in a domain this server takes mail from');
+        assert.equal(
+          await talk.send('MAIL FROM:<x@anywhere.example>'),
+          '550 5.7.1 Sender <x@anywhere.example> is not in a domain this server takes mail from',
+        );
         assert.equal(await talk.send('RSET'), '250 2.0.0 Flushed');
-        const replies = await transaction(talk, 'alerts@mail.org.test', ['victim@external.example'], 'From: "Your Bank Security" <security@bank.example>\nSubject: urgent\n\nClick here.');
-        assert.match(replies.at(-1)!, /^550 5\.7\.1 From: <security@bank\.example> is not in a domain this server takes mail from/);
+        const replies = await transaction(
+          talk,
+          'alerts@mail.org.test',
+          ['victim@external.example'],
+          'From: "Your Bank Security" <security@bank.example>\nSubject: urgent\n\nClick here.',
+        );
+        assert.match(
+          replies.at(-1)!,
+          /^550 5\.7\.1 From: <security@bank\.example> is not in a domain this server takes mail from/,
+        );
         // The null sender (the organisation's own bounces) stays allowed; a subdomain counts as the domain.
-        const bounce = await transaction(talk, '', ['postmaster@rcpt.example'], 'From: MAILER-DAEMON@mx.org.test\nSubject: bounce\n\nreport');
+        const bounce = await transaction(
+          talk,
+          '',
+          ['postmaster@rcpt.example'],
+          'From: MAILER-DAEMON@mx.org.test\nSubject: bounce\n\nreport',
+        );
         assert.match(bounce.at(-1)!, /^250 2\.6\.0 /);
       } finally {
         talk.close();
       }
-      await eventually('the bounce relayed', async () => sink.messages.length, (count) => count === relayed + 1);
+      await eventually(
+        'the bounce relayed',
+        async () => sink.messages.length,
+        (count) => count === relayed + 1,
+      );
       assert.ok(!sink.messages.some((m) => m.raw.toString().includes('Click here')), 'the forged message went nowhere');
       assert.equal(await envelopeCount(), envelopes, 'nothing left in the queue');
     });
@@ -191,21 +270,38 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
     it('stops start-up on a users file line that is not name:bcrypt-hash, naming the line', async () => {
       const file = join(dir, 'bad-users');
       await writeFile(file, `good:$2y$10$${'a'.repeat(53)}\nplain:{SHA}abc\n`);
-      await assert.rejects(readUsersFile(file), (error: Error) => error instanceof UsersFileError && /bad-users line 2: expected name:bcrypt-hash/.test(error.message));
+      await assert.rejects(
+        readUsersFile(file),
+        (error: Error) =>
+          error instanceof UsersFileError && /bad-users line 2: expected name:bcrypt-hash/.test(error.message),
+      );
     });
   });
 
   describe('RFC 5321 details (a client of the allowed networks)', () => {
     async function relayed(subject: string) {
-      return eventually(`"${subject}" at the sink`, async () => sink.messages.find((m) => m.raw.toString().includes(`Subject: ${subject}`)), (m) => m !== undefined);
+      return eventually(
+        `"${subject}" at the sink`,
+        async () => sink.messages.find((m) => m.raw.toString().includes(`Subject: ${subject}`)),
+        (m) => m !== undefined,
+      );
     }
 
     it('accepts RCPT TO:<postmaster> without a domain, in any case, as postmaster@SMTP_HOSTNAME', async () => {
       const talk = await session();
       try {
         await talk.send('EHLO mta.org.test');
-        const replies = await transaction(talk, 'alice@org.test', ['PostMaster'], 'From: alice@org.test\nSubject: to the postmaster\n\nhi');
-        assert.deepEqual(replies.slice(0, 3), ['250 2.1.0 Accepted', '250 2.1.5 Accepted', '354 End data with <CR><LF>.<CR><LF>']);
+        const replies = await transaction(
+          talk,
+          'alice@org.test',
+          ['PostMaster'],
+          'From: alice@org.test\nSubject: to the postmaster\n\nhi',
+        );
+        assert.deepEqual(replies.slice(0, 3), [
+          '250 2.1.0 Accepted',
+          '250 2.1.5 Accepted',
+          '354 End data with <CR><LF>.<CR><LF>',
+        ]);
       } finally {
         talk.close();
       }
@@ -217,10 +313,23 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       try {
         const ehlo = await talk.send('EHLO mta.org.test');
         assert.doesNotMatch(ehlo, /DSN/);
-        assert.equal(await talk.send('MAIL FROM:<alice@org.test> FOO=BAR'), '555 5.5.4 Parameter FOO is not supported here');
-        assert.equal(await talk.send('MAIL FROM:<alice@org.test> RET=HDRS'), '555 5.5.4 Parameter RET is not supported here');
-        assert.match(await talk.send('MAIL FROM:<alice@org.test> BODY=8BITMIME SIZE=100'), /^250 /, 'advertised ones pass');
-        assert.equal(await talk.send('RCPT TO:<bob@rcpt.example> NOTIFY=NEVER'), '555 5.5.4 Parameter NOTIFY is not supported here');
+        assert.equal(
+          await talk.send('MAIL FROM:<alice@org.test> FOO=BAR'),
+          '555 5.5.4 Parameter FOO is not supported here',
+        );
+        assert.equal(
+          await talk.send('MAIL FROM:<alice@org.test> RET=HDRS'),
+          '555 5.5.4 Parameter RET is not supported here',
+        );
+        assert.match(
+          await talk.send('MAIL FROM:<alice@org.test> BODY=8BITMIME SIZE=100'),
+          /^250 /,
+          'advertised ones pass',
+        );
+        assert.equal(
+          await talk.send('RCPT TO:<bob@rcpt.example> NOTIFY=NEVER'),
+          '555 5.5.4 Parameter NOTIFY is not supported here',
+        );
       } finally {
         talk.close();
       }
@@ -251,7 +360,12 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       const talk = await session();
       try {
         await talk.send('EHLO mta.org.test');
-        const replies = await transaction(talk, 'alice@ORG.TEST', ['UPPER@dest.test', 'upper@DEST.test'], 'From: alice@org.test\nSubject: two cases\n\nhi');
+        const replies = await transaction(
+          talk,
+          'alice@ORG.TEST',
+          ['UPPER@dest.test', 'upper@DEST.test'],
+          'From: alice@org.test\nSubject: two cases\n\nhi',
+        );
         assert.match(replies.at(-1)!, /^250 2\.6\.0 /);
       } finally {
         talk.close();
@@ -265,14 +379,23 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       const talk = await session();
       try {
         await talk.send('EHLO mta.org.test');
-        const replies = await transaction(talk, '"quoted local"@org.test', ['"another one"@rcpt.example'], 'From: "Q" <"quoted local"@org.test>\nSubject: quoted\n\nhi');
+        const replies = await transaction(
+          talk,
+          '"quoted local"@org.test',
+          ['"another one"@rcpt.example'],
+          'From: "Q" <"quoted local"@org.test>\nSubject: quoted\n\nhi',
+        );
         assert.match(replies[0]!, /^250 /);
         assert.match(replies.at(-1)!, /^250 2\.6\.0 /);
       } finally {
         talk.close();
       }
       // The envelope as stored (the test sink, smtp-server too, cannot parse a quoted local part with a space).
-      const envelope = await exchangeDb(exchange).selectFrom('envelopes').select(['sender', 'recipients']).where('sender', '=', '"quoted local"@org.test').executeTakeFirst();
+      const envelope = await exchangeDb(exchange)
+        .selectFrom('envelopes')
+        .select(['sender', 'recipients'])
+        .where('sender', '=', '"quoted local"@org.test')
+        .executeTakeFirst();
       assert.deepEqual(envelope, { sender: '"quoted local"@org.test', recipients: ['"another one"@rcpt.example'] });
     });
 

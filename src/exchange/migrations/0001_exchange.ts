@@ -42,7 +42,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .column('next_attempt_at')
     .where(sql.ref('status'), 'in', ['accepted', 'retrying'])
     .execute();
-  await db.schema.createIndex('envelopes_lease').on('envelopes').column('lease_until').where(sql.ref('status'), '=', 'delivering').execute();
+  await db.schema
+    .createIndex('envelopes_lease')
+    .on('envelopes')
+    .column('lease_until')
+    .where(sql.ref('status'), '=', 'delivering')
+    .execute();
 
   await db.schema
     .createTable('message_status')
@@ -64,6 +69,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('archived_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('message_status_archive_envelope').on('message_status_archive').columns(['envelope_id', 'id']).execute();
+  await db.schema
+    .createIndex('message_status_archive_envelope')
+    .on('message_status_archive')
+    .columns(['envelope_id', 'id'])
+    .execute();
   await db.schema.createIndex('message_status_archive_age').on('message_status_archive').column('created_at').execute();
 }

@@ -10,7 +10,10 @@ import { sql, type Kysely } from 'kysely';
  * that ever not so, nothing would be marked: no starter rules, the safe side.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('pending_setup').addColumn('task', 'text', (c) => c.primaryKey()).execute();
+  await db.schema
+    .createTable('pending_setup')
+    .addColumn('task', 'text', (c) => c.primaryKey())
+    .execute();
   const fresh = await db
     .selectFrom('kysely_migration')
     .select('name')

@@ -73,7 +73,12 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
   transporter.use('stream', (mail, done) => {
     const envelope = mail.data.envelope as OutgoingMail['envelope'] & Pick<OutgoingMail, 'use8BitMime' | 'smtputf8'>;
     mail.message.getEnvelope = () =>
-      ({ from: envelope.from || false, to: [...envelope.to], use8BitMime: envelope.use8BitMime, smtputf8: envelope.smtputf8 }) as ReturnType<typeof mail.message.getEnvelope>;
+      ({
+        from: envelope.from || false,
+        to: [...envelope.to],
+        use8BitMime: envelope.use8BitMime,
+        smtputf8: envelope.smtputf8,
+      }) as ReturnType<typeof mail.message.getEnvelope>;
     done();
   });
   // What the relay offers does not change while it runs: asked once, again after a failed probe.
@@ -100,7 +105,11 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
     async capabilities() {
       offers ??= probeRelay(url, 30_000).catch((error: unknown) => {
         offers = undefined;
-        throw new DeliveryError(false, `relay: cannot read its EHLO: ${error instanceof Error ? error.message : String(error)}`, { remoteMta, cause: error });
+        throw new DeliveryError(
+          false,
+          `relay: cannot read its EHLO: ${error instanceof Error ? error.message : String(error)}`,
+          { remoteMta, cause: error },
+        );
       });
       return offers;
     },
@@ -125,7 +134,8 @@ const connectionPrototype = SMTPConnection.prototype as unknown as {
 };
 const setEnvelope = connectionPrototype._setEnvelope;
 connectionPrototype._setEnvelope = function (this: typeof connectionPrototype, envelope, callback) {
-  if (!envelope?.smtputf8 || !this._supportedExtensions.includes('SMTPUTF8')) return setEnvelope.call(this, envelope, callback);
+  if (!envelope?.smtputf8 || !this._supportedExtensions.includes('SMTPUTF8'))
+    return setEnvelope.call(this, envelope, callback);
   // _setEnvelope writes MAIL FROM before it returns: the wrapper lives for this one call only.
   const sendCommand = this._sendCommand;
   this._sendCommand = function (this: typeof connectionPrototype, command: string) {
@@ -180,7 +190,11 @@ export function smtpStatus(
   return { status, diagnostic };
 }
 
-const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, ' ').trim().slice(0, 900);
+const oneLine = (text: string) =>
+  text
+    .replace(/\s*[\r\n]+\s*/g, ' ')
+    .trim()
+    .slice(0, 900);
 
 /**
  * The embedded default: each message becomes one `.eml` file, written under a temporary name, synced
@@ -220,7 +234,9 @@ function createOutboxTransport(dir: string): MailTransport {
         return { accepted: [...mail.envelope.to], rejected: [], response: `written to ${join(dir, name)}` };
       } catch (error) {
         await unlink(temp).catch(() => {});
-        throw new DeliveryError(false, `outbox: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new DeliveryError(false, `outbox: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
       } finally {
         if (mail.raw instanceof Readable) mail.raw.destroy();
       }

@@ -22,9 +22,15 @@ export interface Notification {
  */
 export async function composeNotification(notification: Notification): Promise<Buffer> {
   const t = NOTIFICATION_TEXTS[notification.language];
-  const sender = notification.sender.replace(/[\r\n]+/g, ' ').trim().slice(0, 200) || t.someone;
+  const sender =
+    notification.sender
+      .replace(/[\r\n]+/g, ' ')
+      .trim()
+      .slice(0, 200) || t.someone;
   const how = notification.method === 'sms' ? t.howSms : t.howEmail;
-  const text = [t.greeting, '', t.sent(sender), '', t.readHere, notification.link, '', how, '', t.ignore, ''].join('\n');
+  const text = [t.greeting, '', t.sent(sender), '', t.readHere, notification.link, '', how, '', t.ignore, ''].join(
+    '\n',
+  );
   const html = [
     `<!doctype html><html lang="${notification.language}"><body style="font-family: sans-serif; line-height: 1.5">`,
     `<p>${escapeHtml(t.greeting)}</p>`,

@@ -30,6 +30,9 @@ export function checkOutboundRegistry(registry: OutboundRegistry): OutboundRegis
 }
 
 /** The registry's strategies built for one engine instance, by name. */
-export function createOutboundStrategies(registry: OutboundRegistry, context: OutboundContext): ReadonlyMap<string, OutboundStrategy> {
+export function createOutboundStrategies(
+  registry: OutboundRegistry,
+  context: OutboundContext,
+): ReadonlyMap<string, OutboundStrategy> {
   return new Map(registry.map((definition) => [definition.name, definition.create(context)]));
 }

@@ -17,7 +17,8 @@ export async function probeRelay(url: string, timeoutMs: number): Promise<RelayC
   const parsed = new URL(url);
   const lines: string[] = [];
   const capture = (...args: unknown[]) => {
-    if (JSON.stringify(args).includes('"tnx":"server"')) lines.push(args.map((arg) => (typeof arg === 'string' ? arg : '')).join(' '));
+    if (JSON.stringify(args).includes('"tnx":"server"'))
+      lines.push(args.map((arg) => (typeof arg === 'string' ? arg : '')).join(' '));
   };
   const quiet = () => {};
   const connection = new SMTPConnection({
@@ -29,7 +30,15 @@ export async function probeRelay(url: string, timeoutMs: number): Promise<RelayC
     greetingTimeout: timeoutMs,
     socketTimeout: timeoutMs,
     debug: true,
-    logger: { level: quiet, trace: quiet, debug: capture, info: quiet, warn: quiet, error: quiet, fatal: quiet } as unknown as SMTPConnection.Options['logger'],
+    logger: {
+      level: quiet,
+      trace: quiet,
+      debug: capture,
+      info: quiet,
+      warn: quiet,
+      error: quiet,
+      fatal: quiet,
+    } as unknown as SMTPConnection.Options['logger'],
   });
   try {
     await new Promise<void>((resolve, reject) => {

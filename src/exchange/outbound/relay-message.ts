@@ -72,7 +72,9 @@ async function readAll(stream: Readable): Promise<Buffer> {
 
 /** Whether a DKIM-Signature of this domain is there already (our bounces are signed as they are written). */
 function signedBy(headers: string, domain: string): boolean {
-  return [...headers.matchAll(/^dkim-signature:(.*)$/gim)].some((m) => new RegExp(`(^|;)\\s*d=${domain.replaceAll('.', '\\.')}\\s*(;|$)`, 'i').test(m[1]!));
+  return [...headers.matchAll(/^dkim-signature:(.*)$/gim)].some((m) =>
+    new RegExp(`(^|;)\\s*d=${domain.replaceAll('.', '\\.')}\\s*(;|$)`, 'i').test(m[1]!),
+  );
 }
 
 /** The domain of the (first) From address of an unfolded header block. */

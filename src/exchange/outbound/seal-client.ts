@@ -46,7 +46,8 @@ export class SealClient {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? SEAL_TIMEOUT_MS),
       } as RequestInit);
     } catch (error) {
-      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      const reason =
+        error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
       throw new DeliveryError(false, `seal service unreachable: ${reason}`, {
         diagnostic: `${X_DIAGNOSTIC}; seal service unreachable: ${reason}`,
         cause: error,
@@ -70,7 +71,9 @@ export class SealClient {
     const permanent = response.status >= 400 && response.status < 500 && !RETRYABLE_4XX.has(response.status);
     throw new DeliveryError(permanent, `seal service answered ${response.status}: ${message}`, {
       status: permanent ? (response.status === 413 ? '5.3.4' : '5.6.0') : '4.0.0',
-      diagnostic: `${X_DIAGNOSTIC}; seal service ${response.status} ${message}`.replace(/\s*[\r\n]+\s*/g, ' ').slice(0, 900),
+      diagnostic: `${X_DIAGNOSTIC}; seal service ${response.status} ${message}`
+        .replace(/\s*[\r\n]+\s*/g, ' ')
+        .slice(0, 900),
     });
   }
 }

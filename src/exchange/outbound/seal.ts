@@ -6,7 +6,13 @@ import type { Logger } from '../../kernel/logger.ts';
 import type { MailTransport } from './mail-transport.ts';
 import { composeNotification } from './notification.ts';
 import { SealClient } from './seal-client.ts';
-import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type FailedRecipient, type OutboundStrategy } from './types.ts';
+import {
+  DeliveryError,
+  X_DIAGNOSTIC,
+  defineOutboundStrategy,
+  type FailedRecipient,
+  type OutboundStrategy,
+} from './types.ts';
 
 export const sealStrategy = defineOutboundStrategy({
   name: 'seal',
@@ -53,7 +59,13 @@ export function createSealOutbound(deps: {
         envelope.recipients.map(async (recipient): Promise<FailedRecipient[]> => {
           const entry = links.get(comparable(recipient));
           if (!entry) {
-            return [{ recipient, status: '5.0.0', diagnostic: `${X_DIAGNOSTIC}; the seal service returned no reader link for this recipient` }];
+            return [
+              {
+                recipient,
+                status: '5.0.0',
+                diagnostic: `${X_DIAGNOSTIC}; the seal service returned no reader link for this recipient`,
+              },
+            ];
           }
           const language = isLanguage(entry.language) ? entry.language : deps.defaultLanguage;
           const link = withLanguage(entry.link, language);
@@ -70,7 +82,10 @@ export function createSealOutbound(deps: {
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
           // The embedded default has no mail server: the link in the log is how a developer reads the message.
           if (transport.kind === 'outbox') {
-            logger.info({ envelopeId: envelope.id, sealedId: sealed.id, recipient, link }, `reader link for ${recipient}: ${link} (notification written to the outbox)`);
+            logger.info(
+              { envelopeId: envelope.id, sealedId: sealed.id, recipient, link },
+              `reader link for ${recipient}: ${link} (notification written to the outbox)`,
+            );
           }
           return report.rejected;
         }),
@@ -85,17 +100,28 @@ export function createSealOutbound(deps: {
         }
         const error = outcome.reason;
         if (error instanceof DeliveryError && error.permanent) {
-          failed.push({ recipient: envelope.recipients[i]!, status: error.status, diagnostic: error.diagnostic, remoteMta: error.remoteMta });
+          failed.push({
+            recipient: envelope.recipients[i]!,
+            status: error.status,
+            diagnostic: error.diagnostic,
+            remoteMta: error.remoteMta,
+          });
         } else {
-          temporary.push(error instanceof DeliveryError ? error : new DeliveryError(false, String(error), { cause: error }));
+          temporary.push(
+            error instanceof DeliveryError ? error : new DeliveryError(false, String(error), { cause: error }),
+          );
         }
       }
       if (temporary.length > 0) {
-        throw new DeliveryError(false, `sealed as ${sealed.id}; ${temporary.length} notification(s) not sent: ${temporary[0]!.message}`, {
-          diagnostic: temporary[0]!.diagnostic,
-          remoteMta: temporary[0]!.remoteMta,
-          cause: temporary[0],
-        });
+        throw new DeliveryError(
+          false,
+          `sealed as ${sealed.id}; ${temporary.length} notification(s) not sent: ${temporary[0]!.message}`,
+          {
+            diagnostic: temporary[0]!.diagnostic,
+            remoteMta: temporary[0]!.remoteMta,
+            cause: temporary[0],
+          },
+        );
       }
       if (failed.length === envelope.recipients.length) {
         throw new DeliveryError(true, `sealed as ${sealed.id}; no recipient could be notified`, { recipients: failed });

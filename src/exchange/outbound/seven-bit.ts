@@ -29,7 +29,10 @@ function entity(text: string, where: string): string {
   const split = text.startsWith(CRLF) ? -2 : text.indexOf(CRLF + CRLF);
   const head = split === -2 ? '' : split < 0 ? text : text.slice(0, split + 2);
   const body = split === -2 ? text.slice(2) : split < 0 ? '' : text.slice(split + 4);
-  if (/[\x80-\xff]/.test(head)) throw new SevenBitImpossible(`${where} has 8-bit characters in a header, which only a relay with SMTPUTF8 may take`);
+  if (/[\x80-\xff]/.test(head))
+    throw new SevenBitImpossible(
+      `${where} has 8-bit characters in a header, which only a relay with SMTPUTF8 may take`,
+    );
   const unfolded = head.replace(/\r\n[ \t]+/g, ' ');
   const contentType = /^content-type:\s*([^;\r\n]+)(.*)$/im.exec(unfolded);
   const type = (contentType?.[1] ?? 'text/plain').trim().toLowerCase();
@@ -40,7 +43,8 @@ function entity(text: string, where: string): string {
     if (!delimiter) throw new SevenBitImpossible(`${where} is a multipart without a boundary`);
     return head + CRLF + multipart(body, delimiter, where);
   }
-  if (type.startsWith('message/')) throw new SevenBitImpossible(`${where} is a ${type} part with 8-bit content, which no transfer encoding may carry`);
+  if (type.startsWith('message/'))
+    throw new SevenBitImpossible(`${where} is a ${type} part with 8-bit content, which no transfer encoding may carry`);
 
   const encoding = /^content-transfer-encoding:\s*(\S+)/im.exec(unfolded)?.[1]?.toLowerCase();
   if (encoding === 'quoted-printable' || encoding === 'base64') {

@@ -16,7 +16,10 @@ export const smtpStrategy = defineOutboundStrategy({
  * (BODY=8BITMIME, SMTPUTF8). What the relay hop adds is in relay-message.ts: a missing Date or
  * Message-ID, a 7-bit re-encoding for a relay without 8BITMIME, the DKIM signature.
  */
-export function createSmtpOutbound(transport: MailTransport, options: { hostname: string; dkim?: DkimSigner }): OutboundStrategy {
+export function createSmtpOutbound(
+  transport: MailTransport,
+  options: { hostname: string; dkim?: DkimSigner },
+): OutboundStrategy {
   return {
     async deliver(envelope, openPayload) {
       let sevenBit = false;
@@ -24,10 +27,14 @@ export function createSmtpOutbound(transport: MailTransport, options: { hostname
         const offers = await transport.capabilities();
         if (envelope.smtputf8 && !offers.smtpUtf8) {
           // RFC 6531 §3.4: such a message may not be handed to a server without SMTPUTF8.
-          throw new DeliveryError(true, 'the relay does not offer SMTPUTF8, which this message needs (UTF-8 addresses or headers)', {
-            status: '5.6.7',
-            diagnostic: `${X_DIAGNOSTIC}; the relay does not offer SMTPUTF8 (RFC 6531), which this message needs`,
-          });
+          throw new DeliveryError(
+            true,
+            'the relay does not offer SMTPUTF8, which this message needs (UTF-8 addresses or headers)',
+            {
+              status: '5.6.7',
+              diagnostic: `${X_DIAGNOSTIC}; the relay does not offer SMTPUTF8 (RFC 6531), which this message needs`,
+            },
+          );
         }
         sevenBit = envelope.body_8bitmime && !offers.eightBitMime;
       }
@@ -36,10 +43,14 @@ export function createSmtpOutbound(transport: MailTransport, options: { hostname
         open = await relayMessage(envelope, openPayload, { hostname: options.hostname, dkim: options.dkim, sevenBit });
       } catch (error) {
         if (!(error instanceof SevenBitImpossible)) throw error;
-        throw new DeliveryError(true, `the relay does not offer 8BITMIME and the message cannot be made 7-bit: ${error.message}`, {
-          status: '5.6.3',
-          diagnostic: `${X_DIAGNOSTIC}; the relay does not offer 8BITMIME (RFC 6152) and ${error.message}`,
-        });
+        throw new DeliveryError(
+          true,
+          `the relay does not offer 8BITMIME and the message cannot be made 7-bit: ${error.message}`,
+          {
+            status: '5.6.3',
+            diagnostic: `${X_DIAGNOSTIC}; the relay does not offer 8BITMIME (RFC 6152) and ${error.message}`,
+          },
+        );
       }
       const report = await transport.send({
         envelope: { from: envelope.sender, to: envelope.recipients },
@@ -47,7 +58,10 @@ export function createSmtpOutbound(transport: MailTransport, options: { hostname
         use8BitMime: envelope.body_8bitmime && !sevenBit,
         smtputf8: envelope.smtputf8,
       });
-      return { rejected: report.rejected, detail: report.response + (sevenBit ? ' (re-encoded to 7-bit: the relay lacks 8BITMIME)' : '') };
+      return {
+        rejected: report.rejected,
+        detail: report.response + (sevenBit ? ' (re-encoded to 7-bit: the relay lacks 8BITMIME)' : ''),
+      };
     },
   };
 }

@@ -58,7 +58,9 @@ export interface OutboundStrategyDefinition<Name extends string = string> {
 }
 
 /** Keeps the literal name, from which registry.ts derives OutboundStrategyName. */
-export function defineOutboundStrategy<const Name extends string>(definition: OutboundStrategyDefinition<Name>): OutboundStrategyDefinition<Name> {
+export function defineOutboundStrategy<const Name extends string>(
+  definition: OutboundStrategyDefinition<Name>,
+): OutboundStrategyDefinition<Name> {
   return definition;
 }
 

@@ -3,7 +3,9 @@ import { requireBearer } from '../../kernel/bearer.ts';
 import type { App } from '../../kernel/http.ts';
 import type { QueueView } from './view.ts';
 
-const StatusSchema = Type.Union(['accepted', 'routed', 'delivering', 'delivered', 'retrying', 'failed', 'bounced'].map((s) => Type.Literal(s)));
+const StatusSchema = Type.Union(
+  ['accepted', 'routed', 'delivering', 'delivered', 'retrying', 'failed', 'bounced'].map((s) => Type.Literal(s)),
+);
 
 const QueueSchema = Type.Object(
   {
@@ -25,7 +27,9 @@ const QueueSchema = Type.Object(
         attempts: Type.Integer(),
         ageSeconds: Type.Integer(),
         nextAttemptAt: Type.String({ format: 'date-time' }),
-        lastError: Type.Union([Type.String(), Type.Null()], { description: 'why the last attempt failed (retrying ones)' }),
+        lastError: Type.Union([Type.String(), Type.Null()], {
+          description: 'why the last attempt failed (retrying ones)',
+        }),
       }),
       { description: 'waiting envelopes (accepted, routed, delivering, retrying), oldest first' },
     ),
@@ -44,12 +48,19 @@ export async function queueRoutes(app: App, options: { view: QueueView; adminTok
         security: [{ adminToken: [] }],
         summary: 'The delivery queue, like mailq',
         querystring: Type.Object(
-          { limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: 'how many to list, 1 to 9999; default 100' })) },
+          {
+            limit: Type.Optional(
+              Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: 'how many to list, 1 to 9999; default 100' }),
+            ),
+          },
           { additionalProperties: false },
         ),
         response: { 200: QueueSchema, 401: Type.Ref('ErrorObject') },
       },
     },
-    async (request) => ({ summary: await options.view.summary(), envelopes: await options.view.waiting(Number(request.query.limit ?? 100)) }),
+    async (request) => ({
+      summary: await options.view.summary(),
+      envelopes: await options.view.waiting(Number(request.query.limit ?? 100)),
+    }),
   );
 }

@@ -41,18 +41,37 @@ export class QueueView {
   async summary(): Promise<QueueSummary[]> {
     const rows = await this.db
       .selectFrom('envelopes')
-      .select((eb) => ['status', eb.fn.countAll<string>().as('count'), sql<number>`extract(epoch from ${new Date(this.clock.now())}::timestamptz - min(created_at))`.as('oldest')])
+      .select((eb) => [
+        'status',
+        eb.fn.countAll<string>().as('count'),
+        sql<number>`extract(epoch from ${new Date(this.clock.now())}::timestamptz - min(created_at))`.as('oldest'),
+      ])
       // Rows of intakes still storing their payload are not mail taken yet.
       .where('status', '!=', 'storing')
       .groupBy('status')
       .execute();
-    return rows.map((row) => ({ status: row.status, count: Number(row.count), oldestAgeSeconds: Math.max(0, Number(row.oldest)) }));
+    return rows.map((row) => ({
+      status: row.status,
+      count: Number(row.count),
+      oldestAgeSeconds: Math.max(0, Number(row.oldest)),
+    }));
   }
 
   async waiting(limit: number): Promise<QueuedEnvelope[]> {
     const rows = await this.db
       .selectFrom('envelopes')
-      .select(['id', 'status', 'channel', 'sender', 'recipients', 'size', 'attempts', 'next_attempt_at', 'last_error', 'created_at'])
+      .select([
+        'id',
+        'status',
+        'channel',
+        'sender',
+        'recipients',
+        'size',
+        'attempts',
+        'next_attempt_at',
+        'last_error',
+        'created_at',
+      ])
       .where('status', 'in', WAITING)
       .orderBy('created_at')
       .limit(limit)

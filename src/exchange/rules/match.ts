@@ -48,6 +48,11 @@ export function firstMatchingRule<DB extends ExchangeTables, TB extends keyof DB
 }
 
 /** Rules in the order they run: lower priority first, ties in creation order, the id last so the order is stable. */
-export function inExecutionOrder<DB extends ExchangeTables, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
-  return query.orderBy(rules.ref('rules.priority')).orderBy(rules.ref('rules.created_at')).orderBy(rules.ref('rules.id'));
+export function inExecutionOrder<DB extends ExchangeTables, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+): SelectQueryBuilder<DB, TB, O> {
+  return query
+    .orderBy(rules.ref('rules.priority'))
+    .orderBy(rules.ref('rules.created_at'))
+    .orderBy(rules.ref('rules.id'));
 }

@@ -12,7 +12,10 @@ describe('delivery rules API', () => {
   const call = (method: string, path: string, body?: unknown, token = exchange.adminToken) =>
     fetch(`${exchange.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
     });
   const rule = (name: string, priority: number, channel: string, outbound: string[], sender?: string) => ({
@@ -59,11 +62,16 @@ describe('delivery rules API', () => {
     await call('POST', '/v1/config', rule('c', 20, 'json', ['smtp']));
     await call('POST', '/v1/config', rule('neg', -5, 'json', ['smtp']));
     const { rules: listed } = await (await call('GET', '/v1/config')).json();
-    assert.deepEqual(listed.map((r: { name: string }) => r.name), ['neg', 'a', 'b', 'c']);
+    assert.deepEqual(
+      listed.map((r: { name: string }) => r.name),
+      ['neg', 'a', 'b', 'c'],
+    );
   });
 
   it('normalises the sender of a rule', async () => {
-    const body = await (await call('POST', '/v1/config', rule('reply', 1, 'json', ['smtp'], ' Bob@Bücher.Example '))).json();
+    const body = await (
+      await call('POST', '/v1/config', rule('reply', 1, 'json', ['smtp'], ' Bob@Bücher.Example '))
+    ).json();
     assert.equal(body.configuration.params.sender, 'Bob@xn--bcher-kva.example');
   });
 
@@ -74,10 +82,20 @@ describe('delivery rules API', () => {
       [{ ...rule('x', 1, 'smtp', ['seal', 'seal']) }, /^configuration\.outbound must NOT have duplicate items/],
       [{ ...rule('x', 1, 'smtp', ['carrier-pigeon']) }, /^configuration\.outbound\[0\] /],
       [{ ...rule('x', 1.5, 'smtp', ['seal']) }, /^priority must be integer/],
-      [{ ...rule('x', 1, 'smtp', ['seal'], 'not an address') }, /configuration\.params\.sender "not an address" is not a valid email address/],
+      [
+        { ...rule('x', 1, 'smtp', ['seal'], 'not an address') },
+        /configuration\.params\.sender "not an address" is not a valid email address/,
+      ],
       [{ priority: 1, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } }, /^name is required/],
       [{ ...rule('x', 1, 'smtp', ['seal']), colour: 'red' }, /^colour is not a known field/],
-      [{ name: 'x', priority: 1, configuration: { params: { channel: 'smtp', recipient: 'a@b.c' }, outbound: ['seal'] } }, /^configuration\.params\.recipient is not a known field/],
+      [
+        {
+          name: 'x',
+          priority: 1,
+          configuration: { params: { channel: 'smtp', recipient: 'a@b.c' }, outbound: ['seal'] },
+        },
+        /^configuration\.params\.recipient is not a known field/,
+      ],
     ];
     for (const [body, message] of cases) {
       const res = await call('POST', '/v1/config', body);
@@ -125,7 +143,10 @@ describe('delivery rules API', () => {
 
     it('refuses with a 503 naming channel and sender when rules exist but none matches', async () => {
       await rules.create(rule('smtp only', 1, 'smtp', ['seal']) as any);
-      await assert.rejects(rules.match('json', 'a@b.example'), /No delivery rule matches channel json and sender a@b.example/);
+      await assert.rejects(
+        rules.match('json', 'a@b.example'),
+        /No delivery rule matches channel json and sender a@b.example/,
+      );
     });
   });
 });

@@ -30,8 +30,16 @@ async function rulesOf(exchange: ServiceUnderTest) {
 const starterLogs = (exchange: ServiceUnderTest) => exchange.logs.filter((line) => line.msg === STARTER_LOG);
 
 /** Starts the exchange on `url` (whose database the test owns), runs `check`, stops it again. */
-async function withExchange(url: string, options: { embedded: boolean; env?: Record<string, string> }, check: (exchange: ServiceUnderTest) => Promise<void>) {
-  const exchange = await startServiceForTest(exchangeService, { databaseUrl: url, embedded: options.embedded, env: { DELIVERY_ENABLED: 'false', ...options.env } });
+async function withExchange(
+  url: string,
+  options: { embedded: boolean; env?: Record<string, string> },
+  check: (exchange: ServiceUnderTest) => Promise<void>,
+) {
+  const exchange = await startServiceForTest(exchangeService, {
+    databaseUrl: url,
+    embedded: options.embedded,
+    env: { DELIVERY_ENABLED: 'false', ...options.env },
+  });
   try {
     await check(exchange);
   } finally {
@@ -54,15 +62,32 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
     const url = await freshDatabase();
     await withExchange(url, { embedded: true }, async (exchange) => {
       const starters = [
-        { name: 'starter: relay replies', priority: 100, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } },
-        { name: 'starter: seal inbound mail', priority: 100, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } },
+        {
+          name: 'starter: relay replies',
+          priority: 100,
+          configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
+        },
+        {
+          name: 'starter: seal inbound mail',
+          priority: 100,
+          configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+        },
       ];
       assert.deepEqual(await rulesOf(exchange), starters);
       const logged = starterLogs(exchange).map((line) => line.rule as { name: string });
-      assert.deepEqual(logged.sort((a, b) => a.name.localeCompare(b.name)), starters, 'each rule logged');
+      assert.deepEqual(
+        logged.sort((a, b) => a.name.localeCompare(b.name)),
+        starters,
+        'each rule logged',
+      );
       // The operator removes them (a restart finds an empty rules table).
-      for (const rule of await new RuleStore(exchange.database.db.withSchema('exchange') as Kysely<ExchangeTables>).list()) {
-        const res = await fetch(`${exchange.url}/v1/config/${rule.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${exchange.adminToken}` } });
+      for (const rule of await new RuleStore(
+        exchange.database.db.withSchema('exchange') as Kysely<ExchangeTables>,
+      ).list()) {
+        const res = await fetch(`${exchange.url}/v1/config/${rule.id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${exchange.adminToken}` },
+        });
         assert.equal(res.status, 204);
       }
     });
@@ -96,7 +121,10 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
     // The schema as a release before the starter-rules migration left it, without rules.
     const database = await openDatabase({ url, poolSize: 1 });
     try {
-      await migrateSchema(database.db, { schema: 'exchange', migrations: { '0001_exchange': migrations['0001_exchange']!, '0002_delivery': migrations['0002_delivery']! } });
+      await migrateSchema(database.db, {
+        schema: 'exchange',
+        migrations: { '0001_exchange': migrations['0001_exchange']!, '0002_delivery': migrations['0002_delivery']! },
+      });
     } finally {
       await database.close();
     }
@@ -106,14 +134,17 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
     });
   });
 
-  it('are created once on PGlite, the embedded default\'s engine, too', async () => {
+  it("are created once on PGlite, the embedded default's engine, too", async () => {
     const database = await openTestPglite();
     try {
       await migrateSchema(database.db, { schema: 'exchange', migrations });
       const db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
       const options = { embedded: true, production: false, logger: createLogger({ level: 'silent' }) };
       await createStarterRules(db, options);
-      assert.deepEqual((await new RuleStore(db).list()).map((rule) => rule.name).sort(), ['starter: relay replies', 'starter: seal inbound mail']);
+      assert.deepEqual((await new RuleStore(db).list()).map((rule) => rule.name).sort(), [
+        'starter: relay replies',
+        'starter: seal inbound mail',
+      ]);
       await db.deleteFrom('rules').execute();
       await createStarterRules(db, options);
       assert.deepEqual(await new RuleStore(db).list(), []);

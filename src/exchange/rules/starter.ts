@@ -6,7 +6,11 @@ import { RuleStore } from './store.ts';
 
 /** The embedded default's starter rules: a first email to localhost:2525 is sealed, and replies go out. */
 export const STARTER_RULES: RuleBody[] = [
-  { name: 'starter: seal inbound mail', priority: 100, configuration: { params: { channel: 'smtp' }, outbound: ['seal'] } },
+  {
+    name: 'starter: seal inbound mail',
+    priority: 100,
+    configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
+  },
   { name: 'starter: relay replies', priority: 100, configuration: { params: { channel: 'json' }, outbound: ['smtp'] } },
 ];
 
@@ -21,7 +25,11 @@ export async function createStarterRules(
   options: { embedded: boolean; production: boolean; logger: Logger },
 ): Promise<void> {
   const created = await db.transaction().execute(async (trx) => {
-    const taken = await trx.deleteFrom('pending_setup').where('task', '=', 'starter_rules').returning('task').executeTakeFirst();
+    const taken = await trx
+      .deleteFrom('pending_setup')
+      .where('task', '=', 'starter_rules')
+      .returning('task')
+      .executeTakeFirst();
     if (!taken || !options.embedded || options.production) return [];
     const rules = new RuleStore(trx);
     const rows = [];

@@ -13,9 +13,14 @@ export class RuleStore {
 
   constructor(private readonly db: Kysely<ExchangeTables>) {
     this.matchStatement = compileOnce((asked: string) => {
-      const params = sql<{ channel: Channel; sender_key: string }>`jsonb_to_record(${asked}::jsonb)`.as<'asked'>(sql`asked(channel text, sender_key text)`);
+      const params = sql<{ channel: Channel; sender_key: string }>`jsonb_to_record(${asked}::jsonb)`.as<'asked'>(
+        sql`asked(channel text, sender_key text)`,
+      );
       return firstMatchingRule(
-        db.selectFrom(params).innerJoin('rules', (join) => join.onTrue()).selectAll('rules'),
+        db
+          .selectFrom(params)
+          .innerJoin('rules', (join) => join.onTrue())
+          .selectAll('rules'),
         sql<Channel>`asked.channel`,
         sql<string>`asked.sender_key`,
       );
@@ -78,7 +83,8 @@ function toRow(body: RuleBody) {
   let storedSender: string | null = null;
   if (sender !== undefined) {
     storedSender = normalizeEmail(sender) ?? null;
-    if (!storedSender) throw badRequest(`configuration.params.sender ${JSON.stringify(sender)} is not a valid email address`);
+    if (!storedSender)
+      throw badRequest(`configuration.params.sender ${JSON.stringify(sender)} is not a valid email address`);
   }
   return {
     name: body.name,

@@ -48,7 +48,11 @@ export async function archiveStatusHistory(
       )
       .insertInto('message_status_archive')
       .columns(['id', 'envelope_id', 'status', 'detail', 'created_at'])
-      .expression((eb) => eb.selectFrom('moved').select(['moved.id', 'moved.envelope_id', 'moved.status', 'moved.detail', 'moved.created_at']))
+      .expression((eb) =>
+        eb
+          .selectFrom('moved')
+          .select(['moved.id', 'moved.envelope_id', 'moved.status', 'moved.detail', 'moved.created_at']),
+      )
       .onConflict((oc) => oc.column('id').doNothing())
       .executeTakeFirst();
     const count = Number(moved.numInsertedOrUpdatedRows ?? 0n);
@@ -79,13 +83,23 @@ export async function archiveStatusHistory(
 }
 
 /** Runs the archive pass every STATUS_ARCHIVE_INTERVAL, the first one shortly after start. */
-export function startStatusArchive(options: { db: Kysely<ExchangeTables>; settings: ArchiveSettings; intervalMs: number; clock?: Clock; logger: Logger }) {
+export function startStatusArchive(options: {
+  db: Kysely<ExchangeTables>;
+  settings: ArchiveSettings;
+  intervalMs: number;
+  clock?: Clock;
+  logger: Logger;
+}) {
   const { logger } = options;
   return every(
     options.intervalMs,
     async () => {
       try {
-        const { archived, purged } = await archiveStatusHistory(options.db, options.settings, new Date((options.clock ?? systemClock).now()));
+        const { archived, purged } = await archiveStatusHistory(
+          options.db,
+          options.settings,
+          new Date((options.clock ?? systemClock).now()),
+        );
         if (archived > 0 || purged > 0) logger.info({ archived, purged }, 'status history archived');
       } catch (error) {
         logger.warn({ err: error }, 'status archive pass failed; will try again at the next interval');

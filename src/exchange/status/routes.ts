@@ -13,7 +13,9 @@ const StatusEntrySchema = Type.Object({
         '`accepted` and `routed` are written together when the message is stored; the detail of `routed` names the rule and the outbound strategies.',
     },
   ),
-  detail: Type.Union([Type.String(), Type.Null()], { description: 'what happened: attempt number, relay reply, error, bounce id' }),
+  detail: Type.Union([Type.String(), Type.Null()], {
+    description: 'what happened: attempt number, relay reply, error, bounce id',
+  }),
   at: Type.String({ format: 'date-time' }),
 });
 
@@ -27,7 +29,10 @@ const StatusHistorySchema = Type.Object({
  * envelope were deleted and after its history moved to the archive. Applications that submit messages
  * hold the service token; operators hold the admin token: either is accepted.
  */
-export async function statusRoutes(app: App, options: { history: StatusHistory; adminToken: string; serviceToken: string }) {
+export async function statusRoutes(
+  app: App,
+  options: { history: StatusHistory; adminToken: string; serviceToken: string },
+) {
   const asService = requireBearer(options.serviceToken, 'service');
   const asAdmin = requireBearer(options.adminToken, 'admin');
   const onRequest = async (request: Parameters<typeof asService>[0]) => {
@@ -37,9 +42,14 @@ export async function statusRoutes(app: App, options: { history: StatusHistory; 
       try {
         await asAdmin(request);
       } catch {
-        throw new AppError('unauthenticated', 401, 'This endpoint needs the service or the admin token: Authorization: Bearer <token>', {
-          headers: { 'www-authenticate': 'Bearer' },
-        });
+        throw new AppError(
+          'unauthenticated',
+          401,
+          'This endpoint needs the service or the admin token: Authorization: Bearer <token>',
+          {
+            headers: { 'www-authenticate': 'Bearer' },
+          },
+        );
       }
     }
   };
@@ -53,7 +63,12 @@ export async function statusRoutes(app: App, options: { history: StatusHistory; 
         summary: 'Status history of a message',
         security: [{ serviceToken: [] }, { adminToken: [] }],
         params: Type.Object({ id: Type.String({ format: 'uuid', description: 'envelope id' }) }),
-        response: { 200: StatusHistorySchema, 400: Type.Ref('ErrorObject'), 401: Type.Ref('ErrorObject'), 404: Type.Ref('ErrorObject') },
+        response: {
+          200: StatusHistorySchema,
+          400: Type.Ref('ErrorObject'),
+          401: Type.Ref('ErrorObject'),
+          404: Type.Ref('ErrorObject'),
+        },
       },
     },
     async (request) => {

@@ -9,7 +9,10 @@ import type { Compilable, CompiledQuery } from 'kysely';
  * `build` gets a placeholder for the varying parameter and must pass it as a bound value (not inline
  * SQL); the returned function gives the statement for an actual value.
  */
-export function compileOnce<R, V>(build: (placeholder: V) => Compilable<R>, placeholder: NoInfer<V>): (value: V) => CompiledQuery<R> {
+export function compileOnce<R, V>(
+  build: (placeholder: V) => Compilable<R>,
+  placeholder: NoInfer<V>,
+): (value: V) => CompiledQuery<R> {
   let compiled: CompiledQuery<R> | undefined;
   let index = -1;
   return (value) => {

@@ -42,10 +42,15 @@ for (const [engine, open] of [
     });
 
     it('applies versioned migrations inside the service schema, in order, once', async () => {
-      assert.deepEqual(await migrateSchema(database.db, { schema, migrations }), ['0001_things', '0002_things_name_index']);
+      assert.deepEqual(await migrateSchema(database.db, { schema, migrations }), [
+        '0001_things',
+        '0002_things_name_index',
+      ]);
       assert.deepEqual(await migrateSchema(database.db, { schema, migrations }), []);
       const tables = await sql<{ table_name: string }>`
-        select table_name from information_schema.tables where table_schema = ${schema} order by table_name`.execute(database.db);
+        select table_name from information_schema.tables where table_schema = ${schema} order by table_name`.execute(
+        database.db,
+      );
       assert.deepEqual(
         tables.rows.map((r) => r.table_name),
         ['kysely_migration', 'kysely_migration_lock', 'things'],
@@ -55,7 +60,9 @@ for (const [engine, open] of [
     it('applies a migration added later without re-running the old ones', async () => {
       const later = {
         ...migrations,
-        '0003_things_note': { up: async (db: any) => void (await db.schema.alterTable('things').addColumn('note', 'text').execute()) },
+        '0003_things_note': {
+          up: async (db: any) => void (await db.schema.alterTable('things').addColumn('note', 'text').execute()),
+        },
       };
       assert.deepEqual(await migrateSchema(database.db, { schema, migrations: later }), ['0003_things_note']);
     });
@@ -85,7 +92,10 @@ for (const [engine, open] of [
       await assert.rejects(
         scoped.transaction().execute(async (trx) => {
           await trx.insertInto('things').values({ name: 'half', size: 1 }).execute();
-          await trx.insertInto('things').values({ name: null as unknown as string, size: 1 }).execute();
+          await trx
+            .insertInto('things')
+            .values({ name: null as unknown as string, size: 1 })
+            .execute();
         }),
       );
       const rows = await scoped.selectFrom('things').select('name').where('name', '=', 'half').execute();
@@ -93,8 +103,13 @@ for (const [engine, open] of [
     });
 
     it('rejects a migration set whose migration fails, naming it', async () => {
-      const broken = { '0001_bad': { up: async (db: any) => void (await sql`select * from no_such_table`.execute(db)) } };
-      await assert.rejects(migrateSchema(database.db, { schema: uniqueSchema('kernel_db_bad'), migrations: broken }), /0001_bad/);
+      const broken = {
+        '0001_bad': { up: async (db: any) => void (await sql`select * from no_such_table`.execute(db)) },
+      };
+      await assert.rejects(
+        migrateSchema(database.db, { schema: uniqueSchema('kernel_db_bad'), migrations: broken }),
+        /0001_bad/,
+      );
     });
   });
 }

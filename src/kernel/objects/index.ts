@@ -26,7 +26,9 @@ export interface ObjectStoreConfig {
 }
 
 /** Every driver of OBJECT_STORE_DRIVERS by name; the type leaves no name out. */
-export const OBJECT_STORE_REGISTRY: { readonly [Driver in ObjectStoreDriver]: (config: ObjectStoreConfig) => ObjectStore } = {
+export const OBJECT_STORE_REGISTRY: {
+  readonly [Driver in ObjectStoreDriver]: (config: ObjectStoreConfig) => ObjectStore;
+} = {
   local: (config) => createLocalObjectStore({ dir: join(config.dataDir, 'objects') }),
   s3: (config) => {
     const { bucket, ...s3 } = config.s3;

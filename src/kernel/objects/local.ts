@@ -15,7 +15,14 @@ import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type Fil
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { AppError } from '../errors.ts';
-import { assertValidKey, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+import {
+  assertValidKey,
+  ObjectNotFoundError,
+  storeUnavailable,
+  type ObjectInfo,
+  type ObjectStore,
+  type PutOptions,
+} from './store.ts';
 
 /** The temp folder's name inside `dir` (exported for tests). */
 export const LOCAL_TEMP_DIR = '~tmp';
@@ -155,7 +162,11 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
 export function assertValidPrefix(prefix: string): void {
   if (prefix === '') return;
   if (!prefix.endsWith('/')) {
-    throw new AppError('validation_failed', 400, `Invalid list prefix ${JSON.stringify(prefix)}: must be empty or end with "/"`);
+    throw new AppError(
+      'validation_failed',
+      400,
+      `Invalid list prefix ${JSON.stringify(prefix)}: must be empty or end with "/"`,
+    );
   }
   assertValidKey(prefix.slice(0, -1));
 }
@@ -164,7 +175,12 @@ export function assertValidPrefix(prefix: string): void {
  * Moves the finished temp file onto the key's path and makes the rename itself durable. The folder
  * usually exists already, so the rename is tried first and the folder made only when it is missing.
  */
-async function commit(temp: string, target: string, key: string, syncFolder: (folder: string) => Promise<void>): Promise<void> {
+async function commit(
+  temp: string,
+  target: string,
+  key: string,
+  syncFolder: (folder: string) => Promise<void>,
+): Promise<void> {
   const folder = dirname(target);
   // A concurrent delete may remove a just-created empty folder before our rename: try again then.
   for (let attempt = 1; ; attempt++) {
@@ -188,7 +204,11 @@ async function commit(temp: string, target: string, key: string, syncFolder: (fo
 }
 
 function keyClash(key: string): AppError {
-  return new AppError('conflict', 409, `Key ${JSON.stringify(key)} clashes with another key used as its folder (or the reverse)`);
+  return new AppError(
+    'conflict',
+    409,
+    `Key ${JSON.stringify(key)} clashes with another key used as its folder (or the reverse)`,
+  );
 }
 
 /**

@@ -12,7 +12,15 @@ describe('object stores: one list', () => {
     try {
       for (const driver of OBJECT_STORE_DRIVERS) {
         // Nothing is reached until a call: an unused endpoint is enough to make the S3 store.
-        const config = { dataDir, s3: { region: 'us-east-1', forcePathStyle: true, endpoint: 'http://127.0.0.1:9', bucket: driver === 's3' ? 'b' : undefined } };
+        const config = {
+          dataDir,
+          s3: {
+            region: 'us-east-1',
+            forcePathStyle: true,
+            endpoint: 'http://127.0.0.1:9',
+            bucket: driver === 's3' ? 'b' : undefined,
+          },
+        };
         assert.equal(objectStoreDriver(config), driver);
         const store = createObjectStore(config);
         assert.equal(store.driver, driver);

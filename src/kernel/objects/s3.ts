@@ -21,7 +21,15 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { AppError } from '../errors.ts';
 import { assertValidPrefix } from './local.ts';
-import { assertValidKey, DELETE_MANY_MAX, ObjectNotFoundError, storeUnavailable, type ObjectInfo, type ObjectStore, type PutOptions } from './store.ts';
+import {
+  assertValidKey,
+  DELETE_MANY_MAX,
+  ObjectNotFoundError,
+  storeUnavailable,
+  type ObjectInfo,
+  type ObjectStore,
+  type PutOptions,
+} from './store.ts';
 
 export interface S3ObjectStoreOptions {
   endpoint?: string;
@@ -270,7 +278,10 @@ async function deleteObjects(target: S3Target, keys: string[]): Promise<void> {
     let errors: Array<{ Key?: string; Code?: string; Message?: string }> | undefined;
     try {
       // Quiet: the answer lists only the keys that failed, not every one deleted.
-      const command = new DeleteObjectsCommand({ Bucket: target.bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } });
+      const command = new DeleteObjectsCommand({
+        Bucket: target.bucket,
+        Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true },
+      });
       withContentMd5(command);
       const answer = await target.client.send(command, BULK);
       errors = answer.Errors?.filter((error) => error.Code !== 'NoSuchKey');
@@ -279,7 +290,10 @@ async function deleteObjects(target: S3Target, keys: string[]): Promise<void> {
     }
     if (errors && errors.length > 0) {
       const first = errors[0]!;
-      throw storeUnavailable(`Cannot delete ${errors.length} of ${chunk.length} objects`, new Error(`${first.Key}: ${first.Code} ${first.Message ?? ''}`));
+      throw storeUnavailable(
+        `Cannot delete ${errors.length} of ${chunk.length} objects`,
+        new Error(`${first.Key}: ${first.Code} ${first.Message ?? ''}`),
+      );
     }
   }
 }
@@ -358,7 +372,11 @@ class ByteCounter extends Transform {
     callback(null, chunk);
   }
   override _flush(callback: TransformCallback): void {
-    callback(this.expected !== undefined && this.bytes !== this.expected ? lengthError(this.key, this.bytes, this.expected) : null);
+    callback(
+      this.expected !== undefined && this.bytes !== this.expected
+        ? lengthError(this.key, this.bytes, this.expected)
+        : null,
+    );
   }
 }
 

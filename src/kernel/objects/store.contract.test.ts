@@ -130,8 +130,14 @@ function objectStoreContract(driver: DriverUnderTest): void {
 
     it('a declared contentLength that the body does not match is refused', async () => {
       const store = await fresh();
-      await assert.rejects(store.put('len/short', Readable.from([Buffer.from('abc')]), { contentLength: 4 }), isBadRequest);
-      await assert.rejects(store.put('len/long', Readable.from([Buffer.from('abcde')]), { contentLength: 4 }), isBadRequest);
+      await assert.rejects(
+        store.put('len/short', Readable.from([Buffer.from('abc')]), { contentLength: 4 }),
+        isBadRequest,
+      );
+      await assert.rejects(
+        store.put('len/long', Readable.from([Buffer.from('abcde')]), { contentLength: 4 }),
+        isBadRequest,
+      );
       await assert.rejects(store.put('len/buf', Buffer.from('abc'), { contentLength: 4 }), isBadRequest);
       assert.deepEqual(await collect(store.list('len/')), []);
       assert.equal((await store.put('len/ok', Readable.from([Buffer.from('abcd')]), { contentLength: 4 })).size, 4);
@@ -162,10 +168,14 @@ function objectStoreContract(driver: DriverUnderTest): void {
     it('deleteMany deletes every key given, more than one call takes, missing keys included, and nothing else', async () => {
       const store = await fresh();
       const keys = Array.from({ length: 1005 }, (_, i) => `bulk/${String(i).padStart(4, '0')}`);
-      for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, 'x')));
+      for (let i = 0; i < keys.length; i += 50)
+        await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, 'x')));
       await store.put('keep/me', 'stay');
       await store.deleteMany([...keys, 'bulk/never-existed']);
-      assert.deepEqual((await collect(store.list(''))).map((object) => object.key), ['keep/me']);
+      assert.deepEqual(
+        (await collect(store.list(''))).map((object) => object.key),
+        ['keep/me'],
+      );
       await store.deleteMany([]);
       await assert.rejects(store.deleteMany(['ok/key', '../escape']), isBadRequest, 'keys are checked before any I/O');
     });
@@ -176,14 +186,24 @@ function objectStoreContract(driver: DriverUnderTest): void {
       await store.put('over/k', Readable.from([Buffer.from('v2')]));
       assert.equal(await text(await store.get('over/k')), 'v2');
       assert.equal((await store.head('over/k'))?.size, 2);
-      assert.deepEqual((await collect(store.list('over/'))).map((o) => o.key), ['over/k']);
+      assert.deepEqual(
+        (await collect(store.list('over/'))).map((o) => o.key),
+        ['over/k'],
+      );
     });
 
     it('lists exactly the objects under a prefix, in key order, across pages', async () => {
       const store = await fresh();
       // Names that sort differently as bytes than folder-by-folder: '-' < '.' < '/' < '0' < 'A' < '_' < 'a'.
       const inside = [
-        'p/a-b', 'p/a.c', 'p/a/x', 'p/a/y/z', 'p/a0', 'p/B', 'p/_u', 'p/b',
+        'p/a-b',
+        'p/a.c',
+        'p/a/x',
+        'p/a/y/z',
+        'p/a0',
+        'p/B',
+        'p/_u',
+        'p/b',
         ...Array.from({ length: 22 }, (_, i) => `p/n/${String(i).padStart(2, '0')}`),
       ];
       const outside = ['p-x', 'p0', 'pp/x', 'q/p/x', 'top'];
@@ -193,10 +213,19 @@ function objectStoreContract(driver: DriverUnderTest): void {
         await Promise.all(all.slice(i, i + 8).map((key) => store.put(key, key)));
       }
       const listed = await collect(store.list('p/'));
-      assert.deepEqual(listed.map((o) => o.key), [...inside].sort());
+      assert.deepEqual(
+        listed.map((o) => o.key),
+        [...inside].sort(),
+      );
       for (const item of listed) assert.equal(item.size, Buffer.byteLength(item.key));
-      assert.deepEqual((await collect(store.list(''))).map((o) => o.key), [...inside, ...outside].sort());
-      assert.deepEqual((await collect(store.list('p/a/'))).map((o) => o.key), ['p/a/x', 'p/a/y/z']);
+      assert.deepEqual(
+        (await collect(store.list(''))).map((o) => o.key),
+        [...inside, ...outside].sort(),
+      );
+      assert.deepEqual(
+        (await collect(store.list('p/a/'))).map((o) => o.key),
+        ['p/a/x', 'p/a/y/z'],
+      );
       assert.deepEqual(await collect(store.list('nothing/here/')), []);
     });
 
@@ -263,14 +292,20 @@ describe('local disk driver', () => {
     await assert.rejects(store.put('half/done', stream), /source failed halfway/);
     assert.equal(await store.head('half/done'), undefined);
     assert.deepEqual(await readdir(join(dir, LOCAL_TEMP_DIR)), []);
-    assert.deepEqual((await collect(store.list(''))).map((o) => o.key), ['keep/me']);
+    assert.deepEqual(
+      (await collect(store.list(''))).map((o) => o.key),
+      ['keep/me'],
+    );
   });
 
   it('refuses a key that would need a file and a folder of the same name', async () => {
     const { store } = await localStore();
     await store.put('a/b', 'x');
     await assert.rejects(store.put('a', 'y'), (error: unknown) => error instanceof AppError && error.status === 409);
-    await assert.rejects(store.put('a/b/c', 'z'), (error: unknown) => error instanceof AppError && error.status === 409);
+    await assert.rejects(
+      store.put('a/b/c', 'z'),
+      (error: unknown) => error instanceof AppError && error.status === 409,
+    );
     assert.equal(await store.head('a'), undefined);
     await assert.rejects(store.get('a'), ObjectNotFoundError);
     await store.delete('a'); // A folder is not an object: nothing to delete.
@@ -332,7 +367,8 @@ describe('S3 on Swift', () => {
   objectStoreContract({
     name: 's3 (Swift)',
     create: s3Store,
-    createUnreachable: () => createS3ObjectStore({ ...s3Options(), endpoint: 'http://127.0.0.1:1', bucket: 'unreachable' }),
+    createUnreachable: () =>
+      createS3ObjectStore({ ...s3Options(), endpoint: 'http://127.0.0.1:1', bucket: 'unreachable' }),
   });
 
   describe('S3 driver', () => {
@@ -362,8 +398,15 @@ describe('S3 on Swift', () => {
 
         proxy.answer = { status: 403, code: 'AccessDenied', times: 100 };
         proxy.refused = 0;
-        const denied = createS3ObjectStore({ ...s3Options(), endpoint: proxy.endpoint, bucket: uniqueBucket('denied') });
-        await assert.rejects(denied.ensureBucket(), (error: unknown) => error instanceof AppError && error.status === 503);
+        const denied = createS3ObjectStore({
+          ...s3Options(),
+          endpoint: proxy.endpoint,
+          bucket: uniqueBucket('denied'),
+        });
+        await assert.rejects(
+          denied.ensureBucket(),
+          (error: unknown) => error instanceof AppError && error.status === 503,
+        );
         assert.equal(proxy.refused, 1, 'a refusal is not retried');
         await denied.close();
       } finally {
@@ -379,7 +422,10 @@ describe('S3 on Swift', () => {
         try {
           const started = Date.now();
           await assert.rejects(store.ping(), (error: unknown) => error instanceof AppError && error.status === 503);
-          await assert.rejects(store.get('survives/pause'), (error: unknown) => error instanceof AppError && error.status === 503);
+          await assert.rejects(
+            store.get('survives/pause'),
+            (error: unknown) => error instanceof AppError && error.status === 503,
+          );
           assert.ok(Date.now() - started < 5_000, `calls to a paused server took ${Date.now() - started} ms`);
         } finally {
           await server.resume();
@@ -410,7 +456,9 @@ async function startBucketCreationProxy(target: URL) {
       state.refused++;
       request.resume();
       response.writeHead(state.answer.status, { 'content-type': 'application/xml' });
-      response.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${state.answer.code}</Code><Message>no</Message></Error>`);
+      response.end(
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${state.answer.code}</Code><Message>no</Message></Error>`,
+      );
       return;
     }
     const upstream = httpRequest(

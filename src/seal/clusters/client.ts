@@ -106,7 +106,10 @@ export class ClusterClient {
     // timeout (2 min), so a request never goes out on a connection the server is closing.
     const keepAlive = { keepAlive: true, timeout: 5_000 };
     this.restAgent = settings.secure
-      ? new https.Agent({ ...keepAlive, ...(options.ca ? { secureContext: createSecureContext({ ca: options.ca }) } : {}) })
+      ? new https.Agent({
+          ...keepAlive,
+          ...(options.ca ? { secureContext: createSecureContext({ ca: options.ca }) } : {}),
+        })
       : new http.Agent(keepAlive);
     this.authorization =
       settings.user !== undefined && settings.pass !== undefined
@@ -172,7 +175,12 @@ export class ClusterClient {
   /** Readiness: the peer answers and its IPFS daemon too. */
   async ready(): Promise<{ id: string }> {
     const { id, ipfsError } = await this.id();
-    if (ipfsError !== '') throw new ClusterError(this.name, 'unreachable', `peer ${id} answers, but its IPFS daemon does not: ${ipfsError}`);
+    if (ipfsError !== '')
+      throw new ClusterError(
+        this.name,
+        'unreachable',
+        `peer ${id} answers, but its IPFS daemon does not: ${ipfsError}`,
+      );
     return { id };
   }
 
@@ -354,7 +362,13 @@ export class ClusterClient {
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      req.destroy(new ClusterError(this.name, 'timeout', `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`));
+      req.destroy(
+        new ClusterError(
+          this.name,
+          'timeout',
+          `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`,
+        ),
+      );
     }, this.timeout);
     try {
       // Errors reach us through the promises below; these listeners only keep a late one (after a
@@ -388,7 +402,13 @@ export class ClusterClient {
 
   private toClusterError(error: unknown, timedOut: boolean, method: string, path: string): ClusterError {
     if (timedOut) {
-      return new ClusterError(this.name, 'timeout', `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`, undefined, { cause: error });
+      return new ClusterError(
+        this.name,
+        'timeout',
+        `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`,
+        undefined,
+        { cause: error },
+      );
     }
     if (error instanceof ClusterError) return error;
     const code = (error as NodeJS.ErrnoException)?.code ?? '';
@@ -402,12 +422,19 @@ export class ClusterClient {
         { cause: error },
       );
     }
-    return new ClusterError(this.name, 'unreachable', `${method} ${path.split('?')[0]} failed: ${code || message}`, undefined, { cause: error });
+    return new ClusterError(
+      this.name,
+      'unreachable',
+      `${method} ${path.split('?')[0]} failed: ${code || message}`,
+      undefined,
+      { cause: error },
+    );
   }
 
   /** A JSON answer of the REST API; non-2xx statuses become ClusterError with the cluster's message. */
   private async readJsonAnswer(res: IncomingMessage, what = 'request'): Promise<unknown> {
-    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299) throw await this.httpError(res, what);
+    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299)
+      throw await this.httpError(res, what);
     const text = (await readBody(res, MAX_ANSWER_BYTES)).toString('utf8');
     try {
       return text.trim() === '' ? null : JSON.parse(text);
@@ -431,7 +458,12 @@ export class ClusterClient {
     } catch {
       // the status is enough
     }
-    return new ClusterError(this.name, 'http', `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}${hint ? ` (${hint})` : ''}`, status);
+    return new ClusterError(
+      this.name,
+      'http',
+      `${what} answered ${status}${detail ? `: ${detail.slice(0, 500)}` : ''}${hint ? ` (${hint})` : ''}`,
+      status,
+    );
   }
 }
 

@@ -18,7 +18,8 @@ import { environmentCluster, expireInToSend } from './config.ts';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 const addRequests = (standIn: StandIn) => standIn.requests.filter((r) => r.listener === 'rest' && r.path === '/add');
-const pinRequests = (standIn: StandIn) => standIn.requests.filter((r) => r.listener === 'rest' && r.method === 'POST' && r.path.startsWith('/pins/'));
+const pinRequests = (standIn: StandIn) =>
+  standIn.requests.filter((r) => r.listener === 'rest' && r.method === 'POST' && r.path.startsWith('/pins/'));
 
 /** Starts what a test needs and stops all of it afterwards, whatever happened. */
 function resources() {
@@ -45,7 +46,8 @@ function resources() {
   };
 }
 
-const get = (service: ServiceUnderTest, path: string) => fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${service.serviceToken}` } });
+const get = (service: ServiceUnderTest, path: string) =>
+  fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${service.serviceToken}` } });
 
 type PinView = { cluster: string; status: string; error?: string; attempts: number };
 
@@ -60,43 +62,77 @@ async function pinsWhen(service: ServiceUnderTest, id: string, done: (pins: PinV
   return pins;
 }
 
-describe('cluster calls: add on the primary, pin on all, with each cluster\'s parameters', () => {
+describe("cluster calls: add on the primary, pin on all, with each cluster's parameters", () => {
   const r = resources();
   after(() => r.stopAll());
 
-  it('sends addParams to /add on the primary only, under the server\'s query names, and pins on every cluster with its own pinParams', async () => {
+  it("sends addParams to /add on the primary only, under the server's query names, and pins on every cluster with its own pinParams", async () => {
     const [a, b, c] = [await r.standIn(), await r.standIn(), await r.standIn()];
-    const seal = await r.seal([
-      standInCluster(a, {
-        addParams: { local: true, recursive: false, hidden: true, wrap: false, shard: false, streamChannels: true, noPin: false },
-        pinParams: { replicationFactorMin: 1, replicationFactorMax: 3, name: 'sealpost mail', expireIn: '720h' },
-      }),
-      standInCluster(b, { pinParams: { replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '1m' } }),
-      standInCluster(c),
-    ], { SEAL_PIN_CHECK_INTERVAL: '100ms' });
+    const seal = await r.seal(
+      [
+        standInCluster(a, {
+          addParams: {
+            local: true,
+            recursive: false,
+            hidden: true,
+            wrap: false,
+            shard: false,
+            streamChannels: true,
+            noPin: false,
+          },
+          pinParams: { replicationFactorMin: 1, replicationFactorMax: 3, name: 'sealpost mail', expireIn: '720h' },
+        }),
+        standInCluster(b, { pinParams: { replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '1m' } }),
+        standInCluster(c),
+      ],
+      { SEAL_PIN_CHECK_INTERVAL: '100ms' },
+    );
     const response = await postSeal(seal, rawMessage());
     assert.equal(response.status, 201, await response.clone().text());
     const { id, cid, pins } = await response.json();
 
-    assert.deepEqual(addRequests(a).map((req) => req.query), [
-      'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false&stream-channels=true&no-pin=false' +
-        '&replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h',
-    ], 'the pin options ride on /add too, so the first pin already has them');
+    assert.deepEqual(
+      addRequests(a).map((req) => req.query),
+      [
+        'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false&stream-channels=true&no-pin=false' +
+          '&replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h',
+      ],
+      'the pin options ride on /add too, so the first pin already has them',
+    );
     assert.equal(addRequests(b).length + addRequests(c).length, 0, 'secondaries are not added to');
-    assert.deepEqual(pinRequests(a).map((req) => [req.path, req.query]), [[`/pins/${cid}`, 'replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h']]);
-    assert.deepEqual(pinRequests(b).map((req) => [req.path, req.query]), [[`/pins/${cid}`, 'replication-min=-1&replication-max=-1&expire-in=1m']]);
-    assert.deepEqual(pinRequests(c).map((req) => [req.path, req.query]), [[`/pins/${cid}`, '']]);
+    assert.deepEqual(
+      pinRequests(a).map((req) => [req.path, req.query]),
+      [[`/pins/${cid}`, 'replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h']],
+    );
+    assert.deepEqual(
+      pinRequests(b).map((req) => [req.path, req.query]),
+      [[`/pins/${cid}`, 'replication-min=-1&replication-max=-1&expire-in=1m']],
+    );
+    assert.deepEqual(
+      pinRequests(c).map((req) => [req.path, req.query]),
+      [[`/pins/${cid}`, '']],
+    );
     assert.equal(a.pins().get(cid)!.name, 'sealpost mail', 'the cluster read the name');
     assert.ok(Date.parse(b.pins().get(cid)!.expire_at) > Date.now() + 50_000, 'and the expiry');
-    assert.deepEqual(pins[0], { cluster: `127.0.0.1:${a.port}`, status: 'pinned' }, 'the primary holds the content when the seal answers');
-    assert.ok(pins.slice(1).every((pin: PinView) => pin.status === 'pinning' || pin.status === 'pinned'), JSON.stringify(pins));
+    assert.deepEqual(
+      pins[0],
+      { cluster: `127.0.0.1:${a.port}`, status: 'pinned' },
+      'the primary holds the content when the seal answers',
+    );
+    assert.ok(
+      pins.slice(1).every((pin: PinView) => pin.status === 'pinning' || pin.status === 'pinned'),
+      JSON.stringify(pins),
+    );
     const held = await pinsWhen(seal, id, (all) => all.every((pin) => pin.status === 'pinned'));
     assert.deepEqual(
       held.map((pin) => [pin.cluster, pin.status]),
       [a, b, c].map((standIn) => [`127.0.0.1:${standIn.port}`, 'pinned']),
       'the secondaries fetched the blocks from the primary and hold them',
     );
-    assert.ok(b.requests.some((req) => req.method === 'GET' && req.path === `/pins/${cid}`), 'the pin was followed with GET /pins/{cid}');
+    assert.ok(
+      b.requests.some((req) => req.method === 'GET' && req.path === `/pins/${cid}`),
+      'the pin was followed with GET /pins/{cid}',
+    );
     assert.equal(addRequests(a)[0]!.authorization, false, 'no Basic auth without user and pass');
   });
 
@@ -116,14 +152,26 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       [undefined, ''],
     ];
     const standIns = await Promise.all(cases.map(() => r.standIn()));
-    const seal = await r.seal(standIns.map((standIn, i) => standInCluster(standIn, cases[i]![0] === undefined ? {} : { pinParams: { expireIn: cases[i]![0] } })));
+    const seal = await r.seal(
+      standIns.map((standIn, i) =>
+        standInCluster(standIn, cases[i]![0] === undefined ? {} : { pinParams: { expireIn: cases[i]![0] } }),
+      ),
+    );
     const response = await postSeal(seal, rawMessage());
     assert.equal(response.status, 201);
     const { cid } = await response.json();
     cases.forEach(([expireIn, query], i) => {
-      assert.deepEqual(pinRequests(standIns[i]!).map((req) => req.query), [query], `expireIn ${JSON.stringify(expireIn)}`);
+      assert.deepEqual(
+        pinRequests(standIns[i]!).map((req) => req.query),
+        [query],
+        `expireIn ${JSON.stringify(expireIn)}`,
+      );
       const pin = standIns[i]!.pins().get(cid)!;
-      assert.equal(pin.expire_at === '0001-01-01T00:00:00Z', query === '', `expireIn ${JSON.stringify(expireIn)}: never expires iff not sent`);
+      assert.equal(
+        pin.expire_at === '0001-01-01T00:00:00Z',
+        query === '',
+        `expireIn ${JSON.stringify(expireIn)}: never expires iff not sent`,
+      );
     });
     assert.equal(expireInToSend({ expireIn: '60000ms' }), '60000ms');
     assert.equal(expireInToSend({ expireIn: '59999ms' }), undefined);
@@ -138,7 +186,10 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
     const response = await postSeal(seal, raw);
     assert.equal(response.status, 201, await response.clone().text());
     const { id, cid } = await response.json();
-    assert.deepEqual(addRequests(a).map((req) => req.query), ['wrap-with-directory=true&stream-channels=false&no-pin=true']);
+    assert.deepEqual(
+      addRequests(a).map((req) => req.query),
+      ['wrap-with-directory=true&stream-channels=false&no-pin=true'],
+    );
     assert.ok(a.pins().has(cid), 'the directory is pinned by POST /pins although no-pin skipped the pin at /add');
     const content = await get(seal, `/v1/sealed/${id}/content`);
     assert.equal(content.status, 200);
@@ -178,7 +229,12 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
     const hanging = await r.standIn({ hang: true });
     const closed = { port: await refusedPort() };
     const seal = await r.seal(
-      [standInCluster(primary), standInCluster(refusing), standInCluster(hanging, { timeout: '300ms' }), { host: '127.0.0.1', port: String(closed.port), secure: false }],
+      [
+        standInCluster(primary),
+        standInCluster(refusing),
+        standInCluster(hanging, { timeout: '300ms' }),
+        { host: '127.0.0.1', port: String(closed.port), secure: false },
+      ],
       { SEAL_REPIN_INTERVAL: '200ms', SEAL_PIN_CHECK_INTERVAL: '100ms', IPFS_PROXY_PORT: String(primary.proxyPort) },
     );
     const raw = rawMessage();
@@ -205,9 +261,14 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
 
     refusing.setFailPins(false);
     hanging.setHang(false);
-    const [, refused, , closedPin] = await pinsWhen(seal, id, (all) => all.slice(1, 3).every((pin) => pin.status === 'pinned'));
+    const [, refused, , closedPin] = await pinsWhen(seal, id, (all) =>
+      all.slice(1, 3).every((pin) => pin.status === 'pinned'),
+    );
     const view = await pinsWhen(seal, id, () => true);
-    assert.deepEqual(view.map((pin) => pin.status), ['pinned', 'pinned', 'pinned', 'pin_error']);
+    assert.deepEqual(
+      view.map((pin) => pin.status),
+      ['pinned', 'pinned', 'pinned', 'pin_error'],
+    );
     assert.ok(refused!.attempts >= 2);
     assert.equal(refused!.error, undefined, 'the old error is gone');
     assert.ok(refusing.pins().has(cid) && hanging.pins().has(cid), 'the clusters hold the pin now');
@@ -218,7 +279,12 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
   it('speaks HTTPS with Basic auth to a cluster with a self-signed certificate trusted through IPFS_CLUSTER_CA_FILE', async () => {
     const certificate = await createTestCertificate();
     try {
-      const secured = await r.standIn({ user: 'sealer', pass: 's3cret:pass', tls: { cert: certificate.cert, key: certificate.key }, proxyAuth: false });
+      const secured = await r.standIn({
+        user: 'sealer',
+        pass: 's3cret:pass',
+        tls: { cert: certificate.cert, key: certificate.key },
+        proxyAuth: false,
+      });
       const env = {
         IPFS_CLUSTER_PORT: String(secured.port),
         IPFS_CLUSTER_SECURE: 'true',
@@ -238,8 +304,15 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       const rest = secured.requests.filter((req) => req.listener === 'rest');
       const proxied = secured.requests.filter((req) => req.listener === 'proxy');
       assert.ok(rest.length >= 3 && proxied.length === 1);
-      assert.ok(rest.every((req) => req.authorization), 'every REST call carried Basic auth, over HTTPS');
-      assert.equal(proxied[0]!.authorization, false, 'the password of a secure cluster never travels in clear to the proxy');
+      assert.ok(
+        rest.every((req) => req.authorization),
+        'every REST call carried Basic auth, over HTTPS',
+      );
+      assert.equal(
+        proxied[0]!.authorization,
+        false,
+        'the password of a secure cluster never travels in clear to the proxy',
+      );
       assert.ok(!JSON.stringify(seal.logs).includes('s3cret'), 'the password is never logged');
 
       const untrusting = await r.sealOn(secured, env);
@@ -247,7 +320,11 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       assert.equal(refused.status, 503);
       assert.match((await refused.json()).message, /HTTPS failed: .*self[- ]signed.*IPFS_CLUSTER_CA_FILE/i);
 
-      const wrongPassword = await r.sealOn(secured, { ...env, IPFS_CLUSTER_PASS: 'wrong', IPFS_CLUSTER_CA_FILE: certificate.certPath });
+      const wrongPassword = await r.sealOn(secured, {
+        ...env,
+        IPFS_CLUSTER_PASS: 'wrong',
+        IPFS_CLUSTER_CA_FILE: certificate.certPath,
+      });
       const denied = await postSeal(wrongPassword, rawMessage());
       assert.equal(denied.status, 502, 'the cluster refused: not a retryable outage of IPFS, but still 5xx');
       assert.match((await denied.json()).message, /answered 401: unauthorized: access denied/);
@@ -261,13 +338,18 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
     try {
       const credentials = { user: 'sealer', pass: 's3cret:pass' };
       const plain = await r.standIn(credentials);
-      const plainSeal = await r.seal([standInCluster(plain, credentials)], { IPFS_PROXY_PORT: String(plain.proxyPort) });
+      const plainSeal = await r.seal([standInCluster(plain, credentials)], {
+        IPFS_PROXY_PORT: String(plain.proxyPort),
+      });
       const raw = rawMessage();
       const { id } = await (await postSeal(plainSeal, raw)).json();
       const content = await get(plainSeal, `/v1/sealed/${id}/content`);
-      assert.equal(content.status, 200, 'the proxy\'s IPFS node checks the credentials and lets the read through');
+      assert.equal(content.status, 200, "the proxy's IPFS node checks the credentials and lets the read through");
       assert.equal(sha256(Buffer.from(await content.arrayBuffer())), sha256(raw));
-      assert.ok(plain.requests.every((req) => req.authorization), 'REST and proxy alike: they travel in clear to the REST API anyway');
+      assert.ok(
+        plain.requests.every((req) => req.authorization),
+        'REST and proxy alike: they travel in clear to the REST API anyway',
+      );
 
       // A secure cluster whose proxy's IPFS node demands the credentials cannot be read: they are not sent in clear.
       const demanding = await r.standIn({ ...credentials, tls: { cert: certificate.cert, key: certificate.key } });
@@ -283,8 +365,14 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
       assert.equal(sealed.status, 201, 'adding and pinning over HTTPS with the credentials work');
       const refused = await get(secureSeal, `/v1/sealed/${(await sealed.json()).id}/content`);
       assert.equal(refused.status, 503);
-      assert.match((await refused.json()).message, /answered 403: Kubo RPC Access Denied.*credentials are not sent to its plain-HTTP IPFS proxy/);
-      assert.deepEqual(demanding.requests.filter((req) => req.listener === 'proxy').map((req) => req.authorization), [false]);
+      assert.match(
+        (await refused.json()).message,
+        /answered 403: Kubo RPC Access Denied.*credentials are not sent to its plain-HTTP IPFS proxy/,
+      );
+      assert.deepEqual(
+        demanding.requests.filter((req) => req.listener === 'proxy').map((req) => req.authorization),
+        [false],
+      );
     } finally {
       await certificate.remove();
     }
@@ -294,7 +382,10 @@ describe('cluster calls: add on the primary, pin on all, with each cluster\'s pa
 describe('ClusterClient queries', () => {
   it('maps only the configured fields, in a stable order', () => {
     const client = (settings: Partial<ConstructorParameters<typeof ClusterClient>[0]>) =>
-      new ClusterClient({ host: 'cluster.example', port: '9094', secure: true, timeout: '30s', ...settings }, { proxyPort: 9095 });
+      new ClusterClient(
+        { host: 'cluster.example', port: '9094', secure: true, timeout: '30s', ...settings },
+        { proxyPort: 9095 },
+      );
     assert.equal(client({}).addQuery(), '');
     assert.equal(client({ addParams: { noPin: true, local: false } }).addQuery(), 'local=false&no-pin=true');
     assert.equal(client({ pinParams: { name: 'a&b=c' } }).pinQuery(), 'name=a%26b%3Dc');
@@ -303,8 +394,16 @@ describe('ClusterClient queries', () => {
   });
 
   it('takes the IPFS_CLUSTER_* fallback with the default timeout, and names a bad IPFS_CLUSTER_HOST', () => {
-    assert.deepEqual(environmentCluster({ host: '[::1]', port: '9094', secure: true }), { host: '::1', port: '9094', secure: true, timeout: '30s' });
-    assert.throws(() => environmentCluster({ host: 'https://cluster.example', port: '9094', secure: true }), /IPFS_CLUSTER_HOST="https:\/\/cluster\.example" is not valid/);
+    assert.deepEqual(environmentCluster({ host: '[::1]', port: '9094', secure: true }), {
+      host: '::1',
+      port: '9094',
+      secure: true,
+      timeout: '30s',
+    });
+    assert.throws(
+      () => environmentCluster({ host: 'https://cluster.example', port: '9094', secure: true }),
+      /IPFS_CLUSTER_HOST="https:\/\/cluster\.example" is not valid/,
+    );
   });
 });
 
@@ -317,14 +416,22 @@ describe('ClusterClient uploads', () => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        uploads.push({ contentLength: req.headers['content-length'], transferEncoding: req.headers['transfer-encoding'], writes: chunks.length, body: Buffer.concat(chunks) });
+        uploads.push({
+          contentLength: req.headers['content-length'],
+          transferEncoding: req.headers['transfer-encoding'],
+          writes: chunks.length,
+          body: Buffer.concat(chunks),
+        });
         res.setHeader('content-type', 'application/json');
         res.end('{"name":"m.sealed","cid":"QmSbY6aPBVaWVNEcp5BJbn6fv2NPZ5rrKqrEHgx2XmUdN5","size":1}\n');
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
-    const client = new ClusterClient({ host: '127.0.0.1', port: String(port), secure: false, timeout: '10s' }, { proxyPort: 1 });
+    const client = new ClusterClient(
+      { host: '127.0.0.1', port: String(port), secure: false, timeout: '10s' },
+      { proxyPort: 1 },
+    );
     return { uploads, client, close: () => new Promise((resolve) => server.close(resolve)) };
   }
   async function* pieces(total: number, size: number) {
@@ -338,15 +445,30 @@ describe('ClusterClient uploads', () => {
       await cluster.client.add(pieces(1024 * 1024, 100), 'large.sealed');
       const [small, large] = cluster.uploads;
       assert.equal(small!.transferEncoding, undefined);
-      assert.equal(Number(small!.contentLength), small!.body.length, 'the whole body in one piece, its length declared');
+      assert.equal(
+        Number(small!.contentLength),
+        small!.body.length,
+        'the whole body in one piece, its length declared',
+      );
       assert.equal(large!.contentLength, undefined);
       assert.equal(large!.transferEncoding, 'chunked');
-      for (const [upload, total] of [[small!, 10_240], [large!, 1024 * 1024]] as const) {
+      for (const [upload, total] of [
+        [small!, 10_240],
+        [large!, 1024 * 1024],
+      ] as const) {
         const text = upload.body.toString('latin1');
         const start = text.indexOf('\r\n\r\n') + 4;
-        const content = upload.body.subarray(start, upload.body.length - text.slice(start).length + text.slice(start).lastIndexOf('\r\n--'));
+        const content = upload.body.subarray(
+          start,
+          upload.body.length - text.slice(start).length + text.slice(start).lastIndexOf('\r\n--'),
+        );
         assert.equal(content.length, total);
-        assert.deepEqual(content, Buffer.concat(Array.from({ length: Math.ceil(total / 100) }, (_, i) => Buffer.alloc(Math.min(100, total - i * 100), i))));
+        assert.deepEqual(
+          content,
+          Buffer.concat(
+            Array.from({ length: Math.ceil(total / 100) }, (_, i) => Buffer.alloc(Math.min(100, total - i * 100), i)),
+          ),
+        );
       }
     } finally {
       await cluster.close();

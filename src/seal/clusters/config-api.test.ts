@@ -6,7 +6,14 @@ import { openDatabase } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
-import { postSeal, rawMessage, standInEnv, startStandIn, TEST_MASTER_KEY, type StandIn } from '../../../test/support/seal.ts';
+import {
+  postSeal,
+  rawMessage,
+  standInEnv,
+  startStandIn,
+  TEST_MASTER_KEY,
+  type StandIn,
+} from '../../../test/support/seal.ts';
 import { sealService } from '../service.ts';
 
 const post = (service: ServiceUnderTest, body: unknown, token = service.adminToken) =>
@@ -23,7 +30,9 @@ describe('POST /v1/ipfs/config validation', () => {
   let seal: ServiceUnderTest;
   before(async () => {
     standIn = await startStandIn();
-    seal = await startServiceForTest(sealService, { env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn) } });
+    seal = await startServiceForTest(sealService, {
+      env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...standInEnv(standIn) },
+    });
   });
   after(async () => {
     await seal?.stop();
@@ -39,48 +48,160 @@ describe('POST /v1/ipfs/config validation', () => {
     ['a cluster without host', { clusters: [ok, { port: '9094' }] }, /^clusters\[1\]\.host is required$/],
     ['a host that is not a string', { clusters: [{ host: 12 }] }, /^clusters\[0\]\.host must be string$/],
     ['an empty host', { clusters: [{ host: '' }] }, /^clusters\[0\]\.host must NOT have fewer than 1 characters$/],
-    ['a host with a scheme', { clusters: [ok, { host: 'https://cluster.example' }] }, /^clusters\[1\]\.host "https:\/\/cluster\.example" is not a host name or IP address/],
-    ['a host with a path', { clusters: [{ host: 'cluster.example/api' }] }, /^clusters\[0\]\.host .* without scheme, port or path/],
+    [
+      'a host with a scheme',
+      { clusters: [ok, { host: 'https://cluster.example' }] },
+      /^clusters\[1\]\.host "https:\/\/cluster\.example" is not a host name or IP address/,
+    ],
+    [
+      'a host with a path',
+      { clusters: [{ host: 'cluster.example/api' }] },
+      /^clusters\[0\]\.host .* without scheme, port or path/,
+    ],
     ['a host with a port', { clusters: [{ host: 'cluster.example:9094' }] }, /^clusters\[0\]\.host /],
     ['a host with a space', { clusters: [{ host: 'cluster example' }] }, /^clusters\[0\]\.host /],
     ['a dotted number that is no IP', { clusters: [{ host: '300.1.2.3' }] }, /^clusters\[0\]\.host /],
-    ['port 0', { clusters: [ok, { host: 'b.example', port: '0' }] }, /^clusters\[1\]\.port "0" is not a port number from 1 to 65535$/],
+    [
+      'port 0',
+      { clusters: [ok, { host: 'b.example', port: '0' }] },
+      /^clusters\[1\]\.port "0" is not a port number from 1 to 65535$/,
+    ],
     ['port 65536', { clusters: [{ ...ok, port: '65536' }] }, /^clusters\[0\]\.port "65536" is not a port/],
     ['a port that is no number', { clusters: [{ ...ok, port: 'http' }] }, /^clusters\[0\]\.port "http" is not a port/],
     ['a port as a big JSON number', { clusters: [{ ...ok, port: 70000 }] }, /^clusters\[0\]\.port 70000 is not a port/],
-    ['a port as a boolean', { clusters: [{ ...ok, port: true }] }, /^clusters\[0\]\.port true is not a port number from 1 to 65535$/],
-    ['user without pass', { clusters: [{ ...ok, user: 'u' }] }, /^clusters\[0\]\.pass is required when clusters\[0\]\.user is given/],
-    ['pass without user', { clusters: [ok, { host: 'b.example', pass: 'p' }] }, /^clusters\[1\]\.user is required when clusters\[1\]\.pass is given/],
-    ['an empty user', { clusters: [{ ...ok, user: '', pass: 'p' }] }, /^clusters\[0\]\.user must NOT have fewer than 1 characters$/],
+    [
+      'a port as a boolean',
+      { clusters: [{ ...ok, port: true }] },
+      /^clusters\[0\]\.port true is not a port number from 1 to 65535$/,
+    ],
+    [
+      'user without pass',
+      { clusters: [{ ...ok, user: 'u' }] },
+      /^clusters\[0\]\.pass is required when clusters\[0\]\.user is given/,
+    ],
+    [
+      'pass without user',
+      { clusters: [ok, { host: 'b.example', pass: 'p' }] },
+      /^clusters\[1\]\.user is required when clusters\[1\]\.pass is given/,
+    ],
+    [
+      'an empty user',
+      { clusters: [{ ...ok, user: '', pass: 'p' }] },
+      /^clusters\[0\]\.user must NOT have fewer than 1 characters$/,
+    ],
     ['secure as a string', { clusters: [{ ...ok, secure: 'true' }] }, /^clusters\[0\]\.secure must be boolean$/],
-    ['a timeout that is no duration', { clusters: [ok, { host: 'b.example', timeout: '5 minutes' }] }, /^clusters\[1\]\.timeout "5 minutes" is not a duration string above zero/],
-    ['a timeout without unit', { clusters: [{ ...ok, timeout: '30' }] }, /^clusters\[0\]\.timeout "30" is not a duration/],
+    [
+      'a timeout that is no duration',
+      { clusters: [ok, { host: 'b.example', timeout: '5 minutes' }] },
+      /^clusters\[1\]\.timeout "5 minutes" is not a duration string above zero/,
+    ],
+    [
+      'a timeout without unit',
+      { clusters: [{ ...ok, timeout: '30' }] },
+      /^clusters\[0\]\.timeout "30" is not a duration/,
+    ],
     ['a zero timeout', { clusters: [{ ...ok, timeout: '0s' }] }, /^clusters\[0\]\.timeout "0s" /],
     ['a negative timeout', { clusters: [{ ...ok, timeout: '-1s' }] }, /^clusters\[0\]\.timeout "-1s" /],
     ['a timeout as a number', { clusters: [{ ...ok, timeout: 30 }] }, /^clusters\[0\]\.timeout must be string$/],
-    ['an unknown cluster field', { clusters: [{ ...ok, timout: '1s' }] }, /^clusters\[0\]\.timout is not a known field$/],
-    ['addParams not an object', { clusters: [{ ...ok, addParams: true }] }, /^clusters\[0\]\.addParams must be object$/],
+    [
+      'an unknown cluster field',
+      { clusters: [{ ...ok, timout: '1s' }] },
+      /^clusters\[0\]\.timout is not a known field$/,
+    ],
+    [
+      'addParams not an object',
+      { clusters: [{ ...ok, addParams: true }] },
+      /^clusters\[0\]\.addParams must be object$/,
+    ],
     ...(['local', 'recursive', 'hidden', 'wrap', 'shard', 'streamChannels', 'noPin'] as const).map(
-      (field): [string, unknown, RegExp] => [`addParams.${field} as a string`, { clusters: [ok, { host: 'b.example', addParams: { [field]: 'yes' } }] }, new RegExp(`^clusters\\[1\\]\\.addParams\\.${field} must be boolean$`)],
+      (field): [string, unknown, RegExp] => [
+        `addParams.${field} as a string`,
+        { clusters: [ok, { host: 'b.example', addParams: { [field]: 'yes' } }] },
+        new RegExp(`^clusters\\[1\\]\\.addParams\\.${field} must be boolean$`),
+      ],
     ),
-    ['an unknown addParams field', { clusters: [{ ...ok, addParams: { 'wrap-with-directory': true } }] }, /^clusters\[0\]\.addParams\.wrap-with-directory is not a known field$/],
+    [
+      'an unknown addParams field',
+      { clusters: [{ ...ok, addParams: { 'wrap-with-directory': true } }] },
+      /^clusters\[0\]\.addParams\.wrap-with-directory is not a known field$/,
+    ],
     ['pinParams not an object', { clusters: [{ ...ok, pinParams: [] }] }, /^clusters\[0\]\.pinParams must be object$/],
-    ['replicationFactorMin not an integer', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 1.5 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin must be integer$/],
-    ['replicationFactorMin as a string', { clusters: [{ ...ok, pinParams: { replicationFactorMin: '2' } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin must be integer$/],
-    ['replicationFactorMax below -1', { clusters: [ok, { host: 'b.example', pinParams: { replicationFactorMax: -2 } }] }, /^clusters\[1\]\.pinParams\.replicationFactorMax must be >= -1$/],
-    ['replicationFactorMin above max', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 3, replicationFactorMax: 2 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin 3 is larger than replicationFactorMax 2$/],
-    ['a pin name that is not a string', { clusters: [{ ...ok, pinParams: { name: 7 } }] }, /^clusters\[0\]\.pinParams\.name must be string$/],
-    ['expireIn as a number', { clusters: [{ ...ok, pinParams: { expireIn: 3600 } }] }, /^clusters\[0\]\.pinParams\.expireIn must be string$/],
-    ['an unknown pinParams field', { clusters: [{ ...ok, pinParams: { replication: 2 } }] }, /^clusters\[0\]\.pinParams\.replication is not a known field$/],
-    ['the same cluster twice', { clusters: [ok, { host: 'cluster-1.example', port: '9094' }] }, /^clusters\[1\] repeats clusters\[0\] \(cluster-1\.example:9094\)/],
+    [
+      'replicationFactorMin not an integer',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: 1.5 } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin must be integer$/,
+    ],
+    [
+      'replicationFactorMin as a string',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: '2' } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin must be integer$/,
+    ],
+    [
+      'replicationFactorMax below -1',
+      { clusters: [ok, { host: 'b.example', pinParams: { replicationFactorMax: -2 } }] },
+      /^clusters\[1\]\.pinParams\.replicationFactorMax must be >= -1$/,
+    ],
+    [
+      'replicationFactorMin above max',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: 3, replicationFactorMax: 2 } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin 3 is larger than replicationFactorMax 2$/,
+    ],
+    [
+      'a pin name that is not a string',
+      { clusters: [{ ...ok, pinParams: { name: 7 } }] },
+      /^clusters\[0\]\.pinParams\.name must be string$/,
+    ],
+    [
+      'expireIn as a number',
+      { clusters: [{ ...ok, pinParams: { expireIn: 3600 } }] },
+      /^clusters\[0\]\.pinParams\.expireIn must be string$/,
+    ],
+    [
+      'an unknown pinParams field',
+      { clusters: [{ ...ok, pinParams: { replication: 2 } }] },
+      /^clusters\[0\]\.pinParams\.replication is not a known field$/,
+    ],
+    [
+      'the same cluster twice',
+      { clusters: [ok, { host: 'cluster-1.example', port: '9094' }] },
+      /^clusters\[1\] repeats clusters\[0\] \(cluster-1\.example:9094\)/,
+    ],
     // What the real cluster refuses on every pin (cluster.go isReplicationFactorValid): 0 or unset is its default, -1.
-    ['replicationFactorMin alone', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 2 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin 2 and replicationFactorMax unset \(the cluster default, -1\): the cluster refuses a pair where exactly one side is -1/],
-    ['min -1 with max 3', { clusters: [{ ...ok, pinParams: { replicationFactorMin: -1, replicationFactorMax: 3 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin -1 and replicationFactorMax 3: the cluster refuses/],
-    ['min 3 with max -1', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 3, replicationFactorMax: -1 } }] }, /^clusters\[0\]\.pinParams\.replicationFactorMin 3 and replicationFactorMax -1: the cluster refuses/],
-    ['min 0 with max 2', { clusters: [{ ...ok, pinParams: { replicationFactorMin: 0, replicationFactorMax: 2 } }] }, /replicationFactorMin 0 \(the cluster default, -1\) and replicationFactorMax 2/],
-    ['a user with a colon', { clusters: [{ ...ok, user: 'team:sealer', pass: 'p' }] }, /^clusters\[0\]\.user contains ':'/],
-    ['shard true', { clusters: [{ ...ok, addParams: { shard: true } }] }, /^clusters\[0\]\.addParams\.shard true is not supported/],
-    ['a pin name too long for the REST API\'s header limit once URL-encoded', { clusters: [{ ...ok, pinParams: { name: 'ü'.repeat(400) } }] }, /^clusters\[0\]\.pinParams\.name takes 2400 bytes URL-encoded; at most 2048 fit/],
+    [
+      'replicationFactorMin alone',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: 2 } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin 2 and replicationFactorMax unset \(the cluster default, -1\): the cluster refuses a pair where exactly one side is -1/,
+    ],
+    [
+      'min -1 with max 3',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: -1, replicationFactorMax: 3 } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin -1 and replicationFactorMax 3: the cluster refuses/,
+    ],
+    [
+      'min 3 with max -1',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: 3, replicationFactorMax: -1 } }] },
+      /^clusters\[0\]\.pinParams\.replicationFactorMin 3 and replicationFactorMax -1: the cluster refuses/,
+    ],
+    [
+      'min 0 with max 2',
+      { clusters: [{ ...ok, pinParams: { replicationFactorMin: 0, replicationFactorMax: 2 } }] },
+      /replicationFactorMin 0 \(the cluster default, -1\) and replicationFactorMax 2/,
+    ],
+    [
+      'a user with a colon',
+      { clusters: [{ ...ok, user: 'team:sealer', pass: 'p' }] },
+      /^clusters\[0\]\.user contains ':'/,
+    ],
+    [
+      'shard true',
+      { clusters: [{ ...ok, addParams: { shard: true } }] },
+      /^clusters\[0\]\.addParams\.shard true is not supported/,
+    ],
+    [
+      "a pin name too long for the REST API's header limit once URL-encoded",
+      { clusters: [{ ...ok, pinParams: { name: 'ü'.repeat(400) } }] },
+      /^clusters\[0\]\.pinParams\.name takes 2400 bytes URL-encoded; at most 2048 fit/,
+    ],
   ];
 
   for (const [name, body, message] of cases) {
@@ -101,7 +222,9 @@ describe('POST /v1/ipfs/config validation', () => {
   });
 
   it('stored nothing for any refused configuration', async () => {
-    const rows = await sql<{ n: number }>`select count(*)::int as n from seal.cluster_configs`.execute(seal.database.db);
+    const rows = await sql<{ n: number }>`select count(*)::int as n from seal.cluster_configs`.execute(
+      seal.database.db,
+    );
     assert.equal(rows.rows[0]!.n, 0);
     assert.equal((await getConfig(seal)).stored, null);
   });
@@ -136,7 +259,10 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
   let database: { url: string; drop(): Promise<void> };
   let seal: ServiceUnderTest | undefined;
   const start = async (env: Record<string, string> = {}) =>
-    (seal = await startServiceForTest(sealService, { databaseUrl: database.url, env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...env } }));
+    (seal = await startServiceForTest(sealService, {
+      databaseUrl: database.url,
+      env: { SEAL_MASTER_KEY: TEST_MASTER_KEY, ...env },
+    }));
 
   before(async () => {
     primary = await startStandIn();
@@ -166,12 +292,25 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     ],
   });
 
-  it('runs on the IPFS_CLUSTER_* variables when nothing is stored, with the spec\'s defaults for the rest', async () => {
-    const service = await start({ ...standInEnv(primary), IPFS_CLUSTER_USER: 'env-user', IPFS_CLUSTER_PASS: 'env-secret' });
+  it("runs on the IPFS_CLUSTER_* variables when nothing is stored, with the spec's defaults for the rest", async () => {
+    const service = await start({
+      ...standInEnv(primary),
+      IPFS_CLUSTER_USER: 'env-user',
+      IPFS_CLUSTER_PASS: 'env-secret',
+    });
     assert.deepEqual(await getConfig(service), {
       inForce: {
         source: 'environment',
-        clusters: [{ host: '127.0.0.1', port: String(primary.port), user: 'env-user', pass: '[redacted]', secure: false, timeout: '30s' }],
+        clusters: [
+          {
+            host: '127.0.0.1',
+            port: String(primary.port),
+            user: 'env-user',
+            pass: '[redacted]',
+            secure: false,
+            timeout: '30s',
+          },
+        ],
       },
       stored: null,
       restartRequired: false,
@@ -193,7 +332,9 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     assert.match(body.message, /Restart every instance/);
     assert.ok(!Number.isNaN(Date.parse(body.storedAt)));
 
-    const rows = await sql<{ clusters: unknown }>`select clusters from seal.cluster_configs`.execute(service.database.db);
+    const rows = await sql<{ clusters: unknown }>`select clusters from seal.cluster_configs`.execute(
+      service.database.db,
+    );
     const stored = JSON.stringify(rows.rows);
     assert.ok(!stored.includes('pa55-w0rd!'), 'no password in the database');
     assert.match(stored, /"passEncrypted":"v1\.[A-Za-z0-9_-]+"/);
@@ -209,7 +350,11 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     assert.equal(state.restartRequired, true);
     const sealed = await postSeal(service, rawMessage());
     assert.equal(sealed.status, 201);
-    assert.equal(primary.requests.filter((r) => r.path === '/add').length, 1, 'still sealed through the environment cluster');
+    assert.equal(
+      primary.requests.filter((r) => r.path === '/add').length,
+      1,
+      'still sealed through the environment cluster',
+    );
     assert.equal(guarded.requests.length, 0);
     await service.stop();
     seal = undefined;
@@ -228,13 +373,20 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     assert.deepEqual(pins[0], { cluster: `127.0.0.1:${guarded.port}`, status: 'pinned' });
     assert.equal(pins[1].status, 'pin_error', 'ipfs-2.example cannot be reached from here');
     const calls = guarded.requests.filter((r) => r.listener === 'rest' && r.path !== '/id');
-    assert.deepEqual(calls.map((r) => `${r.method} ${r.path.replace(/Qm\w+/, '{cid}')}?${r.query}`), [
-      'POST /add?no-pin=false&replication-min=-1&replication-max=-1&name=sealed',
-      'POST /pins/{cid}?replication-min=-1&replication-max=-1&name=sealed',
-      'GET /pins/{cid}?',
-    ]);
+    assert.deepEqual(
+      calls.map((r) => `${r.method} ${r.path.replace(/Qm\w+/, '{cid}')}?${r.query}`),
+      [
+        'POST /add?no-pin=false&replication-min=-1&replication-max=-1&name=sealed',
+        'POST /pins/{cid}?replication-min=-1&replication-max=-1&name=sealed',
+        'GET /pins/{cid}?',
+      ],
+    );
     assert.ok(calls.every((r) => r.authorization));
-    assert.equal(primary.requests.filter((r) => r.path === '/add').length, 1, 'the environment cluster is not used any more');
+    assert.equal(
+      primary.requests.filter((r) => r.path === '/add').length,
+      1,
+      'the environment cluster is not used any more',
+    );
 
     const same = await post(service, guardedConfig());
     assert.equal((await same.json()).restartRequired, false, 'storing what is in force needs no restart');
@@ -243,10 +395,21 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
   it('refuses to start when the stored password does not decrypt with SEAL_MASTER_KEY', async () => {
     await seal?.stop();
     seal = undefined;
-    const config = loadConfig({ DATABASE_URL: database.url, SEAL_MASTER_KEY: 'bb'.repeat(32), SEAL_PORT: '0', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      DATABASE_URL: database.url,
+      SEAL_MASTER_KEY: 'bb'.repeat(32),
+      SEAL_PORT: '0',
+      LOG_LEVEL: 'silent',
+    });
     const db = await openDatabase({ url: database.url, poolSize: 1 });
     try {
-      const context = { config, settings: config.seal, database: db, objects: undefined as never, logger: createLogger({ level: 'silent' }) };
+      const context = {
+        config,
+        settings: config.seal,
+        database: db,
+        objects: undefined as never,
+        logger: createLogger({ level: 'silent' }),
+      };
       await assert.rejects(sealService.start(context), /does not decrypt with SEAL_MASTER_KEY: was the key changed\?/);
     } finally {
       await db.close();

@@ -29,7 +29,12 @@ export function replicationProblem(pinParams: PinParams | undefined): string | u
   if (min === undefined && max === undefined) return undefined;
   const effective = (value: number | undefined) => (value === undefined || value === 0 ? -1 : value);
   const [effMin, effMax] = [effective(min), effective(max)];
-  const shown = (value: number | undefined, eff: number) => (value === undefined ? `unset (the cluster default, ${eff})` : value === 0 ? `0 (the cluster default, ${eff})` : String(value));
+  const shown = (value: number | undefined, eff: number) =>
+    value === undefined
+      ? `unset (the cluster default, ${eff})`
+      : value === 0
+        ? `0 (the cluster default, ${eff})`
+        : String(value);
   if ((effMin === -1) !== (effMax === -1)) {
     return (
       `replicationFactorMin ${shown(min, effMin)} and replicationFactorMax ${shown(max, effMax)}: the cluster refuses a pair where exactly one side is -1 ` +
@@ -111,7 +116,9 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     const field = (name: string) => `clusters[${index}].${name}`;
     const host = parseHost(input.host);
     if (!host) {
-      throw badRequest(`${field('host')} ${JSON.stringify(input.host)} is not a host name or IP address (give it without scheme, port or path)`);
+      throw badRequest(
+        `${field('host')} ${JSON.stringify(input.host)} is not a host name or IP address (give it without scheme, port or path)`,
+      );
     }
     let port = DEFAULT_PORT;
     if (input.port !== undefined) {
@@ -123,16 +130,22 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
       port = String(value);
     }
     if ((input.user === undefined) !== (input.pass === undefined)) {
-      throw badRequest(`${field(input.user === undefined ? 'user' : 'pass')} is required when ${field(input.user === undefined ? 'pass' : 'user')} is given (Basic auth needs both)`);
+      throw badRequest(
+        `${field(input.user === undefined ? 'user' : 'pass')} is required when ${field(input.user === undefined ? 'pass' : 'user')} is given (Basic auth needs both)`,
+      );
     }
     const timeout = input.timeout ?? DEFAULT_TIMEOUT;
     const ns = durationNs(timeout);
     if (ns === undefined || ns <= 0n) {
-      throw badRequest(`${field('timeout')} ${JSON.stringify(timeout)} is not a duration string above zero (e.g. 30s, 1m30s, 500ms)`);
+      throw badRequest(
+        `${field('timeout')} ${JSON.stringify(timeout)} is not a duration string above zero (e.g. 30s, 1m30s, 500ms)`,
+      );
     }
     if (input.user?.includes(':')) {
       // Go's (*Request).BasicAuth splits the credentials at the first colon: such a user never logs in.
-      throw badRequest(`${field('user')} contains ':', which Basic auth cannot carry in a user name (the cluster splits user and password at the first ':')`);
+      throw badRequest(
+        `${field('user')} contains ':', which Basic auth cannot carry in a user name (the cluster splits user and password at the first ':')`,
+      );
     }
     if (input.addParams?.shard === true) {
       throw badRequest(
@@ -143,7 +156,10 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     const pinParams = input.pinParams;
     const replication = replicationProblem(pinParams);
     if (replication) throw badRequest(`${field('pinParams')}.${replication}`);
-    if (pinParams?.name !== undefined && new URLSearchParams({ name: pinParams.name }).toString().length - 5 > MAX_ENCODED_NAME) {
+    if (
+      pinParams?.name !== undefined &&
+      new URLSearchParams({ name: pinParams.name }).toString().length - 5 > MAX_ENCODED_NAME
+    ) {
       throw badRequest(
         `${field('pinParams.name')} takes ${new URLSearchParams({ name: pinParams.name }).toString().length - 5} bytes URL-encoded; at most ${MAX_ENCODED_NAME} fit, ` +
           "since the name travels in the query of every /add and pin and the cluster's REST API refuses requests with more than about 8 KiB of request line and headers",
@@ -160,17 +176,26 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     };
     const name = clusterName(cluster);
     const earlier = seen.get(name);
-    if (earlier !== undefined) throw badRequest(`clusters[${index}] repeats clusters[${earlier}] (${name}); list each cluster once`);
+    if (earlier !== undefined)
+      throw badRequest(`clusters[${index}] repeats clusters[${earlier}] (${name}); list each cluster once`);
     seen.set(name, index);
     return cluster;
   });
 }
 
 /** The IPFS_CLUSTER_* fallback as one cluster; the variables were parsed by the kernel config. */
-export function environmentCluster(env: { host: string; port: string; user?: string; pass?: string; secure: boolean }): ClusterSettings {
+export function environmentCluster(env: {
+  host: string;
+  port: string;
+  user?: string;
+  pass?: string;
+  secure: boolean;
+}): ClusterSettings {
   const host = parseHost(env.host);
   if (!host) {
-    throw new Error(`IPFS_CLUSTER_HOST=${JSON.stringify(env.host)} is not valid: expected a host name or IP address without scheme, port or path`);
+    throw new Error(
+      `IPFS_CLUSTER_HOST=${JSON.stringify(env.host)} is not valid: expected a host name or IP address without scheme, port or path`,
+    );
   }
   return {
     host,

@@ -27,11 +27,32 @@ interface Target {
 async function standInTarget(): Promise<Target> {
   const certificate = await createTestCertificate();
   const primary = await startStandIn({ user: 'sealer', pass: 'primary-pass' });
-  const secondary = await startStandIn({ user: 'sealer', pass: 'secondary-pass', tls: { cert: certificate.cert, key: certificate.key }, proxyAuth: false });
+  const secondary = await startStandIn({
+    user: 'sealer',
+    pass: 'secondary-pass',
+    tls: { cert: certificate.cert, key: certificate.key },
+    proxyAuth: false,
+  });
   const byName = { primary, secondary } as Record<'primary' | 'secondary', StandIn>;
   return {
-    primary: { host: '127.0.0.1', port: String(primary.port), user: 'sealer', pass: 'primary-pass', secure: false, timeout: '30s', proxyPort: primary.proxyPort },
-    secondary: { host: '127.0.0.1', port: String(secondary.port), user: 'sealer', pass: 'secondary-pass', secure: true, timeout: '30s', proxyPort: secondary.proxyPort },
+    primary: {
+      host: '127.0.0.1',
+      port: String(primary.port),
+      user: 'sealer',
+      pass: 'primary-pass',
+      secure: false,
+      timeout: '30s',
+      proxyPort: primary.proxyPort,
+    },
+    secondary: {
+      host: '127.0.0.1',
+      port: String(secondary.port),
+      user: 'sealer',
+      pass: 'secondary-pass',
+      secure: true,
+      timeout: '30s',
+      proxyPort: secondary.proxyPort,
+    },
     ca: certificate.cert,
     stopIpfs: async (which) => byName[which].setIpfsDown(true),
     startIpfs: async (which) => byName[which].setIpfsDown(false),
@@ -47,7 +68,15 @@ async function realTarget(): Promise<Target> {
   const clusters: RealClusters = await startRealClusters();
   const settings = (which: 'primary' | 'secondary') => {
     const cluster = clusters[which];
-    return { host: '127.0.0.1', port: String(cluster.restPort), user: cluster.user, pass: cluster.pass, secure: cluster.secure, timeout: '30s', proxyPort: cluster.proxyPort };
+    return {
+      host: '127.0.0.1',
+      port: String(cluster.restPort),
+      user: cluster.user,
+      pass: cluster.pass,
+      secure: cluster.secure,
+      timeout: '30s',
+      proxyPort: cluster.proxyPort,
+    };
   };
   return {
     primary: settings('primary'),
@@ -122,10 +151,18 @@ for (const [name, start] of [
 
     it('sends each addParams field under the name the server reads: wrap, no streaming, hidden, local, recursive, no-pin', async () => {
       const data = randomBytes(5000);
-      const wrapped = await client(target, 'primary', { addParams: { wrap: true, streamChannels: false, hidden: true, local: true, recursive: true } }).add(chunks(data), 'inner.sealed');
+      const wrapped = await client(target, 'primary', {
+        addParams: { wrap: true, streamChannels: false, hidden: true, local: true, recursive: true },
+      }).add(chunks(data), 'inner.sealed');
       assert.equal(wrapped.wrapped, true);
-      assert.ok((await cat(client(target, 'primary'), `/ipfs/${wrapped.cid}/inner.sealed`)).equals(data), 'the file sits in the wrapping directory');
-      const unpinned = await client(target, 'primary', { addParams: { noPin: true } }).add(chunks(randomBytes(3000)), 'loose.sealed');
+      assert.ok(
+        (await cat(client(target, 'primary'), `/ipfs/${wrapped.cid}/inner.sealed`)).equals(data),
+        'the file sits in the wrapping directory',
+      );
+      const unpinned = await client(target, 'primary', { addParams: { noPin: true } }).add(
+        chunks(randomBytes(3000)),
+        'loose.sealed',
+      );
       const state = await client(target, 'primary').pinStatus(unpinned.cid);
       assert.equal(state.state, 'pin_error');
       assert.match((state as { error: string }).error, /unpinned/, 'no-pin left it out of the pinset');
@@ -140,7 +177,7 @@ for (const [name, start] of [
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
     });
 
-    it('sends pinParams under the server\'s names: the name and replication are recorded, on /add as on POST /pins', async () => {
+    it("sends pinParams under the server's names: the name and replication are recorded, on /add as on POST /pins", async () => {
       const pinParams = { name: 'sealpost büro', replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' };
       const primary = client(target, 'primary', { pinParams });
       const added = await primary.add(chunks(randomBytes(2000)), 'named.sealed');
@@ -151,10 +188,12 @@ for (const [name, start] of [
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
     });
 
-    it('takes the longest pin name the configuration allows (2 KiB URL-encoded) within the REST API\'s header limit', async () => {
+    it("takes the longest pin name the configuration allows (2 KiB URL-encoded) within the REST API's header limit", async () => {
       const longest = `${'ü'.repeat(341)}ab`; // 341 × 6 + 2 = 2048 bytes URL-encoded
       assert.equal(encodeURIComponent(longest).length, 2048);
-      const primary = client(target, 'primary', { pinParams: { name: longest, replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' } });
+      const primary = client(target, 'primary', {
+        pinParams: { name: longest, replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' },
+      });
       const added = await primary.add(chunks(randomBytes(500)), 'long-name.sealed');
       await primary.pin(added.cid);
       assert.equal((await globalPinInfo(primary, added.cid)).name, longest);
@@ -162,12 +201,26 @@ for (const [name, start] of [
 
     it('refuses on every pin the replication pairs the configuration refuses, and takes the ones it accepts', async () => {
       const added = await client(target, 'primary').add(chunks(randomBytes(1000)), 'replicated.sealed');
-      for (const [min, max] of [[2, undefined], [-1, 3], [3, -1]] as const) {
+      for (const [min, max] of [
+        [2, undefined],
+        [-1, 3],
+        [3, -1],
+      ] as const) {
         const pinParams = { replicationFactorMin: min, ...(max === undefined ? {} : { replicationFactorMax: max }) };
-        await assert.rejects(client(target, 'primary', { pinParams }).pin(added.cid), (error: ClusterError) => error.status !== undefined && error.status >= 400, `${min}/${max}`);
+        await assert.rejects(
+          client(target, 'primary', { pinParams }).pin(added.cid),
+          (error: ClusterError) => error.status !== undefined && error.status >= 400,
+          `${min}/${max}`,
+        );
       }
-      for (const [min, max] of [[-1, -1], [1, 1], [0, 0]] as const) {
-        await client(target, 'primary', { pinParams: { replicationFactorMin: min, replicationFactorMax: max } }).pin(added.cid);
+      for (const [min, max] of [
+        [-1, -1],
+        [1, 1],
+        [0, 0],
+      ] as const) {
+        await client(target, 'primary', { pinParams: { replicationFactorMin: min, replicationFactorMax: max } }).pin(
+          added.cid,
+        );
       }
     });
 
@@ -178,15 +231,25 @@ for (const [name, start] of [
       const state = await primary.pinStatus(added.cid);
       assert.equal(state.state, 'pin_error');
       assert.match((state as { error: string }).error, /unpinned/);
-      assert.deepEqual((await globalPinInfo(primary, added.cid)).allocations, [], 'the record of a CID outside the pinset has no allocations');
+      assert.deepEqual(
+        (await globalPinInfo(primary, added.cid)).allocations,
+        [],
+        'the record of a CID outside the pinset has no allocations',
+      );
       await primary.unpin(added.cid);
     });
 
     it('refuses a wrong password with 401, and an HTTPS cluster whose certificate is not trusted', async () => {
-      await assert.rejects(client(target, 'primary', { pass: 'wrong' }).id(), (error: ClusterError) => error.kind === 'http' && error.status === 401);
+      await assert.rejects(
+        client(target, 'primary', { pass: 'wrong' }).id(),
+        (error: ClusterError) => error.kind === 'http' && error.status === 401,
+      );
       const { proxyPort, ...settings } = target.secondary;
       const untrusting = new ClusterClient(settings, { proxyPort });
-      await assert.rejects(untrusting.id(), (error: ClusterError) => error.kind === 'tls' && /IPFS_CLUSTER_CA_FILE/.test(error.message));
+      await assert.rejects(
+        untrusting.id(),
+        (error: ClusterError) => error.kind === 'tls' && /IPFS_CLUSTER_CA_FILE/.test(error.message),
+      );
       assert.equal((await client(target, 'secondary').ready()).id.length > 0, true, 'with the CA it answers');
     });
 
@@ -195,8 +258,14 @@ for (const [name, start] of [
       await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
       try {
         const port = (silent.address() as { port: number }).port;
-        const hanging = new ClusterClient({ host: '127.0.0.1', port: String(port), secure: false, timeout: '300ms' }, { proxyPort: port });
-        await assert.rejects(hanging.add(chunks(randomBytes(100)), 'x'), (error: ClusterError) => error.kind === 'timeout');
+        const hanging = new ClusterClient(
+          { host: '127.0.0.1', port: String(port), secure: false, timeout: '300ms' },
+          { proxyPort: port },
+        );
+        await assert.rejects(
+          hanging.add(chunks(randomBytes(100)), 'x'),
+          (error: ClusterError) => error.kind === 'timeout',
+        );
       } finally {
         silent.close();
       }
@@ -217,7 +286,8 @@ for (const [name, start] of [
       } finally {
         await target.startIpfs('secondary');
       }
-      for (let i = 0; i < 100 && (await secondary.id()).ipfsError !== ''; i++) await new Promise((resolve) => setTimeout(resolve, 200));
+      for (let i = 0; i < 100 && (await secondary.id()).ipfsError !== ''; i++)
+        await new Promise((resolve) => setTimeout(resolve, 200));
       await secondary.ready();
       await secondary.recover(added.cid);
       let state = await settledState(secondary, added.cid);

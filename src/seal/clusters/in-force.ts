@@ -24,7 +24,10 @@ export class MissingClusterConfigError extends Error {
  * IPFS_CLUSTER_* variables are used only when nothing was stored; with neither the service does not start.
  * Read once, at start: it stays in force until the process restarts, even when a new one is stored meanwhile.
  */
-export async function loadConfigInForce(store: ClusterConfigStore, envCluster: SealConfig['envCluster']): Promise<ConfigInForce> {
+export async function loadConfigInForce(
+  store: ClusterConfigStore,
+  envCluster: SealConfig['envCluster'],
+): Promise<ConfigInForce> {
   const stored = await store.latest();
   if (stored) return { source: 'stored', clusters: stored.clusters };
   if (envCluster) return { source: 'environment', clusters: [environmentCluster(envCluster)] };

@@ -14,7 +14,8 @@ export interface ClusterConfigRoutesOptions {
 
 const RESTART_NOTE =
   'Stored. Restart every instance of the seal service for it to apply: each instance keeps the configuration it read at start until then.';
-const NO_RESTART_NOTE = 'Stored. It equals the configuration this instance runs with; instances started with another one still need a restart.';
+const NO_RESTART_NOTE =
+  'Stored. It equals the configuration this instance runs with; instances started with another one still need a restart.';
 
 /** POST and GET /v1/ipfs/config (docs/specification.md#seal-endpoints). Admin token. */
 export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutesOptions) {
@@ -73,7 +74,9 @@ export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutes
       const stored = await store.latest();
       return {
         inForce: { source: inForce.source, clusters: inForce.clusters.map(redactCluster) },
-        stored: stored ? { clusters: stored.clusters.map(redactCluster), storedAt: stored.storedAt.toISOString() } : null,
+        stored: stored
+          ? { clusters: stored.clusters.map(redactCluster), storedAt: stored.storedAt.toISOString() }
+          : null,
         restartRequired: stored !== undefined && !sameClusters(stored.clusters, inForce.clusters),
       };
     },

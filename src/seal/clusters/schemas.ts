@@ -14,22 +14,38 @@ export const AddParamsSchema = Type.Object(
     wrap: Type.Optional(Type.Boolean({ description: 'sent as `wrap-with-directory` (the name the cluster reads)' })),
     shard: Type.Optional(Type.Boolean({ description: 'sent as `shard`' })),
     streamChannels: Type.Optional(
-      Type.Boolean({ description: 'sent as `stream-channels`; the cluster defaults to true (newline-delimited answer)' }),
+      Type.Boolean({
+        description: 'sent as `stream-channels`; the cluster defaults to true (newline-delimited answer)',
+      }),
     ),
     noPin: Type.Optional(
-      Type.Boolean({ description: 'sent as `no-pin`: the file is left unpinned when added; default false. It is pinned right after anyway (POST /pins on every cluster)' }),
+      Type.Boolean({
+        description:
+          'sent as `no-pin`: the file is left unpinned when added; default false. It is pinned right after anyway (POST /pins on every cluster)',
+      }),
     ),
   },
-  { additionalProperties: false, description: 'parameters of `POST /add` on the primary cluster; only the fields given are sent' },
+  {
+    additionalProperties: false,
+    description: 'parameters of `POST /add` on the primary cluster; only the fields given are sent',
+  },
 );
 
 export const PinParamsSchema = Type.Object(
   {
     replicationFactorMin: Type.Optional(
-      Type.Integer({ minimum: -1, maximum: 2147483647, description: 'sent as `replication-min`; 0 is the cluster default, -1 everywhere' }),
+      Type.Integer({
+        minimum: -1,
+        maximum: 2147483647,
+        description: 'sent as `replication-min`; 0 is the cluster default, -1 everywhere',
+      }),
     ),
     replicationFactorMax: Type.Optional(
-      Type.Integer({ minimum: -1, maximum: 2147483647, description: 'sent as `replication-max`; 0 is the cluster default, -1 everywhere' }),
+      Type.Integer({
+        minimum: -1,
+        maximum: 2147483647,
+        description: 'sent as `replication-max`; 0 is the cluster default, -1 everywhere',
+      }),
     ),
     name: Type.Optional(Type.String({ maxLength: 1000, description: 'sent as `name`' })),
     expireIn: Type.Optional(
@@ -40,32 +56,52 @@ export const PinParamsSchema = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, description: 'parameters of `POST /pins/{cid}` on this cluster; only the fields given are sent' },
+  {
+    additionalProperties: false,
+    description: 'parameters of `POST /pins/{cid}` on this cluster; only the fields given are sent',
+  },
 );
 
 export const ClusterInputSchema = Type.Object(
   {
-    host: Type.String({ minLength: 1, maxLength: 253, description: 'host name or IP address of the cluster REST API; no scheme, port or path' }),
+    host: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: 'host name or IP address of the cluster REST API; no scheme, port or path',
+    }),
     port: Type.Optional(
       // No JSON type here: a string (the spec's type) or a number, checked with its own message in config.ts.
-      Type.Unsafe<string | number>({ description: 'REST API port 1-65535, a string (a JSON number is accepted too); default "9094"' }),
+      Type.Unsafe<string | number>({
+        description: 'REST API port 1-65535, a string (a JSON number is accepted too); default "9094"',
+      }),
     ),
     user: Type.Optional(
       Type.String({
         minLength: 1,
         maxLength: 1000,
         description:
-          'Basic auth user; needs pass. Sent on every REST API call; sent to the plain-HTTP IPFS proxy (reads) only when secure is false, so a secure cluster\'s password never travels unencrypted',
+          "Basic auth user; needs pass. Sent on every REST API call; sent to the plain-HTTP IPFS proxy (reads) only when secure is false, so a secure cluster's password never travels unencrypted",
       }),
     ),
-    pass: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Basic auth password; needs user; stored encrypted with SEAL_MASTER_KEY, never shown again' })),
+    pass: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1000,
+        description: 'Basic auth password; needs user; stored encrypted with SEAL_MASTER_KEY, never shown again',
+      }),
+    ),
     secure: Type.Optional(
       Type.Boolean({
         description:
-          'HTTPS to the REST API; default true. Reads go through the IPFS proxy (IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster\'s proxy has no TLS; with secure true the credentials are not sent there',
+          "HTTPS to the REST API; default true. Reads go through the IPFS proxy (IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster's proxy has no TLS; with secure true the credentials are not sent there",
       }),
     ),
-    timeout: Type.Optional(Type.String({ maxLength: 100, description: 'time limit of every call to this cluster (a duration string above zero); default "30s"' })),
+    timeout: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description: 'time limit of every call to this cluster (a duration string above zero); default "30s"',
+      }),
+    ),
     addParams: Type.Optional(AddParamsSchema),
     pinParams: Type.Optional(PinParamsSchema),
   },
@@ -110,7 +146,9 @@ export const ConfigStoredResponseSchema = Type.Object(
   {
     clusters: Type.Array(ClusterViewSchema),
     storedAt: Type.String({ format: 'date-time' }),
-    restartRequired: Type.Boolean({ description: 'whether the stored configuration differs from the one this instance runs with' }),
+    restartRequired: Type.Boolean({
+      description: 'whether the stored configuration differs from the one this instance runs with',
+    }),
     message: Type.String(),
   },
   { title: 'Stored IPFS cluster configuration' },
@@ -120,12 +158,17 @@ export const ConfigStateSchema = Type.Object(
   {
     inForce: Type.Object({
       source: Type.Union([Type.Literal('stored'), Type.Literal('environment')], {
-        description: '`stored`: read from the database at start; `environment`: the IPFS_CLUSTER_* variables (nothing was stored)',
+        description:
+          '`stored`: read from the database at start; `environment`: the IPFS_CLUSTER_* variables (nothing was stored)',
       }),
       clusters: Type.Array(ClusterViewSchema),
     }),
-    stored: Type.Union([StoredConfigSchema, Type.Null()], { description: 'the latest configuration stored through POST; null when none was' }),
-    restartRequired: Type.Boolean({ description: 'the stored configuration differs from the one in force: restart every instance to apply it' }),
+    stored: Type.Union([StoredConfigSchema, Type.Null()], {
+      description: 'the latest configuration stored through POST; null when none was',
+    }),
+    restartRequired: Type.Boolean({
+      description: 'the stored configuration differs from the one in force: restart every instance to apply it',
+    }),
   },
   { title: 'IPFS cluster configuration state' },
 );

@@ -42,7 +42,9 @@ export class ClusterConfigStore {
 
   private toStored(cluster: ClusterSettings): StoredCluster {
     const { pass, ...rest } = cluster;
-    return pass === undefined ? rest : { ...rest, passEncrypted: sealSecret(this.masterKey, Buffer.from(pass, 'utf8'), CLUSTER_PASS_LABEL) };
+    return pass === undefined
+      ? rest
+      : { ...rest, passEncrypted: sealSecret(this.masterKey, Buffer.from(pass, 'utf8'), CLUSTER_PASS_LABEL) };
   }
 
   private fromStored(stored: StoredCluster): ClusterSettings {

@@ -35,7 +35,12 @@ async function decrypt(key: Buffer, ciphertext: Buffer, size: number): Promise<B
 describe('sealed content format', () => {
   it('round-trips whatever the chunking on either side, the empty message included', async () => {
     for (const plaintext of [Buffer.alloc(0), Buffer.from('x'), randomBytes(100_003)]) {
-      for (const [inSize, outSize] of [[1, 1], [7, 13], [65_536, 16], [100_000, 100_000]] as const) {
+      for (const [inSize, outSize] of [
+        [1, 1],
+        [7, 13],
+        [65_536, 16],
+        [100_000, 100_000],
+      ] as const) {
         const key = newMessageKey();
         const ciphertext = await collect(encryptChunks(key, chunked(plaintext, inSize)));
         assert.equal(ciphertext.length, plaintext.length + 29, 'version, nonce, tag');
@@ -76,15 +81,25 @@ describe('sealed content format', () => {
 
 describe('reading the header section', () => {
   it('finds the empty line however the chunks split it, CRLF or bare LF, and keeps every byte', async () => {
-    for (const message of ['From: a@b.example\r\nTo: c@d.example\r\n\r\nbody\r\n', 'From: a@b.example\nTo: c@d.example\n\nbody\n']) {
+    for (const message of [
+      'From: a@b.example\r\nTo: c@d.example\r\n\r\nbody\r\n',
+      'From: a@b.example\nTo: c@d.example\n\nbody\n',
+    ]) {
       const data = Buffer.from(message);
       for (const size of [1, 2, 3, 5, 64]) {
         const head = await readHead(chunked(data, size)[Symbol.asyncIterator](), () => undefined);
-        assert.equal(head.buffered.subarray(0, head.headerLength).toString(), message.slice(0, message.indexOf('body')), `chunks of ${size}`);
+        assert.equal(
+          head.buffered.subarray(0, head.headerLength).toString(),
+          message.slice(0, message.indexOf('body')),
+          `chunks of ${size}`,
+        );
         assert.ok(data.subarray(0, head.buffered.length).equals(head.buffered));
       }
     }
-    const headerOnly = await readHead(chunked(Buffer.from('From: a@b.example\r\n'), 4)[Symbol.asyncIterator](), () => undefined);
+    const headerOnly = await readHead(
+      chunked(Buffer.from('From: a@b.example\r\n'), 4)[Symbol.asyncIterator](),
+      () => undefined,
+    );
     assert.deepEqual([headerOnly.headerLength, headerOnly.ended], [19, true]);
   });
 });

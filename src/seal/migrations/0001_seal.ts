@@ -47,5 +47,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('sealed_pins_pk', ['sealed_id', 'cluster'])
     .execute();
   // The re-pin job's question: which failed pins are due.
-  await db.schema.createIndex('sealed_pins_due').on('sealed_pins').column('next_attempt_at').where(sql.ref('status'), '=', 'failed').execute();
+  await db.schema
+    .createIndex('sealed_pins_due')
+    .on('sealed_pins')
+    .column('next_attempt_at')
+    .where(sql.ref('status'), '=', 'failed')
+    .execute();
 }

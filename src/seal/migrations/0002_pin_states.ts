@@ -12,5 +12,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('sealed_pins_due').execute();
   // The follower's question (which pins are due) and the admin list (which are not pinned): both only
   // ever look at the few rows that are not pinned.
-  await db.schema.createIndex('sealed_pins_open').on('sealed_pins').column('next_attempt_at').where(sql.ref('status'), '<>', 'pinned').execute();
+  await db.schema
+    .createIndex('sealed_pins_open')
+    .on('sealed_pins')
+    .column('next_attempt_at')
+    .where(sql.ref('status'), '<>', 'pinned')
+    .execute();
 }

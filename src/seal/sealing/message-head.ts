@@ -36,7 +36,8 @@ export async function readHead(source: AsyncIterator<Buffer>, onBytes: (count: n
     if (chunks.length > 1) chunks.splice(0, chunks.length, joined);
     const end = headerEnd(joined, searchFrom);
     if (end !== undefined) return { buffered: joined, headerLength: end, ended: false };
-    if (length > MAX_HEADER_BYTES) throw badRequest(`The message has no end of its header section within ${MAX_HEADER_BYTES} bytes`);
+    if (length > MAX_HEADER_BYTES)
+      throw badRequest(`The message has no end of its header section within ${MAX_HEADER_BYTES} bytes`);
   }
 }
 

@@ -2,7 +2,14 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { postSeal, rawMessage, standInCluster, startSealWithClusters, startStandIn, type StandIn } from '../../../test/support/seal.ts';
+import {
+  postSeal,
+  rawMessage,
+  standInCluster,
+  startSealWithClusters,
+  startStandIn,
+  type StandIn,
+} from '../../../test/support/seal.ts';
 
 /**
  * Content that was added and pinned but that no sealed record points at is unpinned (best effort):
@@ -10,7 +17,9 @@ import { postSeal, rawMessage, standInCluster, startSealWithClusters, startStand
  */
 
 const pinned = (standIn: StandIn, method: string) =>
-  standIn.requests.filter((req) => req.listener === 'rest' && req.method === method && req.path.startsWith('/pins/')).map((req) => req.path.slice('/pins/'.length));
+  standIn.requests
+    .filter((req) => req.listener === 'rest' && req.method === method && req.path.startsWith('/pins/'))
+    .map((req) => req.path.slice('/pins/'.length));
 
 async function eventually(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -28,7 +37,9 @@ describe('orphaned content is unpinned', () => {
     stops.push(() => a.close());
     const b = await startStandIn();
     stops.push(() => b.close());
-    const seal = await startSealWithClusters([standInCluster(a), standInCluster(b)], { IPFS_PROXY_PORT: String(a.proxyPort) });
+    const seal = await startSealWithClusters([standInCluster(a), standInCluster(b)], {
+      IPFS_PROXY_PORT: String(a.proxyPort),
+    });
     stops.push(() => seal.stop());
     return { a, b, seal };
   }
@@ -65,14 +76,23 @@ describe('orphaned content is unpinned', () => {
     for (const standIn of [a, b]) {
       await eventually(() => !standIn.pins().has(loserCid), `the losing CID is unpinned on ${standIn.url}`);
       assert.deepEqual(pinned(standIn, 'DELETE'), [loserCid], 'DELETE /pins for the loser only');
-      assert.ok(standIn.pins().has(winner.cid), 'the record\'s content stays pinned');
+      assert.ok(standIn.pins().has(winner.cid), "the record's content stays pinned");
     }
-    assert.equal((await fetch(`${seal.url}/v1/sealed/${winner.id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } })).status, 200);
+    assert.equal(
+      (
+        await fetch(`${seal.url}/v1/sealed/${winner.id}/content`, {
+          headers: { authorization: `Bearer ${seal.serviceToken}` },
+        })
+      ).status,
+      200,
+    );
   });
 
   it('unpins the content when the record cannot be stored, and logs a cluster where the unpin fails', async () => {
     const { a, b, seal } = await setUp();
-    await sql`alter table seal.sealed_messages add constraint refuse_for_test check (subject <> 'refused by the database')`.execute(seal.database.db);
+    await sql`alter table seal.sealed_messages add constraint refuse_for_test check (subject <> 'refused by the database')`.execute(
+      seal.database.db,
+    );
     b.setFailPins(true);
 
     const response = await postSeal(seal, rawMessage({ subject: 'refused by the database' }));
@@ -83,7 +103,12 @@ describe('orphaned content is unpinned', () => {
     assert.deepEqual(pinned(a, 'DELETE'), [cid]);
     await eventually(() => pinned(b, 'DELETE').length === 1, 'the other cluster was asked too');
     await eventually(
-      () => seal.logs.some((line) => line.msg === 'unpinning orphaned content failed on this cluster; it stays pinned there' && line.cluster === `127.0.0.1:${b.port}`),
+      () =>
+        seal.logs.some(
+          (line) =>
+            line.msg === 'unpinning orphaned content failed on this cluster; it stays pinned there' &&
+            line.cluster === `127.0.0.1:${b.port}`,
+        ),
       'the failed unpin is logged',
     );
     const rows = await seal.database.db.withSchema('seal').selectFrom('sealed_messages').select('id').execute();

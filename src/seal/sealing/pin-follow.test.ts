@@ -1,11 +1,21 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { postSeal, rawMessage, standInCluster, startSealWithClusters, startStandIn, type StandIn } from '../../../test/support/seal.ts';
+import {
+  postSeal,
+  rawMessage,
+  standInCluster,
+  startSealWithClusters,
+  startStandIn,
+  type StandIn,
+} from '../../../test/support/seal.ts';
 import type { ServiceUnderTest } from '../../../test/support/services.ts';
 
-const admin = (service: ServiceUnderTest, path: string) => fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${service.adminToken}` } });
+const admin = (service: ServiceUnderTest, path: string) =>
+  fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${service.adminToken}` } });
 const sealed = async (service: ServiceUnderTest, id: string) =>
-  (await (await fetch(`${service.url}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${service.serviceToken}` } })).json()) as {
+  (await (
+    await fetch(`${service.url}/v1/sealed/${id}`, { headers: { authorization: `Bearer ${service.serviceToken}` } })
+  ).json()) as {
     pins: Array<{ cluster: string; status: string; error?: string; attempts: number }>;
   };
 const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> => {
@@ -41,32 +51,58 @@ describe('pins followed until they hold', () => {
     assert.equal(response.status, 201, 'the seal succeeds: the primary holds the content');
     const { id, cid } = await response.json();
 
-    const { pins } = await until(() => sealed(seal, id), (view) => view.pins[1]!.status === 'pin_error');
-    assert.deepEqual(pins.map((pin) => pin.status), ['pinned', 'pin_error']);
+    const { pins } = await until(
+      () => sealed(seal, id),
+      (view) => view.pins[1]!.status === 'pin_error',
+    );
+    assert.deepEqual(
+      pins.map((pin) => pin.status),
+      ['pinned', 'pin_error'],
+    );
     assert.match(pins[1]!.error!, /no peer has the blocks/, "the cluster's own message is kept");
     assert.ok(isolated.pins().has(cid), 'the cluster had accepted the pin (200) before IPFS failed it');
 
     assert.equal((await fetch(`${seal.url}/v1/admin/unpinned`)).status, 401, 'admin token required');
     const listed = await until(
-      async () => (await (await admin(seal, '/v1/admin/unpinned')).json()) as { seals: Array<{ id: string; overdue: boolean; pins: Array<{ status: string }> }> },
+      async () =>
+        (await (await admin(seal, '/v1/admin/unpinned')).json()) as {
+          seals: Array<{ id: string; overdue: boolean; pins: Array<{ status: string }> }>;
+        },
       (list) => list.seals[0]?.overdue === true,
     );
-    assert.deepEqual(listed.seals.map((s) => [s.id, s.overdue, s.pins.map((pin) => pin.status)]), [[id, true, ['pinned', 'pin_error']]]);
+    assert.deepEqual(
+      listed.seals.map((s) => [s.id, s.overdue, s.pins.map((pin) => pin.status)]),
+      [[id, true, ['pinned', 'pin_error']]],
+    );
 
     const overdueLogs = await until(
-      async () => seal.logs.filter((line) => line.msg === 'sealed message not pinned on every cluster within SEAL_PIN_DEADLINE'),
+      async () =>
+        seal.logs.filter((line) => line.msg === 'sealed message not pinned on every cluster within SEAL_PIN_DEADLINE'),
       (lines) => lines.length > 0,
     );
     assert.equal(overdueLogs.length, 1);
     assert.equal(overdueLogs[0]!.level, 50, 'logged as an error');
     // More passes, each of which finds the pin still overdue.
     for (let pass = 0; pass < 3; pass++) await seal.service.workers!.pinFollower!.runOnce();
-    assert.equal(seal.logs.filter((line) => line.msg === overdueLogs[0]!.msg).length, 1, 'once per pin, not every pass');
+    assert.equal(
+      seal.logs.filter((line) => line.msg === overdueLogs[0]!.msg).length,
+      1,
+      'once per pin, not every pass',
+    );
 
     const metrics = await (await fetch(`${seal.url}/metrics`)).text();
-    assert.match(metrics, new RegExp(`seal_pins_open\\{cluster="127\\.0\\.0\\.1:${isolated.port}",state="pin_error",service="seal"\\} 1`));
-    assert.match(metrics, new RegExp(`seal_pins_open\\{cluster="127\\.0\\.0\\.1:${primary.port}",state="pin_error",service="seal"\\} 0`));
-    assert.match(metrics, new RegExp(`seal_pins_overdue\\{cluster="127\\.0\\.0\\.1:${isolated.port}",service="seal"\\} 1`));
+    assert.match(
+      metrics,
+      new RegExp(`seal_pins_open\\{cluster="127\\.0\\.0\\.1:${isolated.port}",state="pin_error",service="seal"\\} 1`),
+    );
+    assert.match(
+      metrics,
+      new RegExp(`seal_pins_open\\{cluster="127\\.0\\.0\\.1:${primary.port}",state="pin_error",service="seal"\\} 0`),
+    );
+    assert.match(
+      metrics,
+      new RegExp(`seal_pins_overdue\\{cluster="127\\.0\\.0\\.1:${isolated.port}",service="seal"\\} 1`),
+    );
   });
 
   it('pins a pin_error again once the IPFS daemon is back, and the seal leaves the admin list', async () => {
@@ -85,10 +121,19 @@ describe('pins followed until they hold', () => {
     assert.match(pins[1].error, /connection refused/);
 
     secondary.setIpfsDown(false);
-    const view = await until(() => sealed(seal, id), (v) => v.pins[1]!.status === 'pinned');
-    assert.deepEqual(view.pins.map((pin) => pin.status), ['pinned', 'pinned']);
+    const view = await until(
+      () => sealed(seal, id),
+      (v) => v.pins[1]!.status === 'pinned',
+    );
+    assert.deepEqual(
+      view.pins.map((pin) => pin.status),
+      ['pinned', 'pinned'],
+    );
     assert.ok(view.pins[1]!.attempts >= 2, 'pinned again');
-    assert.ok(secondary.requests.filter((req) => req.method === 'POST' && req.path === `/pins/${cid}`).length >= 2, 'pinned again');
+    assert.ok(
+      secondary.requests.filter((req) => req.method === 'POST' && req.path === `/pins/${cid}`).length >= 2,
+      'pinned again',
+    );
     assert.deepEqual((await (await admin(seal, '/v1/admin/unpinned')).json()).seals, []);
   });
 
@@ -100,7 +145,10 @@ describe('pins followed until they hold', () => {
     primary.setIpfsDown(true);
     const ready = await fetch(`${seal.url}/readyz`);
     assert.equal(ready.status, 503);
-    assert.match((await ready.json()).message, /^Not ready: ipfsCluster answers, but the IPFS daemon behind it does not: dial tcp/);
+    assert.match(
+      (await ready.json()).message,
+      /^Not ready: ipfsCluster answers, but the IPFS daemon behind it does not: dial tcp/,
+    );
     primary.setIpfsDown(false);
     assert.equal((await fetch(`${seal.url}/readyz`)).status, 200);
   });

@@ -29,7 +29,11 @@ export async function pinsRoutes(app: App, options: PinsRoutesOptions) {
           'Oldest first: each seal with a pin that is `pinning` (the cluster accepted it, IPFS has not pinned it yet) or `pin_error` ' +
           '(refused, unreachable or failed in IPFS; retried with backoff). `overdue`: still so SEAL_PIN_DEADLINE after sealing.',
         querystring: Type.Object(
-          { limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'how many to list, 1 to 999; default 100' })) },
+          {
+            limit: Type.Optional(
+              Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'how many to list, 1 to 999; default 100' }),
+            ),
+          },
           { additionalProperties: false },
         ),
         response: { 200: OpenSealsSchema, 401: Type.Ref('ErrorObject') },

@@ -4,7 +4,14 @@ import { createHash } from 'node:crypto';
 import { cp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordedRequest } from '../../devstack/ipfs-cluster/index.ts';
-import { postSeal, rawMessage, standInCluster, startSealWithClusters, startStandIn, type StandIn } from '../../../test/support/seal.ts';
+import {
+  postSeal,
+  rawMessage,
+  standInCluster,
+  startSealWithClusters,
+  startStandIn,
+  type StandIn,
+} from '../../../test/support/seal.ts';
 
 /**
  * Reading falls over to the next cluster. IPFS_PROXY_PORT is one port for every cluster, so the two
@@ -13,11 +20,14 @@ import { postSeal, rawMessage, standInCluster, startSealWithClusters, startStand
  */
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-const cats = (standIn: StandIn): RecordedRequest[] => standIn.requests.filter((req) => req.listener === 'proxy' && req.path === '/api/v0/cat');
+const cats = (standIn: StandIn): RecordedRequest[] =>
+  standIn.requests.filter((req) => req.listener === 'proxy' && req.path === '/api/v0/cat');
 
 async function blockFiles(standIn: StandIn): Promise<string[]> {
   const entries = await readdir(join(standIn.dataDir, 'blocks'), { withFileTypes: true, recursive: true });
-  return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.data')).map((entry) => join(entry.parentPath, entry.name));
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
+    .map((entry) => join(entry.parentPath, entry.name));
 }
 
 /** The secondary gets the primary's blocks, as a real peer fetches them from IPFS to honour its pin. */
@@ -37,7 +47,10 @@ describe('reading a sealed message falls over to the next cluster', () => {
     const secondary = await startStandIn({ host: '127.0.0.3', proxyPort: primary.proxyPort });
     stops.push(() => secondary.close());
     const seal = await startSealWithClusters(
-      [standInCluster(primary, { host: '127.0.0.2', timeout: primaryTimeout }), standInCluster(secondary, { host: '127.0.0.3' })],
+      [
+        standInCluster(primary, { host: '127.0.0.2', timeout: primaryTimeout }),
+        standInCluster(secondary, { host: '127.0.0.3' }),
+      ],
       { IPFS_PROXY_PORT: String(primary.proxyPort) },
     );
     stops.push(() => seal.stop());
@@ -46,7 +59,8 @@ describe('reading a sealed message falls over to the next cluster', () => {
     assert.equal(response.status, 201, await response.clone().text());
     const { id, cid } = await response.json();
     assert.equal(cats(primary).length + cats(secondary).length, 0, 'nothing read yet');
-    const read = () => fetch(`${seal.url}/v1/sealed/${id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
+    const read = () =>
+      fetch(`${seal.url}/v1/sealed/${id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
     return { primary, secondary, seal, raw, cid, read };
   }
 

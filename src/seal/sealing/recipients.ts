@@ -40,7 +40,12 @@ export function messageFacts(parsed: ParsedMail, envelopeRecipients: string | un
   const from = flatten(parsed.from)[0];
   if (!from?.address) throw badRequest('The message has no From address');
   const sender = normalizeEmail(from.address);
-  if (!sender) throw new AppError('invalid_email', 400, `The From address ${JSON.stringify(from.address)} is not a valid email address`);
+  if (!sender)
+    throw new AppError(
+      'invalid_email',
+      400,
+      `The From address ${JSON.stringify(from.address)} is not a valid email address`,
+    );
 
   const mobiles = mobilesByEmail(parsed);
   const languages = languagesByEmail(parsed);
@@ -51,7 +56,11 @@ export function messageFacts(parsed: ParsedMail, envelopeRecipients: string | un
     if (recipients.has(key)) return;
     const mobile = mobiles.get(key)?.mobile;
     const language = languages.get(key);
-    recipients.set(key, { email, ...(mobile ? { method: 'sms', mobile } : { method: 'email' }), ...(language ? { language } : {}) });
+    recipients.set(key, {
+      email,
+      ...(mobile ? { method: 'sms', mobile } : { method: 'email' }),
+      ...(language ? { language } : {}),
+    });
   };
 
   for (const address of [...flatten(parsed.to), ...flatten(parsed.cc)]) {
@@ -62,13 +71,20 @@ export function messageFacts(parsed: ParsedMail, envelopeRecipients: string | un
   for (const raw of splitEnvelopeRecipients(envelopeRecipients)) {
     const email = normalizeEmail(raw);
     if (!email) {
-      throw new AppError('invalid_email', 400, `X-Sealpost-Envelope-Recipients: ${JSON.stringify(raw)} is not a valid email address`);
+      throw new AppError(
+        'invalid_email',
+        400,
+        `X-Sealpost-Envelope-Recipients: ${JSON.stringify(raw)} is not a valid email address`,
+      );
     }
     add(email);
   }
-  if (recipients.size === 0) throw badRequest('The message has no recipients (no address in To, Cc or X-Sealpost-Envelope-Recipients)');
+  if (recipients.size === 0)
+    throw badRequest('The message has no recipients (no address in To, Cc or X-Sealpost-Envelope-Recipients)');
 
-  const strayMobiles = [...mobiles.values()].filter((entry) => !recipients.has(entry.email.toLowerCase())).map((entry) => entry.email);
+  const strayMobiles = [...mobiles.values()]
+    .filter((entry) => !recipients.has(entry.email.toLowerCase()))
+    .map((entry) => entry.email);
   return { sender, subject: parsed.subject ?? '', recipients: [...recipients.values()], skipped, strayMobiles };
 }
 
@@ -82,14 +98,23 @@ function splitEnvelopeRecipients(header: string | undefined): string[] {
   if (!header) return [];
   return header
     .split(',')
-    .map((part) => part.trim().replace(/^<(.*)>$/, '$1').trim())
+    .map((part) =>
+      part
+        .trim()
+        .replace(/^<(.*)>$/, '$1')
+        .trim(),
+    )
     .filter((part) => part !== '');
 }
 
 /** Every value of a repeatable `<email>=<value>` header, unfolded. */
 function headerValues(parsed: ParsedMail, name: string): string[] {
   const raw = parsed.headers.get(name);
-  return (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).map((value) => String(value).replace(/\s*\r?\n\s*/g, ' ').trim());
+  return (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).map((value) =>
+    String(value)
+      .replace(/\s*\r?\n\s*/g, ' ')
+      .trim(),
+  );
 }
 
 /**
@@ -101,10 +126,20 @@ function languagesByEmail(parsed: ParsedMail): Map<string, Language> {
   const result = new Map<string, Language>();
   for (const text of headerValues(parsed, LANGUAGE_HEADER)) {
     const eq = text.lastIndexOf('=');
-    const email = eq > 0 ? normalizeEmail(text.slice(0, eq).trim().replace(/^<(.*)>$/, '$1')) : undefined;
+    const email =
+      eq > 0
+        ? normalizeEmail(
+            text
+              .slice(0, eq)
+              .trim()
+              .replace(/^<(.*)>$/, '$1'),
+          )
+        : undefined;
     const tag = text.slice(eq + 1).trim();
     if (!email || !/^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$/.test(tag)) {
-      throw badRequest(`X-Sealpost-Language: ${JSON.stringify(text)} is not <email>=<language>, such as bob@example.org=de`);
+      throw badRequest(
+        `X-Sealpost-Language: ${JSON.stringify(text)} is not <email>=<language>, such as bob@example.org=de`,
+      );
     }
     const language = languageOfTag(tag);
     if (language) result.set(email.toLowerCase(), language);
@@ -117,21 +152,42 @@ function mobilesByEmail(parsed: ParsedMail): Map<string, { email: string; mobile
   for (const text of headerValues(parsed, MOBILE_HEADER)) {
     const eq = text.lastIndexOf('=');
     if (eq <= 0) {
-      throw new AppError('invalid_mobile', 400, `X-Sealpost-Mobile: ${JSON.stringify(text)} is not <email>=<E.164 number>`);
+      throw new AppError(
+        'invalid_mobile',
+        400,
+        `X-Sealpost-Mobile: ${JSON.stringify(text)} is not <email>=<E.164 number>`,
+      );
     }
-    const email = normalizeEmail(text.slice(0, eq).trim().replace(/^<(.*)>$/, '$1'));
+    const email = normalizeEmail(
+      text
+        .slice(0, eq)
+        .trim()
+        .replace(/^<(.*)>$/, '$1'),
+    );
     if (!email) {
-      throw new AppError('invalid_email', 400, `X-Sealpost-Mobile: ${JSON.stringify(text.slice(0, eq).trim())} is not a valid email address`);
+      throw new AppError(
+        'invalid_email',
+        400,
+        `X-Sealpost-Mobile: ${JSON.stringify(text.slice(0, eq).trim())} is not a valid email address`,
+      );
     }
     const number = text.slice(eq + 1).trim();
     const phone = number.startsWith('+') ? parsePhoneNumberFromString(number) : undefined;
     if (!phone?.isValid()) {
-      throw new AppError('invalid_mobile', 400, `X-Sealpost-Mobile: ${JSON.stringify(number)} for ${email} is not a valid phone number in international form (+<country code><number>)`);
+      throw new AppError(
+        'invalid_mobile',
+        400,
+        `X-Sealpost-Mobile: ${JSON.stringify(number)} for ${email} is not a valid phone number in international form (+<country code><number>)`,
+      );
     }
     const key = email.toLowerCase();
     const earlier = result.get(key);
     if (earlier && earlier.mobile !== phone.number) {
-      throw new AppError('invalid_mobile', 400, `X-Sealpost-Mobile gives ${email} two numbers (${earlier.mobile} and ${phone.number})`);
+      throw new AppError(
+        'invalid_mobile',
+        400,
+        `X-Sealpost-Mobile gives ${email} two numbers (${earlier.mobile} and ${phone.number})`,
+      );
     }
     result.set(key, { email, mobile: phone.number });
   }

@@ -75,7 +75,12 @@ export class PinFollower {
       const cluster = byName.get(pin.cluster);
       if (!cluster || pin.status !== 'pinning' || this.stopped) continue;
       const task = this.watchOne(cluster, pin)
-        .catch((error: unknown) => this.options.logger.warn({ sealedId: pin.sealedId, cluster: pin.cluster, err: error }, 'watching a fresh pin failed; the periodic pass follows it'))
+        .catch((error: unknown) =>
+          this.options.logger.warn(
+            { sealedId: pin.sealedId, cluster: pin.cluster, err: error },
+            'watching a fresh pin failed; the periodic pass follows it',
+          ),
+        )
         .finally(() => this.watching.delete(task));
       this.watching.add(task);
     }
@@ -84,7 +89,8 @@ export class PinFollower {
   private async watchOne(cluster: ClusterClient, pin: ClaimedPin): Promise<void> {
     const started = Date.now();
     const until = started + this.checkMs;
-    const next = (delay: number) => (Date.now() - started < 1000 ? 50 : Math.min(Math.round(delay * 1.5), this.checkMs));
+    const next = (delay: number) =>
+      Date.now() - started < 1000 ? 50 : Math.min(Math.round(delay * 1.5), this.checkMs);
     for (let delay = 50; !this.stopped && Date.now() + delay <= until; delay = next(delay)) {
       await new Promise((resolve) => setTimeout(resolve, delay));
       const state = await cluster.pinStatus(pin.cid).catch(() => undefined);
@@ -151,7 +157,9 @@ export class PinFollower {
     for (let pass = 0; pass < 100 && !this.stopped; pass++) {
       // The lease outlasts the slowest possible round (pin, status, recover, status), so a live
       // instance never loses its claim.
-      const lease = new Date(this.options.clock.now() + 4 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000);
+      const lease = new Date(
+        this.options.clock.now() + 4 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000,
+      );
       const due = await store.claimDuePins([...byName.keys()], BATCH, lease);
       if (due.length === 0) break;
       const outcomes = await Promise.all(due.map((pin) => this.follow(byName.get(pin.cluster)!, pin)));
@@ -190,10 +198,22 @@ export class PinFollower {
     const attempts = pin.attempts + (repinning ? 1 : 0);
     if (state.state === 'pin_error') {
       const delay = Math.min(this.repinMs * 2 ** Math.min(attempts - 1, 30), MAX_DELAY_MS);
-      await store.recordPinState(pin, { status: 'pin_error', error: state.error, nextAttemptAt: new Date(this.options.clock.now() + delay), attempted: repinning });
-      logger.warn({ ...context, attempts, err: state.error }, repinning ? 'pin retried: failed again' : 'pin failed in IPFS; it will be retried');
+      await store.recordPinState(pin, {
+        status: 'pin_error',
+        error: state.error,
+        nextAttemptAt: new Date(this.options.clock.now() + delay),
+        attempted: repinning,
+      });
+      logger.warn(
+        { ...context, attempts, err: state.error },
+        repinning ? 'pin retried: failed again' : 'pin failed in IPFS; it will be retried',
+      );
     } else if (state.state === 'pinning') {
-      await store.recordPinState(pin, { status: 'pinning', nextAttemptAt: new Date(this.options.clock.now() + this.checkMs), attempted: repinning });
+      await store.recordPinState(pin, {
+        status: 'pinning',
+        nextAttemptAt: new Date(this.options.clock.now() + this.checkMs),
+        attempted: repinning,
+      });
     } else {
       await store.recordPinState(pin, { status: 'pinned', attempted: repinning });
       logger.info({ ...context, attempts }, 'pin held by the cluster');

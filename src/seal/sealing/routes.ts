@@ -59,7 +59,16 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         headers: SealHeadersSchema,
         // Documents the body; the empty schema validates nothing (the body is the request stream itself).
         body: { content: { 'message/rfc822': { schema: { description: 'the raw RFC 5322 message, byte for byte' } } } },
-        response: { 200: SealResponseSchema, 201: SealResponseSchema, 400: err, 401: err, 413: err, 415: err, 502: err, 503: err },
+        response: {
+          200: SealResponseSchema,
+          201: SealResponseSchema,
+          400: err,
+          401: err,
+          413: err,
+          415: err,
+          502: err,
+          503: err,
+        },
       },
     },
     async (request, reply) => {
@@ -119,7 +128,8 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
     async (request) => {
       const email = normalizeEmail(request.params.email);
       const recipient = email ? await store.recipient(request.params.id, email.toLowerCase()) : undefined;
-      if (!recipient) throw notFound(`${request.params.email} is not a recipient of sealed message ${request.params.id}`);
+      if (!recipient)
+        throw notFound(`${request.params.email} is not a recipient of sealed message ${request.params.id}`);
       return recipientView(recipient);
     },
   );
@@ -189,7 +199,11 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
 async function requireRawMessage(request: FastifyRequest) {
   const media = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (media !== 'message/rfc822') {
-    throw new AppError('validation_failed', 415, `POST /v1/seal takes the raw message as Content-Type: message/rfc822, not ${JSON.stringify(media || 'nothing')}`);
+    throw new AppError(
+      'validation_failed',
+      415,
+      `POST /v1/seal takes the raw message as Content-Type: message/rfc822, not ${JSON.stringify(media || 'nothing')}`,
+    );
   }
 }
 

@@ -13,11 +13,15 @@ describe('POST /v1/seal and reading back', () => {
   let standIn: StandIn;
   let seal: ServiceUnderTest;
   const service = () => ({ url: seal.url, serviceToken: seal.serviceToken });
-  const get = (path: string, token = seal.serviceToken) => fetch(`${seal.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const get = (path: string, token = seal.serviceToken) =>
+    fetch(`${seal.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
 
   before(async () => {
     standIn = await startStandIn();
-    seal = await startSealOnStandIn(standIn, { AUTH_PUBLIC_URL: 'https://read.example', SEAL_MAX_MESSAGE_SIZE: '12MiB' });
+    seal = await startSealOnStandIn(standIn, {
+      AUTH_PUBLIC_URL: 'https://read.example',
+      SEAL_MAX_MESSAGE_SIZE: '12MiB',
+    });
   });
   after(async () => {
     await seal?.stop();
@@ -69,7 +73,9 @@ describe('POST /v1/seal and reading back', () => {
   it('stores only ciphertext on IPFS: the content at the CID is not the message', async () => {
     const raw = rawMessage({ body: 'a very recognisable secret sentence' });
     const { cid } = await (await postSeal(service(), raw)).json();
-    const stored = Buffer.from(await (await fetch(`${standIn.proxyUrl}/api/v0/cat?arg=${cid}`, { method: 'POST' })).arrayBuffer());
+    const stored = Buffer.from(
+      await (await fetch(`${standIn.proxyUrl}/api/v0/cat?arg=${cid}`, { method: 'POST' })).arrayBuffer(),
+    );
     assert.equal(stored.length, raw.length + 1 + 12 + 16, 'version byte, nonce and tag around the ciphertext');
     assert.equal(stored[0], 1);
     assert.ok(!stored.includes(Buffer.from('recognisable secret')), 'the plaintext is not on IPFS');
@@ -89,13 +95,18 @@ describe('POST /v1/seal and reading back', () => {
 
   it('seals two requests for one envelope racing each other into one record', async () => {
     const envelopeId = randomUUID();
-    const [a, b] = await Promise.all([postSeal(service(), rawMessage(), { envelopeId }), postSeal(service(), rawMessage(), { envelopeId })]);
+    const [a, b] = await Promise.all([
+      postSeal(service(), rawMessage(), { envelopeId }),
+      postSeal(service(), rawMessage(), { envelopeId }),
+    ]);
     assert.deepEqual([a.status, b.status].sort(), [200, 201]);
     assert.equal((await a.json()).id, (await b.json()).id);
   });
 
   it('seals and reads back a 10 MB message, streamed both ways, its SHA-256 verified', async () => {
-    const body = randomBytes(7.5 * 1024 * 1024).toString('base64').replace(/.{76}/g, '$&\r\n');
+    const body = randomBytes(7.5 * 1024 * 1024)
+      .toString('base64')
+      .replace(/.{76}/g, '$&\r\n');
     const raw = rawMessage({ body });
     assert.ok(raw.length > 10 * 1000 * 1000);
     const stream = new ReadableStream<Uint8Array>({
@@ -139,21 +150,32 @@ describe('POST /v1/seal and reading back', () => {
     assert.match(error.message, /SEAL_MAX_MESSAGE_SIZE/);
     assert.equal(standIn.requests.filter((r) => r.path === '/add').length, adds + 1, 'the upload had begun');
     assert.equal(standIn.pins().size, pins, 'and was abandoned: nothing pinned');
-    const rows = await sql<{ n: number }>`select count(*)::int as n from seal.sealed_messages where size > ${12 * 1024 * 1024}`.execute(seal.database.db);
+    const rows = await sql<{
+      n: number;
+    }>`select count(*)::int as n from seal.sealed_messages where size > ${12 * 1024 * 1024}`.execute(seal.database.db);
     assert.equal(rows.rows[0]!.n, 0);
   });
 
   it('records the language X-Sealpost-Language gives a recipient and puts it in the reader link', async () => {
     const raw = rawMessage({
       to: 'bob@rcpt.example, carol@rcpt.example, dave@rcpt.example',
-      headers: ['X-Sealpost-Language: Bob@RCPT.example=de', 'X-Sealpost-Language: <carol@rcpt.example>=fr-CH', 'X-Sealpost-Language: dave@rcpt.example=es'],
+      headers: [
+        'X-Sealpost-Language: Bob@RCPT.example=de',
+        'X-Sealpost-Language: <carol@rcpt.example>=fr-CH',
+        'X-Sealpost-Language: dave@rcpt.example=es',
+      ],
     });
     const response = await postSeal(service(), raw, { envelopeRecipients: 'bob@rcpt.example' });
     assert.equal(response.status, 201, await response.clone().text());
     const body = await response.json();
     assert.deepEqual(body.recipients, [
       { email: 'bob@rcpt.example', method: 'email', language: 'de', link: `https://read.example/m/${body.id}?lang=de` },
-      { email: 'carol@rcpt.example', method: 'email', language: 'fr', link: `https://read.example/m/${body.id}?lang=fr` },
+      {
+        email: 'carol@rcpt.example',
+        method: 'email',
+        language: 'fr',
+        link: `https://read.example/m/${body.id}?lang=fr`,
+      },
       // A language Sealpost does not write in is left to the default, not refused: the message must arrive.
       { email: 'dave@rcpt.example', method: 'email', link: `https://read.example/m/${body.id}` },
     ]);
@@ -165,18 +187,72 @@ describe('POST /v1/seal and reading back', () => {
     const adds = () => standIn.requests.filter((r) => r.path === '/add').length;
     const before = adds();
     const cases: Array<[string, Buffer, string | undefined, RegExp, string]> = [
-      ['no From', Buffer.from('To: bob@rcpt.example\r\nSubject: x\r\n\r\nbody'), undefined, /no From/, 'validation_failed'],
+      [
+        'no From',
+        Buffer.from('To: bob@rcpt.example\r\nSubject: x\r\n\r\nbody'),
+        undefined,
+        /no From/,
+        'validation_failed',
+      ],
       ['a From that is no address', rawMessage({ from: 'not an address' }), undefined, /From/, 'validation_failed'],
       ['no recipients', rawMessage({ to: '' }), undefined, /no recipients/, 'validation_failed'],
       ['not a message at all', Buffer.from('\x00\x01\x02 binary junk'), undefined, /no From/, 'validation_failed'],
-      ['a mobile header without =', rawMessage({ mobiles: ['bob@rcpt.example +41791234567'] }), undefined, /X-Sealpost-Mobile/, 'invalid_mobile'],
-      ['a mobile that is not a number', rawMessage({ mobiles: ['bob@rcpt.example=+41 12'] }), undefined, /not a valid phone number/, 'invalid_mobile'],
-      ['a mobile without country code', rawMessage({ mobiles: ['bob@rcpt.example=0791234567'] }), undefined, /international form/, 'invalid_mobile'],
-      ['a mobile for a bad address', rawMessage({ mobiles: ['bob@=+41791234567'] }), undefined, /not a valid email address/, 'invalid_email'],
-      ['two mobiles for one recipient', rawMessage({ mobiles: ['bob@rcpt.example=+41791234567', 'BOB@rcpt.example=+41791234568'] }), undefined, /two numbers/, 'invalid_mobile'],
-      ['a language header without =', rawMessage({ headers: ['X-Sealpost-Language: de'] }), undefined, /X-Sealpost-Language/, 'validation_failed'],
-      ['a language that is no language tag', rawMessage({ headers: ['X-Sealpost-Language: bob@rcpt.example=<script>'] }), undefined, /X-Sealpost-Language/, 'validation_failed'],
-      ['a bad envelope recipient', rawMessage(), 'bob@rcpt.example, not-an-address', /X-Sealpost-Envelope-Recipients/, 'invalid_email'],
+      [
+        'a mobile header without =',
+        rawMessage({ mobiles: ['bob@rcpt.example +41791234567'] }),
+        undefined,
+        /X-Sealpost-Mobile/,
+        'invalid_mobile',
+      ],
+      [
+        'a mobile that is not a number',
+        rawMessage({ mobiles: ['bob@rcpt.example=+41 12'] }),
+        undefined,
+        /not a valid phone number/,
+        'invalid_mobile',
+      ],
+      [
+        'a mobile without country code',
+        rawMessage({ mobiles: ['bob@rcpt.example=0791234567'] }),
+        undefined,
+        /international form/,
+        'invalid_mobile',
+      ],
+      [
+        'a mobile for a bad address',
+        rawMessage({ mobiles: ['bob@=+41791234567'] }),
+        undefined,
+        /not a valid email address/,
+        'invalid_email',
+      ],
+      [
+        'two mobiles for one recipient',
+        rawMessage({ mobiles: ['bob@rcpt.example=+41791234567', 'BOB@rcpt.example=+41791234568'] }),
+        undefined,
+        /two numbers/,
+        'invalid_mobile',
+      ],
+      [
+        'a language header without =',
+        rawMessage({ headers: ['X-Sealpost-Language: de'] }),
+        undefined,
+        /X-Sealpost-Language/,
+        'validation_failed',
+      ],
+      [
+        'a language that is no language tag',
+        rawMessage({ headers: ['X-Sealpost-Language: bob@rcpt.example=<script>'] }),
+        undefined,
+        /X-Sealpost-Language/,
+        'validation_failed',
+      ],
+      [
+        'a bad envelope recipient',
+        rawMessage(),
+        'bob@rcpt.example, not-an-address',
+        /X-Sealpost-Envelope-Recipients/,
+        'invalid_email',
+      ],
     ];
     for (const [name, raw, envelopeRecipients, message, errorCode] of cases) {
       const response = await postSeal(service(), raw, { envelopeRecipients });
@@ -195,28 +271,56 @@ describe('POST /v1/seal and reading back', () => {
       envelopeRecipients: 'hidden@bcc.example',
     });
     assert.equal(response.status, 201);
-    assert.deepEqual((await response.json()).recipients.map((r: { email: string; method: string }) => [r.email, r.method]), [['hidden@bcc.example', 'email']]);
+    assert.deepEqual(
+      (await response.json()).recipients.map((r: { email: string; method: string }) => [r.email, r.method]),
+      [['hidden@bcc.example', 'email']],
+    );
   });
 
-  it('lists the sealed messages of one recipient, newest first, with that recipient\'s method, and pages back with before', async () => {
+  it("lists the sealed messages of one recipient, newest first, with that recipient's method, and pages back with before", async () => {
     const who = `reader-${randomUUID().slice(0, 8)}@list.example`;
-    const sealedFor = async (parts: Parameters<typeof rawMessage>[0]) => (await (await postSeal(service(), rawMessage(parts))).json()) as { id: string };
+    const sealedFor = async (parts: Parameters<typeof rawMessage>[0]) =>
+      (await (await postSeal(service(), rawMessage(parts))).json()) as { id: string };
     const first = await sealedFor({ to: who, subject: 'first' });
     const other = await sealedFor({ to: 'someone-else@list.example', subject: 'not hers' });
-    const second = await sealedFor({ to: 'a@list.example', cc: who, subject: 'second', mobiles: [`${who}=+41 79 123 45 67`] });
+    const second = await sealedFor({
+      to: 'a@list.example',
+      cc: who,
+      subject: 'second',
+      mobiles: [`${who}=+41 79 123 45 67`],
+    });
     const list = async (query = '') => {
       const response = await get(`/v1/recipients/${encodeURIComponent(` ${who.toUpperCase()} `)}/sealed${query}`);
       assert.equal(response.status, 200);
-      return ((await response.json()) as { sealed: Array<{ id: string; subject: string; sealedAt: string; recipient: { email: string; method: string; mobile?: string } }> }).sealed;
+      return (
+        (await response.json()) as {
+          sealed: Array<{
+            id: string;
+            subject: string;
+            sealedAt: string;
+            recipient: { email: string; method: string; mobile?: string };
+          }>;
+        }
+      ).sealed;
     };
     const all = await list();
-    assert.deepEqual(all.map((entry) => entry.subject), ['second', 'first'], 'newest first, only hers');
+    assert.deepEqual(
+      all.map((entry) => entry.subject),
+      ['second', 'first'],
+      'newest first, only hers',
+    );
     assert.ok(!all.some((entry) => entry.id === other.id));
     assert.deepEqual(all[0]!.recipient, { email: who, method: 'sms', mobile: '+41791234567' });
     assert.deepEqual(all[1]!.recipient, { email: who, method: 'email' });
     assert.equal(all[0]!.id, second.id);
-    assert.deepEqual((await list('?limit=1')).map((entry) => entry.id), [second.id]);
-    assert.deepEqual((await list(`?limit=1&before=${encodeURIComponent(all[0]!.sealedAt)}`)).map((entry) => entry.id), [first.id]);
+    assert.deepEqual(
+      (await list('?limit=1')).map((entry) => entry.id),
+      [second.id],
+    );
+    assert.deepEqual(
+      (await list(`?limit=1&before=${encodeURIComponent(all[0]!.sealedAt)}`)).map((entry) => entry.id),
+      [first.id],
+    );
     assert.deepEqual(await (await get('/v1/recipients/nobody%40list.example/sealed')).json(), { sealed: [] });
     assert.equal((await get(`/v1/recipients/${encodeURIComponent(who)}/sealed`, 'wrong-token')).status, 401);
     assert.equal((await get('/v1/recipients/not-an-address/sealed')).status, 400);
@@ -224,7 +328,11 @@ describe('POST /v1/seal and reading back', () => {
 
   it('requires the service token, the envelope id and message/rfc822', async () => {
     const raw = rawMessage();
-    const noToken = await fetch(`${seal.url}/v1/seal`, { method: 'POST', headers: { 'content-type': 'message/rfc822', 'x-sealpost-envelope-id': randomUUID() }, body: new Uint8Array(raw) });
+    const noToken = await fetch(`${seal.url}/v1/seal`, {
+      method: 'POST',
+      headers: { 'content-type': 'message/rfc822', 'x-sealpost-envelope-id': randomUUID() },
+      body: new Uint8Array(raw),
+    });
     assert.equal(noToken.status, 401);
     const adminToken = await postSeal({ url: seal.url, serviceToken: seal.adminToken }, raw);
     assert.equal(adminToken.status, 401);
@@ -270,8 +378,10 @@ describe('POST /v1/seal and reading back', () => {
 describe('tampered content is detected and never served', () => {
   let standIn: StandIn;
   let seal: ServiceUnderTest;
-  const get = (path: string) => fetch(`${seal.url}${path}`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
-  const sealOne = async (body: string) => (await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, rawMessage({ body }))).json();
+  const get = (path: string) =>
+    fetch(`${seal.url}${path}`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
+  const sealOne = async (body: string) =>
+    (await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, rawMessage({ body }))).json();
   const sealed = () => seal.database.db.withSchema('seal');
 
   before(async () => {
@@ -285,7 +395,9 @@ describe('tampered content is detected and never served', () => {
 
   async function blockFiles(dir: string): Promise<string[]> {
     const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-    return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.data')).map((entry) => join(entry.parentPath, entry.name));
+    return entries
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
+      .map((entry) => join(entry.parentPath, entry.name));
   }
 
   it('refuses with 502 when a block of the ciphertext was altered on the cluster', async () => {
@@ -303,13 +415,20 @@ describe('tampered content is detected and never served', () => {
     assert.equal(response.status, 502);
     assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
     const error = await response.json();
-    assert.equal(error.errorCode, 'seal_broken', 'a broken seal has its own errorCode: it is final, not a failure for now');
-    assert.equal(error.cid, (await sealed().selectFrom('sealed_messages').select('cid').where('id', '=', id).executeTakeFirstOrThrow()).cid);
+    assert.equal(
+      error.errorCode,
+      'seal_broken',
+      'a broken seal has its own errorCode: it is final, not a failure for now',
+    );
+    assert.equal(
+      error.cid,
+      (await sealed().selectFrom('sealed_messages').select('cid').where('id', '=', id).executeTakeFirstOrThrow()).cid,
+    );
     assert.match(error.message, /failed verification and is not served: .*failed authentication/);
     assert.ok(seal.logs.some((line) => line.msg === 'sealed content failed verification: not served'));
   });
 
-  it('refuses when the record points at another message\'s content', async () => {
+  it("refuses when the record points at another message's content", async () => {
     const first = await sealOne('first message');
     const second = await sealOne('second message');
     await sealed().updateTable('sealed_messages').set({ cid: second.cid }).where('id', '=', first.id).execute();
@@ -321,7 +440,11 @@ describe('tampered content is detected and never served', () => {
 
   it('refuses when the plaintext does not match the recorded SHA-256', async () => {
     const { id } = await sealOne('hash me');
-    await sealed().updateTable('sealed_messages').set({ sha256: 'f'.repeat(64) }).where('id', '=', id).execute();
+    await sealed()
+      .updateTable('sealed_messages')
+      .set({ sha256: 'f'.repeat(64) })
+      .where('id', '=', id)
+      .execute();
     const response = await get(`/v1/sealed/${id}/content`);
     assert.equal(response.status, 502);
     assert.match((await response.json()).message, /does not match the sealed f{64}/);
@@ -330,8 +453,16 @@ describe('tampered content is detected and never served', () => {
   it('refuses a wrapped key moved onto another record', async () => {
     const first = await sealOne('one');
     const second = await sealOne('two');
-    const { wrapped_key } = await sealed().selectFrom('sealed_messages').select('wrapped_key').where('id', '=', second.id).executeTakeFirstOrThrow();
-    await sealed().updateTable('sealed_messages').set({ wrapped_key, cid: second.cid, sha256: second.sha256 }).where('id', '=', first.id).execute();
+    const { wrapped_key } = await sealed()
+      .selectFrom('sealed_messages')
+      .select('wrapped_key')
+      .where('id', '=', second.id)
+      .executeTakeFirstOrThrow();
+    await sealed()
+      .updateTable('sealed_messages')
+      .set({ wrapped_key, cid: second.cid, sha256: second.sha256 })
+      .where('id', '=', first.id)
+      .execute();
     const response = await get(`/v1/sealed/${first.id}/content`);
     assert.equal(response.status, 500);
     assert.match((await response.json()).message, /does not open with SEAL_MASTER_KEY/);
@@ -339,7 +470,11 @@ describe('tampered content is detected and never served', () => {
 
   it('answers 503 when no cluster has the content', async () => {
     const { id } = await sealOne('gone');
-    await sealed().updateTable('sealed_messages').set({ cid: 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG' }).where('id', '=', id).execute();
+    await sealed()
+      .updateTable('sealed_messages')
+      .set({ cid: 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG' })
+      .where('id', '=', id)
+      .execute();
     const response = await get(`/v1/sealed/${id}/content`);
     assert.equal(response.status, 503);
     assert.match((await response.json()).message, /could not be read from any IPFS cluster: .*answered 500/);

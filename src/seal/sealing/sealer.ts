@@ -79,9 +79,16 @@ export class Sealer {
     };
     const head = await readHead(input.body, count);
     const facts = messageFacts(await parseHead(head), input.envelopeRecipients);
-    if (facts.skipped.length > 0) logger.warn({ envelopeId: input.envelopeId, skipped: facts.skipped }, 'To/Cc entries that are not addresses were skipped');
+    if (facts.skipped.length > 0)
+      logger.warn(
+        { envelopeId: input.envelopeId, skipped: facts.skipped },
+        'To/Cc entries that are not addresses were skipped',
+      );
     if (facts.strayMobiles.length > 0) {
-      logger.warn({ envelopeId: input.envelopeId, count: facts.strayMobiles.length }, 'X-Sealpost-Mobile headers for non-recipients were ignored');
+      logger.warn(
+        { envelopeId: input.envelopeId, count: facts.strayMobiles.length },
+        'X-Sealpost-Mobile headers for non-recipients were ignored',
+      );
     }
 
     const id = randomUUID();
@@ -112,14 +119,23 @@ export class Sealer {
     } catch (error) {
       throw clusterFailure(error, 'Adding the sealed message to the primary IPFS cluster failed');
     }
-    if (!complete) throw new AppError('upstream_failed', 502, `IPFS cluster ${this.primary.name} answered /add before the whole message was sent`);
+    if (!complete)
+      throw new AppError(
+        'upstream_failed',
+        502,
+        `IPFS cluster ${this.primary.name} answered /add before the whole message was sent`,
+      );
     const sha256 = hash.digest('hex');
 
     const pins = await this.pinEverywhere(added.cid);
     const failed = pins.filter((pin) => pin.status === 'pin_error');
     // The content must be held somewhere before the seal counts: by a pin, or by /add's own pin.
     if (failed.length === pins.length && this.primary.settings.addParams?.noPin === true) {
-      throw new AppError('unavailable', 503, `No IPFS cluster pinned the sealed message: ${failed.map((pin) => pin.error).join('; ')}`);
+      throw new AppError(
+        'unavailable',
+        503,
+        `No IPFS cluster pinned the sealed message: ${failed.map((pin) => pin.error).join('; ')}`,
+      );
     }
 
     let result: { created: boolean; record: SealedRecord };
@@ -146,15 +162,32 @@ export class Sealer {
     }
     if (result.created) {
       this.options.watchPins?.(
-        result.record.pins.map((pin) => ({ sealedId: id, cluster: pin.cluster, cid: added.cid, status: pin.status, attempts: pin.attempts })),
+        result.record.pins.map((pin) => ({
+          sealedId: id,
+          cluster: pin.cluster,
+          cid: added.cid,
+          status: pin.status,
+          attempts: pin.attempts,
+        })),
       );
       logger.info(
-        { sealedId: id, envelopeId: input.envelopeId, cid: added.cid, size, recipients: facts.recipients.length, failedPins: failed.map((pin) => pin.cluster) },
+        {
+          sealedId: id,
+          envelopeId: input.envelopeId,
+          cid: added.cid,
+          size,
+          recipients: facts.recipients.length,
+          failedPins: failed.map((pin) => pin.cluster),
+        },
         'message sealed',
       );
     } else {
-      logger.warn({ envelopeId: input.envelopeId, cid: added.cid }, 'envelope was sealed concurrently by another request; its record stands');
-      if (result.record.message.cid !== added.cid) this.releaseInBackground(added.cid, input.envelopeId, 'another request sealed this envelope first');
+      logger.warn(
+        { envelopeId: input.envelopeId, cid: added.cid },
+        'envelope was sealed concurrently by another request; its record stands',
+      );
+      if (result.record.message.cid !== added.cid)
+        this.releaseInBackground(added.cid, input.envelopeId, 'another request sealed this envelope first');
     }
     return result;
   }
@@ -171,7 +204,9 @@ export class Sealer {
    */
   private releaseInBackground(cid: string, envelopeId: string, reason: string): void {
     const task = this.release(cid, envelopeId, reason)
-      .catch((error: unknown) => this.options.logger.warn({ cid, envelopeId, err: error }, 'unpinning orphaned content failed'))
+      .catch((error: unknown) =>
+        this.options.logger.warn({ cid, envelopeId, err: error }, 'unpinning orphaned content failed'),
+      )
       .finally(() => this.releasing.delete(task));
     this.releasing.add(task);
   }
@@ -184,7 +219,10 @@ export class Sealer {
     try {
       record = await store.findByEnvelope(envelopeId);
     } catch (error) {
-      logger.warn({ cid, envelopeId, err: error }, 'orphaned content left pinned: could not check that no record points at it');
+      logger.warn(
+        { cid, envelopeId, err: error },
+        'orphaned content left pinned: could not check that no record points at it',
+      );
       return;
     }
     if (record?.message.cid === cid) return;
@@ -195,7 +233,10 @@ export class Sealer {
           await cluster.unpin(cid);
         } catch (error) {
           failed.push(cluster.name);
-          logger.warn({ cluster: cluster.name, cid, envelopeId, err: error instanceof Error ? error.message : String(error) }, 'unpinning orphaned content failed on this cluster; it stays pinned there');
+          logger.warn(
+            { cluster: cluster.name, cid, envelopeId, err: error instanceof Error ? error.message : String(error) },
+            'unpinning orphaned content failed on this cluster; it stays pinned there',
+          );
         }
       }),
     );
@@ -216,17 +257,37 @@ export class Sealer {
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
           logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
-          return { cluster: cluster.name, status: 'pin_error', error: message, nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs) };
+          return {
+            cluster: cluster.name,
+            status: 'pin_error',
+            error: message,
+            nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs),
+          };
         }
         const state = await cluster.pinStatus(cid).catch((error: unknown) => {
-          logger.warn({ cluster: cluster.name, cid, err: error instanceof Error ? error.message : String(error) }, 'pin accepted; its status could not be read yet');
+          logger.warn(
+            { cluster: cluster.name, cid, err: error instanceof Error ? error.message : String(error) },
+            'pin accepted; its status could not be read yet',
+          );
           return { state: 'pinning' as const };
         });
         if (state.state === 'pin_error') {
-          logger.warn({ cluster: cluster.name, cid, err: state.error }, 'pin accepted, then failed in IPFS; it will be retried');
-          return { cluster: cluster.name, status: 'pin_error', error: state.error, nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs) };
+          logger.warn(
+            { cluster: cluster.name, cid, err: state.error },
+            'pin accepted, then failed in IPFS; it will be retried',
+          );
+          return {
+            cluster: cluster.name,
+            status: 'pin_error',
+            error: state.error,
+            nextAttemptAt: new Date(this.options.clock.now() + repinDelayMs),
+          };
         }
-        return { cluster: cluster.name, status: state.state, ...(state.state === 'pinning' ? { nextAttemptAt: new Date(this.options.clock.now() + pinCheckMs) } : {}) };
+        return {
+          cluster: cluster.name,
+          status: state.state,
+          ...(state.state === 'pinning' ? { nextAttemptAt: new Date(this.options.clock.now() + pinCheckMs) } : {}),
+        };
       }),
     );
   }
@@ -245,7 +306,9 @@ export class Sealer {
     try {
       key = openSecret(masterKey, message.wrapped_key, messageKeyLabel(message.id));
     } catch (error) {
-      throw new AppError('internal', 500, `The key of sealed message ${id} does not open with SEAL_MASTER_KEY`, { cause: error });
+      throw new AppError('internal', 500, `The key of sealed message ${id} does not open with SEAL_MASTER_KEY`, {
+        cause: error,
+      });
     }
     const path = message.wrapped ? `/ipfs/${message.cid}/${message.file_name}` : message.cid;
     const dir = await mkdtemp(join(tmpdir(), 'sealpost-read-'));
@@ -259,14 +322,19 @@ export class Sealer {
           await verify(file, key, message.sha256, message.size);
           const stream = new PassThrough();
           pipeline(createReadStream(file), new DecryptStream(key), stream)
-            .catch((error: unknown) => logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'))
+            .catch((error: unknown) =>
+              logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'),
+            )
             .finally(() => void rm(dir, { recursive: true, force: true }));
           return { record, size: message.size, stream };
         } catch (error) {
           if (error instanceof IntegrityError) integrityFailures++;
           const reason = error instanceof Error ? error.message : String(error);
           problems.push(error instanceof IntegrityError ? `IPFS cluster ${cluster.name}: ${reason}` : reason);
-          logger.warn({ sealedId: id, cluster: cluster.name, cid: message.cid, err: reason }, 'reading sealed content failed on this cluster');
+          logger.warn(
+            { sealedId: id, cluster: cluster.name, cid: message.cid, err: reason },
+            'reading sealed content failed on this cluster',
+          );
         }
       }
     } catch (error) {
@@ -277,11 +345,20 @@ export class Sealer {
     if (integrityFailures > 0) {
       logger.error({ sealedId: id, cid: message.cid, problems }, 'sealed content failed verification: not served');
       // Its own errorCode: a broken seal is final, unlike a cluster that failed for now (upstream_failed, unavailable).
-      throw new AppError('seal_broken', 502, `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`, {
-        details: { cid: message.cid },
-      });
+      throw new AppError(
+        'seal_broken',
+        502,
+        `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`,
+        {
+          details: { cid: message.cid },
+        },
+      );
     }
-    throw new AppError('unavailable', 503, `The content of sealed message ${id} could not be read from any IPFS cluster: ${problems.join('; ')}`);
+    throw new AppError(
+      'unavailable',
+      503,
+      `The content of sealed message ${id} could not be read from any IPFS cluster: ${problems.join('; ')}`,
+    );
   }
 }
 
@@ -316,7 +393,9 @@ async function verify(file: string, key: Buffer, sha256: string, size: number): 
   );
   const digest = hash.digest('hex');
   if (bytes !== size || digest !== sha256) {
-    throw new IntegrityError(`plaintext SHA-256 ${digest} (${bytes} bytes) does not match the sealed ${sha256} (${size} bytes)`);
+    throw new IntegrityError(
+      `plaintext SHA-256 ${digest} (${bytes} bytes) does not match the sealed ${sha256} (${size} bytes)`,
+    );
   }
 }
 
@@ -328,5 +407,7 @@ function tooLarge(limit: number): AppError {
 function clusterFailure(error: unknown, what: string): unknown {
   if (!(error instanceof ClusterError)) return error;
   const status = error.kind === 'http' && error.status !== undefined && error.status < 500 ? 502 : 503;
-  return new AppError(status === 502 ? 'upstream_failed' : 'unavailable', status, `${what}: ${error.message}`, { cause: error });
+  return new AppError(status === 502 ? 'upstream_failed' : 'unavailable', status, `${what}: ${error.message}`, {
+    cause: error,
+  });
 }

@@ -46,8 +46,24 @@ export interface OpenSeal {
 }
 
 /** Column types of the child rows (migrations 0001, 0002), for the casts of SealedStore.insert. */
-const RECIPIENT_TYPES = { position: 'integer', email: 'text', email_key: 'text', method: 'text', mobile: 'text', language: 'text' };
-const PIN_TYPES = { cluster: 'text', position: 'integer', status: 'text', error: 'text', attempts: 'integer', next_attempt_at: 'timestamptz', overdue_at: 'timestamptz', updated_at: 'timestamptz' };
+const RECIPIENT_TYPES = {
+  position: 'integer',
+  email: 'text',
+  email_key: 'text',
+  method: 'text',
+  mobile: 'text',
+  language: 'text',
+};
+const PIN_TYPES = {
+  cluster: 'text',
+  position: 'integer',
+  status: 'text',
+  error: 'text',
+  attempts: 'integer',
+  next_attempt_at: 'timestamptz',
+  overdue_at: 'timestamptz',
+  updated_at: 'timestamptz',
+};
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
 export class SealedStore {
@@ -57,7 +73,11 @@ export class SealedStore {
   ) {}
 
   async findByEnvelope(envelopeId: string): Promise<SealedRecord | undefined> {
-    const message = await this.db.selectFrom('sealed_messages').selectAll().where('envelope_id', '=', envelopeId).executeTakeFirst();
+    const message = await this.db
+      .selectFrom('sealed_messages')
+      .selectAll()
+      .where('envelope_id', '=', envelopeId)
+      .executeTakeFirst();
     return message ? this.complete(message) : undefined;
   }
 
@@ -80,7 +100,11 @@ export class SealedStore {
    * The sealed messages addressed to one recipient (lower-cased address), newest first, each with that
    * recipient's row (the sign-in method and mobile number are per message).
    */
-  async byRecipient(emailKey: string, limit: number, before?: Date): Promise<Array<{ message: SealedMessage; recipient: SealedRecipient }>> {
+  async byRecipient(
+    emailKey: string,
+    limit: number,
+    before?: Date,
+  ): Promise<Array<{ message: SealedMessage; recipient: SealedRecipient }>> {
     let query = this.db
       .selectFrom('sealed_recipients as r')
       .innerJoin('sealed_messages as m', 'm.id', 'r.sealed_id')
@@ -105,7 +129,11 @@ export class SealedStore {
    * nothing is written and that record is returned (`created: false`): the same envelope always gives
    * the same sealed record.
    */
-  async insert(message: NewSealedMessage, recipients: Recipient[], pins: PinOutcome[]): Promise<{ created: boolean; record: SealedRecord }> {
+  async insert(
+    message: NewSealedMessage,
+    recipients: Recipient[],
+    pins: PinOutcome[],
+  ): Promise<{ created: boolean; record: SealedRecord }> {
     const now = new Date(this.clock.now());
     const recipientRows: SealedRecipient[] = recipients.map((recipient, position) => ({
       sealed_id: message.id,
@@ -218,14 +246,23 @@ export class SealedStore {
       .whereRef('message.id', '=', 'pin.sealed_id')
       .returning(['pin.sealed_id', 'pin.cluster', 'pin.status', 'pin.attempts', 'message.cid'])
       .execute();
-    return rows.map((pin) => ({ sealedId: pin.sealed_id, cluster: pin.cluster, cid: pin.cid, status: pin.status, attempts: pin.attempts }));
+    return rows.map((pin) => ({
+      sealedId: pin.sealed_id,
+      cluster: pin.cluster,
+      cid: pin.cid,
+      status: pin.status,
+      attempts: pin.attempts,
+    }));
   }
 
   /**
    * Records where a claimed pin stands. `pinned` clears the error and the next look; `pinning` and
    * `pin_error` set when to look again. `attempted`: the follower pinned again (counts as an attempt).
    */
-  async recordPinState(pin: ClaimedPin, outcome: { status: PinStatus; error?: string; nextAttemptAt?: Date; attempted: boolean }): Promise<void> {
+  async recordPinState(
+    pin: ClaimedPin,
+    outcome: { status: PinStatus; error?: string; nextAttemptAt?: Date; attempted: boolean },
+  ): Promise<void> {
     const pinned = outcome.status === 'pinned';
     await this.db
       .updateTable('sealed_pins')
@@ -246,13 +283,17 @@ export class SealedStore {
    * Marks the pins of seals older than `sealedBefore` that are still not held and were not reported
    * yet, and returns them: each is reported once as overdue.
    */
-  async markOverdue(sealedBefore: Date): Promise<Array<{ sealedId: string; cluster: string; status: PinStatus; error: string | null }>> {
+  async markOverdue(
+    sealedBefore: Date,
+  ): Promise<Array<{ sealedId: string; cluster: string; status: PinStatus; error: string | null }>> {
     const rows = await this.db
       .updateTable('sealed_pins')
       .set({ overdue_at: new Date(this.clock.now()) })
       .where('status', '<>', 'pinned')
       .where('overdue_at', 'is', null)
-      .where('sealed_id', 'in', (eb) => eb.selectFrom('sealed_messages').select('id').where('sealed_at', '<', sealedBefore))
+      .where('sealed_id', 'in', (eb) =>
+        eb.selectFrom('sealed_messages').select('id').where('sealed_at', '<', sealedBefore),
+      )
       .returning(['sealed_id', 'cluster', 'status', 'error'])
       .execute();
     return rows.map((row) => ({ sealedId: row.sealed_id, cluster: row.cluster, status: row.status, error: row.error }));
@@ -262,11 +303,21 @@ export class SealedStore {
   async openPinCounts(): Promise<Array<{ cluster: string; status: PinStatus; count: number; overdue: number }>> {
     const rows = await this.db
       .selectFrom('sealed_pins')
-      .select((eb) => ['cluster', 'status', eb.fn.countAll<string>().as('count'), eb.fn.count<string>('overdue_at').as('overdue')])
+      .select((eb) => [
+        'cluster',
+        'status',
+        eb.fn.countAll<string>().as('count'),
+        eb.fn.count<string>('overdue_at').as('overdue'),
+      ])
       .where('status', '<>', 'pinned')
       .groupBy(['cluster', 'status'])
       .execute();
-    return rows.map((row) => ({ cluster: row.cluster, status: row.status, count: Number(row.count), overdue: Number(row.overdue) }));
+    return rows.map((row) => ({
+      cluster: row.cluster,
+      status: row.status,
+      count: Number(row.count),
+      overdue: Number(row.overdue),
+    }));
   }
 
   /** Seals with at least one pin not held, oldest first, with all their pins. */
@@ -282,7 +333,11 @@ export class SealedStore {
     const pins = await this.db
       .selectFrom('sealed_pins')
       .selectAll()
-      .where('sealed_id', 'in', messages.map((message) => message.id))
+      .where(
+        'sealed_id',
+        'in',
+        messages.map((message) => message.id),
+      )
       .orderBy('sealed_id')
       .orderBy('position')
       .execute();
@@ -291,7 +346,12 @@ export class SealedStore {
 
   private async complete(message: SealedMessage): Promise<SealedRecord> {
     const [recipients, pins] = await Promise.all([
-      this.db.selectFrom('sealed_recipients').selectAll().where('sealed_id', '=', message.id).orderBy('position').execute(),
+      this.db
+        .selectFrom('sealed_recipients')
+        .selectAll()
+        .where('sealed_id', '=', message.id)
+        .orderBy('position')
+        .execute(),
       this.db.selectFrom('sealed_pins').selectAll().where('sealed_id', '=', message.id).orderBy('position').execute(),
     ]);
     return { message, recipients, pins };

@@ -19,7 +19,11 @@ export function sealAnswer(record: SealedRecord, publicUrl: string) {
       // for the default language itself, which only it knows).
       link: `${publicUrl}/m/${message.id}${recipient.language ? `?lang=${recipient.language}` : ''}`,
     })),
-    pins: record.pins.map((pin) => ({ cluster: pin.cluster, status: pin.status, ...(pin.error ? { error: pin.error } : {}) })),
+    pins: record.pins.map((pin) => ({
+      cluster: pin.cluster,
+      status: pin.status,
+      ...(pin.error ? { error: pin.error } : {}),
+    })),
   };
 }
 

@@ -5,14 +5,19 @@ import { errorText, isCode } from '../errors.ts';
 import { formatDuration } from '../format.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
 
-
 /**
  * Second screen: the code field (numeric keyboard, one-time-code autofill), "keep me signed in", and
  * a resend button that waits out the per-number interval (or the server's Retry-After). After a reload
  * (`request` unknown, `earlier` from GET /v1/config) it says where and when the code went; a new code then
  * goes to the same place (POST /v1/auth/code/resend) without anything typed again.
  */
-export function codeScreen(reader: Reader, request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending, shownAt = Date.now()): Screen {
+export function codeScreen(
+  reader: Reader,
+  request: CodeRequest | undefined,
+  sent: CodeSent,
+  earlier?: CodePending,
+  shownAt = Date.now(),
+): Screen {
   const { t, config } = reader;
   const sendAgain = () => (request ? reader.api.requestCode(request) : reader.api.resendCode(reader.messageId));
   return {
@@ -20,7 +25,11 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
     title: t.code.title,
     render() {
       const alert = alertBox();
-      const destination = earlier ? earlier.destination : sent.method === 'sms' ? (request?.mobile ?? '') : (request?.email ?? '');
+      const destination = earlier
+        ? earlier.destination
+        : sent.method === 'sms'
+          ? (request?.mobile ?? '')
+          : (request?.email ?? '');
       const code = field({
         label: t.code.label,
         input: {
@@ -36,7 +45,12 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
         },
       });
       const rememberId = uid('remember');
-      const remember = h('input', { type: 'checkbox', id: rememberId, name: 'rememberMe', 'aria-describedby': `${rememberId}-hint` });
+      const remember = h('input', {
+        type: 'checkbox',
+        id: rememberId,
+        name: 'rememberMe',
+        'aria-describedby': `${rememberId}-hint`,
+      });
       const submit = h('button', { type: 'submit', class: 'primary' }, t.code.submit);
       const form = h(
         'form',
@@ -47,7 +61,11 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
           { class: 'check' },
           remember,
           h('label', { for: rememberId }, t.code.remember),
-          h('p', { class: 'hint', id: `${rememberId}-hint` }, t.code.rememberHint(formatDuration(t, config.rememberMeMaxAge))),
+          h(
+            'p',
+            { class: 'hint', id: `${rememberId}-hint` },
+            t.code.rememberHint(formatDuration(t, config.rememberMeMaxAge)),
+          ),
         ),
         alert.element,
         submit,
@@ -145,7 +163,9 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
           // A new code is the only way on: the button that gets one is put right under the sentence.
           if (isCode(outcome, 'expired_code', 'code_attempts_exceeded')) return codeGone(outcome);
           alert.show(t, outcome);
-          const left = isCode(outcome, 'incorrect_code', 'invalid_code_or_email') ? outcome.details.attemptsLeft : undefined;
+          const left = isCode(outcome, 'incorrect_code', 'invalid_code_or_email')
+            ? outcome.details.attemptsLeft
+            : undefined;
           if (left !== undefined) alert.say(`${errorText(t, outcome)} ${t.code.attemptsLeft(left)}`);
           flagInvalid(code.input);
         })();
@@ -170,7 +190,9 @@ export function codeScreen(reader: Reader, request: CodeRequest | undefined, sen
                 t.code.stillValidFor(formatDuration(t, earlier.expiresIn)),
               ]
             : [
-                sent.method === 'sms' ? t.code.sentSms(sent.codeLength, destination) : t.code.sentEmail(sent.codeLength, destination),
+                sent.method === 'sms'
+                  ? t.code.sentSms(sent.codeLength, destination)
+                  : t.code.sentEmail(sent.codeLength, destination),
                 ' ',
                 t.code.validFor(formatDuration(t, sent.expiresIn)),
               ]),

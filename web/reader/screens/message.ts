@@ -17,9 +17,20 @@ export async function messageScreen(reader: Reader): Promise<void> {
   reader.show(loadingScreen(reader));
   try {
     // The list of the reader's other messages is a help, never a reason not to show this one.
-    const [message, draft, others] = await Promise.all([reader.api.message(), loadDraft(reader), reader.api.messages().catch(() => [])]);
+    const [message, draft, others] = await Promise.all([
+      reader.api.message(),
+      loadDraft(reader),
+      reader.api.messages().catch(() => []),
+    ]);
     if ('error' in draft && isSessionGone(draft.error)) throw draft.error;
-    reader.show(readScreen(reader, message, draft, others.filter((other) => other.id !== message.id)));
+    reader.show(
+      readScreen(
+        reader,
+        message,
+        draft,
+        others.filter((other) => other.id !== message.id),
+      ),
+    );
   } catch (error) {
     if (isSessionGone(error)) {
       reader.notice = reader.t.sessionEnded;
@@ -32,7 +43,12 @@ export async function messageScreen(reader: Reader): Promise<void> {
   }
 }
 
-export function readScreen(reader: Reader, message: SealedMessage, draft: DraftOutcome, others: OpenableMessage[] = []): Screen {
+export function readScreen(
+  reader: Reader,
+  message: SealedMessage,
+  draft: DraftOutcome,
+  others: OpenableMessage[] = [],
+): Screen {
   const { t } = reader;
   const subject = message.subject || t.message.noSubject;
   return {
@@ -48,7 +64,8 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
       row(t.message.from, addresses(message.from));
       row(t.message.to, addresses(message.to));
       row(t.message.cc, addresses(message.cc));
-      if (message.replyTo.length > 0 && addresses(message.replyTo) !== addresses(message.from)) row(t.message.replyTo, addresses(message.replyTo));
+      if (message.replyTo.length > 0 && addresses(message.replyTo) !== addresses(message.from))
+        row(t.message.replyTo, addresses(message.replyTo));
       if (message.date) row(t.message.date, formatDate(message.date, t.lang));
 
       const seal = message.seal.verified
@@ -59,7 +76,10 @@ export function readScreen(reader: Reader, message: SealedMessage, draft: DraftO
             h(
               'div',
               {},
-              sealLine(t.message.sealedOn(formatDate(message.seal.sealedAt, t.lang), message.seal.cid), message.seal.cid),
+              sealLine(
+                t.message.sealedOn(formatDate(message.seal.sealedAt, t.lang), message.seal.cid),
+                message.seal.cid,
+              ),
               h('p', { class: 'hint' }, t.message.sealExplain),
             ),
           )
@@ -153,12 +173,19 @@ function messageBody(reader: Reader, message: SealedMessage): HTMLElement {
   if (message.html) {
     const container = h('div', { class: 'body' });
     const alert = alertBox();
-    const render = (html: string, remoteImages: boolean) => container.replaceChildren(messageFrame(html, { title: t.message.bodyFrame, remoteImages }));
+    const render = (html: string, remoteImages: boolean) =>
+      container.replaceChildren(messageFrame(html, { title: t.message.bodyFrame, remoteImages }));
     render(message.html, false);
     const blocked = message.remoteImages ?? 0;
     if (blocked === 0) return container;
     const button = h('button', { type: 'button', class: 'secondary small' }, t.message.showImages);
-    const bar = h('div', { class: 'images-bar' }, h('p', {}, t.message.remoteImagesBlocked(blocked)), button, alert.element);
+    const bar = h(
+      'div',
+      { class: 'images-bar' },
+      h('p', {}, t.message.remoteImagesBlocked(blocked)),
+      button,
+      alert.element,
+    );
     button.addEventListener('click', () => {
       void busy(button, t.loading, async () => {
         try {
@@ -180,7 +207,13 @@ function messageBody(reader: Reader, message: SealedMessage): HTMLElement {
 function sealLine(sentence: string, cid: string): HTMLElement {
   const at = sentence.indexOf(cid);
   if (at < 0) return h('p', { class: 'seal-line' }, sentence);
-  return h('p', { class: 'seal-line' }, sentence.slice(0, at), h('code', { class: 'cid' }, cid), sentence.slice(at + cid.length));
+  return h(
+    'p',
+    { class: 'seal-line' },
+    sentence.slice(0, at),
+    h('code', { class: 'cid' }, cid),
+    sentence.slice(at + cid.length),
+  );
 }
 
 function addresses(list: Address[]): string {

@@ -16,7 +16,11 @@ export function mobileSection(reader: Reader): HTMLElement | null {
   const status = h('p', { class: 'hint', role: 'status' });
 
   const start = () => {
-    const number = field({ label: t.mobile.newNumber, hint: t.mobile.newNumberHint, input: { type: 'tel', autocomplete: 'tel', required: true } });
+    const number = field({
+      label: t.mobile.newNumber,
+      hint: t.mobile.newNumberHint,
+      input: { type: 'tel', autocomplete: 'tel', required: true },
+    });
     const button = h('button', { type: 'submit' }, t.mobile.start);
     const form = h('form', { novalidate: true }, number.wrapper, alert.element, button);
     form.addEventListener('submit', (event) => {
@@ -36,7 +40,11 @@ export function mobileSection(reader: Reader): HTMLElement | null {
   };
 
   const askCode = (step: MobileStep) => {
-    const code = field({ label: t.mobile.code, hint: t.mobile.codeTo(step.to), input: { inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: step.codeLength, required: true } });
+    const code = field({
+      label: t.mobile.code,
+      hint: t.mobile.codeTo(step.to),
+      input: { inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: step.codeLength, required: true },
+    });
     const button = h('button', { type: 'submit' }, t.mobile.confirm);
     const form = h('form', { novalidate: true }, code.wrapper, alert.element, button);
     form.addEventListener('submit', (event) => {

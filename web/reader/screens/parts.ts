@@ -61,7 +61,12 @@ export function messageCard(from: string, fromLabel: string, subject: string, su
  * `onTick` with the seconds left every second and `onDone` at zero, while `owner` is on the page.
  * Returns a stop function.
  */
-export function countdown(seconds: number, owner: Element, onTick: (left: number) => void, onDone: () => void): () => void {
+export function countdown(
+  seconds: number,
+  owner: Element,
+  onTick: (left: number) => void,
+  onDone: () => void,
+): () => void {
   const end = Date.now() + seconds * 1000;
   let timer = 0;
   const tick = () => {

@@ -22,8 +22,15 @@ export function loadDraft(reader: Reader): Promise<DraftOutcome> {
  * the draft at the first autosave, and a send would go without the draft's files. The reader gets the
  * reason and a button that tries again.
  */
-export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome, notice?: string): HTMLElement {
-  return 'draft' in outcome ? replyForm(reader, message, outcome.draft, notice) : draftFailed(reader, message, outcome.error);
+export function replySection(
+  reader: Reader,
+  message: SealedMessage,
+  outcome: DraftOutcome,
+  notice?: string,
+): HTMLElement {
+  return 'draft' in outcome
+    ? replyForm(reader, message, outcome.draft, notice)
+    : draftFailed(reader, message, outcome.error);
 }
 
 function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HTMLElement {
@@ -31,7 +38,13 @@ function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HT
   const alert = alertBox();
   alert.show(t, error, t.reply.draftFailed);
   const retry = h('button', { type: 'button', class: 'secondary' }, t.reply.retry);
-  const section = h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), alert.element, retry);
+  const section = h(
+    'section',
+    { class: 'card reply', 'aria-labelledby': 'reply-title' },
+    h('h2', { id: 'reply-title' }, t.reply.title),
+    alert.element,
+    retry,
+  );
   retry.addEventListener('click', () => {
     void busy(retry, t.loading, async () => {
       const again = await loadDraft(reader);
@@ -66,9 +79,16 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   const { t, api } = reader;
   const maxFile = draft.maxFileSize;
   const maxTotal = draft.maxTotalSize;
-  const limitsText = maxFile !== undefined && maxTotal !== undefined ? t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal)) : undefined;
+  const limitsText =
+    maxFile !== undefined && maxTotal !== undefined
+      ? t.reply.limits(formatBytes(t, maxFile), formatBytes(t, maxTotal))
+      : undefined;
   const recipient = message.replyTo[0] ?? message.from[0];
-  const recipientText = recipient ? (recipient.name ? `${recipient.name} <${recipient.address}>` : recipient.address) : '';
+  const recipientText = recipient
+    ? recipient.name
+      ? `${recipient.name} <${recipient.address}>`
+      : recipient.address
+    : '';
   const files: DraftFile[] = [...draft.files];
   let uploading = 0;
   let version = draft.version;
@@ -92,7 +112,11 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   const textId = uid('reply');
   const text = h('textarea', { id: textId, name: 'text', rows: 7, 'aria-describedby': `${textId}-status` });
   text.value = draft.text;
-  const saveStatus = h('p', { class: 'hint save-status', id: `${textId}-status`, role: 'status' }, draft.text ? t.reply.draftRestored : '');
+  const saveStatus = h(
+    'p',
+    { class: 'hint save-status', id: `${textId}-status`, role: 'status' },
+    draft.text ? t.reply.draftRestored : '',
+  );
 
   let saveTimer = 0;
   let saving: Promise<unknown> = Promise.resolve();
@@ -100,7 +124,9 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     window.clearTimeout(saveTimer);
     if (replaced) return saving;
     saveStatus.textContent = t.reply.draftSaving;
-    saving = change(() => api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version)).then(
+    saving = change(() =>
+      api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version),
+    ).then(
       (next) => {
         learn(next);
         saveStatus.textContent = t.reply.draftSaved;
@@ -137,7 +163,13 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
 
   const fileRow = (file: DraftFile): HTMLElement => {
     const remove = h('button', { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) }, '✕');
-    const row = h('li', { class: 'file' }, h('span', { class: 'file-name' }, file.name), h('span', { class: 'file-size' }, formatBytes(t, file.size)), remove);
+    const row = h(
+      'li',
+      { class: 'file' },
+      h('span', { class: 'file-name' }, file.name),
+      h('span', { class: 'file-size' }, formatBytes(t, file.size)),
+      remove,
+    );
     remove.addEventListener('click', () => {
       alert.clear();
       void busy(remove, '…', async () => {
@@ -158,7 +190,14 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   for (const file of files) list.append(fileRow(file));
   updateUsed();
 
-  const input = h('input', { type: 'file', multiple: true, class: 'visually-hidden', tabindex: -1, 'aria-hidden': 'true', name: 'files' });
+  const input = h('input', {
+    type: 'file',
+    multiple: true,
+    class: 'visually-hidden',
+    tabindex: -1,
+    'aria-hidden': 'true',
+    name: 'files',
+  });
   const picker = h('button', { type: 'button', class: 'secondary' }, t.reply.addFiles);
   picker.addEventListener('click', () => input.click());
   input.addEventListener('change', () => {
@@ -175,10 +214,20 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
 
   async function upload(file: File) {
     const progress = h('progress', { max: 100, value: 0, 'aria-label': t.reply.uploading(file.name) });
-    const row = h('li', { class: 'file uploading' }, h('span', { class: 'file-name' }, file.name), h('span', { class: 'file-size' }, formatBytes(t, file.size)), progress);
+    const row = h(
+      'li',
+      { class: 'file uploading' },
+      h('span', { class: 'file-name' }, file.name),
+      h('span', { class: 'file-size' }, formatBytes(t, file.size)),
+      progress,
+    );
     const fail = (sentence: string) => {
       row.classList.replace('uploading', 'failed');
-      const dismiss = h('button', { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) }, '✕');
+      const dismiss = h(
+        'button',
+        { type: 'button', class: 'link danger', 'aria-label': t.reply.remove(file.name) },
+        '✕',
+      );
       dismiss.addEventListener('click', () => {
         row.remove();
         picker.focus();
@@ -188,11 +237,14 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     };
     list.append(row);
     // The server decides (it counts every byte); checking first spares a long upload bound to fail.
-    if (maxFile !== undefined && file.size > maxFile) return fail(`${t.errors.file_too_large} ${limitsText ?? ''}`.trim());
+    if (maxFile !== undefined && file.size > maxFile)
+      return fail(`${t.errors.file_too_large} ${limitsText ?? ''}`.trim());
     if (maxTotal !== undefined && total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
     uploading += 1;
     try {
-      const uploaded = await change(() => api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)), { version }));
+      const uploaded = await change(() =>
+        api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)), { version }),
+      );
       learn(uploaded.version);
       const stored = uploaded.file;
       files.push(stored);
@@ -210,7 +262,9 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   const copyId = uid('copy');
   const copy = h('input', { type: 'checkbox', id: copyId, name: 'copy', checked: Boolean(draft.bcc) });
   copy.addEventListener('change', () => void saveNow());
-  const copyRow = reader.email ? h('div', { class: 'check' }, copy, h('label', { for: copyId }, t.reply.copyToMe(reader.email))) : null;
+  const copyRow = reader.email
+    ? h('div', { class: 'check' }, copy, h('label', { for: copyId }, t.reply.copyToMe(reader.email)))
+    : null;
 
   const send = h('button', { type: 'submit', class: 'primary' }, t.reply.send);
   const form = h(
@@ -233,7 +287,12 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     send,
     saveStatus,
   );
-  const section = h('section', { class: 'card reply', 'aria-labelledby': 'reply-title' }, h('h2', { id: 'reply-title' }, t.reply.title), form);
+  const section = h(
+    'section',
+    { class: 'card reply', 'aria-labelledby': 'reply-title' },
+    h('h2', { id: 'reply-title' }, t.reply.title),
+    form,
+  );
   if (notice) alert.say(notice);
 
   /** The draft changed elsewhere: this form goes, the draft as it is now comes, saying why. */
@@ -275,7 +334,9 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     void busy(send, t.reply.sending, async () => {
       try {
         await saving;
-        await change(() => api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version));
+        await change(() =>
+          api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version),
+        );
         reader.go.sent(recipientText);
       } catch (error) {
         handle(error);

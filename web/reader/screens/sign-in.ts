@@ -23,13 +23,28 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
       const email = field({
         label: t.signIn.email,
         hint: t.signIn.emailHint,
-        input: { type: 'email', name: 'email', autocomplete: 'email', required: true, spellcheck: 'false', autocapitalize: 'off', value: prefill.email },
+        input: {
+          type: 'email',
+          name: 'email',
+          autocomplete: 'email',
+          required: true,
+          spellcheck: 'false',
+          autocapitalize: 'off',
+          value: prefill.email,
+        },
       });
       const mobile = sms
         ? field({
             label: both ? t.signIn.mobileOptional : t.signIn.mobile,
             hint: t.signIn.mobileHint,
-            input: { type: 'tel', name: 'mobile', autocomplete: 'tel', inputmode: 'tel', required: !both, value: prefill.mobile },
+            input: {
+              type: 'tel',
+              name: 'mobile',
+              autocomplete: 'tel',
+              inputmode: 'tel',
+              required: !both,
+              value: prefill.mobile,
+            },
           })
         : undefined;
       const submit = h('button', { type: 'submit', class: 'primary' }, t.signIn.send);
@@ -52,7 +67,12 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
           return flagInvalid(mobile.input);
         }
         const method: Method = both ? (number ? 'sms' : 'email') : sms ? 'sms' : 'email';
-        const request: CodeRequest = { messageId: reader.messageId, email: address, method, ...(method === 'sms' ? { mobile: number } : {}) };
+        const request: CodeRequest = {
+          messageId: reader.messageId,
+          email: address,
+          method,
+          ...(method === 'sms' ? { mobile: number } : {}),
+        };
         void (async () => {
           const outcome = await busy(submit, t.signIn.sending, () =>
             reader.api.requestCode(request).then(

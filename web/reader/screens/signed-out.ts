@@ -18,7 +18,13 @@ export function signedOutScreen(reader: Reader): Screen {
           () => window.location.reload(),
         );
       });
-      return h('section', { class: 'card narrow' }, h('h1', {}, t.signedOut.title), h('p', {}, t.signedOut.body), again);
+      return h(
+        'section',
+        { class: 'card narrow' },
+        h('h1', {}, t.signedOut.title),
+        h('p', {}, t.signedOut.body),
+        again,
+      );
     },
   };
 }

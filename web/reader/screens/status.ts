@@ -8,7 +8,8 @@ export function loadingScreen(reader: Pick<Reader, 't'>): Screen {
   return {
     name: 'loading',
     title: reader.t.loading,
-    render: () => h('section', { class: 'card narrow', 'aria-busy': 'true' }, h('h1', { class: 'quiet' }, reader.t.loading)),
+    render: () =>
+      h('section', { class: 'card narrow', 'aria-busy': 'true' }, h('h1', { class: 'quiet' }, reader.t.loading)),
   };
 }
 
@@ -26,7 +27,12 @@ export function fatalScreen(reader: Pick<Reader, 't'>, error: unknown, text?: st
         'section',
         { class: 'card narrow' },
         h('h1', {}, t.fatal.title),
-        h('div', { class: 'alert', role: 'alert' }, h('p', {}, text ?? errorText(t, error)), reference ? h('p', { class: 'reference' }, reference) : null),
+        h(
+          'div',
+          { class: 'alert', role: 'alert' },
+          h('p', {}, text ?? errorText(t, error)),
+          reference ? h('p', { class: 'reference' }, reference) : null,
+        ),
         retry,
       );
     },

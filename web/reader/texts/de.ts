@@ -16,7 +16,8 @@ export const de = {
     noSubject: '(kein Betreff)',
     introSms:
       'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse und Ihre Mobilnummer ein. Wir senden Ihnen einen Einmalcode per SMS.',
-    introEmail: 'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein. Wir senden Ihnen einen Einmalcode per E-Mail.',
+    introEmail:
+      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein. Wir senden Ihnen einen Einmalcode per E-Mail.',
     introBoth:
       'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein und, falls der Absender sie hat, Ihre Mobilnummer. Wir senden Ihnen einen Einmalcode.',
     email: 'E-Mail-Adresse',
@@ -35,7 +36,8 @@ export const de = {
     validFor: (duration: string) => `Der Code ist ${duration} gültig.`,
     label: 'Code',
     remember: 'Auf diesem Gerät angemeldet bleiben',
-    rememberHint: (duration: string) => `Für ${duration} oder bis Sie sich abmelden. Kreuzen Sie dies auf einem gemeinsam genutzten Computer nicht an.`,
+    rememberHint: (duration: string) =>
+      `Für ${duration} oder bis Sie sich abmelden. Kreuzen Sie dies auf einem gemeinsam genutzten Computer nicht an.`,
     submit: 'Anmelden',
     checking: 'Wird geprüft…',
     resend: 'Neuen Code senden',
@@ -43,7 +45,8 @@ export const de = {
     resent: 'Ein neuer Code ist unterwegs. Der alte gilt nicht mehr.',
     otherAddress: 'Andere Adresse verwenden',
     sentEarlierSms: (to: string, time: string) => `Wir haben Ihnen um ${time} einen Code per SMS an ${to} gesendet.`,
-    sentEarlierEmail: (to: string, time: string) => `Wir haben Ihnen um ${time} einen Code per E-Mail an ${to} gesendet.`,
+    sentEarlierEmail: (to: string, time: string) =>
+      `Wir haben Ihnen um ${time} einen Code per E-Mail an ${to} gesendet.`,
     stillValidFor: (duration: string) => `Er ist noch ${duration} gültig.`,
     attemptsLeft: (n: number) => (n === 1 ? 'Sie haben noch 1 Versuch.' : `Sie haben noch ${n} Versuche.`),
     newCode: 'Neuen Code anfordern',
@@ -58,7 +61,8 @@ export const de = {
     noSubject: '(kein Betreff)',
     sealedOn: (date: string, cid: string) => `Versiegelt am ${date} — Inhalt geprüft anhand der IPFS-CID ${cid}.`,
     sealTitle: 'Das Siegel ist intakt',
-    sealExplain: 'Diese Nachricht ist genau so, wie sie versiegelt wurde: Ihr Fingerabdruck (SHA-256) stimmt mit der versiegelten Kopie überein.',
+    sealExplain:
+      'Diese Nachricht ist genau so, wie sie versiegelt wurde: Ihr Fingerabdruck (SHA-256) stimmt mit der versiegelten Kopie überein.',
     sha256: 'SHA-256',
     bodyFrame: 'Nachrichtentext',
     noBody: 'Diese Nachricht hat keinen Text.',
@@ -76,7 +80,8 @@ export const de = {
 
   mobile: {
     title: 'Mobilnummer ändern',
-    explain: 'Codes für diese Nachricht gehen an Ihre Mobilnummer. Um sie zu ändern, bestätigen Sie einen Code an Ihre bisherige Nummer und danach einen an die neue Nummer.',
+    explain:
+      'Codes für diese Nachricht gehen an Ihre Mobilnummer. Um sie zu ändern, bestätigen Sie einen Code an Ihre bisherige Nummer und danach einen an die neue Nummer.',
     newNumber: 'Neue Mobilnummer',
     newNumberHint: 'Im internationalen Format, zum Beispiel +41 79 123 45 67.',
     start: 'Code an meine bisherige Nummer senden',
@@ -85,7 +90,8 @@ export const de = {
     code: 'Code',
     confirm: 'Bestätigen',
     confirming: 'Wird geprüft…',
-    changed: (to: string) => `Ihre Mobilnummer ist jetzt ${to}. Ihre bisherige Nummer und Ihre E-Mail-Adresse wurden benachrichtigt.`,
+    changed: (to: string) =>
+      `Ihre Mobilnummer ist jetzt ${to}. Ihre bisherige Nummer und Ihre E-Mail-Adresse wurden benachrichtigt.`,
   },
 
   others: {
@@ -101,7 +107,8 @@ export const de = {
     draftSaved: 'Entwurf gespeichert. Sie können später weiterschreiben, auch auf einem anderen Gerät.',
     draftSaving: 'Entwurf wird gespeichert…',
     draftRestored: 'Ihr nicht gesendeter Entwurf wurde wiederhergestellt.',
-    draftFailed: 'Ihre gespeicherte Antwort konnte nicht geladen werden. Damit nichts davon verloren geht, können Sie antworten, sobald sie geladen ist.',
+    draftFailed:
+      'Ihre gespeicherte Antwort konnte nicht geladen werden. Damit nichts davon verloren geht, können Sie antworten, sobald sie geladen ist.',
     retry: 'Erneut versuchen',
     files: 'Angehängte Dateien',
     addFiles: 'Dateien anhängen',
@@ -116,7 +123,8 @@ export const de = {
     sending: 'Wird gesendet…',
     empty: 'Bitte schreiben Sie zuerst eine Antwort oder hängen Sie eine Datei an.',
     waitForUploads: 'Bitte warten Sie, bis die Dateien hochgeladen sind.',
-    reloaded: 'Diese Antwort wurde in einem anderen Fenster geändert und neu geladen. Bitte prüfen Sie sie vor dem Senden.',
+    reloaded:
+      'Diese Antwort wurde in einem anderen Fenster geändert und neu geladen. Bitte prüfen Sie sie vor dem Senden.',
   },
 
   sent: {
@@ -135,7 +143,8 @@ export const de = {
     title: 'Das Siegel ist gebrochen',
     body: 'Diese Nachricht wird nicht angezeigt: Ihr Inhalt stimmt nicht mehr mit dem überein, was versiegelt wurde. Sie wurde möglicherweise nach dem Versiegeln verändert.',
     cid: (cid: string) => `Versiegelter Inhalt: IPFS-CID ${cid}`,
-    advice: 'Bitte verlassen Sie sich auf keine Kopie dieser Nachricht. Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',
+    advice:
+      'Bitte verlassen Sie sich auf keine Kopie dieser Nachricht. Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',
   },
 
   fatal: {
@@ -159,25 +168,39 @@ export const de = {
 
   errors: {
     expired_code: 'Dieser Code ist abgelaufen. Bitte fordern Sie einen neuen Code an und geben Sie diesen ein.',
-    incorrect_code: 'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern und versuchen Sie es erneut – oder fordern Sie einen neuen Code an.',
-    invalid_code_or_email: 'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern in unserer neuesten E-Mail an Sie, oder fordern Sie einen neuen Code an.',
+    incorrect_code:
+      'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern und versuchen Sie es erneut – oder fordern Sie einen neuen Code an.',
+    invalid_code_or_email:
+      'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern in unserer neuesten E-Mail an Sie, oder fordern Sie einen neuen Code an.',
     invalid_email: 'Bitte geben Sie eine vollständige E-Mail-Adresse ein, zum Beispiel name@example.com.',
-    invalid_mobile: 'Bitte geben Sie Ihre Mobilnummer im internationalen Format ein, beginnend mit + und der Landesvorwahl, zum Beispiel +41 79 123 45 67.',
+    invalid_mobile:
+      'Bitte geben Sie Ihre Mobilnummer im internationalen Format ein, beginnend mit + und der Landesvorwahl, zum Beispiel +41 79 123 45 67.',
     invalid_bcc_address: 'Die Adresse für Ihre Kopie ist keine gültige E-Mail-Adresse.',
-    email_mismatch: 'Eine Kopie der Antwort kann nur an Ihre eigene Adresse gehen, die, mit der Sie sich angemeldet haben.',
-    unauthorized_user: 'Diese Nachricht wurde nicht an diese Adresse oder Mobilnummer gesendet. Bitte prüfen Sie beides, oder fragen Sie den Absender.',
-    forbidden_auth_method: 'Diese Adresse meldet sich auf andere Weise an. Bitte prüfen Sie, ob der Absender Ihre Mobilnummer hat.',
-    forbidden_file_type: 'Diese Art von Datei kann nicht angehängt werden (zum Beispiel Programme und Skripte). Bitte hängen Sie stattdessen ein Dokument oder Bild an.',
+    email_mismatch:
+      'Eine Kopie der Antwort kann nur an Ihre eigene Adresse gehen, die, mit der Sie sich angemeldet haben.',
+    unauthorized_user:
+      'Diese Nachricht wurde nicht an diese Adresse oder Mobilnummer gesendet. Bitte prüfen Sie beides, oder fragen Sie den Absender.',
+    forbidden_auth_method:
+      'Diese Adresse meldet sich auf andere Weise an. Bitte prüfen Sie, ob der Absender Ihre Mobilnummer hat.',
+    forbidden_file_type:
+      'Diese Art von Datei kann nicht angehängt werden (zum Beispiel Programme und Skripte). Bitte hängen Sie stattdessen ein Dokument oder Bild an.',
     malware_detected: 'Diese Datei scheint einen Virus zu enthalten und wurde deshalb nicht angehängt.',
     file_too_large: 'Diese Datei ist zu groß, um sie anzuhängen.',
-    upload_limit_reached: 'Zusammen mit den bereits angehängten Dateien ist diese Datei zu groß. Entfernen Sie eine Datei oder senden Sie weniger.',
+    upload_limit_reached:
+      'Zusammen mit den bereits angehängten Dateien ist diese Datei zu groß. Entfernen Sie eine Datei oder senden Sie weniger.',
     new_mobile_conflict: 'Das ist bereits Ihre Mobilnummer.',
-    sms_rate_limit: 'Es wurden zu viele Codes angefordert. Bitte warten Sie einen Moment, bevor Sie einen neuen anfordern.',
-    email_and_mobile_mismatch: 'Diese E-Mail-Adresse und diese Mobilnummer gehören nicht zusammen. Bitte prüfen Sie beides.',
-    code_attempts_exceeded: 'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. Bitte fordern Sie einen neuen an.',
-    seal_broken: 'Das Siegel ist gebrochen: Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',
-    validation_failed: 'Etwas im Formular ist nicht richtig ausgefüllt. Bitte prüfen Sie es und versuchen Sie es erneut.',
-    not_found: 'Diese Nachricht gibt es nicht oder nicht mehr. Bitte prüfen Sie den Link, oder fragen Sie den Absender.',
+    sms_rate_limit:
+      'Es wurden zu viele Codes angefordert. Bitte warten Sie einen Moment, bevor Sie einen neuen anfordern.',
+    email_and_mobile_mismatch:
+      'Diese E-Mail-Adresse und diese Mobilnummer gehören nicht zusammen. Bitte prüfen Sie beides.',
+    code_attempts_exceeded:
+      'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. Bitte fordern Sie einen neuen an.',
+    seal_broken:
+      'Das Siegel ist gebrochen: Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',
+    validation_failed:
+      'Etwas im Formular ist nicht richtig ausgefüllt. Bitte prüfen Sie es und versuchen Sie es erneut.',
+    not_found:
+      'Diese Nachricht gibt es nicht oder nicht mehr. Bitte prüfen Sie den Link, oder fragen Sie den Absender.',
     unauthenticated: 'Ihre Sitzung ist abgelaufen. Bitte melden Sie sich erneut an.',
     forbidden: 'Das ist nicht erlaubt.',
     csrf_token_invalid: 'Diese Seite war lange geöffnet. Bitte laden Sie sie neu und versuchen Sie es erneut.',
@@ -186,21 +209,24 @@ export const de = {
       'Diese Antwort wurde in einem anderen Fenster oder auf einem anderen Gerät geändert. Sie muss neu geladen werden, bevor sie geändert oder gesendet werden kann.',
     payload_too_large: 'Das ist zu groß zum Senden.',
     unavailable: 'Der Dienst ist gerade ausgelastet. Bitte versuchen Sie es in einer Minute erneut.',
-    upstream_failed: 'Die Nachricht kann gerade nicht abgerufen werden. Bitte versuchen Sie es in ein paar Minuten erneut.',
+    upstream_failed:
+      'Die Nachricht kann gerade nicht abgerufen werden. Bitte versuchen Sie es in ein paar Minuten erneut.',
     internal: 'Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut.',
   },
 
   errorFallback: {
     network: 'Keine Verbindung zum Server. Bitte prüfen Sie Ihre Internetverbindung und versuchen Sie es erneut.',
     status: (status: number) =>
-      status >= 500 ? 'Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut.' : 'Das hat nicht funktioniert. Bitte versuchen Sie es erneut.',
+      status >= 500
+        ? 'Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut.'
+        : 'Das hat nicht funktioniert. Bitte versuchen Sie es erneut.',
     retryIn: (duration: string) => `Bitte versuchen Sie es in ${duration} erneut.`,
     reference: (id: string) => `Referenz: ${id}`,
   },
 
   methodHint: {
-    needsMobile: 'Für diese Adresse kommt der Code per SMS. Bitte geben Sie die Mobilnummer ein, die der Absender von Ihnen hat.',
+    needsMobile:
+      'Für diese Adresse kommt der Code per SMS. Bitte geben Sie die Mobilnummer ein, die der Absender von Ihnen hat.',
     needsEmail: 'Für diese Adresse kommt der Code per E-Mail. Bitte lassen Sie die Mobilnummer leer.',
   },
 } satisfies Texts;
-

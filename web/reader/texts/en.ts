@@ -19,9 +19,12 @@ export const en = {
     from: 'From',
     subject: 'Subject',
     noSubject: '(no subject)',
-    introSms: 'To read it, confirm that it is for you: enter your email address and your mobile number. We will send you a one-time code by SMS.',
-    introEmail: 'To read it, confirm that it is for you: enter your email address. We will send you a one-time code by email.',
-    introBoth: 'To read it, confirm that it is for you: enter your email address, and your mobile number if the sender has it. We will send you a one-time code.',
+    introSms:
+      'To read it, confirm that it is for you: enter your email address and your mobile number. We will send you a one-time code by SMS.',
+    introEmail:
+      'To read it, confirm that it is for you: enter your email address. We will send you a one-time code by email.',
+    introBoth:
+      'To read it, confirm that it is for you: enter your email address, and your mobile number if the sender has it. We will send you a one-time code.',
     email: 'Email address',
     emailHint: 'The address this message was sent to.',
     mobile: 'Mobile number',
@@ -38,7 +41,8 @@ export const en = {
     validFor: (duration: string) => `The code is valid for ${duration}.`,
     label: 'Code',
     remember: 'Keep me signed in on this device',
-    rememberHint: (duration: string) => `For ${duration}, or until you sign out. Do not tick this on a shared computer.`,
+    rememberHint: (duration: string) =>
+      `For ${duration}, or until you sign out. Do not tick this on a shared computer.`,
     submit: 'Sign in',
     checking: 'Checking…',
     resend: 'Send a new code',
@@ -66,7 +70,9 @@ export const en = {
     bodyFrame: 'Message text',
     noBody: 'This message has no text.',
     remoteImagesBlocked: (count: number) =>
-      count === 1 ? 'One image from the internet is not shown, so that the sender cannot see when you read this.' : `${count} images from the internet are not shown, so that the sender cannot see when you read this.`,
+      count === 1
+        ? 'One image from the internet is not shown, so that the sender cannot see when you read this.'
+        : `${count} images from the internet are not shown, so that the sender cannot see when you read this.`,
     showImages: 'Show images',
     attachments: 'Attachments',
     /** Said before the file name to screen readers: the link's name is what it shows, with this first. */
@@ -78,7 +84,8 @@ export const en = {
 
   mobile: {
     title: 'Change your mobile number',
-    explain: 'Codes for this message go to your mobile number. To change it, confirm a code sent to your current number, then one sent to the new number.',
+    explain:
+      'Codes for this message go to your mobile number. To change it, confirm a code sent to your current number, then one sent to the new number.',
     newNumber: 'New mobile number',
     newNumberHint: 'In international format, for example +41 79 123 45 67.',
     start: 'Send a code to my current number',
@@ -103,7 +110,8 @@ export const en = {
     draftSaved: 'Draft saved. You can continue later, also on another device.',
     draftSaving: 'Saving draft…',
     draftRestored: 'Your unsent draft was restored.',
-    draftFailed: 'Your saved reply could not be loaded. So that nothing of it is lost, you can reply once it is loaded.',
+    draftFailed:
+      'Your saved reply could not be loaded. So that nothing of it is lost, you can reply once it is loaded.',
     retry: 'Try again',
     files: 'Attached files',
     addFiles: 'Attach files',
@@ -167,21 +175,27 @@ export const en = {
   errors: {
     expired_code: 'This code has expired. Please ask for a new code and enter that one.',
     incorrect_code: 'That code is not right. Please check the digits and try again — or ask for a new code.',
-    invalid_code_or_email: 'That code is not right. Please check the digits in the newest email we sent you, or ask for a new code.',
+    invalid_code_or_email:
+      'That code is not right. Please check the digits in the newest email we sent you, or ask for a new code.',
     invalid_email: 'Please enter a complete email address, like name@example.com.',
-    invalid_mobile: 'Please enter your mobile number in international format, starting with + and the country code, like +41 79 123 45 67.',
+    invalid_mobile:
+      'Please enter your mobile number in international format, starting with + and the country code, like +41 79 123 45 67.',
     invalid_bcc_address: 'The address for your copy is not a valid email address.',
     email_mismatch: 'A copy of the reply can only go to your own address, the one you signed in with.',
-    unauthorized_user: 'This message was not sent to this address or mobile number. Please check them, or ask the sender.',
+    unauthorized_user:
+      'This message was not sent to this address or mobile number. Please check them, or ask the sender.',
     forbidden_auth_method: 'This address signs in another way. Please check whether the sender has your mobile number.',
-    forbidden_file_type: 'This kind of file cannot be attached (for example programs and scripts). Please attach a document or picture instead.',
+    forbidden_file_type:
+      'This kind of file cannot be attached (for example programs and scripts). Please attach a document or picture instead.',
     malware_detected: 'This file seems to contain a virus, so it was not attached.',
     file_too_large: 'This file is too large to attach.',
-    upload_limit_reached: 'Together with the files already attached, this file is too large. Remove a file or send fewer.',
+    upload_limit_reached:
+      'Together with the files already attached, this file is too large. Remove a file or send fewer.',
     new_mobile_conflict: 'This is already your mobile number.',
     sms_rate_limit: 'Too many codes were asked for. Please wait a little before asking for a new one.',
     email_and_mobile_mismatch: 'This email address and mobile number do not belong together. Please check both.',
-    code_attempts_exceeded: 'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
+    code_attempts_exceeded:
+      'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
     seal_broken: 'The seal is broken: this message no longer matches what was sealed, so it is not shown.',
     validation_failed: 'Something in the form is not filled in correctly. Please check it and try again.',
     not_found: 'This message does not exist or is no longer available. Please check the link, or ask the sender.',
@@ -189,7 +203,8 @@ export const en = {
     forbidden: 'This is not allowed.',
     csrf_token_invalid: 'This page was open for a long time. Please reload it and try again.',
     conflict: 'Something changed in the meantime. Please reload the page and try again.',
-    draft_conflict: 'This reply was changed in another window or on another device. It has to be loaded again before it can be changed or sent.',
+    draft_conflict:
+      'This reply was changed in another window or on another device. It has to be loaded again before it can be changed or sent.',
     payload_too_large: 'This is too large to send.',
     unavailable: 'The service is busy right now. Please try again in a minute.',
     upstream_failed: 'The message cannot be fetched right now. Please try again in a few minutes.',
@@ -200,7 +215,9 @@ export const en = {
   errorFallback: {
     network: 'No connection to the server. Please check your internet connection and try again.',
     status: (status: number): string =>
-      status >= 500 ? 'Something went wrong on our side. Please try again later.' : 'That did not work. Please try again.',
+      status >= 500
+        ? 'Something went wrong on our side. Please try again later.'
+        : 'That did not work. Please try again.',
     retryIn: (duration: string) => `Please try again in ${duration}.`,
     reference: (id: string) => `Reference: ${id}`,
   },

@@ -19,7 +19,8 @@ export const fr = {
     noSubject: '(sans objet)',
     introSms:
       'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail et votre numéro de mobile. Nous vous enverrons un code à usage unique par SMS.',
-    introEmail: 'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail. Nous vous enverrons un code à usage unique par e-mail.',
+    introEmail:
+      'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail. Nous vous enverrons un code à usage unique par e-mail.',
     introBoth:
       'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail, et votre numéro de mobile si l’expéditeur le connaît. Nous vous enverrons un code à usage unique.',
     email: 'Adresse e-mail',
@@ -38,7 +39,8 @@ export const fr = {
     validFor: (duration: string) => `Le code est valable ${duration}.`,
     label: 'Code',
     remember: 'Rester connecté sur cet appareil',
-    rememberHint: (duration: string) => `Pendant ${duration}, ou jusqu’à ce que vous vous déconnectiez. Ne cochez pas cette case sur un ordinateur partagé.`,
+    rememberHint: (duration: string) =>
+      `Pendant ${duration}, ou jusqu’à ce que vous vous déconnectiez. Ne cochez pas cette case sur un ordinateur partagé.`,
     submit: 'Se connecter',
     checking: 'Vérification…',
     resend: 'Envoyer un nouveau code',
@@ -61,7 +63,8 @@ export const fr = {
     noSubject: '(sans objet)',
     sealedOn: (date: string, cid: string) => `Scellé le ${date} — contenu vérifié avec le CID IPFS ${cid}.`,
     sealTitle: 'Le sceau est intact',
-    sealExplain: 'Ce message est exactement tel qu’il a été scellé : son empreinte (SHA-256) correspond à la copie scellée.',
+    sealExplain:
+      'Ce message est exactement tel qu’il a été scellé : son empreinte (SHA-256) correspond à la copie scellée.',
     sha256: 'SHA-256',
     bodyFrame: 'Texte du message',
     noBody: 'Ce message n’a pas de texte.',
@@ -79,7 +82,8 @@ export const fr = {
 
   mobile: {
     title: 'Changer votre numéro de mobile',
-    explain: "Les codes pour ce message sont envoyés à votre numéro de mobile. Pour le changer, confirmez un code envoyé à votre numéro actuel, puis un code envoyé au nouveau numéro.",
+    explain:
+      'Les codes pour ce message sont envoyés à votre numéro de mobile. Pour le changer, confirmez un code envoyé à votre numéro actuel, puis un code envoyé au nouveau numéro.',
     newNumber: 'Nouveau numéro de mobile',
     newNumberHint: 'Au format international, par exemple +41 79 123 45 67.',
     start: 'Envoyer un code à mon numéro actuel',
@@ -88,7 +92,8 @@ export const fr = {
     code: 'Code',
     confirm: 'Confirmer',
     confirming: 'Vérification…',
-    changed: (to: string) => `Votre numéro de mobile est désormais le ${to}. Votre ancien numéro et votre adresse e-mail ont été prévenus.`,
+    changed: (to: string) =>
+      `Votre numéro de mobile est désormais le ${to}. Votre ancien numéro et votre adresse e-mail ont été prévenus.`,
   },
 
   others: {
@@ -104,7 +109,8 @@ export const fr = {
     draftSaved: 'Brouillon enregistré. Vous pourrez continuer plus tard, y compris sur un autre appareil.',
     draftSaving: 'Enregistrement du brouillon…',
     draftRestored: 'Votre brouillon non envoyé a été restauré.',
-    draftFailed: 'Votre réponse enregistrée n’a pas pu être chargée. Pour que rien ne s’en perde, vous pourrez répondre dès qu’elle sera chargée.',
+    draftFailed:
+      'Votre réponse enregistrée n’a pas pu être chargée. Pour que rien ne s’en perde, vous pourrez répondre dès qu’elle sera chargée.',
     retry: 'Réessayer',
     files: 'Fichiers joints',
     addFiles: 'Joindre des fichiers',
@@ -119,7 +125,8 @@ export const fr = {
     sending: 'Envoi…',
     empty: 'Veuillez d’abord écrire une réponse ou joindre un fichier.',
     waitForUploads: 'Veuillez attendre que les fichiers soient envoyés.',
-    reloaded: 'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. Veuillez la vérifier avant de l’envoyer.',
+    reloaded:
+      'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. Veuillez la vérifier avant de l’envoyer.',
   },
 
   sent: {
@@ -162,26 +169,36 @@ export const fr = {
 
   errors: {
     expired_code: 'Ce code a expiré. Veuillez demander un nouveau code et saisir celui-ci.',
-    incorrect_code: 'Ce code n’est pas le bon. Veuillez vérifier les chiffres et réessayer — ou demander un nouveau code.',
-    invalid_code_or_email: 'Ce code n’est pas le bon. Veuillez vérifier les chiffres dans le dernier e-mail que nous vous avons envoyé, ou demander un nouveau code.',
+    incorrect_code:
+      'Ce code n’est pas le bon. Veuillez vérifier les chiffres et réessayer — ou demander un nouveau code.',
+    invalid_code_or_email:
+      'Ce code n’est pas le bon. Veuillez vérifier les chiffres dans le dernier e-mail que nous vous avons envoyé, ou demander un nouveau code.',
     invalid_email: 'Veuillez saisir une adresse e-mail complète, comme nom@example.com.',
-    invalid_mobile: 'Veuillez saisir votre numéro de mobile au format international, en commençant par + et l’indicatif du pays, comme +41 79 123 45 67.',
+    invalid_mobile:
+      'Veuillez saisir votre numéro de mobile au format international, en commençant par + et l’indicatif du pays, comme +41 79 123 45 67.',
     invalid_bcc_address: 'L’adresse pour votre copie n’est pas une adresse e-mail valide.',
-    email_mismatch: 'Une copie de la réponse ne peut aller qu’à votre propre adresse, celle avec laquelle vous vous êtes connecté.',
-    unauthorized_user: 'Ce message n’a pas été envoyé à cette adresse ou à ce numéro de mobile. Veuillez les vérifier, ou demandez à l’expéditeur.',
-    forbidden_auth_method: 'Cette adresse se connecte d’une autre manière. Veuillez vérifier si l’expéditeur connaît votre numéro de mobile.',
+    email_mismatch:
+      'Une copie de la réponse ne peut aller qu’à votre propre adresse, celle avec laquelle vous vous êtes connecté.',
+    unauthorized_user:
+      'Ce message n’a pas été envoyé à cette adresse ou à ce numéro de mobile. Veuillez les vérifier, ou demandez à l’expéditeur.',
+    forbidden_auth_method:
+      'Cette adresse se connecte d’une autre manière. Veuillez vérifier si l’expéditeur connaît votre numéro de mobile.',
     forbidden_file_type:
       'Ce type de fichier ne peut pas être joint (par exemple les programmes et les scripts). Veuillez plutôt joindre un document ou une image.',
     malware_detected: 'Ce fichier semble contenir un virus, il n’a donc pas été joint.',
     file_too_large: 'Ce fichier est trop volumineux pour être joint.',
-    upload_limit_reached: 'Avec les fichiers déjà joints, ce fichier est trop volumineux. Retirez un fichier ou envoyez-en moins.',
+    upload_limit_reached:
+      'Avec les fichiers déjà joints, ce fichier est trop volumineux. Retirez un fichier ou envoyez-en moins.',
     new_mobile_conflict: 'C’est déjà votre numéro de mobile.',
     sms_rate_limit: 'Trop de codes ont été demandés. Veuillez patienter un peu avant d’en demander un nouveau.',
-    email_and_mobile_mismatch: 'Cette adresse e-mail et ce numéro de mobile ne vont pas ensemble. Veuillez vérifier les deux.',
-    code_attempts_exceeded: 'Ce code ne peut plus être utilisé : il a été mal saisi trop de fois. Veuillez en demander un nouveau.',
+    email_and_mobile_mismatch:
+      'Cette adresse e-mail et ce numéro de mobile ne vont pas ensemble. Veuillez vérifier les deux.',
+    code_attempts_exceeded:
+      'Ce code ne peut plus être utilisé : il a été mal saisi trop de fois. Veuillez en demander un nouveau.',
     seal_broken: 'Le sceau est brisé : ce message ne correspond plus à ce qui a été scellé, il n’est donc pas affiché.',
     validation_failed: 'Un élément du formulaire n’est pas rempli correctement. Veuillez le vérifier et réessayer.',
-    not_found: 'Ce message n’existe pas ou n’est plus disponible. Veuillez vérifier le lien, ou demandez à l’expéditeur.',
+    not_found:
+      'Ce message n’existe pas ou n’est plus disponible. Veuillez vérifier le lien, ou demandez à l’expéditeur.',
     unauthenticated: 'Votre session a expiré. Veuillez vous reconnecter.',
     forbidden: 'Ce n’est pas autorisé.',
     csrf_token_invalid: 'Cette page est restée ouverte longtemps. Veuillez la recharger et réessayer.',
@@ -197,13 +214,16 @@ export const fr = {
   errorFallback: {
     network: 'Pas de connexion au serveur. Veuillez vérifier votre connexion Internet et réessayer.',
     status: (status: number) =>
-      status >= 500 ? 'Une erreur s’est produite de notre côté. Veuillez réessayer plus tard.' : 'Cela n’a pas fonctionné. Veuillez réessayer.',
+      status >= 500
+        ? 'Une erreur s’est produite de notre côté. Veuillez réessayer plus tard.'
+        : 'Cela n’a pas fonctionné. Veuillez réessayer.',
     retryIn: (duration: string) => `Veuillez réessayer dans ${duration}.`,
     reference: (id: string) => `Référence : ${id}`,
   },
 
   methodHint: {
-    needsMobile: 'Pour cette adresse, le code arrive par SMS. Veuillez saisir le numéro de mobile que l’expéditeur a pour vous.',
+    needsMobile:
+      'Pour cette adresse, le code arrive par SMS. Veuillez saisir le numéro de mobile que l’expéditeur a pour vous.',
     needsEmail: 'Pour cette adresse, le code arrive par e-mail. Veuillez laisser le numéro de mobile vide.',
   },
 } satisfies Texts;

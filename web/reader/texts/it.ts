@@ -19,7 +19,8 @@ export const it = {
     noSubject: '(nessun oggetto)',
     introSms:
       'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail e il suo numero di cellulare. Le invieremo un codice monouso via SMS.',
-    introEmail: 'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail. Le invieremo un codice monouso via e-mail.',
+    introEmail:
+      'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail. Le invieremo un codice monouso via e-mail.',
     introBoth:
       'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail e, se il mittente lo conosce, il suo numero di cellulare. Le invieremo un codice monouso.',
     email: 'Indirizzo e-mail',
@@ -38,7 +39,8 @@ export const it = {
     validFor: (duration: string) => `Il codice è valido per ${duration}.`,
     label: 'Codice',
     remember: 'Rimanere connesso su questo dispositivo',
-    rememberHint: (duration: string) => `Per ${duration}, o finché non si disconnette. Non selezioni questa casella su un computer condiviso.`,
+    rememberHint: (duration: string) =>
+      `Per ${duration}, o finché non si disconnette. Non selezioni questa casella su un computer condiviso.`,
     submit: 'Accedere',
     checking: 'Verifica in corso…',
     resend: 'Inviare un nuovo codice',
@@ -61,7 +63,8 @@ export const it = {
     noSubject: '(nessun oggetto)',
     sealedOn: (date: string, cid: string) => `Sigillato il ${date} — contenuto verificato con il CID IPFS ${cid}.`,
     sealTitle: 'Il sigillo è integro',
-    sealExplain: 'Questo messaggio è esattamente com’era quando è stato sigillato: la sua impronta (SHA-256) corrisponde alla copia sigillata.',
+    sealExplain:
+      'Questo messaggio è esattamente com’era quando è stato sigillato: la sua impronta (SHA-256) corrisponde alla copia sigillata.',
     sha256: 'SHA-256',
     bodyFrame: 'Testo del messaggio',
     noBody: 'Questo messaggio non contiene testo.',
@@ -79,7 +82,8 @@ export const it = {
 
   mobile: {
     title: 'Cambiare il numero di cellulare',
-    explain: 'I codici per questo messaggio vanno al suo numero di cellulare. Per cambiarlo, confermi un codice inviato al numero attuale e poi uno inviato al nuovo numero.',
+    explain:
+      'I codici per questo messaggio vanno al suo numero di cellulare. Per cambiarlo, confermi un codice inviato al numero attuale e poi uno inviato al nuovo numero.',
     newNumber: 'Nuovo numero di cellulare',
     newNumberHint: 'In formato internazionale, per esempio +41 79 123 45 67.',
     start: 'Invia un codice al mio numero attuale',
@@ -88,7 +92,8 @@ export const it = {
     code: 'Codice',
     confirm: 'Conferma',
     confirming: 'Verifica…',
-    changed: (to: string) => `Il suo numero di cellulare ora è ${to}. Il numero precedente e il suo indirizzo e-mail sono stati avvisati.`,
+    changed: (to: string) =>
+      `Il suo numero di cellulare ora è ${to}. Il numero precedente e il suo indirizzo e-mail sono stati avvisati.`,
   },
 
   others: {
@@ -104,7 +109,8 @@ export const it = {
     draftSaved: 'Bozza salvata. Può continuare più tardi, anche su un altro dispositivo.',
     draftSaving: 'Salvataggio della bozza…',
     draftRestored: 'La sua bozza non inviata è stata ripristinata.',
-    draftFailed: 'Non è stato possibile caricare la sua risposta salvata. Affinché non se ne perda nulla, potrà rispondere non appena sarà caricata.',
+    draftFailed:
+      'Non è stato possibile caricare la sua risposta salvata. Affinché non se ne perda nulla, potrà rispondere non appena sarà caricata.',
     retry: 'Riprovare',
     files: 'File allegati',
     addFiles: 'Allegare file',
@@ -119,7 +125,8 @@ export const it = {
     sending: 'Invio in corso…',
     empty: 'Scriva prima una risposta o alleghi un file.',
     waitForUploads: 'Attenda che i file siano caricati.',
-    reloaded: 'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. La controlli prima di inviarla.',
+    reloaded:
+      'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. La controlli prima di inviarla.',
   },
 
   sent: {
@@ -138,7 +145,8 @@ export const it = {
     title: 'Il sigillo è rotto',
     body: 'Questo messaggio non viene mostrato: il suo contenuto non corrisponde più a ciò che è stato sigillato. Potrebbe essere stato modificato dopo la sigillatura.',
     cid: (cid: string) => `Contenuto sigillato: CID IPFS ${cid}`,
-    advice: 'Non faccia affidamento su alcuna copia di questo messaggio. Avvisi il mittente e gli comunichi il riferimento qui sotto.',
+    advice:
+      'Non faccia affidamento su alcuna copia di questo messaggio. Avvisi il mittente e gli comunichi il riferimento qui sotto.',
   },
 
   fatal: {
@@ -163,22 +171,31 @@ export const it = {
   errors: {
     expired_code: 'Questo codice è scaduto. Richieda un nuovo codice e inserisca quello.',
     incorrect_code: 'Questo codice non è corretto. Controlli le cifre e riprovi — oppure richieda un nuovo codice.',
-    invalid_code_or_email: 'Questo codice non è corretto. Controlli le cifre nell’ultima e-mail che Le abbiamo inviato, oppure richieda un nuovo codice.',
+    invalid_code_or_email:
+      'Questo codice non è corretto. Controlli le cifre nell’ultima e-mail che Le abbiamo inviato, oppure richieda un nuovo codice.',
     invalid_email: 'Inserisca un indirizzo e-mail completo, come nome@example.com.',
-    invalid_mobile: 'Inserisca il suo numero di cellulare in formato internazionale, iniziando con + e il prefisso del Paese, come +41 79 123 45 67.',
+    invalid_mobile:
+      'Inserisca il suo numero di cellulare in formato internazionale, iniziando con + e il prefisso del Paese, come +41 79 123 45 67.',
     invalid_bcc_address: 'L’indirizzo per la sua copia non è un indirizzo e-mail valido.',
-    email_mismatch: 'Una copia della risposta può andare solo al suo indirizzo, quello con cui ha effettuato l’accesso.',
-    unauthorized_user: 'Questo messaggio non è stato inviato a questo indirizzo o numero di cellulare. Li controlli, oppure chieda al mittente.',
-    forbidden_auth_method: 'Questo indirizzo accede in un altro modo. Verifichi se il mittente ha il suo numero di cellulare.',
-    forbidden_file_type: 'Questo tipo di file non può essere allegato (per esempio programmi e script). Alleghi invece un documento o un’immagine.',
+    email_mismatch:
+      'Una copia della risposta può andare solo al suo indirizzo, quello con cui ha effettuato l’accesso.',
+    unauthorized_user:
+      'Questo messaggio non è stato inviato a questo indirizzo o numero di cellulare. Li controlli, oppure chieda al mittente.',
+    forbidden_auth_method:
+      'Questo indirizzo accede in un altro modo. Verifichi se il mittente ha il suo numero di cellulare.',
+    forbidden_file_type:
+      'Questo tipo di file non può essere allegato (per esempio programmi e script). Alleghi invece un documento o un’immagine.',
     malware_detected: 'Questo file sembra contenere un virus, perciò non è stato allegato.',
     file_too_large: 'Questo file è troppo grande per essere allegato.',
     upload_limit_reached: 'Insieme ai file già allegati, questo file è troppo grande. Rimuova un file o ne invii meno.',
     new_mobile_conflict: 'Questo è già il suo numero di cellulare.',
     sms_rate_limit: 'Sono stati richiesti troppi codici. Attenda un momento prima di richiederne uno nuovo.',
-    email_and_mobile_mismatch: 'Questo indirizzo e-mail e questo numero di cellulare non corrispondono. Li controlli entrambi.',
-    code_attempts_exceeded: 'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
-    seal_broken: 'Il sigillo è rotto: questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',
+    email_and_mobile_mismatch:
+      'Questo indirizzo e-mail e questo numero di cellulare non corrispondono. Li controlli entrambi.',
+    code_attempts_exceeded:
+      'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
+    seal_broken:
+      'Il sigillo è rotto: questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',
     validation_failed: 'Qualcosa nel modulo non è compilato correttamente. Lo controlli e riprovi.',
     not_found: 'Questo messaggio non esiste o non è più disponibile. Controlli il link, oppure chieda al mittente.',
     unauthenticated: 'La sua sessione è scaduta. Acceda di nuovo.',
@@ -195,13 +212,15 @@ export const it = {
 
   errorFallback: {
     network: 'Nessuna connessione al server. Controlli la sua connessione a Internet e riprovi.',
-    status: (status: number) => (status >= 500 ? 'Qualcosa è andato storto da parte nostra. Riprovi più tardi.' : 'Non ha funzionato. Riprovi.'),
+    status: (status: number) =>
+      status >= 500 ? 'Qualcosa è andato storto da parte nostra. Riprovi più tardi.' : 'Non ha funzionato. Riprovi.',
     retryIn: (duration: string) => `Riprovi fra ${duration}.`,
     reference: (id: string) => `Riferimento: ${id}`,
   },
 
   methodHint: {
-    needsMobile: 'Per questo indirizzo il codice arriva via SMS. Inserisca il numero di cellulare che il mittente ha di Lei.',
+    needsMobile:
+      'Per questo indirizzo il codice arriva via SMS. Inserisca il numero di cellulare che il mittente ha di Lei.',
     needsEmail: 'Per questo indirizzo il codice arriva via e-mail. Lasci vuoto il numero di cellulare.',
   },
 } satisfies Texts;

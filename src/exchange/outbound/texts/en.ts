@@ -5,7 +5,8 @@
 export const en = {
   subject: (sender: string) => `A sealed message from ${sender} is waiting for you`,
   greeting: 'Hello,',
-  sent: (sender: string) => `${sender} has sent you a sealed message. It is stored encrypted and can only be read after you sign in.`,
+  sent: (sender: string) =>
+    `${sender} has sent you a sealed message. It is stored encrypted and can only be read after you sign in.`,
   readHere: 'Read it here:',
   linkText: 'Read the sealed message',
   howSms: 'To open it, sign in with a one-time code that we send by SMS to your mobile number.',

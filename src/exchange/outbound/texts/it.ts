@@ -3,7 +3,8 @@ import type { NotificationTexts } from './en.ts';
 export const it: NotificationTexts = {
   subject: (sender) => `Un messaggio sigillato di ${sender} la sta aspettando`,
   greeting: 'Buongiorno,',
-  sent: (sender) => `${sender} le ha inviato un messaggio sigillato. È conservato cifrato e può essere letto solo dopo l’accesso.`,
+  sent: (sender) =>
+    `${sender} le ha inviato un messaggio sigillato. È conservato cifrato e può essere letto solo dopo l’accesso.`,
   readHere: 'Lo legga qui:',
   linkText: 'Leggi il messaggio sigillato',
   howSms: 'Per aprirlo, acceda con un codice monouso che inviamo via SMS al suo numero di cellulare.',
