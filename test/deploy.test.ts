@@ -104,10 +104,10 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     const example = await readFile(root('.env.example'), 'utf8');
     const required = [...new Set([...compose.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!))];
     const listed = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!));
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: compose.yaml's own ${VAR:?} syntax, not a template
     assert.deepEqual(
       required.filter((name) => !listed.has(name)),
       [],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: compose.yaml's own ${VAR:?} syntax, not a template
       'every ${VAR:?} of compose.yaml is in .env.example',
     );
     const { stdout } = await run('docker-compose', [

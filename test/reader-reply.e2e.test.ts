@@ -61,7 +61,9 @@ async function readerLink(sink: SmtpSink, to: string): Promise<string> {
   return link;
 }
 
-/** Waits until the exchange engine's queue (GET /v1/admin/queue) holds no envelope: every one was delivered or failed. */
+/**
+ * Waits until the exchange engine's queue (GET /v1/admin/queue) holds no envelope: every one was delivered or failed.
+ */
 async function queueEmpty(sealpost: SealpostProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {

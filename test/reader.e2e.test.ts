@@ -624,7 +624,8 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       await codeInput.fill(expired);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('alert').filter({ hasText: 'This code has expired' }).waitFor();
-      // The way on is the button for a new code under the sentence, and the focus is on it; the spent code cannot be tried again.
+      // The way on is the button for a new code under the sentence, and the focus is on it; the spent code cannot be
+      // tried again.
       const resend = page.getByRole('alert').getByRole('button', { name: 'Send me a new code' });
       assert.equal(await resend.evaluate((button) => button === document.activeElement), true);
       assert.equal(await codeInput.isDisabled(), true);

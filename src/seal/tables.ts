@@ -33,7 +33,9 @@ export interface StoredCluster {
 }
 
 export type SignInMethod = SignInMethodName;
-/** `pinning`: accepted by the cluster, not yet held by its peers; `pin_error`: refused, unreachable or failed in IPFS. */
+/**
+ * `pinning`: accepted by the cluster, not yet held by its peers; `pin_error`: refused, unreachable or failed in IPFS.
+ */
 export type PinStatus = 'pinning' | 'pinned' | 'pin_error';
 
 export interface SealedMessagesTable {

@@ -247,7 +247,10 @@ describe('fuzzing POST /v1/message/files with malformed multipart uploads', { ti
   const listedFileIds = async () =>
     ((await alice.get('/v1/message/files')).body.files as Array<{ id: string }>).map((file) => file.id).sort();
 
-  /** Exactly the accepted files are in the store and in the draft (polled: cut-off uploads are cleaned up after the client left). */
+  /**
+   * Exactly the accepted files are in the store and in the draft (polled: cut-off uploads are cleaned up after the
+   * client left).
+   */
   async function assertOnlyKeptFiles(context: string) {
     const expected = [...kept].sort();
     let stored: string[] = [];

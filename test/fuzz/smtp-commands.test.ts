@@ -130,7 +130,10 @@ const dataChunk = fc.oneof(
   fc.constant(Buffer.from('\r\n.\r\n')),
 );
 
-/** A whole, valid transaction in the middle of the noise (EHLO resets whatever came before): the server must take it (250) and store it. */
+/**
+ * A whole, valid transaction in the middle of the noise (EHLO resets whatever came before): the server must take it
+ * (250) and store it.
+ */
 const transaction = fc
   .tuple(fc.emailAddress(), fc.array(fc.emailAddress(), { minLength: 1, maxLength: 2 }), fc.string({ maxLength: 200 }))
   .map(([from, to, text]) =>

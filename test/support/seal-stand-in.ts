@@ -6,7 +6,8 @@ import type { SealedRecord } from '../../src/auth/seal/client.ts';
 /**
  * A stand-in for the seal service (B) in auth tests: just the two service-only reads the auth service
  * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content and GET
- * /v1/recipients/{email}/sealed with the service token). Messages are registered directly; an end-to-end test uses the real seal service instead.
+ * /v1/recipients/{email}/sealed with the service token). Messages are registered directly; an end-to-end test uses the
+ * real seal service instead.
  */
 /** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;

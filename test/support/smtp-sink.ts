@@ -54,8 +54,8 @@ export interface SmtpSink {
 /**
  * A real SMTP server on 127.0.0.1 that keeps what it receives (envelope and raw bytes), for delivery
  * tests. It can refuse recipients with a chosen code, refuse messages at the end of DATA, and hold DATA
- * open to keep deliveries in flight (to kill a sender mid-delivery). A message whose client went away before its answer is not kept:
- * the sender never heard "250", so for it the message was not delivered.
+ * open to keep deliveries in flight (to kill a sender mid-delivery). A message whose client went away before its
+ * answer is not kept: the sender never heard "250", so for it the message was not delivered.
  */
 export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: SinkMessage[] = [];

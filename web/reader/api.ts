@@ -74,7 +74,9 @@ export interface Draft {
   text: string;
   /** The copy-to-self address saved with the draft. */
   bcc?: string;
-  /** ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes, from GET /v1/message/files (the only answer that says them). */
+  /**
+   * ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes, from GET /v1/message/files (the only answer that says them).
+   */
   maxFileSize?: number;
   maxTotalSize?: number;
   /**

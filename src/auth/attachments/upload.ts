@@ -361,7 +361,8 @@ class UploadCheck {
         );
       case 'too_large':
         // Unscanned is not an option for a file the scanner refused to read: padding a file past the
-        // scanner's limit would otherwise be a way around it. clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE.
+        // scanner's limit would otherwise be a way around it. clamd's StreamMaxLength should be at least
+        // ATTACHMENT_MAX_SIZE.
         log.warn({ filename }, "clamd refused the stream: it is larger than clamd's StreamMaxLength");
         throw fileTooLarge('The file is larger than the malware scanner accepts');
       case 'failed':

@@ -22,7 +22,9 @@ export type CodeOutcome<T> =
   | { outcome: 'expired'; method: SignInMethodName }
   /** `attemptsLeft`: wrong tries left before the code is void (undefined when there was no code to try). */
   | { outcome: 'incorrect'; method: SignInMethodName | undefined; attemptsLeft?: number }
-  /** Too many wrong tries: the code is void (this try voided it, or it was voided before); a new one must be requested. */
+  /**
+   * Too many wrong tries: the code is void (this try voided it, or it was voided before); a new one must be requested.
+   */
   | { outcome: 'voided'; method: SignInMethodName | undefined };
 
 /** The session's sign-in code as the reader page may learn it again after a reload (never the code itself). */

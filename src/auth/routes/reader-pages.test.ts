@@ -12,7 +12,9 @@ import { readerErrorPage, readerPageRoutes } from './reader.ts';
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 const PAGE = '<!doctype html><html><head><title>Sealpost</title></head><body><main id="main"></main></body></html>';
 
-/** Every address a browser opens on the auth service answers a page, never raw JSON; the API keeps its error objects. */
+/**
+ * Every address a browser opens on the auth service answers a page, never raw JSON; the API keeps its error objects.
+ */
 describe('the reader link and other addresses opened in a browser', () => {
   let app: App;
   let dir: string;

@@ -29,7 +29,7 @@ export interface DeliveryEngine {
 
 /**
  * Everything behind delivery (docs/design.md#delivery) for one engine instance, from configuration: the mail
- * transport (relay or outbox), the registry's outbound strategies, the queue and its workers, and the status archive job.
+ * transport (relay or outbox), the registry's outbound strategies, the queue and its workers, the status archive.
  */
 export function startDeliveryEngine(deps: {
   config: SharedConfig;

@@ -19,8 +19,8 @@ const BATCH = 1000;
  * `graceMs` (DELIVERY_LEASE) later. The object was complete when first listed, and an intake's row is
  * written while its payload is stored (waiting at most the pool's 5 s connection timeout for a
  * connection), so a row that has not come a lease period later never will: the same rule by which a
- * delivery whose lease ran out is taken for dead. Sightings are kept in memory only: after a restart the wait starts again, which
- * can only delay a deletion. Every instance may sweep; deleting a missing object is no error.
+ * delivery whose lease ran out is taken for dead. Sightings are kept in memory only: after a restart the wait starts
+ * again, which can only delay a deletion. Every instance may sweep; deleting a missing object is no error.
  */
 export class OrphanPayloadSweep {
   /** Payload keys seen without a row, with the time of the first sighting. */

@@ -253,7 +253,10 @@ function statementRolledBack(error: unknown): boolean {
   return (error as { severity?: unknown } | undefined)?.severity === 'ERROR';
 }
 
-/** A failure of the payload's put: the caller's stream failing on its own terms (e.g. the size limit) is the caller's to report. */
+/**
+ * A failure of the payload's put: the caller's stream failing on its own terms (e.g. the size limit) is the caller's to
+ * report.
+ */
 function storageError(error: unknown): unknown {
   if (error instanceof AppError && error.status !== 503) return error;
   return new AppError('unavailable', 503, 'Message storage is unavailable; try again later', { cause: error });

@@ -8,8 +8,8 @@ export const RECENT_PAYLOAD_MAX = 256 * 1024;
  * The bytes of messages this instance has just accepted, by envelope id, so that delivering them (which
  * this instance usually claims at once) does not read back from the object store what it wrote a
  * moment ago. Small payloads only (RECENT_PAYLOAD_MAX), the least recently used dropped first past
- * `totalBytes` (DELIVERY_PAYLOAD_CACHE); a payload not held is read from the store as before. The held bytes are exactly
- * the stored ones, and the stored object stays the source of truth until the envelope is finished.
+ * `totalBytes` (DELIVERY_PAYLOAD_CACHE); a payload not held is read from the store as before. The held bytes are
+ * exactly the stored ones, and the stored object stays the source of truth until the envelope is finished.
  */
 export class RecentPayloads {
   private readonly cache: LRUCache<string, Buffer>;

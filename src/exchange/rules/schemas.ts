@@ -11,7 +11,8 @@ export const ChannelSchema = Type.Union([Type.Literal('smtp'), Type.Literal('jso
  * `maxItems` (each strategy at most once) follow the registry, so a new strategy needs no edit here.
  */
 export function ruleSchemas<Name extends string>(strategies: readonly OutboundStrategyDefinition<Name>[]) {
-  // TypeBox derives a union's static type from a tuple only; a one-element tuple of the literal says the same as the list.
+  // TypeBox derives a union's static type from a tuple only; a one-element tuple of the literal says the same as the
+  // list.
   const outbound = Type.Union(
     strategies.map((strategy) => Type.Literal(strategy.name)),
     { description: strategies.map((strategy) => `\`${strategy.name}\`: ${strategy.description}`).join('; ') },

@@ -6,7 +6,7 @@ export interface Database {
   /** `postgres` for a server reached through DATABASE_URL, `pglite` for the embedded default. */
   readonly kind: 'postgres' | 'pglite';
   /** Kysely over the whole database; a service narrows it with `db.withSchema(<its schema>)`. */
-  // biome-ignore lint/suspicious/noExplicitAny: one handle for every service's schema; each service narrows it to its own tables
+  // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
   readonly db: Kysely<any>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -45,7 +45,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // and the process crashes (node-postgres #2762). Its next statement fails instead, and the pool
     // drops it on release as no longer queryable.
     pool.on('connect', (client) => client.on('error', () => {}));
-    // biome-ignore lint/suspicious/noExplicitAny: one handle for every service's schema; each service narrows it to its own tables
+    // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
     const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
     return {
       kind: 'postgres',
@@ -62,7 +62,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const pglite = await PGlite.create(options.pgliteDir, {
     parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
   });
-  // biome-ignore lint/suspicious/noExplicitAny: one handle for every service's schema; each service narrows it to its own tables
+  // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
   const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) });
   return {
     kind: 'pglite',
