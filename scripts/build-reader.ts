@@ -2,7 +2,7 @@
  * The reader half of `npm run build`: bundles the reader page (web/reader, browser code) with esbuild into
  * static files in dist/reader, which the auth service serves. Run this after changing the page; the auth
  * service also runs it by itself at start when it runs from its sources and dist/reader is missing or
- * older than them (src/auth/reader-assets.ts). esbuild is a development dependency: a production install
+ * older than them (src/auth/reader/assets.ts). esbuild is a development dependency: a production install
  * (`npm ci --omit=dev`) has dist/reader built beforehand and never loads this file.
  */
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { READER_DIST_DIR, READER_SOURCE_DIR, type BuiltReader } from '../src/auth/reader-assets.ts';
+import { READER_DIST_DIR, READER_SOURCE_DIR, type BuiltReader } from '../src/auth/reader/assets.ts';
 
 /**
  * Bundles the reader page: app-<hash>.js and .css, frame-<hash>.css (the message frame's stylesheet) and

@@ -17,7 +17,7 @@ export interface AuthPluginOptions {
  * The auth service's routes. Every route registered here or in a plugin registered below (reading,
  * replies) passes the same two hooks first: the session cookie is looked up, then the CSRF guard
  * refuses POST, PUT and DELETE without the session's token. Nothing here answers /m/{id}: that path
- * is the reader page's (src/auth/routes/reader.ts), which is public and may be cached.
+ * is the reader page's (src/auth/reader/routes.ts), which is public and may be cached.
  */
 export async function authPlugin(app: App, options: AuthPluginOptions) {
   const context = options.auth;

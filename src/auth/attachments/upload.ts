@@ -6,7 +6,7 @@ import type { Clock } from '../../kernel/clock.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { ClamdClient, ClamdScan, ScanVerdict } from '../clamd/client.ts';
 import { draftConflict, type DraftOwner, type DraftStore, type ExpectedVersion } from '../drafts/store.ts';
-import { cleanFilename } from '../filename.ts';
+import { cleanFilename } from './filename.ts';
 import type { DraftFileRow } from '../tables.ts';
 import { contentTypeFor, detectType, TYPE_SAMPLE_SIZE, type DetectedType, type ForbiddenTypes } from './file-type.ts';
 

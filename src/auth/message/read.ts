@@ -1,6 +1,6 @@
 import { simpleParser, type AddressObject, type AttachmentCommon, type ParsedMail } from 'mailparser';
 import sanitizeHtml from 'sanitize-html';
-import { cleanFilename } from '../filename.ts';
+import { cleanFilename } from '../attachments/filename.ts';
 
 export interface AddressView {
   name: string;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { simpleParser, type AddressObject } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { cleanFilename } from '../filename.ts';
+import { cleanFilename } from '../attachments/filename.ts';
 import { sanitizeMessageHtml } from '../message/read.ts';
 
 /** What a reply takes from the message it answers. */

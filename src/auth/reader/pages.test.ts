@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { createHttpServer, type App } from '../../kernel/http.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createRegistry } from '../../kernel/metrics.ts';
-import { readerErrorPage, readerPageRoutes } from './reader.ts';
+import { readerErrorPage, readerPageRoutes } from './routes.ts';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 const PAGE = '<!doctype html><html><head><title>Sealpost</title></head><body><main id="main"></main></body></html>';

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { createHttpServer, type App } from '../../kernel/http.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createRegistry } from '../../kernel/metrics.ts';
-import { readerPageRoutes } from './reader.ts';
+import { readerPageRoutes } from './routes.ts';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 

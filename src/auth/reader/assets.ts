@@ -1,12 +1,12 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from '../kernel/logger.ts';
+import type { Logger } from '../../kernel/logger.ts';
 
 // This module runs from src/auth (through tsx) or from dist/server/auth (the compiled server of
 // `npm run build`): both name the same project folder.
 const COMPILED = import.meta.url.includes('/dist/server/');
-const PROJECT_ROOT = new URL(COMPILED ? '../../../' : '../../', import.meta.url);
+const PROJECT_ROOT = new URL(COMPILED ? '../../../../' : '../../../', import.meta.url);
 
 /** Sources of the reader page (browser code, web/reader) and where `npm run build` puts the page. */
 export const READER_SOURCE_DIR = fileURLToPath(new URL('web/reader/', PROJECT_ROOT));

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ForbiddenTypes } from './attachments/file-type.ts';
+import { ForbiddenTypes } from './file-type.ts';
 import { cleanFilename } from './filename.ts';
 
 describe('cleanFilename: names that cannot fool anyone', () => {

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '../kernel/logger.ts';
-import { prepareReaderPage } from './reader-assets.ts';
+import { createLogger } from '../../kernel/logger.ts';
+import { prepareReaderPage } from './assets.ts';
 
 describe('the reader page build', () => {
   const dirs: string[] = [];
