@@ -1,17 +1,11 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { openDatabase, type Database } from '../../src/kernel/db/index.ts';
-import { createS3ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { ExchangeTables } from '../../src/exchange/tables.ts';
 import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
-import { createTestDatabase } from '../support/postgres.ts';
-import { startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+import { exchangeEnv, useExchangeStage } from './exchange-stage.ts';
 import { arrivals, numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
 
 /** The figure: the ingest the kill interrupts. */
@@ -30,48 +24,11 @@ const KILL_AFTER_QUEUED = 1000;
 const DELIVERY_CONCURRENCY = 8;
 
 describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { timeout: 150_000 }, () => {
-  let s3: S3TestServer;
-  let sink: SmtpSink;
-  let database: { url: string; drop(): Promise<void> };
-  let dataDir: string;
-  before(async () => {
-    [s3, sink, database, dataDir] = await Promise.all([
-      startS3Server(),
-      startSmtpSink(),
-      createTestDatabase('faults_kill'),
-      mkdtemp(join(tmpdir(), 'sealpost-faults-kill-')),
-    ]);
-  });
-  after(async () => {
-    await sink?.close();
-    await s3?.stop();
-    await database?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  });
+  const stage = useExchangeStage('faults-kill');
 
   it('delivers every message that got a 250 after the restart, duplicates only among deliveries in flight, and leaves no payload behind', async (t) => {
-    const bucket = uniqueBucket('faults-kill');
-    const objects = createS3ObjectStore({ ...s3, bucket });
-    await objects.ensureBucket();
-    const env = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: database.url,
-      SEALPOST_DATA_DIR: dataDir,
-      ADMIN_TOKEN: 'test-admin-token',
-      SERVICE_TOKEN: 'test-service-token',
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: bucket,
-      S3_REGION: s3.region,
-      S3_ACCESS_KEY_ID: s3.accessKeyId,
-      S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      OUTBOUND_SMTP_URL: sink.url,
-      DELIVERY_CONCURRENCY: String(DELIVERY_CONCURRENCY),
-      // A dead process's envelopes are taken again 2 s after their last lease renewal (default 5m).
-      DELIVERY_LEASE: '2s',
-      DELIVERY_POLL_INTERVAL: '50ms',
-      DELIVERY_RETRY_BASE: '100ms',
-    };
+    const { sink, database } = stage;
+    const { env, objects } = await exchangeEnv(stage, 'faults-kill', DELIVERY_CONCURRENCY);
     let engine: SealpostProcess | undefined;
     let restarted: SealpostProcess | undefined;
     let check: Database | undefined;

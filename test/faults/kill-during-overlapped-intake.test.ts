@@ -1,17 +1,11 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { openDatabase, type Database } from '../../src/kernel/db/index.ts';
-import { createS3ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { ExchangeTables } from '../../src/exchange/tables.ts';
 import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
-import { createTestDatabase } from '../support/postgres.ts';
-import { startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+import { exchangeEnv, useExchangeStage } from './exchange-stage.ts';
 import { arrivals, numberedMessage, sendOverSmtp, tally, type SentMessage } from './smtp-senders.ts';
 
 /**
@@ -30,48 +24,11 @@ const RECEIVED_ID = /\(Sealpost\) with E?SMTPS? id ([0-9a-f-]{36})/;
 describe('kill -9 of the exchange engine during overlapped intake (row written while the payload is stored)', {
   timeout: 240_000,
 }, () => {
-  let s3: S3TestServer;
-  let sink: SmtpSink;
-  let database: { url: string; drop(): Promise<void> };
-  let dataDir: string;
-  before(async () => {
-    [s3, sink, database, dataDir] = await Promise.all([
-      startS3Server(),
-      startSmtpSink(),
-      createTestDatabase('faults_kill_overlap'),
-      mkdtemp(join(tmpdir(), 'sealpost-faults-overlap-')),
-    ]);
-  });
-  after(async () => {
-    await sink?.close();
-    await s3?.stop();
-    await database?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  });
+  const stage = useExchangeStage('faults-kill-overlap');
 
   it('loses no acknowledged message, and never delivers or bounces one whose intake was not acknowledged', async (t) => {
-    const bucket = uniqueBucket('faults-overlap');
-    const objects = createS3ObjectStore({ ...s3, bucket });
-    await objects.ensureBucket();
-    const env = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: database.url,
-      SEALPOST_DATA_DIR: dataDir,
-      ADMIN_TOKEN: 'test-admin-token',
-      SERVICE_TOKEN: 'test-service-token',
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: bucket,
-      S3_REGION: s3.region,
-      S3_ACCESS_KEY_ID: s3.accessKeyId,
-      S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      OUTBOUND_SMTP_URL: sink.url,
-      DELIVERY_CONCURRENCY: String(DELIVERY_CONCURRENCY),
-      // Also the grace of the abandoned-intake and orphan sweeps: 2 s instead of 5 min.
-      DELIVERY_LEASE: '2s',
-      DELIVERY_POLL_INTERVAL: '50ms',
-      DELIVERY_RETRY_BASE: '100ms',
-    };
+    const { sink, database } = stage;
+    const { env, objects } = await exchangeEnv(stage, 'faults-overlap', DELIVERY_CONCURRENCY);
     const processes: SealpostProcess[] = [];
     let check: Database | undefined;
     try {

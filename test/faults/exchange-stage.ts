@@ -1,0 +1,76 @@
+/**
+ * The stage of the exchange's kill -9 tests: a real S3 server, an SMTP sink the deliveries go to, a
+ * database and a data folder of their own, started before the suite's tests and removed after them;
+ * and the environment of an exchange process that uses them, with a fresh bucket.
+ */
+import { after, before } from 'node:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createS3ObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
+import { createTestDatabase } from '../support/postgres.ts';
+import { startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
+import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+
+export interface ExchangeStage {
+  s3: S3TestServer;
+  sink: SmtpSink;
+  database: { url: string; drop(): Promise<void> };
+  dataDir: string;
+}
+
+/** Registers the suite's before and after hooks; the stage is there once `before` has run. */
+export function useExchangeStage(name: string): ExchangeStage {
+  const stage = {} as ExchangeStage;
+  before(async () => {
+    [stage.s3, stage.sink, stage.database, stage.dataDir] = await Promise.all([
+      startS3Server(),
+      startSmtpSink(),
+      createTestDatabase(name.replaceAll('-', '_')),
+      mkdtemp(join(tmpdir(), `sealpost-${name}-`)),
+    ]);
+  });
+  after(async () => {
+    await stage.sink?.close();
+    await stage.s3?.stop();
+    await stage.database?.drop();
+    if (stage.dataDir) await rm(stage.dataDir, { recursive: true, force: true });
+  });
+  return stage;
+}
+
+/**
+ * The environment of an exchange process on the stage, its payloads in a new bucket (`objects`, for the
+ * test to look into and close): delivery to the
+ * sink with `deliveryConcurrency` workers, and a dead process's envelopes (and the sweeps' grace) taken
+ * again 2 s after their last lease renewal instead of 5 min.
+ */
+export async function exchangeEnv(
+  stage: ExchangeStage,
+  name: string,
+  deliveryConcurrency: number,
+): Promise<{ env: Record<string, string>; objects: ObjectStore }> {
+  const { s3, sink, database, dataDir } = stage;
+  const bucket = uniqueBucket(name);
+  const objects = createS3ObjectStore({ ...s3, bucket });
+  await objects.ensureBucket();
+  const env = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: database.url,
+    SEALPOST_DATA_DIR: dataDir,
+    ADMIN_TOKEN: 'test-admin-token',
+    SERVICE_TOKEN: 'test-service-token',
+    S3_ENDPOINT: s3.endpoint,
+    S3_BUCKET: bucket,
+    S3_REGION: s3.region,
+    S3_ACCESS_KEY_ID: s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    OUTBOUND_SMTP_URL: sink.url,
+    DELIVERY_CONCURRENCY: String(deliveryConcurrency),
+    DELIVERY_LEASE: '2s',
+    DELIVERY_POLL_INTERVAL: '50ms',
+    DELIVERY_RETRY_BASE: '100ms',
+  };
+  return { env, objects };
+}
