@@ -1,19 +1,18 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AxeBuilder } from '@axe-core/playwright';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { Language } from '../src/kernel/languages.ts';
-import { buildReader } from '../scripts/build-reader.ts';
 import { TEXTS, type Texts } from '../web/reader/texts/index.ts';
-import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
-import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
 
 /**
  * The reader page in its four languages, checked with axe-core (through @axe-core/playwright, all rules
@@ -25,8 +24,6 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * (`a11y-<screen>-<lang>-<width>.png`); the README's come from here.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 const LANGUAGES: Language[] = ['en', 'de', 'fr', 'it'];
 const WIDTHS = [360, 1280] as const;
@@ -202,38 +199,17 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
   let dataDir: string;
   let link: string;
 
+  const stack = useReaderStack('reader-a11y', {
+    DELIVERY_RETRY_BASE: '1s',
+    // A wrong code in each of the four languages, and the right one still works.
+    CODE_MAX_ATTEMPTS: '10',
+  });
   before(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    await buildReader();
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-a11y-'));
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        DELIVERY_POLL_INTERVAL: '100ms',
-        DELIVERY_RETRY_BASE: '1s',
-        SMS_LIMIT_NUMBER_INTERVAL: '0s',
-        // A wrong code in each of the four languages, and the right one still works.
-        CODE_MAX_ATTEMPTS: '10',
-      },
-      { timeoutMs: 120_000 },
-    );
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    ({ sms, sink, sealpost, browser, dataDir } = stack);
     // A second message for the same recipient, so that the message screen lists "your other sealed messages".
     await sealFor(sealpost.ports.smtp, sink, ALICE, OTHER_SUBJECT, false);
     link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, true);
-  });
-
-  after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it("speaks the link's ?lang=, else the browser's language, else English; the switcher changes it in place, by keyboard too, and the address keeps it", async () => {

@@ -1,15 +1,12 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildReader } from '../scripts/build-reader.ts';
-import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
-import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import type { Browser, Page } from 'playwright-core';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
 
 /**
  * The reply form in Chromium against `sealpost start all`, on the two ways a reply used to go wrong: a
@@ -18,9 +15,6 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * without the file it showed). Whatever leaves is counted at the SMTP sink.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
-const STARTUP = { timeoutMs: 120_000 };
 const SENDER = 'Dana Sender <dana@sender.example>';
 const SENDER_ADDRESS = 'dana@sender.example';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
@@ -109,40 +103,15 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
   let sealpost: SealpostProcess;
   let browser: Browser;
   let link: string;
-  let dataDir: string;
 
   /** Replies that reached the SMTP sink (to the sealed message's sender). */
   const replies = () => sink.messages.filter((m) => m.to.includes(SENDER_ADDRESS));
 
+  const stack = useReaderStack('reply', { DELIVERY_RETRY_BASE: '1s', ADMIN_TOKEN: ADMIN });
   before(async () => {
-    await buildReader();
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reply-'));
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        SMS_LIMIT_NUMBER_INTERVAL: '0s',
-        DELIVERY_POLL_INTERVAL: '100ms',
-        DELIVERY_RETRY_BASE: '1s',
-        ADMIN_TOKEN: ADMIN,
-      },
-      STARTUP,
-    );
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    ({ sms, sink, sealpost, browser } = stack);
     await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL]);
     link = await readerLink(sink, ALICE.email);
-  });
-
-  after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('sends the reply when "Send reply" is pressed 100 ms after typing: the save status appears without moving the button', async () => {

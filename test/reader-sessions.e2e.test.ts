@@ -1,14 +1,11 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildReader } from '../scripts/build-reader.ts';
+import type { Browser, Page } from 'playwright-core';
 import { enterCode, nextCode, requestCode, sealFor } from './support/reader-browser.ts';
-import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
-import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
 
 /**
  * One sign-in opens all of a recipient's sealed messages, in Chromium against `sealpost start all`: three
@@ -16,8 +13,6 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * the message page lists the others; "keep me signed in" holds across a browser restart, for every message.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const SUBJECTS = ['Your lease, sealed', 'Your deposit, sealed', 'Your keys, sealed'];
 const NEW_MOBILE = '+41797654321';
@@ -27,36 +22,13 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
   let sink: SmtpSink;
   let sealpost: SealpostProcess;
   let browser: Browser;
-  let dataDir: string;
   const links: string[] = [];
 
+  const stack = useReaderStack('reader-sessions');
   before(async () => {
-    await buildReader();
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-sessions-'));
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        DELIVERY_POLL_INTERVAL: '100ms',
-        SMS_LIMIT_NUMBER_INTERVAL: '0s',
-      },
-      { timeoutMs: 120_000 },
-    );
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    ({ sms, sink, sealpost, browser } = stack);
     for (const subject of SUBJECTS)
       links.push(await sealFor(sealpost.ports.smtp, sink, ALICE, subject, `About: ${subject}.`));
-  });
-
-  after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   const opened = (page: Page, subject: string) =>

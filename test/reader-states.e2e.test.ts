@@ -1,14 +1,13 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildReader } from '../scripts/build-reader.ts';
-import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
-import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import type { Browser, Page } from 'playwright-core';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
 import {
   enterCode,
   nextCode,
@@ -27,8 +26,6 @@ import {
  * reader link. Screenshots go to test-output/screenshots like those of reader.e2e.test.ts.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
@@ -64,35 +61,11 @@ describe('the reader page says what happened (Chromium)', () => {
   let dataDir: string;
   let link: string;
 
+  const stack = useReaderStack('reader-states', { DELIVERY_RETRY_BASE: '1s' });
   before(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    await buildReader();
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-states-'));
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        DELIVERY_POLL_INTERVAL: '100ms',
-        DELIVERY_RETRY_BASE: '1s',
-        // A new code may be asked for at once: the tests press "send me a new code" right after a void one.
-        SMS_LIMIT_NUMBER_INTERVAL: '0s',
-      },
-      { timeoutMs: 120_000 },
-    );
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    ({ sms, sink, sealpost, browser, dataDir } = stack);
     link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, 'Please sign the lease.');
-  });
-
-  after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('counts down the tries of a wrong code, then says the code is void and offers a new one that signs in', async () => {
