@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { buildReader } from '../scripts/build-reader.ts';
-import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
-import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { CHROMIUM, CHROMIUM_ARGS, useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
 
 /**
  * The reader page in a real browser (Debian's Chromium through playwright-core) against Sealpost
@@ -21,12 +21,9 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * screen must fit without sideways scrolling.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 const WIDTHS = [1280, 360] as const;
 /** Start-up runs the migrations of three services: generous, for a busy test machine. */
-const STARTUP = { timeoutMs: 120_000 };
 
 const SENDER = 'Dana Sender <dana@sender.example>';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
@@ -50,10 +47,6 @@ function sampleFile(size: number): Buffer {
     bytes[i] = x & 0xff;
   }
   return bytes;
-}
-
-async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
 
 async function launchPersistent(userDataDir: string): Promise<BrowserContext> {
@@ -240,26 +233,11 @@ describe('the reader page in Chromium', () => {
   const dirs: string[] = [];
   const attachment = sampleFile(180_000);
 
+  // The default wait between two codes to one number: a test asks for a new one too soon.
+  const stack = useReaderStack('reader', { DELIVERY_RETRY_BASE: '1s', SMS_LIMIT_NUMBER_INTERVAL: '60s' });
   before(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    // The page under test is the one in the sources, not an older build.
-    await buildReader();
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
-    dirs.push(dataDir);
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        DELIVERY_POLL_INTERVAL: '100ms',
-        DELIVERY_RETRY_BASE: '1s',
-      },
-      STARTUP,
-    );
-    browser = await launchBrowser();
+    ({ sms, sink, sealpost, browser } = stack);
     await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL, DAVE, ERIN], attachment);
     await sendInvoiceMail(sealpost.ports.smtp, FRANK.email);
     link = await readerLink(sink, ALICE.email);
@@ -267,10 +245,6 @@ describe('the reader page in Chromium', () => {
   });
 
   after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
@@ -572,42 +546,21 @@ describe('the reader page with short-lived codes and no resend interval', () => 
   let sink: SmtpSink;
   let sealpost: SealpostProcess;
   let browser: Browser;
-  let dataDir: string;
   let link: string;
   const file = sampleFile(4000);
 
+  const stack = useReaderStack('reader-short', {
+    // The services' clock is moved by the test (advanceClock), so the code expires without waiting.
+    NODE_ENV: 'test',
+    SMS_CODE_EXPIRATION: '3s',
+    // Limits of its own: the page must show the service's, not the defaults.
+    ATTACHMENT_MAX_SIZE: '3MiB',
+    REPLY_MAX_TOTAL_SIZE: '5MiB',
+  });
   before(async () => {
-    sms = await startSmsCapture();
-    sink = await startSmtpSink();
-    dataDir = await mkdtemp(join(tmpdir(), 'sealpost-reader-'));
-    sealpost = await startSealpostProcess(
-      {
-        SEALPOST_DATA_DIR: dataDir,
-        SMS_PROVIDER: 'http',
-        SMS_PROVIDER_URL: `${sms.url}/sms`,
-        OUTBOUND_SMTP_URL: sink.url,
-        // The services' clock is moved by the test (advanceClock), so the code expires without waiting.
-        NODE_ENV: 'test',
-        SMS_CODE_EXPIRATION: '3s',
-        SMS_LIMIT_NUMBER_INTERVAL: '0s',
-        DELIVERY_POLL_INTERVAL: '100ms',
-        // Limits of its own: the page must show the service's, not the defaults.
-        ATTACHMENT_MAX_SIZE: '3MiB',
-        REPLY_MAX_TOTAL_SIZE: '5MiB',
-      },
-      STARTUP,
-    );
-    browser = await launchBrowser();
+    ({ sms, sink, sealpost, browser } = stack);
     await sendSealedMail(sealpost.ports.smtp, [ALICE], sampleFile(2000));
     link = await readerLink(sink, ALICE.email);
-  });
-
-  after(async () => {
-    await browser?.close();
-    await sealpost?.stop();
-    await sink?.close();
-    await sms?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('says the code has expired, sends a new one on request, and signs in with that', async () => {
