@@ -17,7 +17,8 @@ export function messageFrame(html: string, options: { title: string; remoteImage
     referrerpolicy: 'no-referrer',
   });
   const css = document.querySelector<HTMLMetaElement>('meta[name="reader-frame-css"]')?.content;
-  const policy = `default-src 'none'; style-src 'self'; img-src data:${options.remoteImages ? ' https:' : ''}; form-action 'none'`;
+  const imageSources = options.remoteImages ? 'data: https:' : 'data:';
+  const policy = `default-src 'none'; style-src 'self'; img-src ${imageSources}; form-action 'none'`;
   frame.srcdoc = [
     '<!doctype html><html><head><meta charset="utf-8">',
     `<meta http-equiv="Content-Security-Policy" content="${policy}">`,

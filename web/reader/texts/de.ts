@@ -15,11 +15,16 @@ export const de = {
     subject: 'Betreff',
     noSubject: '(kein Betreff)',
     introSms:
-      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse und Ihre Mobilnummer ein. Wir senden Ihnen einen Einmalcode per SMS.',
+      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: ' +
+      'Geben Sie Ihre E-Mail-Adresse und Ihre Mobilnummer ein. ' +
+      'Wir senden Ihnen einen Einmalcode per SMS.',
     introEmail:
-      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein. Wir senden Ihnen einen Einmalcode per E-Mail.',
+      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein. ' +
+      'Wir senden Ihnen einen Einmalcode per E-Mail.',
     introBoth:
-      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: Geben Sie Ihre E-Mail-Adresse ein und, falls der Absender sie hat, Ihre Mobilnummer. Wir senden Ihnen einen Einmalcode.',
+      'Bestätigen Sie zum Lesen, dass sie für Sie bestimmt ist: ' +
+      'Geben Sie Ihre E-Mail-Adresse ein und, falls der Absender sie hat, Ihre Mobilnummer. ' +
+      'Wir senden Ihnen einen Einmalcode.',
     email: 'E-Mail-Adresse',
     emailHint: 'Die Adresse, an die diese Nachricht gesendet wurde.',
     mobile: 'Mobilnummer',
@@ -62,14 +67,16 @@ export const de = {
     sealedOn: (date: string, cid: string) => `Versiegelt am ${date} — Inhalt geprüft anhand der IPFS-CID ${cid}.`,
     sealTitle: 'Das Siegel ist intakt',
     sealExplain:
-      'Diese Nachricht ist genau so, wie sie versiegelt wurde: Ihr Fingerabdruck (SHA-256) stimmt mit der versiegelten Kopie überein.',
+      'Diese Nachricht ist genau so, wie sie versiegelt wurde: ' +
+      'Ihr Fingerabdruck (SHA-256) stimmt mit der versiegelten Kopie überein.',
     sha256: 'SHA-256',
     bodyFrame: 'Nachrichtentext',
     noBody: 'Diese Nachricht hat keinen Text.',
     remoteImagesBlocked: (count: number) =>
       count === 1
         ? 'Ein Bild aus dem Internet wird nicht angezeigt, damit der Absender nicht sehen kann, wann Sie dies lesen.'
-        : `${count} Bilder aus dem Internet werden nicht angezeigt, damit der Absender nicht sehen kann, wann Sie dies lesen.`,
+        : `${count} Bilder aus dem Internet werden nicht angezeigt, ` +
+          'damit der Absender nicht sehen kann, wann Sie dies lesen.',
     showImages: 'Bilder anzeigen',
     attachments: 'Anhänge',
     download: 'Herunterladen:',
@@ -81,7 +88,8 @@ export const de = {
   mobile: {
     title: 'Mobilnummer ändern',
     explain:
-      'Codes für diese Nachricht gehen an Ihre Mobilnummer. Um sie zu ändern, bestätigen Sie einen Code an Ihre bisherige Nummer und danach einen an die neue Nummer.',
+      'Codes für diese Nachricht gehen an Ihre Mobilnummer. ' +
+      'Um sie zu ändern, bestätigen Sie einen Code an Ihre bisherige Nummer und danach einen an die neue Nummer.',
     newNumber: 'Neue Mobilnummer',
     newNumberHint: 'Im internationalen Format, zum Beispiel +41 79 123 45 67.',
     start: 'Code an meine bisherige Nummer senden',
@@ -108,7 +116,8 @@ export const de = {
     draftSaving: 'Entwurf wird gespeichert…',
     draftRestored: 'Ihr nicht gesendeter Entwurf wurde wiederhergestellt.',
     draftFailed:
-      'Ihre gespeicherte Antwort konnte nicht geladen werden. Damit nichts davon verloren geht, können Sie antworten, sobald sie geladen ist.',
+      'Ihre gespeicherte Antwort konnte nicht geladen werden. ' +
+      'Damit nichts davon verloren geht, können Sie antworten, sobald sie geladen ist.',
     retry: 'Erneut versuchen',
     files: 'Angehängte Dateien',
     addFiles: 'Dateien anhängen',
@@ -135,16 +144,21 @@ export const de = {
 
   signedOut: {
     title: 'Sie sind abgemeldet',
-    body: 'Ihre Sitzung auf diesem Gerät ist beendet. Um die Nachricht wieder zu lesen, melden Sie sich mit einem neuen Code an.',
+    body:
+      'Ihre Sitzung auf diesem Gerät ist beendet. ' +
+      'Um die Nachricht wieder zu lesen, melden Sie sich mit einem neuen Code an.',
     again: 'Wieder anmelden',
   },
 
   brokenSeal: {
     title: 'Das Siegel ist gebrochen',
-    body: 'Diese Nachricht wird nicht angezeigt: Ihr Inhalt stimmt nicht mehr mit dem überein, was versiegelt wurde. Sie wurde möglicherweise nach dem Versiegeln verändert.',
+    body:
+      'Diese Nachricht wird nicht angezeigt: Ihr Inhalt stimmt nicht mehr mit dem überein, was versiegelt wurde. ' +
+      'Sie wurde möglicherweise nach dem Versiegeln verändert.',
     cid: (cid: string) => `Versiegelter Inhalt: IPFS-CID ${cid}`,
     advice:
-      'Bitte verlassen Sie sich auf keine Kopie dieser Nachricht. Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',
+      'Bitte verlassen Sie sich auf keine Kopie dieser Nachricht. ' +
+      'Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',
   },
 
   fatal: {
@@ -169,34 +183,42 @@ export const de = {
   errors: {
     expired_code: 'Dieser Code ist abgelaufen. Bitte fordern Sie einen neuen Code an und geben Sie diesen ein.',
     incorrect_code:
-      'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern und versuchen Sie es erneut – oder fordern Sie einen neuen Code an.',
+      'Dieser Code stimmt nicht. ' +
+      'Bitte prüfen Sie die Ziffern und versuchen Sie es erneut – oder fordern Sie einen neuen Code an.',
     invalid_code_or_email:
-      'Dieser Code stimmt nicht. Bitte prüfen Sie die Ziffern in unserer neuesten E-Mail an Sie, oder fordern Sie einen neuen Code an.',
+      'Dieser Code stimmt nicht. ' +
+      'Bitte prüfen Sie die Ziffern in unserer neuesten E-Mail an Sie, oder fordern Sie einen neuen Code an.',
     invalid_email: 'Bitte geben Sie eine vollständige E-Mail-Adresse ein, zum Beispiel name@example.com.',
     invalid_mobile:
-      'Bitte geben Sie Ihre Mobilnummer im internationalen Format ein, beginnend mit + und der Landesvorwahl, zum Beispiel +41 79 123 45 67.',
+      'Bitte geben Sie Ihre Mobilnummer im internationalen Format ein, ' +
+      'beginnend mit + und der Landesvorwahl, zum Beispiel +41 79 123 45 67.',
     invalid_bcc_address: 'Die Adresse für Ihre Kopie ist keine gültige E-Mail-Adresse.',
     email_mismatch:
       'Eine Kopie der Antwort kann nur an Ihre eigene Adresse gehen, die, mit der Sie sich angemeldet haben.',
     unauthorized_user:
-      'Diese Nachricht wurde nicht an diese Adresse oder Mobilnummer gesendet. Bitte prüfen Sie beides, oder fragen Sie den Absender.',
+      'Diese Nachricht wurde nicht an diese Adresse oder Mobilnummer gesendet. ' +
+      'Bitte prüfen Sie beides, oder fragen Sie den Absender.',
     forbidden_auth_method:
       'Diese Adresse meldet sich auf andere Weise an. Bitte prüfen Sie, ob der Absender Ihre Mobilnummer hat.',
     forbidden_file_type:
-      'Diese Art von Datei kann nicht angehängt werden (zum Beispiel Programme und Skripte). Bitte hängen Sie stattdessen ein Dokument oder Bild an.',
+      'Diese Art von Datei kann nicht angehängt werden (zum Beispiel Programme und Skripte). ' +
+      'Bitte hängen Sie stattdessen ein Dokument oder Bild an.',
     malware_detected: 'Diese Datei scheint einen Virus zu enthalten und wurde deshalb nicht angehängt.',
     file_too_large: 'Diese Datei ist zu groß, um sie anzuhängen.',
     upload_limit_reached:
-      'Zusammen mit den bereits angehängten Dateien ist diese Datei zu groß. Entfernen Sie eine Datei oder senden Sie weniger.',
+      'Zusammen mit den bereits angehängten Dateien ist diese Datei zu groß. ' +
+      'Entfernen Sie eine Datei oder senden Sie weniger.',
     new_mobile_conflict: 'Das ist bereits Ihre Mobilnummer.',
     sms_rate_limit:
       'Es wurden zu viele Codes angefordert. Bitte warten Sie einen Moment, bevor Sie einen neuen anfordern.',
     email_and_mobile_mismatch:
       'Diese E-Mail-Adresse und diese Mobilnummer gehören nicht zusammen. Bitte prüfen Sie beides.',
     code_attempts_exceeded:
-      'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. Bitte fordern Sie einen neuen an.',
+      'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. ' +
+      'Bitte fordern Sie einen neuen an.',
     seal_broken:
-      'Das Siegel ist gebrochen: Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',
+      'Das Siegel ist gebrochen: ' +
+      'Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',
     validation_failed:
       'Etwas im Formular ist nicht richtig ausgefüllt. Bitte prüfen Sie es und versuchen Sie es erneut.',
     not_found:
@@ -206,7 +228,8 @@ export const de = {
     csrf_token_invalid: 'Diese Seite war lange geöffnet. Bitte laden Sie sie neu und versuchen Sie es erneut.',
     conflict: 'Inzwischen hat sich etwas geändert. Bitte laden Sie die Seite neu und versuchen Sie es erneut.',
     draft_conflict:
-      'Diese Antwort wurde in einem anderen Fenster oder auf einem anderen Gerät geändert. Sie muss neu geladen werden, bevor sie geändert oder gesendet werden kann.',
+      'Diese Antwort wurde in einem anderen Fenster oder auf einem anderen Gerät geändert. ' +
+      'Sie muss neu geladen werden, bevor sie geändert oder gesendet werden kann.',
     payload_too_large: 'Das ist zu groß zum Senden.',
     unavailable: 'Der Dienst ist gerade ausgelastet. Bitte versuchen Sie es in einer Minute erneut.',
     upstream_failed:

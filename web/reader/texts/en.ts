@@ -20,11 +20,14 @@ export const en = {
     subject: 'Subject',
     noSubject: '(no subject)',
     introSms:
-      'To read it, confirm that it is for you: enter your email address and your mobile number. We will send you a one-time code by SMS.',
+      'To read it, confirm that it is for you: enter your email address and your mobile number. ' +
+      'We will send you a one-time code by SMS.',
     introEmail:
       'To read it, confirm that it is for you: enter your email address. We will send you a one-time code by email.',
     introBoth:
-      'To read it, confirm that it is for you: enter your email address, and your mobile number if the sender has it. We will send you a one-time code.',
+      'To read it, confirm that it is for you: ' +
+      'enter your email address, and your mobile number if the sender has it. ' +
+      'We will send you a one-time code.',
     email: 'Email address',
     emailHint: 'The address this message was sent to.',
     mobile: 'Mobile number',
@@ -85,7 +88,8 @@ export const en = {
   mobile: {
     title: 'Change your mobile number',
     explain:
-      'Codes for this message go to your mobile number. To change it, confirm a code sent to your current number, then one sent to the new number.',
+      'Codes for this message go to your mobile number. ' +
+      'To change it, confirm a code sent to your current number, then one sent to the new number.',
     newNumber: 'New mobile number',
     newNumberHint: 'In international format, for example +41 79 123 45 67.',
     start: 'Send a code to my current number',
@@ -143,7 +147,9 @@ export const en = {
 
   brokenSeal: {
     title: 'The seal is broken',
-    body: 'This message is not shown: its content no longer matches what was sealed. It may have been changed after it was sealed.',
+    body:
+      'This message is not shown: its content no longer matches what was sealed. ' +
+      'It may have been changed after it was sealed.',
     cid: (cid: string) => `Sealed content: IPFS CID ${cid}`,
     advice: 'Please do not rely on any copy of this message. Tell the sender, and give them the reference below.',
   },
@@ -179,14 +185,16 @@ export const en = {
       'That code is not right. Please check the digits in the newest email we sent you, or ask for a new code.',
     invalid_email: 'Please enter a complete email address, like name@example.com.',
     invalid_mobile:
-      'Please enter your mobile number in international format, starting with + and the country code, like +41 79 123 45 67.',
+      'Please enter your mobile number in international format, ' +
+      'starting with + and the country code, like +41 79 123 45 67.',
     invalid_bcc_address: 'The address for your copy is not a valid email address.',
     email_mismatch: 'A copy of the reply can only go to your own address, the one you signed in with.',
     unauthorized_user:
       'This message was not sent to this address or mobile number. Please check them, or ask the sender.',
     forbidden_auth_method: 'This address signs in another way. Please check whether the sender has your mobile number.',
     forbidden_file_type:
-      'This kind of file cannot be attached (for example programs and scripts). Please attach a document or picture instead.',
+      'This kind of file cannot be attached (for example programs and scripts). ' +
+      'Please attach a document or picture instead.',
     malware_detected: 'This file seems to contain a virus, so it was not attached.',
     file_too_large: 'This file is too large to attach.',
     upload_limit_reached:
@@ -204,7 +212,8 @@ export const en = {
     csrf_token_invalid: 'This page was open for a long time. Please reload it and try again.',
     conflict: 'Something changed in the meantime. Please reload the page and try again.',
     draft_conflict:
-      'This reply was changed in another window or on another device. It has to be loaded again before it can be changed or sent.',
+      'This reply was changed in another window or on another device. ' +
+      'It has to be loaded again before it can be changed or sent.',
     payload_too_large: 'This is too large to send.',
     unavailable: 'The service is busy right now. Please try again in a minute.',
     upstream_failed: 'The message cannot be fetched right now. Please try again in a few minutes.',

@@ -18,11 +18,16 @@ export const fr = {
     subject: 'Objet',
     noSubject: '(sans objet)',
     introSms:
-      'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail et votre numéro de mobile. Nous vous enverrons un code à usage unique par SMS.',
+      'Pour le lire, confirmez qu’il vous est destiné : ' +
+      'saisissez votre adresse e-mail et votre numéro de mobile. ' +
+      'Nous vous enverrons un code à usage unique par SMS.',
     introEmail:
-      'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail. Nous vous enverrons un code à usage unique par e-mail.',
+      'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail. ' +
+      'Nous vous enverrons un code à usage unique par e-mail.',
     introBoth:
-      'Pour le lire, confirmez qu’il vous est destiné : saisissez votre adresse e-mail, et votre numéro de mobile si l’expéditeur le connaît. Nous vous enverrons un code à usage unique.',
+      'Pour le lire, confirmez qu’il vous est destiné : ' +
+      'saisissez votre adresse e-mail, et votre numéro de mobile si l’expéditeur le connaît. ' +
+      'Nous vous enverrons un code à usage unique.',
     email: 'Adresse e-mail',
     emailHint: 'L’adresse à laquelle ce message a été envoyé.',
     mobile: 'Numéro de mobile',
@@ -40,7 +45,8 @@ export const fr = {
     label: 'Code',
     remember: 'Rester connecté sur cet appareil',
     rememberHint: (duration: string) =>
-      `Pendant ${duration}, ou jusqu’à ce que vous vous déconnectiez. Ne cochez pas cette case sur un ordinateur partagé.`,
+      `Pendant ${duration}, ou jusqu’à ce que vous vous déconnectiez. ` +
+      'Ne cochez pas cette case sur un ordinateur partagé.',
     submit: 'Se connecter',
     checking: 'Vérification…',
     resend: 'Envoyer un nouveau code',
@@ -70,8 +76,10 @@ export const fr = {
     noBody: 'Ce message n’a pas de texte.',
     remoteImagesBlocked: (count: number) =>
       count === 1
-        ? 'Une image provenant d’Internet n’est pas affichée, afin que l’expéditeur ne puisse pas savoir quand vous lisez ce message.'
-        : `${count} images provenant d’Internet ne sont pas affichées, afin que l’expéditeur ne puisse pas savoir quand vous lisez ce message.`,
+        ? 'Une image provenant d’Internet n’est pas affichée, ' +
+          'afin que l’expéditeur ne puisse pas savoir quand vous lisez ce message.'
+        : `${count} images provenant d’Internet ne sont pas affichées, ` +
+          'afin que l’expéditeur ne puisse pas savoir quand vous lisez ce message.',
     showImages: 'Afficher les images',
     attachments: 'Pièces jointes',
     download: 'Télécharger',
@@ -83,7 +91,8 @@ export const fr = {
   mobile: {
     title: 'Changer votre numéro de mobile',
     explain:
-      'Les codes pour ce message sont envoyés à votre numéro de mobile. Pour le changer, confirmez un code envoyé à votre numéro actuel, puis un code envoyé au nouveau numéro.',
+      'Les codes pour ce message sont envoyés à votre numéro de mobile. ' +
+      'Pour le changer, confirmez un code envoyé à votre numéro actuel, puis un code envoyé au nouveau numéro.',
     newNumber: 'Nouveau numéro de mobile',
     newNumberHint: 'Au format international, par exemple +41 79 123 45 67.',
     start: 'Envoyer un code à mon numéro actuel',
@@ -93,7 +102,8 @@ export const fr = {
     confirm: 'Confirmer',
     confirming: 'Vérification…',
     changed: (to: string) =>
-      `Votre numéro de mobile est désormais le ${to}. Votre ancien numéro et votre adresse e-mail ont été prévenus.`,
+      `Votre numéro de mobile est désormais le ${to}. ` +
+      'Votre ancien numéro et votre adresse e-mail ont été prévenus.',
   },
 
   others: {
@@ -110,7 +120,8 @@ export const fr = {
     draftSaving: 'Enregistrement du brouillon…',
     draftRestored: 'Votre brouillon non envoyé a été restauré.',
     draftFailed:
-      'Votre réponse enregistrée n’a pas pu être chargée. Pour que rien ne s’en perde, vous pourrez répondre dès qu’elle sera chargée.',
+      'Votre réponse enregistrée n’a pas pu être chargée. ' +
+      'Pour que rien ne s’en perde, vous pourrez répondre dès qu’elle sera chargée.',
     retry: 'Réessayer',
     files: 'Fichiers joints',
     addFiles: 'Joindre des fichiers',
@@ -126,7 +137,8 @@ export const fr = {
     empty: 'Veuillez d’abord écrire une réponse ou joindre un fichier.',
     waitForUploads: 'Veuillez attendre que les fichiers soient envoyés.',
     reloaded:
-      'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. Veuillez la vérifier avant de l’envoyer.',
+      'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. ' +
+      'Veuillez la vérifier avant de l’envoyer.',
   },
 
   sent: {
@@ -143,7 +155,9 @@ export const fr = {
 
   brokenSeal: {
     title: 'Le sceau est brisé',
-    body: 'Ce message n’est pas affiché : son contenu ne correspond plus à ce qui a été scellé. Il a peut-être été modifié après avoir été scellé.',
+    body:
+      'Ce message n’est pas affiché : son contenu ne correspond plus à ce qui a été scellé. ' +
+      'Il a peut-être été modifié après avoir été scellé.',
     cid: (cid: string) => `Contenu scellé : CID IPFS ${cid}`,
     advice: 'Ne vous fiez à aucune copie de ce message. Prévenez l’expéditeur et donnez-lui la référence ci-dessous.',
   },
@@ -172,19 +186,26 @@ export const fr = {
     incorrect_code:
       'Ce code n’est pas le bon. Veuillez vérifier les chiffres et réessayer — ou demander un nouveau code.',
     invalid_code_or_email:
-      'Ce code n’est pas le bon. Veuillez vérifier les chiffres dans le dernier e-mail que nous vous avons envoyé, ou demander un nouveau code.',
+      'Ce code n’est pas le bon. ' +
+      'Veuillez vérifier les chiffres dans le dernier e-mail que nous vous avons envoyé, ' +
+      'ou demander un nouveau code.',
     invalid_email: 'Veuillez saisir une adresse e-mail complète, comme nom@example.com.',
     invalid_mobile:
-      'Veuillez saisir votre numéro de mobile au format international, en commençant par + et l’indicatif du pays, comme +41 79 123 45 67.',
+      'Veuillez saisir votre numéro de mobile au format international, ' +
+      'en commençant par + et l’indicatif du pays, comme +41 79 123 45 67.',
     invalid_bcc_address: 'L’adresse pour votre copie n’est pas une adresse e-mail valide.',
     email_mismatch:
-      'Une copie de la réponse ne peut aller qu’à votre propre adresse, celle avec laquelle vous vous êtes connecté.',
+      'Une copie de la réponse ne peut aller qu’à votre propre adresse, ' +
+      'celle avec laquelle vous vous êtes connecté.',
     unauthorized_user:
-      'Ce message n’a pas été envoyé à cette adresse ou à ce numéro de mobile. Veuillez les vérifier, ou demandez à l’expéditeur.',
+      'Ce message n’a pas été envoyé à cette adresse ou à ce numéro de mobile. ' +
+      'Veuillez les vérifier, ou demandez à l’expéditeur.',
     forbidden_auth_method:
-      'Cette adresse se connecte d’une autre manière. Veuillez vérifier si l’expéditeur connaît votre numéro de mobile.',
+      'Cette adresse se connecte d’une autre manière. ' +
+      'Veuillez vérifier si l’expéditeur connaît votre numéro de mobile.',
     forbidden_file_type:
-      'Ce type de fichier ne peut pas être joint (par exemple les programmes et les scripts). Veuillez plutôt joindre un document ou une image.',
+      'Ce type de fichier ne peut pas être joint (par exemple les programmes et les scripts). ' +
+      'Veuillez plutôt joindre un document ou une image.',
     malware_detected: 'Ce fichier semble contenir un virus, il n’a donc pas été joint.',
     file_too_large: 'Ce fichier est trop volumineux pour être joint.',
     upload_limit_reached:
@@ -204,7 +225,8 @@ export const fr = {
     csrf_token_invalid: 'Cette page est restée ouverte longtemps. Veuillez la recharger et réessayer.',
     conflict: 'Quelque chose a changé entre-temps. Veuillez recharger la page et réessayer.',
     draft_conflict:
-      'Cette réponse a été modifiée dans une autre fenêtre ou sur un autre appareil. Elle doit être rechargée avant de pouvoir être modifiée ou envoyée.',
+      'Cette réponse a été modifiée dans une autre fenêtre ou sur un autre appareil. ' +
+      'Elle doit être rechargée avant de pouvoir être modifiée ou envoyée.',
     payload_too_large: 'C’est trop volumineux pour être envoyé.',
     unavailable: 'Le service est très sollicité en ce moment. Veuillez réessayer dans une minute.',
     upstream_failed: 'Le message ne peut pas être récupéré pour le moment. Veuillez réessayer dans quelques minutes.',
@@ -223,7 +245,8 @@ export const fr = {
 
   methodHint: {
     needsMobile:
-      'Pour cette adresse, le code arrive par SMS. Veuillez saisir le numéro de mobile que l’expéditeur a pour vous.',
+      'Pour cette adresse, le code arrive par SMS. ' +
+      'Veuillez saisir le numéro de mobile que l’expéditeur a pour vous.',
     needsEmail: 'Pour cette adresse, le code arrive par e-mail. Veuillez laisser le numéro de mobile vide.',
   },
 } satisfies Texts;

@@ -18,11 +18,16 @@ export const it = {
     subject: 'Oggetto',
     noSubject: '(nessun oggetto)',
     introSms:
-      'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail e il suo numero di cellulare. Le invieremo un codice monouso via SMS.',
+      'Per leggerlo, confermi che è destinato a Lei: ' +
+      'inserisca il suo indirizzo e-mail e il suo numero di cellulare. ' +
+      'Le invieremo un codice monouso via SMS.',
     introEmail:
-      'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail. Le invieremo un codice monouso via e-mail.',
+      'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail. ' +
+      'Le invieremo un codice monouso via e-mail.',
     introBoth:
-      'Per leggerlo, confermi che è destinato a Lei: inserisca il suo indirizzo e-mail e, se il mittente lo conosce, il suo numero di cellulare. Le invieremo un codice monouso.',
+      'Per leggerlo, confermi che è destinato a Lei: ' +
+      'inserisca il suo indirizzo e-mail e, se il mittente lo conosce, il suo numero di cellulare. ' +
+      'Le invieremo un codice monouso.',
     email: 'Indirizzo e-mail',
     emailHint: 'L’indirizzo a cui è stato inviato questo messaggio.',
     mobile: 'Numero di cellulare',
@@ -64,14 +69,17 @@ export const it = {
     sealedOn: (date: string, cid: string) => `Sigillato il ${date} — contenuto verificato con il CID IPFS ${cid}.`,
     sealTitle: 'Il sigillo è integro',
     sealExplain:
-      'Questo messaggio è esattamente com’era quando è stato sigillato: la sua impronta (SHA-256) corrisponde alla copia sigillata.',
+      'Questo messaggio è esattamente com’era quando è stato sigillato: ' +
+      'la sua impronta (SHA-256) corrisponde alla copia sigillata.',
     sha256: 'SHA-256',
     bodyFrame: 'Testo del messaggio',
     noBody: 'Questo messaggio non contiene testo.',
     remoteImagesBlocked: (count: number) =>
       count === 1
-        ? 'Un’immagine da Internet non viene mostrata, affinché il mittente non possa sapere quando Lei legge questo messaggio.'
-        : `${count} immagini da Internet non vengono mostrate, affinché il mittente non possa sapere quando Lei legge questo messaggio.`,
+        ? 'Un’immagine da Internet non viene mostrata, ' +
+          'affinché il mittente non possa sapere quando Lei legge questo messaggio.'
+        : `${count} immagini da Internet non vengono mostrate, ` +
+          'affinché il mittente non possa sapere quando Lei legge questo messaggio.',
     showImages: 'Mostrare le immagini',
     attachments: 'Allegati',
     download: 'Scaricare',
@@ -83,7 +91,8 @@ export const it = {
   mobile: {
     title: 'Cambiare il numero di cellulare',
     explain:
-      'I codici per questo messaggio vanno al suo numero di cellulare. Per cambiarlo, confermi un codice inviato al numero attuale e poi uno inviato al nuovo numero.',
+      'I codici per questo messaggio vanno al suo numero di cellulare. ' +
+      'Per cambiarlo, confermi un codice inviato al numero attuale e poi uno inviato al nuovo numero.',
     newNumber: 'Nuovo numero di cellulare',
     newNumberHint: 'In formato internazionale, per esempio +41 79 123 45 67.',
     start: 'Invia un codice al mio numero attuale',
@@ -110,7 +119,8 @@ export const it = {
     draftSaving: 'Salvataggio della bozza…',
     draftRestored: 'La sua bozza non inviata è stata ripristinata.',
     draftFailed:
-      'Non è stato possibile caricare la sua risposta salvata. Affinché non se ne perda nulla, potrà rispondere non appena sarà caricata.',
+      'Non è stato possibile caricare la sua risposta salvata. ' +
+      'Affinché non se ne perda nulla, potrà rispondere non appena sarà caricata.',
     retry: 'Riprovare',
     files: 'File allegati',
     addFiles: 'Allegare file',
@@ -126,7 +136,8 @@ export const it = {
     empty: 'Scriva prima una risposta o alleghi un file.',
     waitForUploads: 'Attenda che i file siano caricati.',
     reloaded:
-      'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. La controlli prima di inviarla.',
+      'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. ' +
+      'La controlli prima di inviarla.',
   },
 
   sent: {
@@ -137,16 +148,21 @@ export const it = {
 
   signedOut: {
     title: 'Si è disconnesso',
-    body: 'La sua sessione su questo dispositivo è terminata. Per leggere di nuovo il messaggio, acceda con un nuovo codice.',
+    body:
+      'La sua sessione su questo dispositivo è terminata. ' +
+      'Per leggere di nuovo il messaggio, acceda con un nuovo codice.',
     again: 'Accedere di nuovo',
   },
 
   brokenSeal: {
     title: 'Il sigillo è rotto',
-    body: 'Questo messaggio non viene mostrato: il suo contenuto non corrisponde più a ciò che è stato sigillato. Potrebbe essere stato modificato dopo la sigillatura.',
+    body:
+      'Questo messaggio non viene mostrato: il suo contenuto non corrisponde più a ciò che è stato sigillato. ' +
+      'Potrebbe essere stato modificato dopo la sigillatura.',
     cid: (cid: string) => `Contenuto sigillato: CID IPFS ${cid}`,
     advice:
-      'Non faccia affidamento su alcuna copia di questo messaggio. Avvisi il mittente e gli comunichi il riferimento qui sotto.',
+      'Non faccia affidamento su alcuna copia di questo messaggio. ' +
+      'Avvisi il mittente e gli comunichi il riferimento qui sotto.',
   },
 
   fatal: {
@@ -172,19 +188,23 @@ export const it = {
     expired_code: 'Questo codice è scaduto. Richieda un nuovo codice e inserisca quello.',
     incorrect_code: 'Questo codice non è corretto. Controlli le cifre e riprovi — oppure richieda un nuovo codice.',
     invalid_code_or_email:
-      'Questo codice non è corretto. Controlli le cifre nell’ultima e-mail che Le abbiamo inviato, oppure richieda un nuovo codice.',
+      'Questo codice non è corretto. ' +
+      'Controlli le cifre nell’ultima e-mail che Le abbiamo inviato, oppure richieda un nuovo codice.',
     invalid_email: 'Inserisca un indirizzo e-mail completo, come nome@example.com.',
     invalid_mobile:
-      'Inserisca il suo numero di cellulare in formato internazionale, iniziando con + e il prefisso del Paese, come +41 79 123 45 67.',
+      'Inserisca il suo numero di cellulare in formato internazionale, ' +
+      'iniziando con + e il prefisso del Paese, come +41 79 123 45 67.',
     invalid_bcc_address: 'L’indirizzo per la sua copia non è un indirizzo e-mail valido.',
     email_mismatch:
       'Una copia della risposta può andare solo al suo indirizzo, quello con cui ha effettuato l’accesso.',
     unauthorized_user:
-      'Questo messaggio non è stato inviato a questo indirizzo o numero di cellulare. Li controlli, oppure chieda al mittente.',
+      'Questo messaggio non è stato inviato a questo indirizzo o numero di cellulare. ' +
+      'Li controlli, oppure chieda al mittente.',
     forbidden_auth_method:
       'Questo indirizzo accede in un altro modo. Verifichi se il mittente ha il suo numero di cellulare.',
     forbidden_file_type:
-      'Questo tipo di file non può essere allegato (per esempio programmi e script). Alleghi invece un documento o un’immagine.',
+      'Questo tipo di file non può essere allegato (per esempio programmi e script). ' +
+      'Alleghi invece un documento o un’immagine.',
     malware_detected: 'Questo file sembra contenere un virus, perciò non è stato allegato.',
     file_too_large: 'Questo file è troppo grande per essere allegato.',
     upload_limit_reached: 'Insieme ai file già allegati, questo file è troppo grande. Rimuova un file o ne invii meno.',
@@ -195,7 +215,8 @@ export const it = {
     code_attempts_exceeded:
       'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
     seal_broken:
-      'Il sigillo è rotto: questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',
+      'Il sigillo è rotto: ' +
+      'questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',
     validation_failed: 'Qualcosa nel modulo non è compilato correttamente. Lo controlli e riprovi.',
     not_found: 'Questo messaggio non esiste o non è più disponibile. Controlli il link, oppure chieda al mittente.',
     unauthenticated: 'La sua sessione è scaduta. Acceda di nuovo.',
@@ -203,7 +224,8 @@ export const it = {
     csrf_token_invalid: 'Questa pagina è rimasta aperta a lungo. La ricarichi e riprovi.',
     conflict: 'Nel frattempo qualcosa è cambiato. Ricarichi la pagina e riprovi.',
     draft_conflict:
-      'Questa risposta è stata modificata in un’altra finestra o su un altro dispositivo. Deve essere ricaricata prima di poter essere modificata o inviata.',
+      'Questa risposta è stata modificata in un’altra finestra o su un altro dispositivo. ' +
+      'Deve essere ricaricata prima di poter essere modificata o inviata.',
     payload_too_large: 'È troppo grande per essere inviato.',
     unavailable: 'Il servizio è occupato in questo momento. Riprovi fra un minuto.',
     upstream_failed: 'Il messaggio non può essere recuperato in questo momento. Riprovi fra qualche minuto.',
