@@ -234,14 +234,20 @@ async function pairLoop(base: string, pid: number, real: boolean): Promise<Figur
   };
 }
 
-const fmt = (f: Figures, unit: string) =>
-  `${f.perSecond.toFixed(0).padStart(6)} ${unit}/s  p50 ${f.p50ms.toFixed(1).padStart(6)} ms  p99 ${f.p99ms.toFixed(1).padStart(6)} ms  ` +
-  `server CPU ${f.cpuMsPerRequest.toFixed(2)} ms/${unit}${f.errors ? `  (${f.errors} ERRORS)` : ''}`;
+const fmt = (f: Figures, unit: string) => {
+  const latency = `p50 ${f.p50ms.toFixed(1).padStart(6)} ms  p99 ${f.p99ms.toFixed(1).padStart(6)} ms`;
+  const errors = f.errors ? `  (${f.errors} ERRORS)` : '';
+  return (
+    `${f.perSecond.toFixed(0).padStart(6)} ${unit}/s  ${latency}  ` +
+    `server CPU ${f.cpuMsPerRequest.toFixed(2)} ms/${unit}${errors}`
+  );
+};
 
 console.log(`== Auth: ${CONNECTIONS} connections, ${SECONDS} s per run`);
 console.log(`   ${machineLine()}`);
 console.log(
-  '   auth: `sealpost start auth`, LOG_LEVEL info, PostgreSQL 127.0.0.1; bare: Fastify, same paths, no work, no logging',
+  '   auth: `sealpost start auth`, LOG_LEVEL info, PostgreSQL 127.0.0.1; ' +
+    'bare: Fastify, same paths, no work, no logging',
 );
 const summary: string[] = [];
 if (hasWrk) {
@@ -266,7 +272,8 @@ console.log(`code + verify    bare Fastify           ${fmt(barePair, 'pair')}`);
 const authPair = await pairLoop(authUrl, auth.child.pid!, true);
 console.log(`code + verify    auth (SMS sent)        ${fmt(authPair, 'pair')}`);
 summary.push(
-  `code + verify: ${(authPair.perSecond / barePair.perSecond).toFixed(2)}× bare Fastify (${sms.messages.length} SMS sent)`,
+  `code + verify: ${(authPair.perSecond / barePair.perSecond).toFixed(2)}× bare Fastify ` +
+    `(${sms.messages.length} SMS sent)`,
 );
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);

@@ -61,7 +61,15 @@ if (C_SINK && !SMTP_SINK) throw new Error("--sink c needs Postfix's smtp-sink");
 
 function message(tag: string, i: number): { messageId: string; raw: Buffer } {
   const messageId = `<${tag}-${i}@bench.example>`;
-  const head = `From: bench@sender.example\r\nTo: sink@rcpt.example\r\nSubject: bench ${tag} ${i}\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n`;
+  const headers = [
+    'From: bench@sender.example',
+    'To: sink@rcpt.example',
+    `Subject: bench ${tag} ${i}`,
+    `Message-ID: ${messageId}`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain',
+  ];
+  const head = `${headers.join('\r\n')}\r\n\r\n`;
   const line = 'The quick brown fox jumps over the lazy dog, again and again and again.\r\n';
   return {
     messageId,
@@ -182,12 +190,12 @@ async function acceptAll(tag: string): Promise<void> {
 }
 
 console.log(
-  `== Delivery: accepted → delivered over SMTP, ${MESSAGES} × ${SIZE} B, DELIVERY_CONCURRENCY ${CONCURRENCY} per engine`,
+  `== Delivery: accepted → delivered over SMTP, ${MESSAGES} × ${SIZE} B, ` +
+    `DELIVERY_CONCURRENCY ${CONCURRENCY} per engine`,
 );
 console.log(`   ${machineLine()}`);
-console.log(
-  `   sink: ${C_SINK ? "Postfix's smtp-sink (C, discards)" : 'smtp-server in the bench process (keeps messages)'}; payloads on local disk; PostgreSQL 127.0.0.1`,
-);
+const sinkKind = C_SINK ? "Postfix's smtp-sink (C, discards)" : 'smtp-server in the bench process (keeps messages)';
+console.log(`   sink: ${sinkKind}; payloads on local disk; PostgreSQL 127.0.0.1`);
 
 // --- Baseline: nodemailer straight to the sink --------------------------------------------------
 const transporter = nodemailer.createTransport({ url: sinkUrl, pool: true, maxConnections: CONCURRENCY });
@@ -209,7 +217,8 @@ let baselinePerSecond: number;
   baselinePerSecond = MESSAGES / seconds;
   const sinkNote = C_SINK ? `, sink CPU ${((treeCpuMs(sinkPid) - sinkCpu) / MESSAGES).toFixed(2)} ms/msg` : '';
   console.log(
-    `baseline  nodemailer pool → sink       ${baselinePerSecond.toFixed(0).padStart(6)} msg/s  (${CONCURRENCY} connections${sinkNote})`,
+    `baseline  nodemailer pool → sink       ${baselinePerSecond.toFixed(0).padStart(6)} msg/s  ` +
+      `(${CONCURRENCY} connections${sinkNote})`,
   );
 }
 if (nodeSink) {
@@ -258,7 +267,8 @@ for (const engines of [1, 2]) {
   const perSecond = MESSAGES / seconds;
   throughput.push({ engines, perSecond });
   console.log(
-    `sealpost  ${engines} engine process${engines > 1 ? 'es' : '  '} → sink  ${perSecond.toFixed(0).padStart(6)} msg/s  ` +
+    `sealpost  ${engines} engine process${engines > 1 ? 'es' : '  '} → sink  ` +
+      `${perSecond.toFixed(0).padStart(6)} msg/s  ` +
       `(engine CPU ${cpu.toFixed(2)} ms/msg; peak RSS ${rssMb.map((r) => `${r.toFixed(0)} MB`).join(' + ')})`,
   );
 }
@@ -297,7 +307,8 @@ for (const pollInterval of ['1s', '100ms']) {
   const latencies = latencySink.messages.map((m) => m.receivedAt - acceptedAt.get(m.messageId!)!).sort((a, b) => a - b);
   await engine!.stop();
   console.log(
-    `latency   accepted → delivered, ${RATE}/s, poll ${pollInterval.padEnd(5)}  p50 ${percentile(latencies, 50).toFixed(0).padStart(5)} ms  ` +
+    `latency   accepted → delivered, ${RATE}/s, poll ${pollInterval.padEnd(5)}  ` +
+      `p50 ${percentile(latencies, 50).toFixed(0).padStart(5)} ms  ` +
       `p99 ${percentile(latencies, 99).toFixed(0).padStart(5)} ms  max ${latencies.at(-1)!.toFixed(0).padStart(5)} ms`,
   );
 }
@@ -306,7 +317,8 @@ if (latencySink !== nodeSink) await latencySink.close();
 for (const t of throughput) {
   const goal = t.perSecond >= 1000 ? 'met' : 'not met';
   console.log(
-    `ratio     ${t.engines} engine process(es) = ${(t.perSecond / baselinePerSecond).toFixed(2)}× the baseline; goal ≥ 1,000 msg/s: ${goal}`,
+    `ratio     ${t.engines} engine process(es) = ${(t.perSecond / baselinePerSecond).toFixed(2)}× the baseline; ` +
+      `goal ≥ 1,000 msg/s: ${goal}`,
   );
 }
 console.log(`   load average at the end: ${loadAverage()}`);

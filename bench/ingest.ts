@@ -44,9 +44,14 @@ interface Server {
   pid: number;
 }
 
-const fmt = (r: LoadResult, cpuMsPerMessage: number) =>
-  `${r.perSecond.toFixed(0).padStart(6)} msg/s  p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms  ` +
-  `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg${r.failed ? `  (${r.failed} FAILED)` : ''}`;
+const fmt = (r: LoadResult, cpuMsPerMessage: number) => {
+  const latency = `p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms`;
+  const failed = r.failed ? `  (${r.failed} FAILED)` : '';
+  return (
+    `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}  ` +
+    `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg${failed}`
+  );
+};
 
 async function measure(
   server: Server,
@@ -220,9 +225,8 @@ const servers: Server[] = [
 
 console.log(`== SMTP ingest: 10 KB messages, ${MESSAGES} per run (500 with 1 connection)`);
 console.log(`   ${machineLine()}`);
-console.log(
-  `   Sealpost: payloads on ${s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)'}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`,
-);
+const payloadStore = s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)';
+console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`);
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
@@ -232,9 +236,8 @@ for (const connections of CONNECTIONS) {
   if (s3) {
     const result = await rawPuts(connections, count);
     results.set('raw PutObject', result);
-    console.log(
-      `${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${fmt(result, 0).replace(/server CPU.*$/, '(bare SDK client, the S3 ceiling)')}`,
-    );
+    const figures = fmt(result, 0).replace(/server CPU.*$/, '(bare SDK client, the S3 ceiling)');
+    console.log(`${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${figures}`);
   }
   for (const server of servers) {
     const { result, cpu } = await measure(server, connections, count);
@@ -253,14 +256,15 @@ for (const connections of CONNECTIONS) {
   const vsS3 = s3 ? `, ${(ours / results.get('raw PutObject')!.perSecond).toFixed(2)}× raw PutObject` : '';
   const withDelivery = results.get('sealpost+delivery')!.perSecond / ours;
   const line =
-    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server${vsPostfix}${vsS3}; ` +
-    `with delivery running ${withDelivery.toFixed(2)}× intake alone`;
+    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server` +
+    `${vsPostfix}${vsS3}; with delivery running ${withDelivery.toFixed(2)}× intake alone`;
   console.log(line);
   summary.push(line);
 }
 if (postfix) console.log(`Postfix queued ${await postfix.queued()} messages (its maillog)`);
 console.log(
-  `peak RSS: sealpost exchange ${peakRssMb(sealpost.child.pid!).toFixed(0)} MB, bare smtp-server ${peakRssMb(bare.pid!).toFixed(0)} MB`,
+  `peak RSS: sealpost exchange ${peakRssMb(sealpost.child.pid!).toFixed(0)} MB, ` +
+    `bare smtp-server ${peakRssMb(bare.pid!).toFixed(0)} MB`,
 );
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);

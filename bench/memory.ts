@@ -129,17 +129,15 @@ stopOnExit(exchange.child);
 const bareSessions = await holdSessions(barePort, bare.pid!);
 const ourSessions = await holdSessions(exchange.ports.smtp, exchange.child.pid!);
 const perSession = (r: typeof ourSessions) => (((r.with - r.before) * 1024) / SESSIONS).toFixed(1);
-console.log(
-  `${SESSIONS} idle SMTP sessions  bare smtp-server  RSS ${bareSessions.before.toFixed(0)} → ${bareSessions.with.toFixed(0)} MB ` +
-    `(peak ${bareSessions.peak.toFixed(0)} MB, ${perSession(bareSessions)} KB per session)`,
-);
-console.log(
-  `${SESSIONS} idle SMTP sessions  sealpost exchange RSS ${ourSessions.before.toFixed(0)} → ${ourSessions.with.toFixed(0)} MB ` +
-    `(peak ${ourSessions.peak.toFixed(0)} MB, ${perSession(ourSessions)} KB per session)`,
-);
+const sessionFigures = (r: typeof ourSessions) =>
+  `RSS ${r.before.toFixed(0)} → ${r.with.toFixed(0)} MB ` +
+  `(peak ${r.peak.toFixed(0)} MB, ${perSession(r)} KB per session)`;
+console.log(`${SESSIONS} idle SMTP sessions  bare smtp-server  ${sessionFigures(bareSessions)}`);
+console.log(`${SESSIONS} idle SMTP sessions  sealpost exchange ${sessionFigures(ourSessions)}`);
 const sessionsGoal = Math.max(ourSessions.with, ourSessions.peak) < 250;
 const sessionsLine =
-  `idle sessions: sealpost ${ourSessions.peak.toFixed(0)} MB peak with ${SESSIONS} sessions vs bare smtp-server ${bareSessions.peak.toFixed(0)} MB ` +
+  `idle sessions: sealpost ${ourSessions.peak.toFixed(0)} MB peak with ${SESSIONS} sessions ` +
+  `vs bare smtp-server ${bareSessions.peak.toFixed(0)} MB ` +
   `(${(ourSessions.peak / bareSessions.peak).toFixed(2)}×); goal < 250 MB: ${sessionsGoal ? 'met' : 'not met'}`;
 bare.kill('SIGTERM');
 await exchange.stop();
@@ -246,19 +244,24 @@ const uploadLines: string[] = [];
 // (what the Dockerfile runs) with Node's defaults and with V8's young generation capped (an operator's
 // NODE_OPTIONS, not a default).
 await buildServer();
+const destination = s3 ? 'S3 (Swift, multipart)' : 'local disk';
+const scanned = clamd ? ', scanned by clamd' : ', not scanned';
 for (const [nodeOptions, built] of [
   [undefined, false],
   [undefined, true],
   ['--max-semi-space-size=2', true],
 ] as const) {
   const run = await uploadRun(nodeOptions, built);
-  const flags = `${built ? 'node dist/server/cli.js' : 'bin/sealpost.js through tsx'}${nodeOptions ? `, NODE_OPTIONS=${nodeOptions}` : ''}`;
+  const server = built ? 'node dist/server/cli.js' : 'bin/sealpost.js through tsx';
+  const flags = `${server}${nodeOptions ? `, NODE_OPTIONS=${nodeOptions}` : ''}`;
   console.log(
-    `${mib} MiB upload  auth (${flags}) RSS ${run.idle.toFixed(0)} MB before, peak ${run.peak.toFixed(0)} MB during (${run.how}), ` +
-      `${(mib / run.seconds).toFixed(0)} MiB/s, to ${s3 ? 'S3 (Swift, multipart)' : 'local disk'}${clamd ? ', scanned by clamd' : ', not scanned'}`,
+    `${mib} MiB upload  auth (${flags}) RSS ${run.idle.toFixed(0)} MB before, ` +
+      `peak ${run.peak.toFixed(0)} MB during (${run.how}), ` +
+      `${(mib / run.seconds).toFixed(0)} MiB/s, to ${destination}${scanned}`,
   );
   uploadLines.push(
-    `${mib} MiB upload, ${flags}: auth peak RSS ${run.peak.toFixed(0)} MB (${(run.peak - run.idle).toFixed(0)} MB above idle); ` +
+    `${mib} MiB upload, ${flags}: auth peak RSS ${run.peak.toFixed(0)} MB ` +
+      `(${(run.peak - run.idle).toFixed(0)} MB above idle); ` +
       `goal < 150 MB: ${run.peak < 150 ? 'met' : 'not met'}`,
   );
 }

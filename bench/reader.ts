@@ -151,6 +151,9 @@ async function timed(count: number, pid: number | undefined, one: () => Promise<
   };
 }
 
+const latency = (t: { p50: number; p99: number }) =>
+  `p50 ${t.p50.toFixed(1).padStart(7)} ms  p99 ${t.p99.toFixed(1).padStart(7)} ms`;
+
 try {
   console.log('== Reader: GET /v1/message of a signed-in reader, one request at a time');
   console.log(`   ${machineLine()}`);
@@ -170,14 +173,11 @@ try {
       const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
       if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
     });
-    console.log(
-      `${label.padEnd(6)} proxy + decrypt (bare)  p50 ${bare.p50.toFixed(1).padStart(7)} ms  p99 ${bare.p99.toFixed(1).padStart(7)} ms`,
-    );
-    console.log(
-      `${label.padEnd(6)} GET /v1/message         p50 ${ours.p50.toFixed(1).padStart(7)} ms  p99 ${ours.p99.toFixed(1).padStart(7)} ms  auth CPU ${ours.cpu.toFixed(1)} ms/req`,
-    );
+    console.log(`${label.padEnd(6)} proxy + decrypt (bare)  ${latency(bare)}`);
+    console.log(`${label.padEnd(6)} GET /v1/message         ${latency(ours)}  auth CPU ${ours.cpu.toFixed(1)} ms/req`);
     summary.push(
-      `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt (p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`,
+      `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt ` +
+        `(p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`,
     );
   }
   console.log(summary.join('\n'));

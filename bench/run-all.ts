@@ -15,8 +15,16 @@ const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const BEGIN = '<!-- bench:latest-run -->';
 const END = '<!-- /bench:latest-run -->';
 /** The AWS SDK's notice that it will need Node 22 (printed by every process that loads it). */
-const NOISE =
-  /NodeVersionSupportWarning|versions published after|will require node >=22|To continue receiving updates|and security updates please upgrade|More information can be found at: https:\/\/a\.co|Use `node --trace-warnings/;
+const NOISE = [
+  'NodeVersionSupportWarning',
+  'versions published after',
+  'will require node >=22',
+  'To continue receiving updates',
+  'and security updates please upgrade',
+  'More information can be found at: https://a.co',
+  'Use `node --trace-warnings',
+];
+const isNoise = (line: string) => NOISE.some((fragment) => line.includes(fragment));
 
 const args = process.argv.slice(2);
 const write = !args.includes('--no-write');
@@ -42,7 +50,7 @@ function run(name: string): Promise<{ output: string; code: number | null; secon
       const lines = partial.split('\n');
       partial = lines.pop()!;
       for (const line of lines) {
-        if (NOISE.test(line)) continue;
+        if (isNoise(line)) continue;
         output += `${line}\n`;
         process.stdout.write(`${line}\n`);
       }
@@ -50,7 +58,7 @@ function run(name: string): Promise<{ output: string; code: number | null; secon
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.on('close', (code) => {
-      if (partial && !NOISE.test(partial)) output += `${partial}\n`;
+      if (partial && !isNoise(partial)) output += `${partial}\n`;
       resolve({ output, code, seconds: (Date.now() - started) / 1000 });
     });
   });
@@ -63,9 +71,8 @@ let failed = 0;
 for (const name of selected) {
   const { output, code, seconds } = await run(name);
   if (code !== 0) failed++;
-  sections.push(
-    `### ${name}${code === 0 ? '' : ` (FAILED, exit ${code})`} — ${seconds.toFixed(0)} s\n\n\`\`\`\n${output.trimEnd()}\n\`\`\``,
-  );
+  const status = code === 0 ? '' : ` (FAILED, exit ${code})`;
+  sections.push(`### ${name}${status} — ${seconds.toFixed(0)} s\n\n\`\`\`\n${output.trimEnd()}\n\`\`\``);
   console.log('');
 }
 const footer = `load average at the end: ${loadAverage()}`;
@@ -74,7 +81,8 @@ console.log(footer);
 if (write) {
   const block = [
     BEGIN,
-    `Written by \`npm run bench\` (${selected.join(', ')}). Machine, date and load average at the start: ${header}; ${footer}.`,
+    `Written by \`npm run bench\` (${selected.join(', ')}). ` +
+      `Machine, date and load average at the start: ${header}; ${footer}.`,
     '',
     ...sections.flatMap((section) => [section, '']),
     END,

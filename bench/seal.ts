@@ -82,7 +82,9 @@ async function bareOne(): Promise<void> {
   const boundary = `bench${randomUUID()}`;
   const data = Buffer.concat([
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="m.sealed"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      `--${boundary}\r\n` +
+        'Content-Disposition: form-data; name="file"; filename="m.sealed"\r\n' +
+        'Content-Type: application/octet-stream\r\n\r\n',
     ),
     randomBytes(SIZE),
     Buffer.from(`\r\n--${boundary}--\r\n`),
@@ -121,8 +123,10 @@ async function measure(name: string, concurrency: number, one: () => Promise<num
   latencies.sort((a, b) => a - b);
   const figures = { rate: MESSAGES / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
   console.log(
-    `${name.padEnd(44)} ${figures.rate.toFixed(1).padStart(6)} msg/s   p50 ${figures.p50.toFixed(0).padStart(5)} ms   p99 ${figures.p99.toFixed(0).padStart(5)} ms` +
-      `   CPU/msg: this process ${(ownMs / MESSAGES).toFixed(1)} ms, IPFS daemons ${(daemonsMs / MESSAGES).toFixed(1)} ms`,
+    `${name.padEnd(44)} ${figures.rate.toFixed(1).padStart(6)} msg/s   ` +
+      `p50 ${figures.p50.toFixed(0).padStart(5)} ms   p99 ${figures.p99.toFixed(0).padStart(5)} ms` +
+      `   CPU/msg: this process ${(ownMs / MESSAGES).toFixed(1)} ms, ` +
+      `IPFS daemons ${(daemonsMs / MESSAGES).toFixed(1)} ms`,
   );
   return figures;
 }
@@ -157,7 +161,8 @@ await observer.connect();
 await observer.query(`
   create function seal.bench_pin_held() returns trigger language plpgsql as $$
   begin
-    perform pg_notify('bench_pin_held', new.sealed_id::text || ' ' || new.cluster || ' ' || (extract(epoch from new.updated_at) * 1000)::bigint);
+    perform pg_notify('bench_pin_held',
+      new.sealed_id::text || ' ' || new.cluster || ' ' || (extract(epoch from new.updated_at) * 1000)::bigint);
     return null;
   end $$;
   create trigger bench_pin_held after insert or update on seal.sealed_pins
@@ -224,7 +229,8 @@ async function sealOne(): Promise<number> {
 try {
   console.log(machineLine());
   console.log(
-    `seal: ${MESSAGES} messages of ${SIZE} bytes at each level, add + pin until pinned on 2 real clusters (poll ${FRESH_POLL_MS} ms for a second, then ${POLL_MS} ms)`,
+    `seal: ${MESSAGES} messages of ${SIZE} bytes at each level, add + pin until pinned on 2 real clusters ` +
+      `(poll ${FRESH_POLL_MS} ms for a second, then ${POLL_MS} ms)`,
   );
   await measure('warm-up (bare client, not counted)', Math.max(...LEVELS), async () => bareOne());
   const p50 = (values: number[]) =>
@@ -244,7 +250,8 @@ try {
         : await measure('bare client -> IPFS Cluster REST (ceiling)', level, bareOne);
     const sealpost = await measure('Sealpost seal service (POST /v1/seal)', level, sealOne);
     console.log(
-      `accepted (pins accepted / seal answered), p50: bare ${p50(accepted.bare)} ms, Sealpost ${p50(accepted.sealpost)} ms`,
+      `accepted (pins accepted / seal answered), p50: bare ${p50(accepted.bare)} ms, ` +
+        `Sealpost ${p50(accepted.sealpost)} ms`,
     );
     const ratio = `${(sealpost.rate / bare.rate).toFixed(2)}x`;
     console.log(
