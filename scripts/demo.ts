@@ -58,8 +58,12 @@ async function sendSample(): Promise<void> {
     from: 'Demo Sender <sender@demo.example>',
     to: RECIPIENT,
     subject: 'Your first sealed message',
-    text: 'Hello! This message was sealed by Sealpost: encrypted, stored on IPFS and pinned.\n\nReply to it, with a file if you like.',
-    html: '<p>Hello! This message was <b>sealed</b> by Sealpost: encrypted, stored on IPFS and pinned.</p><p>Reply to it, with a file if you like.</p>',
+    text:
+      'Hello! This message was sealed by Sealpost: encrypted, stored on IPFS and pinned.\n\n' +
+      'Reply to it, with a file if you like.',
+    html:
+      '<p>Hello! This message was <b>sealed</b> by Sealpost: encrypted, stored on IPFS and pinned.</p>' +
+      '<p>Reply to it, with a file if you like.</p>',
     headers: { 'X-Sealpost-Mobile': `${RECIPIENT}=${MOBILE}` },
     attachments: [{ filename: 'hello.txt', content: 'A small attachment.\n' }],
   });
