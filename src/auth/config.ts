@@ -31,10 +31,13 @@ import { SMS_PROVIDERS } from './sms/provider.ts';
 
 /** Executables and scripts (Windows, Unix, Java, Android, installers, shortcuts), as extensions and MIME types. */
 const FORBIDDEN_TYPES_DEFAULT = [
-  'exe,dll,msi,msp,mst,bat,cmd,com,scr,pif,cpl,hta,js,jse,mjs,vbs,vbe,vb,wsf,wsh,wsc,ps1,psm1,psd1,msc,reg,inf,lnk,scf,gadget,appx,msix',
+  'exe,dll,msi,msp,mst,bat,cmd,com,scr,pif,cpl,hta,js,jse,mjs,vbs,vbe,vb,wsf,wsh,wsc,ps1,psm1,psd1,msc,reg,inf',
+  'lnk,scf,gadget,appx,msix',
   'jar,class,sh,bash,csh,ksh,zsh,command,elf,macho,apk,dex,deb,rpm',
-  'application/x-msdownload,application/x-dosexec,application/x-msi,application/x-ms-shortcut,application/x-elf,application/x-mach-binary',
-  'application/java-archive,application/java-vm,application/x-sh,text/x-shellscript,application/vnd.android.package-archive',
+  'application/x-msdownload,application/x-dosexec,application/x-msi,application/x-ms-shortcut',
+  'application/x-elf,application/x-mach-binary',
+  'application/java-archive,application/java-vm,application/x-sh,text/x-shellscript',
+  'application/vnd.android.package-archive',
   'application/vnd.debian.binary-package,application/x-rpm',
 ].join(',');
 
@@ -70,14 +73,18 @@ export const AUTH_VARIABLES = defineVariables({
     replyMaxTotalSize: {
       name: 'REPLY_MAX_TOTAL_SIZE',
       meaning:
-        "all attachments of one reply together (`upload_limit_reached` above it); the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it (base64); the default fits the default 25MiB, the size most mailboxes take",
+        'all attachments of one reply together (`upload_limit_reached` above it); ' +
+        "the exchange's SMTP_MAX_MESSAGE_SIZE must allow about 4/3 of it " +
+        '(base64); the default fits the default 25MiB, the size most mailboxes take',
       default: '17MiB',
       ...byteSize,
     },
     forbiddenTypes: {
       name: 'ATTACHMENT_FORBIDDEN_TYPES',
       meaning:
-        'attachment types refused with `forbidden_file_type`, comma-separated: file extensions (matched against the name and the type detected from the content) and MIME types (matched against the detected type); empty allows all',
+        'attachment types refused with `forbidden_file_type`, comma-separated: ' +
+        'file extensions (matched against the name and the type detected from the ' +
+        'content) and MIME types (matched against the detected type); empty allows all',
       default: FORBIDDEN_TYPES_DEFAULT,
       parse: typeList,
       expected: 'a comma-separated list of extensions (exe) and MIME types (application/x-msdownload)',
@@ -92,7 +99,8 @@ export const AUTH_VARIABLES = defineVariables({
       timeout: {
         name: 'CLAMD_TIMEOUT',
         meaning:
-          "time limit for connecting to clamd and for its verdict once the file is sent (clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE)",
+          'time limit for connecting to clamd and for its verdict once the file is sent ' +
+          "(clamd's StreamMaxLength should be at least ATTACHMENT_MAX_SIZE)",
         default: '30s',
         ...positiveDuration,
       },
@@ -108,7 +116,8 @@ export const AUTH_VARIABLES = defineVariables({
   secret: {
     name: 'AUTH_SECRET',
     meaning:
-      'secret from which the keys of code HMACs and CSRF tokens are derived; the same on every auth instance; required in production, generated into the data folder otherwise',
+      'secret from which the keys of code HMACs and CSRF tokens are derived; ' +
+      'the same on every auth instance; required in production, generated into the data folder otherwise',
     secret: true,
     parse: authSecret,
     expected: 'at least 32 characters (e.g. `openssl rand -hex 32`)',
@@ -116,7 +125,8 @@ export const AUTH_VARIABLES = defineVariables({
   trustProxyHops: {
     name: 'AUTH_TRUST_PROXY',
     meaning:
-      'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; true or a number N trusts that many proxy hops (the N-th address from the right)',
+      'client IP (per-IP SMS limit) from X-Forwarded-For: false uses the connection address; ' +
+      'true or a number N trusts that many proxy hops (the N-th address from the right)',
     default: 'false',
     parse: proxyHops,
     expected: 'a boolean or a number of proxy hops from 0 to 10',
@@ -130,14 +140,17 @@ export const AUTH_VARIABLES = defineVariables({
   replyFrom: {
     name: 'REPLY_FROM',
     meaning:
-      'From address and envelope sender of replies, in the organisation\'s domain so that SPF and DKIM align (DMARC); the recipient shows in the display name ("alice@example.com via <its display name>") and in Reply-To; default: AUTH_MAIL_FROM',
+      "From address and envelope sender of replies, in the organisation's domain " +
+      'so that SPF and DKIM align (DMARC); the recipient shows in the display name ' +
+      '("alice@example.com via <its display name>") and in Reply-To; default: AUTH_MAIL_FROM',
     parse: parseMailbox,
     expected: 'an address, optionally with a display name: Example Org <replies@example.org>',
   },
   replyFromRecipient: {
     name: 'REPLY_FROM_RECIPIENT',
     meaning:
-      "true: replies go out From the recipient's own address, also as envelope sender (for a relay that delivers internally only); such replies fail DMARC wherever the recipient's domain publishes p=reject",
+      "true: replies go out From the recipient's own address, also as envelope sender (for a relay that " +
+      "delivers internally only); such replies fail DMARC wherever the recipient's domain publishes p=reject",
     default: 'false',
     ...boolean,
   },
@@ -145,7 +158,8 @@ export const AUTH_VARIABLES = defineVariables({
     provider: {
       name: 'SMS_PROVIDER',
       meaning:
-        'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` (prints the code; refused in production); default `log` outside production, required in production',
+        'SMS provider: `http` (JSON {to, from, text} with Basic auth), `twilio` (Messages API) or `log` ' +
+        '(prints the code; refused in production); default `log` outside production, required in production',
       ...oneOf(SMS_PROVIDERS),
     },
     url: {
@@ -180,7 +194,8 @@ export const AUTH_VARIABLES = defineVariables({
     timeout: {
       name: 'SMS_PROVIDER_TIMEOUT',
       meaning:
-        'time limit of one call to the SMS provider (or the mail relay for email codes); past it the request fails with 502',
+        'time limit of one call to the SMS provider ' +
+        '(or the mail relay for email codes); past it the request fails with 502',
       default: '10s',
       ...positiveDuration,
     },

@@ -33,7 +33,9 @@ export function createAuthMetrics(registry: Registry) {
     }),
     attachmentsScanned: new Counter({
       name: 'auth_attachments_scanned_total',
-      help: 'Reply attachments sent to clamd, by verdict: clean, infected, too_large (refused by its size limit), failed (not scanned)',
+      help:
+        'Reply attachments sent to clamd, by verdict: clean, infected, ' +
+        'too_large (refused by its size limit), failed (not scanned)',
       labelNames: ['verdict'] as const,
       registers,
     }),

@@ -24,8 +24,8 @@ export async function resolveAuthSecret(
   if (secret) return { secret, source: 'environment' };
   if (config.production) {
     throw new Error(
-      'AUTH_SECRET is not set: production needs the secret that keys sign-in codes and CSRF tokens, the same on every auth ' +
-        'instance. Generate one with `openssl rand -hex 32`.',
+      'AUTH_SECRET is not set: production needs the secret that keys sign-in codes and CSRF tokens, ' +
+        'the same on every auth instance. Generate one with `openssl rand -hex 32`.',
     );
   }
   const { text, created } = await readOrCreateSecretFile(config.dataDir, AUTH_SECRET_FILE, {

@@ -350,7 +350,8 @@ class UploadCheck {
           throw new AppError(
             'malware_detected',
             403,
-            `The file cannot be checked for malware: it unpacks to more files or data, or nests deeper, than the scanner checks (${verdict.signature}); it was not kept`,
+            'The file cannot be checked for malware: it unpacks to more files or data, ' +
+              `or nests deeper, than the scanner checks (${verdict.signature}); it was not kept`,
           );
         }
         log.warn({ signature: verdict.signature, filename }, 'malware found in an upload');

@@ -47,9 +47,10 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
         tags: TAGS.reading,
         summary: 'The sealed message of the signed-in session: headers, text, sanitised HTML, attachments, seal status',
         description:
-          'Images from the internet are left out of the HTML (they would tell the sender when and where it was read); ' +
-          'remoteImages counts them. images=remote keeps the https ones, for a reader who chose to see them. ' +
-          'Content that failed verification against its seal: 502 seal_broken with the cid (final); other 502s are upstream_failed.',
+          'Images from the internet are left out of the HTML (they would tell the sender when ' +
+          'and where it was read); remoteImages counts them. images=remote keeps the https ones, ' +
+          'for a reader who chose to see them. Content that failed verification against its seal: ' +
+          '502 seal_broken with the cid (final); other 502s are upstream_failed.',
         querystring: Type.Object(
           { images: Type.Optional(Type.Literal('remote')), ...MESSAGE_QUERY },
           { additionalProperties: false },
@@ -75,8 +76,9 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
         tags: TAGS.reading,
         summary: 'The sealed messages this session opens without another code, newest first',
         description:
-          'Every sealed message addressed to an address the session has proven whose sign-in method that proof satisfies: ' +
-          'an email code proves the address, an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person).',
+          'Every sealed message addressed to an address the session has proven whose ' +
+          'sign-in method that proof satisfies: an email code proves the address, ' +
+          'an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person).',
         response: { 200: OpenableList, ...errorResponses(401, 502) },
       },
     },
@@ -143,5 +145,10 @@ function unreadable(error: unknown): never {
 /** RFC 6266: an ASCII fallback name and the exact name in UTF-8 (RFC 8187). */
 function contentDisposition(filename: string): string {
   const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+  // encodeURIComponent leaves ' ( ) * as they are; RFC 8187's attr-char does not allow them.
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }

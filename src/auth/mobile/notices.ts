@@ -27,7 +27,8 @@ export class MobileChangeNotices {
   ): Promise<void> {
     const language = change.language ?? this.options.defaultLanguage;
     const texts = CODE_MAIL_TEXTS[language].mobileChanged;
-    const when = `${new Intl.DateTimeFormat(language, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(change.at)} UTC`;
+    const format = new Intl.DateTimeFormat(language, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' });
+    const when = `${format.format(change.at)} UTC`;
     const results = await Promise.allSettled([
       this.options.provider.send({ to: change.oldMobile, text: texts.sms(change.sender, when) }),
       this.options.mailer.send({

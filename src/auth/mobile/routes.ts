@@ -77,9 +77,9 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         tags: TAGS.signIn,
         summary: "Change the signed-in recipient's mobile number: first a code to the current number",
         description:
-          'Only for recipients who sign in by SMS (forbidden_auth_method otherwise). invalid_mobile (400); ' +
-          'new_mobile_conflict (409) when it is the current number; sms_rate_limit (429). The code goes to the current ' +
-          'number; POST /v1/mobile/verify with it sends one to the new number. ' +
+          'Only for recipients who sign in by SMS (forbidden_auth_method otherwise). invalid_mobile ' +
+          '(400); new_mobile_conflict (409) when it is the current number; sms_rate_limit (429). ' +
+          'The code goes to the current number; POST /v1/mobile/verify with it sends one to the new number. ' +
           CSRF_NOTE,
         body: NewMobile,
         response: { 202: CodeStep, ...errorResponses(400, 401, 403, 409, 429, 502) },

@@ -152,7 +152,8 @@ export function readerErrorPage(request: FastifyRequest, status: number, errorId
       : status === 404
         ? [
             'There is no message at this address',
-            'Please open the link from your email again. If it still does not work, the link may be incomplete: ask the sender.',
+            'Please open the link from your email again. ' +
+              'If it still does not work, the link may be incomplete: ask the sender.',
           ]
         : ['This link is not valid', 'Please open the link from your email again.'];
   return simplePage(title, sentence, errorId);
@@ -172,7 +173,8 @@ function simplePage(heading: string, sentence: string, errorId: string, title = 
   return [
     '<!doctype html>',
     '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<meta name="robots" content="noindex, nofollow"><title>${title}</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"></head><body>`,
+    `<meta name="robots" content="noindex, nofollow"><title>${title}</title><link ` +
+      'rel="icon" href="/favicon.svg" type="image/svg+xml"></head><body>',
     // In <main>: assistive technology finds the page's content by its landmark (axe, region).
     `<main><h1>${heading}</h1>`,
     `<p>${sentence}</p>`,

@@ -9,10 +9,10 @@ import type { ExpectedVersion } from '../drafts/store.ts';
  * bodies, the multipart upload and the DELETE that has no body.
  */
 export const VERSION_NOTE =
-  'If-Match: the draft\'s version as the client has it (`"7"`, from the `version` field or the ETag header of GET ' +
-  '/v1/message/reply and of every change). The change is made only if the draft is still at that version, and raises it by ' +
-  'one; otherwise 409 draft_conflict and nothing changes (another window or device changed or sent the reply: load it ' +
-  'again). Without If-Match the change is made whatever the version.';
+  'If-Match: the draft\'s version as the client has it (`"7"`, from the `version` field or the ETag header of ' +
+  'GET /v1/message/reply and of every change). The change is made only if the draft is still at that version, ' +
+  'and raises it by one; otherwise 409 draft_conflict and nothing changes (another window or device ' +
+  'changed or sent the reply: load it again). Without If-Match the change is made whatever the version.';
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(

@@ -48,9 +48,10 @@ export function replySizeWarning(replyMaxTotalSize: number, smtpMaxMessageSize: 
   const shortfall = replySizeShortfall(replyMaxTotalSize, smtpMaxMessageSize);
   if (!shortfall) return undefined;
   return (
-    `SMTP_MAX_MESSAGE_SIZE (${mib(smtpMaxMessageSize)}) is too small for replies at REPLY_MAX_TOTAL_SIZE (${mib(replyMaxTotalSize)}): ` +
-    `their files travel base64-encoded. Set SMTP_MAX_MESSAGE_SIZE=${shortfall.suggested} (or lower REPLY_MAX_TOTAL_SIZE); until then ` +
-    `a reply with more than ${mib(shortfall.largestFiles)} of files is refused with upload_limit_reached when it is sent`
+    `SMTP_MAX_MESSAGE_SIZE (${mib(smtpMaxMessageSize)}) is too small for replies at ` +
+    `REPLY_MAX_TOTAL_SIZE (${mib(replyMaxTotalSize)}): their files travel base64-encoded. ` +
+    `Set SMTP_MAX_MESSAGE_SIZE=${shortfall.suggested} (or lower REPLY_MAX_TOTAL_SIZE); until then a reply ` +
+    `with more than ${mib(shortfall.largestFiles)} of files is refused with upload_limit_reached when it is sent`
   );
 }
 

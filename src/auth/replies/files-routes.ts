@@ -65,7 +65,8 @@ export async function filesRoutes(
         tags: TAGS.replying,
         summary: "The draft reply's uploaded files; the X-CSRF-Token header carries the CSRF token",
         description:
-          'The draft belongs to the sealed message and the recipient, not the session: it is the same after signing in on another device.',
+          'The draft belongs to the sealed message and the recipient, ' +
+          'not the session: it is the same after signing in on another device.',
         response: { 200: Listing, ...errorResponses(401) },
       },
     },
@@ -89,13 +90,13 @@ export async function filesRoutes(
         tags: TAGS.replying,
         summary: 'Upload one file to the draft reply (multipart/form-data, one file per request)',
         description:
-          'The file is streamed to storage and checked on the way: file_too_large (403) past ATTACHMENT_MAX_SIZE, as soon as that ' +
-          "many bytes have arrived; upload_limit_reached (403) when the draft's files would pass REPLY_MAX_TOTAL_SIZE; " +
-          "forbidden_file_type (403) for a type on ATTACHMENT_FORBIDDEN_TYPES, decided from the content's magic bytes and the name " +
-          '(never the Content-Type sent); malware_detected (403) when clamd finds something; 503 when the scan is required and clamd ' +
-          'is down. Nothing of a refused file is kept. ' +
-          `${VERSION_NOTE} The version is checked before the file is read and again when it is stored; the answer's ETag ` +
-          'header carries the new version. ' +
+          'The file is streamed to storage and checked on the way: file_too_large (403) past ATTACHMENT_MAX_SIZE, ' +
+          "as soon as that many bytes have arrived; upload_limit_reached (403) when the draft's files would " +
+          'pass REPLY_MAX_TOTAL_SIZE; forbidden_file_type (403) for a type on ATTACHMENT_FORBIDDEN_TYPES, ' +
+          "decided from the content's magic bytes and the name (never the Content-Type sent); " +
+          'malware_detected (403) when clamd finds something; 503 when the scan is required and clamd is down. ' +
+          `Nothing of a refused file is kept. ${VERSION_NOTE} The version is checked before the file ` +
+          "is read and again when it is stored; the answer's ETag header carries the new version. " +
           CSRF_NOTE,
         consumes: ['multipart/form-data'],
         headers: IfMatchHeaders,

@@ -20,15 +20,16 @@ const ReplyBody = Type.Object(
     html: Type.Optional(
       Type.String({
         description:
-          'HTML body, sent beside the text after the same sanitising as the message shown (no scripts, styles, frames, forms or event handlers)',
+          'HTML body, sent beside the text after the same sanitising as the message shown ' +
+          '(no scripts, styles, frames, forms or event handlers)',
       }),
     ),
     bcc: Type.Optional(
       Type.String({
         description:
-          "a copy to oneself: must be the signed-in recipient's own address. Checked when sending: invalid_bcc_address (400) " +
-          'when it is not an address (longer than 320 characters included), email_mismatch (403) when it is another address; ' +
-          'a bcc that is not a string is validation_failed (400)',
+          "a copy to oneself: must be the signed-in recipient's own address. Checked when sending: " +
+          'invalid_bcc_address (400) when it is not an address (longer than 320 characters included), ' +
+          'email_mismatch (403) when it is another address; a bcc that is not a string is validation_failed (400)',
       }),
     ),
   },
@@ -43,7 +44,8 @@ const Draft = Type.Object({
   version: Type.Integer({
     minimum: 0,
     description:
-      'raised by every change (text saved, file added or removed, sent); send it back in If-Match with the next change (also in the ETag header)',
+      'raised by every change (text saved, file added or removed, sent); ' +
+      'send it back in If-Match with the next change (also in the ETag header)',
   }),
   updatedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'last change; null when nothing was saved yet',
@@ -82,7 +84,8 @@ export async function replyRoutes(
         tags: TAGS.replying,
         summary: 'The draft reply: text, html, bcc, files and version',
         description:
-          'The version is also in the ETag header. It is read before the rest: a change made meanwhile makes the next change a draft_conflict, never a change against content the client has not seen.',
+          'The version is also in the ETag header. It is read before the rest: a change made meanwhile ' +
+          'makes the next change a draft_conflict, never a change against content the client has not seen.',
         response: { 200: Draft, ...errorResponses(401) },
       },
     },
@@ -104,7 +107,9 @@ export async function replyRoutes(
         querystring: MessageQuery,
         tags: TAGS.replying,
         summary: 'Save the draft reply (text, html, bcc); starts the draft when there is none',
-        description: `Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. The bcc is checked when sending. ${VERSION_NOTE} 409 conflict while the reply is being sent. ${CSRF_NOTE}`,
+        description:
+          "Saving moves the draft's last change, from which ATTACHMENTS_RETENTION_PERIOD counts. " +
+          `The bcc is checked when sending. ${VERSION_NOTE} 409 conflict while the reply is being sent. ${CSRF_NOTE}`,
         headers: IfMatchHeaders,
         body: ReplyBody,
         response: { 200: Draft, ...errorResponses(400, 401, 403, 409) },
@@ -134,18 +139,18 @@ export async function replyRoutes(
         tags: TAGS.replying,
         summary: "Send the reply with the draft's files to the sender of the sealed message",
         description:
-          'From the recipient, to the sealed message\'s sender, "Re: <subject>", In-Reply-To and References set to the sealed ' +
-          "message, with the draft's files; submitted to the exchange engine as a JSON message whose sender is the recipient " +
-          '(a rule with params {channel: json, sender} routes it). The text and html are saved to the draft first, so no ' +
-          'refusal loses them. bcc: invalid_bcc_address (400) when malformed or longer than 320 characters, ' +
-          "email_mismatch (403) when it is not the recipient's own address (the draft keeps its earlier bcc then); it becomes " +
-          'an envelope recipient, not a header. ' +
-          'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: 503 when ' +
-          'the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached (403) when the reply is larger ' +
-          'than it accepts, 409 while the same draft is being sent. ' +
-          `${VERSION_NOTE} Sending is a change too: of two sends against the same version only one goes out, and a send against ` +
-          'the version of a reply already sent is a draft_conflict (no second reply leaves). Every answer after the text was ' +
-          'saved, refusals and failures included, carries the new version in its ETag header. ' +
+          'From the recipient, to the sealed message\'s sender, "Re: <subject>", In-Reply-To and References ' +
+          "set to the sealed message, with the draft's files; submitted to the exchange engine as a JSON " +
+          'message whose sender is the recipient (a rule with params {channel: json, sender} routes it). ' +
+          'The text and html are saved to the draft first, so no refusal loses them. bcc: invalid_bcc_address ' +
+          "(400) when malformed or longer than 320 characters, email_mismatch (403) when it is not the recipient's " +
+          'own address (the draft keeps its earlier bcc then); it becomes an envelope recipient, not a header. ' +
+          'On success (202) the draft and its files are deleted. On failure the draft (with the text sent) is kept: ' +
+          '503 when the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached ' +
+          `(403) when the reply is larger than it accepts, 409 while the same draft is being sent. ${VERSION_NOTE} ` +
+          'Sending is a change too: of two sends against the same version only one goes out, and a send against ' +
+          'the version of a reply already sent is a draft_conflict (no second reply leaves). Every answer after ' +
+          'the text was saved, refusals and failures included, carries the new version in its ETag header. ' +
           CSRF_NOTE,
         headers: IfMatchHeaders,
         body: ReplyBody,

@@ -27,7 +27,8 @@ export function csrfGuard(csrfKey: Buffer) {
       throw new AppError(
         'csrf_token_invalid',
         403,
-        `${request.method} requests need the X-CSRF-Token header with the token of this session (from GET /v1/config or GET /v1/message/files)`,
+        `${request.method} requests need the X-CSRF-Token header with the ` +
+          'token of this session (from GET /v1/config or GET /v1/message/files)',
       );
     }
   };

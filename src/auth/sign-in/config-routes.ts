@@ -39,8 +39,9 @@ const ReaderConfig = Type.Object({
       },
       {
         description:
-          'not signed in, and this session asked for a sign-in code for messageId that can still be tried: the reader page ' +
-          'shows the code screen again after a reload instead of sending another code (POST /v1/auth/code/resend sends a new one)',
+          'not signed in, and this session asked for a sign-in code for messageId that can still be tried: ' +
+          'the reader page shows the code screen again after a reload instead ' +
+          'of sending another code (POST /v1/auth/code/resend sends a new one)',
       },
     ),
   ),

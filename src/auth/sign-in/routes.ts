@@ -80,11 +80,11 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         tags: TAGS.signIn,
         summary: 'Send a one-time code to a recipient of a sealed message',
         description:
-          'Checks, in this order: invalid_email, invalid_mobile (400); sms_rate_limit (429, Retry-After) once too many ' +
-          'requests from this client or for this message were refused in the last hour; unauthorized_user, ' +
-          'forbidden_auth_method, email_and_mobile_mismatch (403, each counted as a refusal); sms_rate_limit (429, ' +
-          'Retry-After) for the limits on sending. A provider failure is a 502 and does not count against the limits. ' +
-          'The code replaces any earlier code of this session. ' +
+          'Checks, in this order: invalid_email, invalid_mobile (400); sms_rate_limit (429, ' +
+          'Retry-After) once too many requests from this client or for this message were refused in the last hour; ' +
+          'unauthorized_user, forbidden_auth_method, email_and_mobile_mismatch (403, each counted as a refusal); ' +
+          'sms_rate_limit (429, Retry-After) for the limits on sending. A provider failure is a 502 ' +
+          'and does not count against the limits. The code replaces any earlier code of this session. ' +
           CSRF_NOTE,
         body: CodeRequest,
         response: { 200: CodeSent, ...errorResponses(400, 403, 429, 502) },
@@ -135,10 +135,11 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         tags: TAGS.signIn,
         summary: 'Send a new code to where the last code of this session went',
         description:
-          'For the reader page after a reload: it knows that a code was sent (GET /v1/config, codePending) but not the ' +
-          "number or address it went to. Sends a new code to the same recipient and destination as the session's last " +
-          'code for this message (also after that code was voided or expired), under the same sending limits as ' +
-          'POST /v1/auth/code (sms_rate_limit, 429). 404 not_found when this session asked for no code for the message. ' +
+          'For the reader page after a reload: it knows that a code was sent ' +
+          '(GET /v1/config, codePending) but not the number or address it went to. ' +
+          "Sends a new code to the same recipient and destination as the session's last code for this message " +
+          '(also after that code was voided or expired), under the same sending limits as POST /v1/auth/code ' +
+          '(sms_rate_limit, 429). 404 not_found when this session asked for no code for the message. ' +
           CSRF_NOTE,
         body: Type.Object({ messageId: Type.String({ pattern: MESSAGE_ID_PATTERN }) }, { additionalProperties: false }),
         response: { 200: CodeSent, ...errorResponses(400, 403, 404, 429, 502) },
@@ -174,11 +175,12 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         tags: TAGS.signIn,
         summary: 'Sign in with the code',
         description:
-          'Right code: the session is signed in for the message and recipient the code was sent for, its id is rotated ' +
-          '(new Set-Cookie; with rememberMe a persistent cookie with Max-Age) and a new CSRF token comes in X-CSRF-Token. ' +
-          'Right but older than SMS_CODE_EXPIRATION: expired_code. Wrong or none: incorrect_code (email codes: ' +
-          'invalid_code_or_email), with attemptsLeft: the wrong tries left. The try that reaches CODE_MAX_ATTEMPTS voids the ' +
-          'code: code_attempts_exceeded (401), also for every later try, the right code included, until a new one is requested. ' +
+          'Right code: the session is signed in for the message and recipient the code was sent for, ' +
+          'its id is rotated (new Set-Cookie; with rememberMe a persistent cookie with Max-Age) and a ' +
+          'new CSRF token comes in X-CSRF-Token. Right but older than SMS_CODE_EXPIRATION: expired_code. ' +
+          'Wrong or none: incorrect_code (email codes: invalid_code_or_email), with attemptsLeft: ' +
+          'the wrong tries left. The try that reaches CODE_MAX_ATTEMPTS voids the code: code_attempts_exceeded ' +
+          '(401), also for every later try, the right code included, until a new one is requested. ' +
           CSRF_NOTE,
         body: VerifyRequest,
         response: { 200: SignedIn, ...errorResponses(400, 401, 403) },

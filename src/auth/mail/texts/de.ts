@@ -19,6 +19,7 @@ export const de: CodeMailTexts = {
         'Falls Sie diese Änderung nicht vorgenommen haben, wenden Sie sich sofort an den Absender.',
       ].join('\r\n')}\r\n`,
     sms: (sender: string, when: string) =>
-      `Sealpost: Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde am ${when} geändert. Falls Sie das nicht waren, wenden Sie sich an den Absender.`,
+      `Sealpost: Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde ` +
+      `am ${when} geändert. Falls Sie das nicht waren, wenden Sie sich an den Absender.`,
   },
 };

@@ -22,7 +22,8 @@ export const en = {
         'If you did not make this change, contact the sender at once.',
       ].join('\r\n')}\r\n`,
     sms: (sender: string, when: string) =>
-      `Sealpost: the mobile number for your sealed message from ${sender} was changed on ${when}. If this was not you, contact the sender.`,
+      `Sealpost: the mobile number for your sealed message from ${sender} ` +
+      `was changed on ${when}. If this was not you, contact the sender.`,
   },
 };
 

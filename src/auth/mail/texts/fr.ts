@@ -19,6 +19,7 @@ export const fr: CodeMailTexts = {
         "Si vous n'êtes pas à l'origine de ce changement, contactez immédiatement l'expéditeur.",
       ].join('\r\n')}\r\n`,
     sms: (sender: string, when: string) =>
-      `Sealpost : le numéro de mobile de votre message scellé de ${sender} a été modifié le ${when}. Si ce n'était pas vous, contactez l'expéditeur.`,
+      `Sealpost : le numéro de mobile de votre message scellé de ${sender} a ` +
+      `été modifié le ${when}. Si ce n'était pas vous, contactez l'expéditeur.`,
   },
 };

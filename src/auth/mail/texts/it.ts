@@ -19,6 +19,7 @@ export const it: CodeMailTexts = {
         'Se non ha effettuato lei questa modifica, contatti subito il mittente.',
       ].join('\r\n')}\r\n`,
     sms: (sender: string, when: string) =>
-      `Sealpost: il numero di cellulare per il suo messaggio sigillato da ${sender} è stato cambiato il ${when}. Se non è stato lei, contatti il mittente.`,
+      `Sealpost: il numero di cellulare per il suo messaggio sigillato da ${sender} ` +
+      `è stato cambiato il ${when}. Se non è stato lei, contatti il mittente.`,
   },
 };
