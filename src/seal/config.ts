@@ -37,7 +37,8 @@ export const SEAL_VARIABLES = defineVariables({
   masterKey: {
     name: 'SEAL_MASTER_KEY',
     meaning:
-      'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex digits or base64; generated into the data folder when unset outside production',
+      'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex ' +
+      'digits or base64; generated into the data folder when unset outside production',
     secret: true,
     parse: masterKey,
     expected: '32 bytes as 64 hex digits or as base64',
@@ -45,14 +46,16 @@ export const SEAL_VARIABLES = defineVariables({
   clusterCaFile: {
     name: 'IPFS_CLUSTER_CA_FILE',
     meaning:
-      'PEM file of extra certificate authorities trusted for HTTPS to the clusters (e.g. a self-signed cluster certificate), beside the public roots',
+      'PEM file of extra certificate authorities trusted for HTTPS to the clusters ' +
+      '(e.g. a self-signed cluster certificate), beside the public roots',
     ...nonEmpty('a file path'),
   },
   maxMessageSize: SEAL_MAX_MESSAGE_SIZE,
   repinInterval: {
     name: 'SEAL_REPIN_INTERVAL',
     meaning:
-      'first delay before a pin in error (refused, unreachable, or failed in IPFS) is pinned again; then doubling up to 1h',
+      'first delay before a pin in error (refused, unreachable, ' +
+      'or failed in IPFS) is pinned again; then doubling up to 1h',
     default: '1m',
     ...positiveDuration,
   },
@@ -66,7 +69,8 @@ export const SEAL_VARIABLES = defineVariables({
   pinDeadline: {
     name: 'SEAL_PIN_DEADLINE',
     meaning:
-      'a sealed message not pinned on every cluster this long after sealing is logged as an error and counted in seal_pins_overdue',
+      'a sealed message not pinned on every cluster this long after ' +
+      'sealing is logged as an error and counted in seal_pins_overdue',
     default: '10m',
     ...positiveDuration,
   },

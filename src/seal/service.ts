@@ -74,9 +74,9 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       name: 'seal',
       title: 'Sealpost seal service (B)',
       description:
-        'IPFS cluster configuration and sealed messages: each message is encrypted with its own AES-256-GCM key, added through the ' +
-        'primary cluster and pinned on all. The configuration in force is read at start (stored through POST /v1/ipfs/config, else ' +
-        'the IPFS_CLUSTER_* variables) and stays until the restart.',
+        'IPFS cluster configuration and sealed messages: each message is encrypted with its own AES-256-GCM key, ' +
+        'added through the primary cluster and pinned on all. The configuration in force is read at start ' +
+        '(stored through POST /v1/ipfs/config, else the IPFS_CLUSTER_* variables) and stays until the restart.',
       port: seal.port,
       portVariable: 'SEAL_PORT',
       context,

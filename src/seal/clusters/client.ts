@@ -70,7 +70,8 @@ interface AddedOutput {
 
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 const PROXY_CREDENTIALS_HINT =
-  "a secure cluster's credentials are not sent to its plain-HTTP IPFS proxy: let the IPFS node behind the proxy serve cat without them, on a private network";
+  "a secure cluster's credentials are not sent to its plain-HTTP IPFS proxy: " +
+  'let the IPFS node behind the proxy serve cat without them, on a private network';
 const TLS_CODES = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -417,7 +418,8 @@ export class ClusterClient {
       return new ClusterError(
         this.name,
         'tls',
-        `HTTPS failed: ${message} (trust a private CA with IPFS_CLUSTER_CA_FILE, or configure secure: false for plain HTTP)`,
+        `HTTPS failed: ${message} (trust a private CA with IPFS_CLUSTER_CA_FILE, ` +
+          'or configure secure: false for plain HTTP)',
         undefined,
         { cause: error },
       );

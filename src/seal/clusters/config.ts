@@ -37,8 +37,8 @@ export function replicationProblem(pinParams: PinParams | undefined): string | u
         : String(value);
   if ((effMin === -1) !== (effMax === -1)) {
     return (
-      `replicationFactorMin ${shown(min, effMin)} and replicationFactorMax ${shown(max, effMax)}: the cluster refuses a pair where exactly one side is -1 ` +
-      '(pin everywhere); give both as -1, or both as peer counts'
+      `replicationFactorMin ${shown(min, effMin)} and replicationFactorMax ${shown(max, effMax)}: the cluster ` +
+      'refuses a pair where exactly one side is -1 (pin everywhere); give both as -1, or both as peer counts'
     );
   }
   if (effMax > 0 && effMin > effMax) return `replicationFactorMin ${min} is larger than replicationFactorMax ${max}`;
@@ -117,7 +117,8 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     const host = parseHost(input.host);
     if (!host) {
       throw badRequest(
-        `${field('host')} ${JSON.stringify(input.host)} is not a host name or IP address (give it without scheme, port or path)`,
+        `${field('host')} ${JSON.stringify(input.host)} is not a host ` +
+          'name or IP address (give it without scheme, port or path)',
       );
     }
     let port = DEFAULT_PORT;
@@ -131,7 +132,8 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     }
     if ((input.user === undefined) !== (input.pass === undefined)) {
       throw badRequest(
-        `${field(input.user === undefined ? 'user' : 'pass')} is required when ${field(input.user === undefined ? 'pass' : 'user')} is given (Basic auth needs both)`,
+        `${field(input.user === undefined ? 'user' : 'pass')} is required ` +
+          `when ${field(input.user === undefined ? 'pass' : 'user')} is given (Basic auth needs both)`,
       );
     }
     const timeout = input.timeout ?? DEFAULT_TIMEOUT;
@@ -144,13 +146,14 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
     if (input.user?.includes(':')) {
       // Go's (*Request).BasicAuth splits the credentials at the first colon: such a user never logs in.
       throw badRequest(
-        `${field('user')} contains ':', which Basic auth cannot carry in a user name (the cluster splits user and password at the first ':')`,
+        `${field('user')} contains ':', which Basic auth cannot carry in a user name ` +
+          "(the cluster splits user and password at the first ':')",
       );
     }
     if (input.addParams?.shard === true) {
       throw badRequest(
-        `${field('addParams.shard')} true is not supported: the cluster refuses a sharded /add without a shard size, and a sealed message is one ` +
-          'encrypted file read back by its own CID; leave shard out or false',
+        `${field('addParams.shard')} true is not supported: the cluster refuses a sharded /add without a shard size, ` +
+          'and a sealed message is one encrypted file read back by its own CID; leave shard out or false',
       );
     }
     const pinParams = input.pinParams;
@@ -161,8 +164,9 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
       new URLSearchParams({ name: pinParams.name }).toString().length - 5 > MAX_ENCODED_NAME
     ) {
       throw badRequest(
-        `${field('pinParams.name')} takes ${new URLSearchParams({ name: pinParams.name }).toString().length - 5} bytes URL-encoded; at most ${MAX_ENCODED_NAME} fit, ` +
-          "since the name travels in the query of every /add and pin and the cluster's REST API refuses requests with more than about 8 KiB of request line and headers",
+        `${field('pinParams.name')} takes ${new URLSearchParams({ name: pinParams.name }).toString().length - 5} ` +
+          `bytes URL-encoded; at most ${MAX_ENCODED_NAME} fit, since the name travels in the query of every /add ` +
+          "and pin and the cluster's REST API refuses requests with more than about 8 KiB of request line and headers",
       );
     }
     const cluster: ClusterSettings = {
@@ -194,7 +198,8 @@ export function environmentCluster(env: {
   const host = parseHost(env.host);
   if (!host) {
     throw new Error(
-      `IPFS_CLUSTER_HOST=${JSON.stringify(env.host)} is not valid: expected a host name or IP address without scheme, port or path`,
+      `IPFS_CLUSTER_HOST=${JSON.stringify(env.host)} is not valid: ` +
+        'expected a host name or IP address without scheme, port or path',
     );
   }
   return {

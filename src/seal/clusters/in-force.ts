@@ -11,9 +11,10 @@ export interface ConfigInForce {
 export class MissingClusterConfigError extends Error {
   constructor() {
     super(
-      'No IPFS cluster configuration: nothing was stored through POST /v1/ipfs/config and IPFS_CLUSTER_HOST is not set. ' +
-        'Set IPFS_CLUSTER_HOST (and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, IPFS_CLUSTER_USER/IPFS_CLUSTER_PASS as needed) to start with one cluster; ' +
-        'once running, POST /v1/ipfs/config (admin token) stores a list of clusters that replaces the variables at the next start.',
+      'No IPFS cluster configuration: nothing was stored through POST /v1/ipfs/config and ' +
+        'IPFS_CLUSTER_HOST is not set. Set IPFS_CLUSTER_HOST (and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, ' +
+        'IPFS_CLUSTER_USER/IPFS_CLUSTER_PASS as needed) to start with one cluster; once running, ' +
+        'POST /v1/ipfs/config (admin token) stores a list of clusters that replaces the variables at the next start.',
     );
     this.name = 'MissingClusterConfigError';
   }

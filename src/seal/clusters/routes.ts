@@ -13,9 +13,11 @@ export interface ClusterConfigRoutesOptions {
 }
 
 const RESTART_NOTE =
-  'Stored. Restart every instance of the seal service for it to apply: each instance keeps the configuration it read at start until then.';
+  'Stored. Restart every instance of the seal service for it to apply: ' +
+  'each instance keeps the configuration it read at start until then.';
 const NO_RESTART_NOTE =
-  'Stored. It equals the configuration this instance runs with; instances started with another one still need a restart.';
+  'Stored. It equals the configuration this instance runs with; ' +
+  'instances started with another one still need a restart.';
 
 /** POST and GET /v1/ipfs/config (docs/specification.md#seal-endpoints). Admin token. */
 export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutesOptions) {
@@ -32,10 +34,11 @@ export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutes
         ...common,
         summary: 'Store the IPFS cluster configuration',
         description:
-          'Validates and stores the list of clusters (the first is the primary: files are added there, then pinned on all). ' +
-          'Defaults: port "9094", secure true, timeout "30s". Passwords are stored encrypted with SEAL_MASTER_KEY and never shown again. ' +
-          'It applies after every instance of the seal service has been restarted; until then each keeps the configuration it read at start. ' +
-          'A 400 error object names the offending field, e.g. `clusters[1].timeout`.',
+          'Validates and stores the list of clusters (the first is the primary: ' +
+          'files are added there, then pinned on all). Defaults: port "9094", secure true, ' +
+          'timeout "30s". Passwords are stored encrypted with SEAL_MASTER_KEY and never shown again. ' +
+          'It applies after every instance of the seal service has been restarted; until then each keeps the ' +
+          'configuration it read at start. A 400 error object names the offending field, e.g. `clusters[1].timeout`.',
         body: ClusterConfigBodySchema,
         response: { 201: ConfigStoredResponseSchema, ...errors },
       },
@@ -65,8 +68,8 @@ export async function clusterConfigRoutes(app: App, options: ClusterConfigRoutes
         ...common,
         summary: 'The IPFS cluster configuration in force and the stored one',
         description:
-          '`inForce` is what this instance read at start (`source`: stored or environment); `stored` the newest configuration stored through POST. ' +
-          '`restartRequired` is true when they differ. Passwords are redacted.',
+          '`inForce` is what this instance read at start (`source`: stored or environment); `stored` the newest ' +
+          'configuration stored through POST. `restartRequired` is true when they differ. Passwords are redacted.',
         response: { 200: ConfigStateSchema, 401: errors[401] },
       },
     },

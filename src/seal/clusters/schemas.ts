@@ -21,7 +21,8 @@ export const AddParamsSchema = Type.Object(
     noPin: Type.Optional(
       Type.Boolean({
         description:
-          'sent as `no-pin`: the file is left unpinned when added; default false. It is pinned right after anyway (POST /pins on every cluster)',
+          'sent as `no-pin`: the file is left unpinned when added; default false. ' +
+          'It is pinned right after anyway (POST /pins on every cluster)',
       }),
     ),
   },
@@ -52,7 +53,9 @@ export const PinParamsSchema = Type.Object(
       Type.String({
         maxLength: 100,
         description:
-          'sent as `expire-in` when it is a valid duration string of at least 60s; below 60s, missing or not a valid duration string it is not sent and the pin never expires (docs/specification.md#ipfs-cluster-configuration). Stored as given.',
+          'sent as `expire-in` when it is a valid duration string of at least 60s; below 60s, ' +
+          'missing or not a valid duration string it is not sent and the pin never expires ' +
+          '(docs/specification.md#ipfs-cluster-configuration). Stored as given.',
       }),
     ),
   },
@@ -80,7 +83,8 @@ export const ClusterInputSchema = Type.Object(
         minLength: 1,
         maxLength: 1000,
         description:
-          "Basic auth user; needs pass. Sent on every REST API call; sent to the plain-HTTP IPFS proxy (reads) only when secure is false, so a secure cluster's password never travels unencrypted",
+          'Basic auth user; needs pass. Sent on every REST API call; sent to the plain-HTTP IPFS proxy ' +
+          "(reads) only when secure is false, so a secure cluster's password never travels unencrypted",
       }),
     ),
     pass: Type.Optional(
@@ -93,7 +97,9 @@ export const ClusterInputSchema = Type.Object(
     secure: Type.Optional(
       Type.Boolean({
         description:
-          "HTTPS to the REST API; default true. Reads go through the IPFS proxy (IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster's proxy has no TLS; with secure true the credentials are not sent there",
+          'HTTPS to the REST API; default true. Reads go through the IPFS proxy ' +
+          "(IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster's " +
+          'proxy has no TLS; with secure true the credentials are not sent there',
       }),
     ),
     timeout: Type.Optional(

@@ -17,8 +17,9 @@ export async function resolveMasterKey(
   if (masterKey) return { key: masterKey, source: 'environment' };
   if (config.production) {
     throw new Error(
-      'SEAL_MASTER_KEY is not set: production needs the key that wraps message keys and cluster passwords, ' +
-        'the same on every instance. Generate one with `openssl rand -hex 32` and keep it safe: without it no sealed message can be read.',
+      'SEAL_MASTER_KEY is not set: production needs the key that wraps message ' +
+        'keys and cluster passwords, the same on every instance. Generate one with ' +
+        '`openssl rand -hex 32` and keep it safe: without it no sealed message can be read.',
     );
   }
   const { text, created, file } = await readOrCreateSecretFile(config.dataDir, MASTER_KEY_FILE, {

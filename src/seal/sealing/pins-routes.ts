@@ -26,8 +26,9 @@ export async function pinsRoutes(app: App, options: PinsRoutesOptions) {
         security: [{ adminToken: [] }],
         summary: 'Sealed messages not pinned on every cluster',
         description:
-          'Oldest first: each seal with a pin that is `pinning` (the cluster accepted it, IPFS has not pinned it yet) or `pin_error` ' +
-          '(refused, unreachable or failed in IPFS; retried with backoff). `overdue`: still so SEAL_PIN_DEADLINE after sealing.',
+          'Oldest first: each seal with a pin that is `pinning` (the cluster accepted it, ' +
+          'IPFS has not pinned it yet) or `pin_error` (refused, unreachable or failed in IPFS; ' +
+          'retried with backoff). `overdue`: still so SEAL_PIN_DEADLINE after sealing.',
         querystring: Type.Object(
           {
             limit: Type.Optional(

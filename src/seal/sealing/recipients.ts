@@ -177,7 +177,8 @@ function mobilesByEmail(parsed: ParsedMail): Map<string, { email: string; mobile
       throw new AppError(
         'invalid_mobile',
         400,
-        `X-Sealpost-Mobile: ${JSON.stringify(number)} for ${email} is not a valid phone number in international form (+<country code><number>)`,
+        `X-Sealpost-Mobile: ${JSON.stringify(number)} for ${email} is not a ` +
+          'valid phone number in international form (+<country code><number>)',
       );
     }
     const key = email.toLowerCase();

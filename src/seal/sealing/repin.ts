@@ -111,7 +111,9 @@ export class PinFollower {
     const clusters = this.options.clusters.map((cluster) => cluster.name);
     new Gauge({
       name: 'seal_pins_open',
-      help: 'Pins of sealed messages not held yet, by cluster and state (pinning: accepted, IPFS still pinning; pin_error: failed, retried)',
+      help:
+        'Pins of sealed messages not held yet, by cluster and state ' +
+        '(pinning: accepted, IPFS still pinning; pin_error: failed, retried)',
       labelNames: ['cluster', 'state'] as const,
       registers: [registry],
       async collect() {

@@ -47,14 +47,17 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         ...common,
         summary: 'Seal a raw message',
         description:
-          `Body: the raw RFC 5322 message, \`Content-Type: message/rfc822\`, streamed, at most SEAL_MAX_MESSAGE_SIZE (${options.maxMessageSize} bytes here; 413 above). ` +
-          'Recipients: To and Cc plus X-Sealpost-Envelope-Recipients, normalised and deduplicated (case-insensitively). ' +
-          'A message header `X-Sealpost-Mobile: <email>=<E.164>` (one per recipient, repeatable) gives that recipient the `sms` sign-in method; the others get `email`. ' +
-          'Headers naming a non-recipient are ignored. The message is sealed byte for byte as received (sha256 is of those bytes). ' +
-          'It is encrypted with a fresh AES-256-GCM key, added through the primary cluster and pinned on every cluster. ' +
-          'Each pin is followed until the cluster holds it (`pinning`, then `pinned`); one that fails is recorded (`pin_error`) and retried in the background; neither fails the seal. ' +
-          '201 for a new seal, 200 with the same record when the envelope id was sealed before. ' +
-          '400 for a message without From or recipients, unparseable, or with a malformed X-Sealpost-Mobile (errorCode invalid_mobile / invalid_email); ' +
+          'Body: the raw RFC 5322 message, `Content-Type: message/rfc822`, streamed, ' +
+          `at most SEAL_MAX_MESSAGE_SIZE (${options.maxMessageSize} bytes here; 413 above). Recipients: ` +
+          'To and Cc plus X-Sealpost-Envelope-Recipients, normalised and deduplicated (case-insensitively). ' +
+          'A message header `X-Sealpost-Mobile: <email>=<E.164>` (one per recipient, repeatable) gives that ' +
+          'recipient the `sms` sign-in method; the others get `email`. Headers naming a non-recipient are ignored. ' +
+          'The message is sealed byte for byte as received (sha256 is of those bytes). It is encrypted ' +
+          'with a fresh AES-256-GCM key, added through the primary cluster and pinned on every cluster. ' +
+          'Each pin is followed until the cluster holds it (`pinning`, then `pinned`); one that fails is recorded ' +
+          '(`pin_error`) and retried in the background; neither fails the seal. 201 for a new seal, 200 with ' +
+          'the same record when the envelope id was sealed before. 400 for a message without From or recipients, ' +
+          'unparseable, or with a malformed X-Sealpost-Mobile (errorCode invalid_mobile / invalid_email); ' +
           '503 (or 502 when the cluster refused the request) when IPFS is unavailable: retry later.',
         headers: SealHeadersSchema,
         // Documents the body; the empty schema validates nothing (the body is the request stream itself).
@@ -119,8 +122,9 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         ...common,
         summary: 'One recipient of a sealed message',
         description:
-          'A cheap check for the auth service: whether this address may read the message and with which sign-in method. ' +
-          'The address is normalised (trimmed, domain lower-cased, IDN as punycode) and compared case-insensitively. 404 when it is not a recipient.',
+          'A cheap check for the auth service: whether this address may read the message and ' +
+          'with which sign-in method. The address is normalised (trimmed, domain lower-cased, ' +
+          'IDN as punycode) and compared case-insensitively. 404 when it is not a recipient.',
         params: RecipientParams,
         response: { 200: RecipientSchema, 400: err, 401: err, 404: err },
       },
@@ -142,9 +146,10 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         ...common,
         summary: 'The sealed messages addressed to one recipient, newest first',
         description:
-          'For the auth service: the other messages a signed-in reader may open with what the session has proven. The address is ' +
-          'normalised (trimmed, domain lower-cased, IDN as punycode) and compared case-insensitively; each entry carries that ' +
-          "recipient's sign-in method and mobile number for the message. `before` (the last entry's sealedAt) pages back.",
+          'For the auth service: the other messages a signed-in reader may open with what ' +
+          'the session has proven. The address is normalised (trimmed, domain lower-cased, ' +
+          "IDN as punycode) and compared case-insensitively; each entry carries that recipient's sign-in " +
+          "method and mobile number for the message. `before` (the last entry's sealedAt) pages back.",
         params: RecipientLookupParams,
         querystring: RecipientLookupQuery,
         response: { 200: RecipientSealedSchema, 400: err, 401: err },
@@ -175,10 +180,12 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         ...common,
         summary: 'The verified plaintext of a sealed message',
         description:
-          'The raw message (message/rfc822) as it was sealed. It is fetched by CID through the IPFS proxy of each cluster in order (the next when one fails or exceeds its timeout), decrypted, ' +
-          'and its SHA-256 checked against the sealed record before a byte is sent: content that fails verification is never served ' +
-          '(502 with errorCode seal_broken and the cid when content from a cluster failed verification and no cluster gave content that holds; 503 when none could be read). ' +
-          'The `X-Sealpost-SHA256` header carries the verified hash.',
+          'The raw message (message/rfc822) as it was sealed. It is fetched by CID through the ' +
+          'IPFS proxy of each cluster in order (the next when one fails or exceeds its timeout), ' +
+          'decrypted, and its SHA-256 checked against the sealed record before a byte is sent: ' +
+          'content that fails verification is never served (502 with errorCode seal_broken and the ' +
+          'cid when content from a cluster failed verification and no cluster gave content that holds; ' +
+          '503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash.',
         params: SealedParams,
         response: { 400: err, 401: err, 404: err, 502: err, 503: err },
       },
