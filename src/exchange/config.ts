@@ -38,7 +38,8 @@ export const EXCHANGE_VARIABLES = defineVariables({
   inboundSmtpAllowedNetworks: {
     name: 'INBOUND_SMTP_ALLOWED_NETWORKS',
     meaning:
-      "clients in these networks may submit mail over SMTP without authenticating (Postfix's mynetworks); every other client must AUTH after STARTTLS",
+      'clients in these networks may submit mail over SMTP without authenticating ' +
+      "(Postfix's mynetworks); every other client must AUTH after STARTTLS",
     default: '127.0.0.0/8,::1/128',
     parse: parseCidrList,
     expected: 'comma-separated IPv4/IPv6 networks in CIDR notation, e.g. 127.0.0.0/8,10.1.0.0/16,::1/128',
@@ -46,13 +47,15 @@ export const EXCHANGE_VARIABLES = defineVariables({
   inboundSmtpUsersFile: {
     name: 'INBOUND_SMTP_USERS_FILE',
     meaning:
-      'htpasswd file of the SMTP AUTH accounts, bcrypt entries only (`sealpost smtp-user add NAME` or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit',
+      'htpasswd file of the SMTP AUTH accounts, bcrypt entries only (`sealpost smtp-user add NAME` ' +
+      'or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit',
     ...nonEmpty('a file path'),
   },
   inboundSmtpSenderDomains: {
     name: 'INBOUND_SMTP_SENDER_DOMAINS',
     meaning:
-      'when set, the envelope sender and the From header of SMTP mail must be in one of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed',
+      'when set, the envelope sender and the From header of SMTP mail must be in one ' +
+      'of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed',
     parse: parseDomainList,
     expected: 'comma-separated domain names, e.g. example.org,example.com',
   },
@@ -129,14 +132,16 @@ export const EXCHANGE_VARIABLES = defineVariables({
     enabled: {
       name: 'DELIVERY_ENABLED',
       meaning:
-        'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances on the same database that do (an intake-only instance, or delivery held for maintenance)',
+        'false: this instance takes mail (SMTP, JSON) but delivers none, leaving it to the instances ' +
+        'on the same database that do (an intake-only instance, or delivery held for maintenance)',
       default: 'true',
       ...boolean,
     },
     payloadCache: {
       name: 'DELIVERY_PAYLOAD_CACHE',
       meaning:
-        'memory for the payloads (each up to 256 KiB) of messages this instance accepted, so that it delivers them without reading them back from the object store; 0 turns it off',
+        'memory for the payloads (each up to 256 KiB) of messages this instance accepted, ' +
+        'so that it delivers them without reading them back from the object store; 0 turns it off',
       default: '32MiB',
       parse: (raw: string) => (raw.trim() === '0' ? 0 : byteSize.parse(raw)),
       expected: 'a byte size such as 33554432, 512KiB or 32MiB, or 0',
@@ -144,7 +149,8 @@ export const EXCHANGE_VARIABLES = defineVariables({
     pollInterval: {
       name: 'DELIVERY_POLL_INTERVAL',
       meaning:
-        'how often idle workers look for due messages (retries, and mail taken by other instances); mail this instance takes is claimed at once',
+        'how often idle workers look for due messages (retries, ' +
+        'and mail taken by other instances); mail this instance takes is claimed at once',
       default: '1s',
       ...positiveDuration,
     },

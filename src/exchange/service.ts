@@ -77,8 +77,9 @@ export function createExchangeService(
         name: 'exchange',
         title: 'Sealpost exchange engine (C)',
         description:
-          `Accepts messages over SMTP and JSON, stores them, routes them by prioritised delivery rules to ${strategyNames(outboundStrategies).join(' or ')}. ` +
-          'Rules: lower priority runs first, ties in creation order; the first rule whose params match wins. ' +
+          'Accepts messages over SMTP and JSON, stores them, routes them by prioritised ' +
+          `delivery rules to ${strategyNames(outboundStrategies).join(' or ')}. Rules: ` +
+          'lower priority runs first, ties in creation order; the first rule whose params match wins. ' +
           'With no matching rule a message is refused with a temporary error (SMTP 451, HTTP 503).',
         port: settings.port,
         portVariable: 'EXCHANGE_PORT',

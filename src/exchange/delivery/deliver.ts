@@ -118,10 +118,12 @@ async function fail(
   const known = new Set(alreadyRejected.map((r) => r.recipient));
   const recipients = [...alreadyRejected, ...failedHere.filter((r) => !known.has(r.recipient))];
   const reason = exhausted
-    ? `Delivery was attempted ${claim.attempts} times over a period of time and did not succeed; the last error: ${failure.message}.`
+    ? `Delivery was attempted ${claim.attempts} times over a period of time and did not succeed; ` +
+      `the last error: ${failure.message}.`
     : `The message was refused${strategy ? ` (${strategy})` : ''}: ${failure.message}.`;
   const bounceReport: BounceReport = { reason, recipients };
-  const detail = `${exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure'}${strategy ? ` (${strategy})` : ''}: ${failure.message}`;
+  const outcome = exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure';
+  const detail = `${outcome}${strategy ? ` (${strategy})` : ''}: ${failure.message}`;
   if (!(await deps.queue.markFailed(claim, detail, bounceReport))) {
     return void logger.warn('lease lost while delivering: another worker has taken the envelope over');
   }

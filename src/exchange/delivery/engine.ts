@@ -147,7 +147,8 @@ export function startDeliveryEngine(deps: {
 /** DELIVERY_ENABLED=false: no claims, so the mail waits for an instance that delivers. */
 function heldDelivery(logger: Logger): DeliveryWorkers {
   logger.info(
-    'delivery disabled on this instance (DELIVERY_ENABLED=false): mail is taken and left for the instances that deliver',
+    'delivery disabled on this instance (DELIVERY_ENABLED=false): ' +
+      'mail is taken and left for the instances that deliver',
   );
   return { inFlight: 0, wake() {}, async stop() {} };
 }

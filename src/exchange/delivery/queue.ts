@@ -99,15 +99,12 @@ export class EnvelopeQueue {
           .insertInto('message_status')
           .columns(['envelope_id', 'status', 'detail'])
           .expression((eb) =>
-            eb
-              .selectFrom('claimed')
-              .select([
-                'claimed.id',
-                sql.lit('delivering').as('status'),
-                sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering' then ', after the lease of the previous worker ran out' else '' end`.as(
-                  'detail',
-                ),
-              ]),
+            eb.selectFrom('claimed').select([
+              'claimed.id',
+              sql.lit('delivering').as('status'),
+              sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering'
+                  then ', after the lease of the previous worker ran out' else '' end`.as('detail'),
+            ]),
           )
           .returning('message_status.id'),
       )

@@ -50,7 +50,8 @@ export class AbandonedIntakeSweep {
     if (deleted > 0)
       logger.warn(
         { deleted, rows: deleted },
-        'deleted payloads without an envelope that was acknowledged, with their `storing` rows (left by an intake that was cut short)',
+        'deleted payloads without an envelope that was acknowledged, ' +
+          'with their `storing` rows (left by an intake that was cut short)',
       );
     return deleted;
   }

@@ -35,7 +35,8 @@ export interface AcknowledgedEnvelope {
 }
 
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
-const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[], payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
+const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
+  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
 
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
@@ -198,7 +199,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           >`case when incoming.is_bounce then array[${sql.lit(BOUNCE_STRATEGY)}]::text[] else rule.outbound end`.as(
             'outbound',
           ),
-          sql<string>`case when incoming.is_bounce then 'to ' || ${sql.lit(BOUNCE_STRATEGY)} || ', without a rule (a bounce)'
+          sql<string>`case when incoming.is_bounce
+            then 'to ' || ${sql.lit(BOUNCE_STRATEGY)} || ', without a rule (a bounce)'
             else 'by rule "' || rule.name || '" to ' || array_to_string(rule.outbound, ', ') end`.as('routed_detail'),
         ]),
     )

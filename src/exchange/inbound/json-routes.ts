@@ -30,9 +30,10 @@ export async function jsonInboundRoutes(
         tags: ['messages'],
         summary: 'Submit a message (JSON inbound)',
         description:
-          'Builds a MIME message from the structured fields (or takes `raw` as it is) and stores it like a message received over SMTP, ' +
-          'on channel `json` with `from` as the envelope sender; to, cc and bcc are the envelope recipients. ' +
-          'Answers 202 only once the payload and the envelope are stored. 503 when no delivery rule matches or storage is down ' +
+          'Builds a MIME message from the structured fields (or takes `raw` as it is) and stores it ' +
+          'like a message received over SMTP, on channel `json` with `from` as the envelope sender; ' +
+          'to, cc and bcc are the envelope recipients. Answers 202 only once the payload ' +
+          'and the envelope are stored. 503 when no delivery rule matches or storage is down ' +
           '(nothing is kept; try again), 413 when the message is larger than SMTP_MAX_MESSAGE_SIZE.',
         security: [{ serviceToken: [] }],
         body,

@@ -50,7 +50,8 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   const recipients = uniqueAddresses([...to, ...cc, ...bcc]);
   if (recipients.length > limits.maxRecipients) {
     throw badRequest(
-      `to, cc and bcc name ${recipients.length} recipients; at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`,
+      `to, cc and bcc name ${recipients.length} recipients; ` +
+        `at most ${limits.maxRecipients} are allowed (SMTP_MAX_RECIPIENTS)`,
     );
   }
   const extraHeaders = recipientHeaders(body.recipients ?? [], recipients);
@@ -159,7 +160,8 @@ function recipientHeaders(entries: NonNullable<MessageBody['recipients']>, recip
       const phone = entry.mobile.trim().startsWith('+') ? parsePhoneNumberFromString(entry.mobile) : undefined;
       if (!phone?.isValid()) {
         throw badRequest(
-          `recipients[${i}].mobile ${JSON.stringify(entry.mobile)} is not a valid mobile number in international format (such as +41 79 123 45 67)`,
+          `recipients[${i}].mobile ${JSON.stringify(entry.mobile)} is not a ` +
+            'valid mobile number in international format (such as +41 79 123 45 67)',
           'invalid_mobile',
         );
       }

@@ -38,7 +38,8 @@ export function loadInboundTls(tls: ExchangeConfig['inboundSmtpTls']): InboundTl
   }
   if (!certificate.checkPrivateKey(privateKey)) {
     throw problem(
-      `INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} does not belong to the certificate in INBOUND_SMTP_TLS_PUBLIC_KEY=${tls.certPath}`,
+      `INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} does not belong to ` +
+        `the certificate in INBOUND_SMTP_TLS_PUBLIC_KEY=${tls.certPath}`,
     );
   }
   // The same check TLS itself will make, so anything else it dislikes (a chain it cannot use) shows now too.
@@ -46,7 +47,8 @@ export function loadInboundTls(tls: ExchangeConfig['inboundSmtpTls']): InboundTl
     createSecureContext({ cert, key });
   } catch (error) {
     throw problem(
-      `INBOUND_SMTP_TLS_PUBLIC_KEY=${tls.certPath} and INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} cannot be used for TLS (${reason(error)})`,
+      `INBOUND_SMTP_TLS_PUBLIC_KEY=${tls.certPath} and ` +
+        `INBOUND_SMTP_TLS_PRIVATE_KEY=${tls.keyPath} cannot be used for TLS (${reason(error)})`,
     );
   }
   return { cert, key, certificate };

@@ -37,7 +37,8 @@ export async function readUsersFile(path: string): Promise<Map<string, string>> 
     const hash = line.slice(colon + 1).trim();
     if (colon <= 0 || !BCRYPT.test(hash)) {
       throw new UsersFileError(
-        `INBOUND_SMTP_USERS_FILE=${path} line ${index + 1}: expected name:bcrypt-hash ($2y$, $2b$ or $2a$, as \`htpasswd -B\` or \`sealpost smtp-user add\` write); ` +
+        `INBOUND_SMTP_USERS_FILE=${path} line ${index + 1}: expected name:bcrypt-hash ` +
+          '($2y$, $2b$ or $2a$, as `htpasswd -B` or `sealpost smtp-user add` write); ' +
           `found ${colon <= 0 ? 'no name' : `"${name}:" followed by something else`}`,
       );
     }

@@ -100,7 +100,9 @@ export class QueueView {
     const summary = cachedFor(() => this.summary());
     new Gauge({
       name: 'exchange_envelopes',
-      help: 'Envelopes in the queue by status (accepted, routed, delivering, retrying; delivered and failed ones until their row is removed)',
+      help:
+        'Envelopes in the queue by status (accepted, routed, delivering, ' +
+        'retrying; delivered and failed ones until their row is removed)',
       labelNames: ['status'] as const,
       registers: [registry],
       async collect() {

@@ -35,7 +35,8 @@ export function ruleSchemas<Name extends string>(strategies: readonly OutboundSt
                   minLength: 3,
                   maxLength: 254,
                   description:
-                    'matches only messages whose envelope sender equals this address after normalisation (trimmed, domain lower-cased, IDN as punycode), compared case-insensitively; absent: every sender',
+                    'matches only messages whose envelope sender equals this address after normalisation (trimmed, ' +
+                    'domain lower-cased, IDN as punycode), compared case-insensitively; absent: every sender',
                 }),
               ),
             },

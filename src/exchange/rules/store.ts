@@ -72,7 +72,8 @@ export class RuleStore {
       'unavailable',
       503,
       any
-        ? `No delivery rule matches channel ${channel} and sender ${normalizedSender(sender) || '<>'}; add one with POST /v1/config`
+        ? `No delivery rule matches channel ${channel} and ` +
+            `sender ${normalizedSender(sender) || '<>'}; add one with POST /v1/config`
         : 'No delivery rule exists yet: create one with POST /v1/config before sending messages',
     );
   }

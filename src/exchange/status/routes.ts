@@ -9,8 +9,9 @@ const StatusEntrySchema = Type.Object({
     ['accepted', 'routed', 'delivering', 'delivered', 'retrying', 'failed', 'bounced'].map((s) => Type.Literal(s)),
     {
       description:
-        'accepted → routed → delivering → delivered, or → retrying → … → failed (→ bounced). ' +
-        '`accepted` and `routed` are written together when the message is stored; the detail of `routed` names the rule and the outbound strategies.',
+        'accepted → routed → delivering → delivered, or → retrying → … → failed ' +
+        '(→ bounced). `accepted` and `routed` are written together when the message is stored; ' +
+        'the detail of `routed` names the rule and the outbound strategies.',
     },
   ),
   detail: Type.Union([Type.String(), Type.Null()], {

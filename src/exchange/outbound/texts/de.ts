@@ -4,7 +4,8 @@ export const de: NotificationTexts = {
   subject: (sender) => `Eine versiegelte Nachricht von ${sender} wartet auf Sie`,
   greeting: 'Guten Tag,',
   sent: (sender) =>
-    `${sender} hat Ihnen eine versiegelte Nachricht gesendet. Sie ist verschlüsselt gespeichert und kann erst gelesen werden, nachdem Sie sich angemeldet haben.`,
+    `${sender} hat Ihnen eine versiegelte Nachricht gesendet. Sie ist verschlüsselt ` +
+    'gespeichert und kann erst gelesen werden, nachdem Sie sich angemeldet haben.',
   readHere: 'Hier lesen:',
   linkText: 'Versiegelte Nachricht lesen',
   howSms: 'Zum Öffnen melden Sie sich mit einem Einmalcode an, den wir Ihnen per SMS an Ihre Mobilnummer senden.',
