@@ -32,7 +32,8 @@ export const MessageResponse = Type.Object({
       }),
       embedded: Type.Boolean({
         description:
-          'a picture the HTML body shows itself (cid: reference, written into `html` as a data: URL); everything else is a file to offer',
+          'a picture the HTML body shows itself (cid: reference, ' +
+          'written into `html` as a data: URL); everything else is a file to offer',
       }),
     }),
   ),

@@ -44,7 +44,8 @@ export function messageBodySchema(limits: InboundLimits) {
   return Type.Object(
     {
       from: address(
-        'sender: the From header and the envelope sender that delivery rules match (`params.sender`) and bounces go to; `bob@example.com` or `Bob Example <bob@example.com>`',
+        'sender: the From header and the envelope sender that delivery rules match ' +
+          '(`params.sender`) and bounces go to; `bob@example.com` or `Bob Example <bob@example.com>`',
       ),
       to: Type.Array(address('an address, `bob@example.com` or `Bob Example <bob@example.com>`'), {
         minItems: 1,
@@ -106,7 +107,8 @@ export function messageBodySchema(limits: InboundLimits) {
               language: Type.Optional(
                 Type.Enum([...LANGUAGES], {
                   description:
-                    "the language of this recipient's notification, email codes and reader link; absent: NOTIFY_DEFAULT_LANGUAGE",
+                    "the language of this recipient's notification, " +
+                    'email codes and reader link; absent: NOTIFY_DEFAULT_LANGUAGE',
                 }),
               ),
             },
@@ -115,7 +117,8 @@ export function messageBodySchema(limits: InboundLimits) {
           {
             maxItems: limits.maxRecipients,
             description:
-              'per recipient, a mobile number for SMS sign-in (docs/design.md#recipients) and/or a language; each becomes an `X-Sealpost-Mobile: <email>=<E.164>` or `X-Sealpost-Language: <email>=<language>` header',
+              'per recipient, a mobile number for SMS sign-in (docs/design.md#recipients) and/or a language; each ' +
+              'becomes an `X-Sealpost-Mobile: <email>=<E.164>` or `X-Sealpost-Language: <email>=<language>` header',
           },
         ),
       ),
@@ -124,7 +127,9 @@ export function messageBodySchema(limits: InboundLimits) {
           minLength: 4,
           ...BASE64,
           description:
-            'a complete RFC 5322 message, base64; stored unchanged but for CRLF line ends (X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). Excludes subject, text, html, attachments, inReplyTo and references',
+            'a complete RFC 5322 message, base64; stored unchanged but for CRLF line ends ' +
+            '(X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). ' +
+            'Excludes subject, text, html, attachments, inReplyTo and references',
         }),
       ),
     },

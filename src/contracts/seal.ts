@@ -11,9 +11,10 @@ const PinSchema = Type.Object({
   cluster: Type.String({ description: '`host:port` of the cluster' }),
   status: Type.Union([Type.Literal('pinning'), Type.Literal('pinned'), Type.Literal('pin_error')], {
     description:
-      '`pinning`: the cluster accepted the pin and IPFS has not pinned it yet (followed every SEAL_PIN_CHECK_INTERVAL); `pinned`: every ' +
-      'allocated peer of the cluster holds it; `pin_error`: refused, unreachable or failed in IPFS, pinned again in the background ' +
-      '(SEAL_REPIN_INTERVAL, doubling up to 1h) until it holds',
+      '`pinning`: the cluster accepted the pin and IPFS has not pinned it yet ' +
+      '(followed every SEAL_PIN_CHECK_INTERVAL); `pinned`: every allocated peer of ' +
+      'the cluster holds it; `pin_error`: refused, unreachable or failed in IPFS, ' +
+      'pinned again in the background (SEAL_REPIN_INTERVAL, doubling up to 1h) until it holds',
   }),
   error: Type.Optional(Type.String({ description: 'why the last attempt failed' })),
 });
@@ -53,7 +54,8 @@ const MethodSchema = signInMethodSchema({
 
 const LanguageSchema = Type.Enum([...LANGUAGES], {
   description:
-    'the language the sender chose for this recipient (X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
+    'the language the sender chose for this recipient ' +
+    '(X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
 });
 
 export const SealHeadersSchema = Type.Object({

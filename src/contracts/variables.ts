@@ -30,28 +30,33 @@ export const EXCHANGE_PORT = defineVariable({
 export const AUTH_PUBLIC_URL = defineVariable({
   name: 'AUTH_PUBLIC_URL',
   meaning:
-    'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); required in production by auth and seal, where it must be https: so that session cookies are `Secure` (http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`',
+    'public base URL of the auth service (reader links `{AUTH_PUBLIC_URL}/m/{id}`); ' +
+    'required in production by auth and seal, where it must be https: so that session cookies are `Secure` ' +
+    '(http: only for localhost); unset elsewhere: `http://HOST:AUTH_PORT`',
   ...httpUrl,
 });
 
 export const SEAL_URL = defineVariable({
   name: 'SEAL_URL',
   meaning:
-    'base URL of the seal service (C seals through it; A reads sealed messages from it); unset: `http://HOST:SEAL_PORT` (127.0.0.1 for a wildcard HOST), the one `start all` runs',
+    'base URL of the seal service (C seals through it; A reads sealed messages from it); ' +
+    'unset: `http://HOST:SEAL_PORT` (127.0.0.1 for a wildcard HOST), the one `start all` runs',
   ...httpUrl,
 });
 
 export const EXCHANGE_URL = defineVariable({
   name: 'EXCHANGE_URL',
   meaning:
-    'base URL of the exchange engine (reply submission); unset: `http://HOST:EXCHANGE_PORT` (127.0.0.1 for a wildcard HOST)',
+    'base URL of the exchange engine (reply submission); unset: ' +
+    '`http://HOST:EXCHANGE_PORT` (127.0.0.1 for a wildcard HOST)',
   ...httpUrl,
 });
 
 export const SEAL_MAX_MESSAGE_SIZE = defineVariable({
   name: 'SEAL_MAX_MESSAGE_SIZE',
   meaning:
-    'largest raw message POST /v1/seal accepts (413 above it); the auth service reads sealed messages up to this size for GET /v1/message (set the same value for both)',
+    'largest raw message POST /v1/seal accepts (413 above it); the auth service reads ' +
+    'sealed messages up to this size for GET /v1/message (set the same value for both)',
   default: '25MiB',
   ...byteSize,
 });
@@ -77,12 +82,18 @@ export function authPublicUrl(url: string | undefined, authPort: number, input: 
 
 function productionPublicUrlProblem(raw: string | undefined, parsed: string | undefined): string | undefined {
   if (raw === undefined || raw === '') {
-    return 'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links from seal, Secure session cookies in auth)';
+    return (
+      'AUTH_PUBLIC_URL is not set: production needs the public https:// address ' +
+      'of the auth service (reader links from seal, Secure session cookies in auth)'
+    );
   }
   if (parsed === undefined) return undefined; // Already reported as not a URL.
   const { protocol, hostname } = new URL(parsed);
   if (protocol === 'http:' && !isLoopback(hostname)) {
-    return `AUTH_PUBLIC_URL=${JSON.stringify(raw)} is not valid in production: expected an https:// URL (over http: session cookies lose Secure; http: is accepted only for localhost)`;
+    return (
+      `AUTH_PUBLIC_URL=${JSON.stringify(raw)} is not valid in production: expected an https:// URL ` +
+      '(over http: session cookies lose Secure; http: is accepted only for localhost)'
+    );
   }
   return undefined;
 }

@@ -26,7 +26,8 @@ export const SHARED_VARIABLES = defineVariables({
   logFormat: {
     name: 'LOG_FORMAT',
     meaning:
-      '`pretty`: one human line per event; `json`: one JSON object per line (for a log collector); `auto`: pretty when standard output is a terminal, JSON otherwise. Each request is logged at `debug`',
+      '`pretty`: one human line per event; `json`: one JSON object per line (for a log collector); ' +
+      '`auto`: pretty when standard output is a terminal, JSON otherwise. Each request is logged at `debug`',
     default: 'auto',
     ...oneOf(LOG_FORMATS),
   },
@@ -78,7 +79,8 @@ export const SHARED_VARIABLES = defineVariables({
   adminToken: {
     name: 'ADMIN_TOKEN',
     meaning:
-      'bearer token of the configuration endpoints of B and C; generated and printed at start when unset outside production',
+      'bearer token of the configuration endpoints of B and C; ' +
+      'generated and printed at start when unset outside production',
     secret: true,
     ...nonEmpty('a non-empty token'),
   },
@@ -92,14 +94,16 @@ export const SHARED_VARIABLES = defineVariables({
     idleTimeout: {
       name: 'HTTP_IDLE_TIMEOUT',
       meaning:
-        'a client that sends nothing this long while a request waits for its headers or body (or between requests) gets 408 and is disconnected; an upload that keeps sending is never cut',
+        'a client that sends nothing this long while a request waits for its headers or body ' +
+        '(or between requests) gets 408 and is disconnected; an upload that keeps sending is never cut',
       default: '30s',
       ...positiveDuration,
     },
     maxConnections: {
       name: 'HTTP_MAX_CONNECTIONS',
       meaning:
-        'HTTP connections one service keeps open at once; further ones are closed at once and counted in http_connections_refused_total',
+        'HTTP connections one service keeps open at once; ' +
+        'further ones are closed at once and counted in http_connections_refused_total',
       default: '4096',
       ...integer(1, 1000000),
     },

@@ -63,7 +63,8 @@ export class DkimSigner {
       key = createPrivateKey(pem);
     } catch {
       throw new ConfigError([
-        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} is not a PEM private key (expected an RSA or Ed25519 key, as \`sealpost dkim-key generate\` writes)`,
+        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} is not a PEM private key ` +
+          '(expected an RSA or Ed25519 key, as `sealpost dkim-key generate` writes)',
       ]);
     }
     const type = key.asymmetricKeyType;
@@ -76,7 +77,8 @@ export class DkimSigner {
     if (type === 'rsa' && bits < 1024) {
       // RFC 8301 §3.2: verifiers must not accept RSA keys under 1024 bits.
       throw new ConfigError([
-        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${bits}-bit RSA key; DKIM needs at least 1024 bits (2048 recommended)`,
+        `DKIM_PRIVATE_KEY_FILE=${settings.keyFile} holds a ${bits}-bit RSA key; ` +
+          'DKIM needs at least 1024 bits (2048 recommended)',
       ]);
     }
     return new DkimSigner(

@@ -255,7 +255,9 @@ function registerReadinessGauge(
   );
   new Gauge({
     name: 'service_ready',
-    help: 'Whether the service is ready (its /readyz answer): database, object store and its own dependencies reachable',
+    help:
+      'Whether the service is ready (its /readyz answer): ' +
+      'database, object store and its own dependencies reachable',
     registers: [registry],
     async collect() {
       this.set((await ready()) ? 1 : 0);

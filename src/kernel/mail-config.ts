@@ -12,7 +12,8 @@ import { defineVariable, defineVariables, type Values } from './variables.ts';
 export const OUTBOUND_SMTP_URL = defineVariable({
   name: 'OUTBOUND_SMTP_URL',
   meaning:
-    'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`',
+    'relay for outbound mail, also used by A for email codes (smtp:// or smtps://, ' +
+    'credentials in the URL); unset: `.eml` files in `$SEALPOST_DATA_DIR/outbox`',
   secret: true,
   ...url(['smtp:', 'smtps:'], 'an smtp:// or smtps:// URL'),
 });
@@ -20,7 +21,8 @@ export const OUTBOUND_SMTP_URL = defineVariable({
 export const NOTIFY_DEFAULT_LANGUAGE = defineVariable({
   name: 'NOTIFY_DEFAULT_LANGUAGE',
   meaning:
-    "language of notifications, and of A's email codes, for recipients the sender gave none (JSON `recipients[].language`, header `X-Sealpost-Language: <email>=<language>`)",
+    "language of notifications, and of A's email codes, for recipients the sender gave none " +
+    '(JSON `recipients[].language`, header `X-Sealpost-Language: <email>=<language>`)',
   default: 'en',
   ...oneOf(LANGUAGES),
   expected: LANGUAGES.join(', '),
@@ -45,7 +47,9 @@ export const DKIM_VARIABLES = defineVariables({
   domain: {
     name: 'DKIM_DOMAIN',
     meaning:
-      "domain that signs (d=) the mail Sealpost writes — notifications, bounces, A's email codes — and relayed mail whose From is in it or a subdomain (replies, when their From address is there); set with DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE; unset: nothing is signed",
+      'domain that signs (d=) the mail Sealpost writes — notifications, bounces, ' +
+      "A's email codes — and relayed mail whose From is in it or a subdomain (replies, " +
+      'when their From address is there); set with DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE; unset: nothing is signed',
     parse: parseDomainName,
     expected: 'a domain name such as example.org',
   },
@@ -57,7 +61,8 @@ export const DKIM_VARIABLES = defineVariables({
   keyFile: {
     name: 'DKIM_PRIVATE_KEY_FILE',
     meaning:
-      'PEM file of the DKIM private key, RSA (rsa-sha256, 1024 bits at least) or Ed25519 (ed25519-sha256); `sealpost dkim-key generate` writes one and prints the DNS record',
+      'PEM file of the DKIM private key, RSA (rsa-sha256, 1024 bits at least) or Ed25519 ' +
+      '(ed25519-sha256); `sealpost dkim-key generate` writes one and prints the DNS record',
     ...nonEmpty('a file path'),
   },
 });
@@ -73,7 +78,8 @@ export function dkimSettings(values: Values<typeof DKIM_VARIABLES>, problems: st
       keyFile === undefined && 'DKIM_PRIVATE_KEY_FILE',
     ].filter(Boolean);
     problems.push(
-      `DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE must be set together: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} missing`,
+      'DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY_FILE must be set ' +
+        `together: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} missing`,
     );
     return undefined;
   }

@@ -59,7 +59,8 @@ export function guardAgainstSlowClients(server: Server, limits: SlowClientLimits
         ),
       );
       socket.end(
-        `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; ' +
+          `charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
       // A client that does not read even this goes with its socket.
       setTimeout(() => socket.destroy(), 1000).unref();

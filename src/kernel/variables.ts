@@ -125,7 +125,8 @@ export function variablesJson(
 export function variablesMarkdown(rows: readonly VariableRow[]): string {
   const lines = rows.map(
     ({ spec, ...row }) =>
-      `| \`${spec.name}\` | ${component({ spec, ...row })} | ${spec.meaning} | ${spec.default !== undefined ? `\`${spec.default}\`` : 'unset'} |`,
+      `| \`${spec.name}\` | ${component({ spec, ...row })} | ${spec.meaning} ` +
+      `| ${spec.default !== undefined ? `\`${spec.default}\`` : 'unset'} |`,
   );
   return ['| Variable | Component | Meaning | Default |', '|---|---|---|---|', ...lines].join('\n');
 }
