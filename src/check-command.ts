@@ -81,7 +81,11 @@ async function checkObjects(config: Config): Promise<string> {
     if (!Buffer.concat(chunks).equals(probe))
       throw new Error('the probe object read back differs from what was written');
     await objects.delete(key);
-    return `${objects.driver === 's3' ? `S3 bucket ${config.s3.bucket}` : `local folder ${join(resolve(config.dataDir), 'objects')}`}: probe written, read and deleted`;
+    const store =
+      objects.driver === 's3'
+        ? `S3 bucket ${config.s3.bucket}`
+        : `local folder ${join(resolve(config.dataDir), 'objects')}`;
+    return `${store}: probe written, read and deleted`;
   } finally {
     await objects.delete(key).catch(() => {});
     await objects.close();
@@ -98,7 +102,10 @@ async function checkCluster(config: Config): Promise<string> {
   const client = new ClusterClient({ ...env, timeout: '10s' }, { proxyPort: config.seal.ipfsProxyPort });
   const id = await client.id();
   if (id.ipfsError) throw new Error(`${client.name} answers, but its IPFS daemon does not: ${id.ipfsError}`);
-  return `${client.name} answers /id (peer ${id.id}), its IPFS daemon is up (a configuration stored through POST /v1/ipfs/config is checked by the seal service's /readyz)`;
+  return (
+    `${client.name} answers /id (peer ${id.id}), its IPFS daemon is up ` +
+    "(a configuration stored through POST /v1/ipfs/config is checked by the seal service's /readyz)"
+  );
 }
 
 async function checkRelay(config: Config): Promise<string> {
@@ -108,7 +115,11 @@ async function checkRelay(config: Config): Promise<string> {
   const parsed = new URL(url);
   try {
     const offers = await probeRelay(url, CHECK_TIMEOUT_MS);
-    return `${parsed.hostname}:${parsed.port || 25} answers EHLO (8BITMIME ${offers.eightBitMime ? 'yes' : 'no'}, SMTPUTF8 ${offers.smtpUtf8 ? 'yes' : 'no'})`;
+    const yesNo = (offered: boolean) => (offered ? 'yes' : 'no');
+    return (
+      `${parsed.hostname}:${parsed.port || 25} answers EHLO ` +
+      `(8BITMIME ${yesNo(offers.eightBitMime)}, SMTPUTF8 ${yesNo(offers.smtpUtf8)})`
+    );
   } catch (error) {
     throw new Error(
       `OUTBOUND_SMTP_URL ${parsed.protocol}//${parsed.host}: ${error instanceof Error ? error.message : String(error)}`,

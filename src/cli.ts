@@ -6,11 +6,13 @@ import { createLogger } from './kernel/logger.ts';
 import { keepGeneratedAdminToken } from './queue-command.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
 
+const CHECK_HELP = 'try every dependency (database, object store, IPFS, relay, SMS, clamd); exit 1 if one fails';
+
 const USAGE = `Usage: sealpost <command> [--help]
 
   start [all|auth|seal|exchange]   start services (default: all three in one process)
   migrate                          apply the database migrations of every service, then exit
-  check                            try every dependency (database, object store, IPFS, relay, SMS, clamd); exit 1 if one fails
+  check                            ${CHECK_HELP}
   config [--markdown|--json]       print the environment variables Sealpost reads (markdown table or JSON)
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);

@@ -101,15 +101,17 @@ export const variablesMarkdown = () => markdown(variableRows());
 
 /** docs/configuration.md, whole: written by `npm run docs`, checked by a test. */
 export function configurationDoc(): string {
+  const components = SERVICE_NAMES.map((name) => `${serviceLetter(name)} ${name}`).join(', ');
   return [
     '# Configuration',
     '',
-    '<!-- Generated from the variable declarations (src/kernel/config.ts and src/<service>/config.ts) by `npm run docs`; edit there, not here. -->',
+    '<!-- Generated from the variable declarations (src/kernel/config.ts and src/<service>/config.ts) ' +
+      'by `npm run docs`; edit there, not here. -->',
     '',
     'Everything is an environment variable, read once at start. A bad value stops the process with a message',
     "that names the variable, the value (never for secrets) and what was expected. Durations use Go's syntax",
     "exactly (`15m`, `1h30m`, `1.5h`, `336h`; units `ns us µs ms s m h`); booleans Go's (`true`/`false`,",
-    `\`1\`/\`0\`, \`t\`/\`f\`). Component: ${SERVICE_NAMES.map((name) => `${serviceLetter(name)} ${name}`).join(', ')}. \`sealpost config --markdown\` prints this table,`,
+    `\`1\`/\`0\`, \`t\`/\`f\`). Component: ${components}. \`sealpost config --markdown\` prints this table,`,
     '`sealpost config --json` the same as data.',
     '',
     variablesMarkdown(),

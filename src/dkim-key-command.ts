@@ -3,7 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
 const USAGE =
-  'Usage: sealpost dkim-key generate --domain example.org --selector sealpost --out FILE [--type rsa|ed25519] [--bits 2048]\n';
+  'Usage: sealpost dkim-key generate --domain example.org ' +
+  '--selector sealpost --out FILE [--type rsa|ed25519] [--bits 2048]\n';
 
 /**
  * `sealpost dkim-key generate`: writes a DKIM private key (PEM, mode 0600, never over an existing

@@ -52,18 +52,16 @@ export function formatQueue(answer: QueueAnswer): string {
   if (answer.envelopes.length === 0 && answer.summary.every((row) => row.count === 0)) return 'Mail queue is empty\n';
   for (const envelope of answer.envelopes) {
     lines.push(
-      `${envelope.id}  ${envelope.status.padEnd(10)} ${age(envelope.ageSeconds).padStart(7)}  ${String(envelope.size).padStart(9)} bytes  ` +
-        `attempts ${envelope.attempts}  <${envelope.sender}>`,
+      `${envelope.id}  ${envelope.status.padEnd(10)} ${age(envelope.ageSeconds).padStart(7)}  ` +
+        `${String(envelope.size).padStart(9)} bytes  attempts ${envelope.attempts}  <${envelope.sender}>`,
     );
     for (const recipient of envelope.recipients) lines.push(`    ${recipient}`);
     if (envelope.status === 'retrying')
       lines.push(`    next attempt ${envelope.nextAttemptAt}: ${envelope.lastError ?? '(no error recorded)'}`);
   }
   const total = answer.summary.reduce((sum, row) => sum + row.count, 0);
-  lines.push(
-    '',
-    `-- ${total} envelope${total === 1 ? '' : 's'}: ${answer.summary.map((row) => `${row.count} ${row.status} (oldest ${age(row.oldestAgeSeconds)})`).join(', ')}`,
-  );
+  const byStatus = answer.summary.map((row) => `${row.count} ${row.status} (oldest ${age(row.oldestAgeSeconds)})`);
+  lines.push('', `-- ${total} envelope${total === 1 ? '' : 's'}: ${byStatus.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -73,12 +71,14 @@ export async function queueCommand(config: Config, args: string[], out: NodeJS.W
     headers: { authorization: `Bearer ${await adminToken(config)}` },
   }).catch((error: unknown) => {
     throw new Error(
-      `the exchange at EXCHANGE_URL=${config.auth.exchangeUrl} does not answer: ${(error as Error).cause ?? (error as Error).message}`,
+      `the exchange at EXCHANGE_URL=${config.auth.exchangeUrl} does not answer: ` +
+        `${(error as Error).cause ?? (error as Error).message}`,
     );
   });
   if (!response.ok)
     throw new Error(
-      `the exchange at ${config.auth.exchangeUrl} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
+      `the exchange at ${config.auth.exchangeUrl} answered ${response.status}: ` +
+        (await response.text()).slice(0, 300),
     );
   const answer = (await response.json()) as QueueAnswer;
   out.write(args.includes('--json') ? `${JSON.stringify(answer, null, 2)}\n` : formatQueue(answer));

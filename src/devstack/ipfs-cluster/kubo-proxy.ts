@@ -165,7 +165,8 @@ export async function handleProxy(
       return httpError(
         res,
         403,
-        'Kubo RPC Access Denied: Please provide a valid authorization token as defined in the API.Authorizations configuration.',
+        'Kubo RPC Access Denied: Please provide a valid authorization ' +
+          'token as defined in the API.Authorizations configuration.',
       );
     }
   }
