@@ -33,13 +33,13 @@ describe('cleanFilename: names that cannot fool anyone', () => {
       assert.equal(cleanFilename(name, 'attachment'), name);
   });
 
-  it('gives the fallback for a name of nothing but hidden characters, or one that only becomes a path step without them', () => {
+  it('falls back for a name of only hidden characters, or one that is a path step without them', () => {
     assert.equal(cleanFilename('\u202E\u200B\uFEFF', 'attachment-2'), 'attachment-2');
     assert.equal(cleanFilename('.\u200B.', 'attachment'), 'attachment');
     assert.equal(cleanFilename('../\u202Eetc/passwd', 'attachment'), 'passwd');
   });
 
-  it('hands the forbidden-type check the name as shown: an extension hidden by a zero-width space or a soft hyphen is found', () => {
+  it('finds a forbidden extension hidden by a zero-width space or soft hyphen: the name is checked as shown', () => {
     const forbidden = new ForbiddenTypes(['exe', 'js']);
     for (const raw of ['run.exe\u200B', 'setup.ex\u00ADe', 'report\u2066.js\u2069']) {
       assert.equal(forbidden.reason(raw, undefined), undefined, `${JSON.stringify(raw)} as sent slips past the check`);

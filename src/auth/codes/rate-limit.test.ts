@@ -45,7 +45,7 @@ describe('SMS rate limits across two auth instances on one database', () => {
       await pair?.stop();
     });
 
-    it('refuses a second code to the same number within 60 s, whichever instance is asked, with Retry-After', async () => {
+    it('refuses a second code to one number within 60 s, on either instance, with Retry-After', async () => {
       const record = pair.one.sealSample();
       const first = await requestCode(await session(pair.one.reader(), record.id), record.id);
       assert.equal(first.status, 200, JSON.stringify(first.body));
@@ -158,7 +158,7 @@ describe('SMS rate limits across two auth instances on one database', () => {
       method: 'sms' as const,
     }));
 
-    it('refuses the fourth code requested from one IP (behind the proxy), whatever the numbers, on either instance', async () => {
+    it('refuses the fourth code from one IP (behind the proxy), whatever the numbers, on either instance', async () => {
       const record = pair.one.seal.register({ raw: 'Subject: x\n\nx\n', recipients: people });
       for (let i = 0; i < 3; i++) {
         const reader = await session((i % 2 ? pair.two : pair.one).reader('198.51.100.1, 203.0.113.7'), record.id);

@@ -203,7 +203,7 @@ describe('the expired-attachments watcher', () => {
     assert.deepEqual(await db.selectFrom('draft_files').select('id').where('object_key', 'in', keys).execute(), []);
   });
 
-  it('runs in the service every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: an uploaded file stays for the period, then goes', async () => {
+  it('runs every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL: an uploaded file stays its period, then goes', async () => {
     const intervalMs = 200;
     const harness = await startAuthHarness({
       s3,

@@ -219,7 +219,7 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it(`serves a ${BIG / MiB} MiB attachment byte for byte, the process's peak memory far below what holding the message took`, async (t) => {
+  it(`serves a ${BIG / MiB} MiB attachment byte for byte, peak memory far below holding the message`, async (t) => {
     // Warm-up on a smaller message: every code path of a download loaded, V8's young generation and the
     // allocator's pools grown to their working size, nothing of the big message read yet.
     const warm = await signIn(warmUpMessage.id);
@@ -240,7 +240,8 @@ describe('attachment downloads stream from the seal service (`sealpost start aut
     const { peak } = await memory(pid);
     const growth = peak - before.rss;
     t.diagnostic(
-      `auth RSS ${(before.rss / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: +${(growth / MiB).toFixed(1)} MiB for a ${(bigRawSize / MiB).toFixed(1)} MiB message`,
+      `auth RSS ${(before.rss / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB: ` +
+        `+${(growth / MiB).toFixed(1)} MiB for a ${(bigRawSize / MiB).toFixed(1)} MiB message`,
     );
 
     assert.deepEqual(received, { sha256: sha256(big), bytes: BIG });

@@ -17,7 +17,7 @@ async function compose(options: ConstructorParameters<typeof MailComposer>[0]): 
 }
 
 describe('readMessage: which attachments the HTML shows itself', () => {
-  it('marks the picture a cid: reference shows as embedded and writes it into the HTML; inline files it does not show stay files', async () => {
+  it('embeds the picture a cid: reference shows into the HTML; inline files it does not show stay files', async () => {
     const raw = await compose({
       html: '<p>Logo: <img src="cid:logo@example.org" alt="logo"></p>',
       attachments: [
@@ -51,7 +51,7 @@ describe('readMessage: which attachments the HTML shows itself', () => {
     assert.ok(!view.html!.includes('cid:') && !view.html!.includes('data:'), view.html!);
   });
 
-  it('bounds the data: URLs it writes: a picture referenced thousands of times is written only up to 20 MiB', async () => {
+  it('bounds its data: URLs: a picture referenced thousands of times is written only up to 20 MiB', async () => {
     const big = Buffer.alloc(300 * 1024, 7); // 400 KiB as base64: about 50 copies fit in the budget
     const raw = await compose({
       html: '<img src="cid:big@example.org">'.repeat(2_000),

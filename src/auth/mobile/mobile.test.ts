@@ -66,7 +66,7 @@ describe("changing the recipient's mobile number", () => {
   }
   const normalized = (mobile: string) => `+${mobile.replace(/\D/g, '')}`;
 
-  it('asks a code of the current number first, then of the new one, changes it, and tells the old number and the address', async () => {
+  it('asks a code of the current number, then the new one, changes it, tells the old number and address', async () => {
     const { reader, messageId } = await signedInAlice();
     const sentBefore = harness.sms.messages.length;
     const changing = await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41 79 765 43 21' } });
@@ -162,7 +162,7 @@ describe("changing the recipient's mobile number", () => {
     );
   });
 
-  it("a session alone cannot change the number: without the current number's code nothing goes to the new one", async () => {
+  it("a session alone cannot change the number: no code goes to the new one without the current one's", async () => {
     const { reader } = await signedInAlice();
     await reader.request('PUT', '/v1/mobile', { body: { mobile: '+41797000002' } });
     const wrong = String((Number(harness.sms.lastCodeTo(ALICE.mobile)) + 1) % 1e6).padStart(6, '0');

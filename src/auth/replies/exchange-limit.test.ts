@@ -55,7 +55,7 @@ describe("the exchange engine's SMTP_MAX_MESSAGE_SIZE against REPLY_MAX_TOTAL_SI
     assert.match(warning, /more than 17\.\d MiB of files is refused with upload_limit_reached/);
   });
 
-  it('matches what the composer really produces: the limit it asks for takes a full reply, the largest it names fits', async () => {
+  it('matches the composer: the limit it asks for takes a full reply, the largest it names fits', async () => {
     // Long bodies (about 640 KB) in the least compact encoding: quoted-printable thick with accents.
     const text = 'Grüße '.repeat(50_000);
     const html = `<p>${'Grüße '.repeat(40_000)}</p>`;
@@ -74,7 +74,7 @@ describe("the exchange engine's SMTP_MAX_MESSAGE_SIZE against REPLY_MAX_TOTAL_SI
     );
   });
 
-  it('is checked only when one process runs both the auth service and the exchange engine, and the defaults agree', () => {
+  it('is checked only when one process runs both the auth service and exchange engine; the defaults agree', () => {
     assert.deepEqual(startWarnings(loadConfig({}), ['seal', 'exchange', 'auth']), [], 'no warning on the defaults');
     const large = loadConfig({ REPLY_MAX_TOTAL_SIZE: '50MiB' });
     assert.equal(startWarnings(large, ['seal', 'exchange', 'auth']).length, 1);
@@ -97,7 +97,7 @@ describe('sealpost start all with replies larger than the messages the exchange 
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  it('logs a warning at start naming both variables, the value to set and the largest reply that can be sent', async () => {
+  it('warns at start naming both variables, the value to set and the largest reply that can be sent', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-sizes-'));
     dirs.push(dataDir);
     // A first start on an empty data folder creates the embedded database: give it time.

@@ -151,14 +151,14 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await deleteAll(alice);
   });
 
-  it('refuses an executable by its magic bytes with forbidden_file_type, whatever its name and Content-Type claim', async () => {
+  it('refuses an executable by magic bytes (forbidden_file_type), whatever its name and Content-Type', async () => {
     const refused = await uploadFile(alice, { filename: 'invoice.pdf', contentType: 'application/pdf', content: EXE });
     assertRefused(refused, 403, 'forbidden_file_type');
     assert.match(refused.body.message, /application\/x-msdownload/);
     await assertNothingKeptBeyond([]);
   });
 
-  it('refuses scripts and executables by their extension with forbidden_file_type (case and trailing dots do not help)', async () => {
+  it('refuses scripts and executables by extension (forbidden_file_type), whatever case or trailing dots', async () => {
     for (const filename of ['install.js', 'setup.EXE', 'run.bat.', 'deploy.sh']) {
       const refused = await uploadFile(alice, {
         filename,
@@ -173,7 +173,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await assertNothingKeptBeyond([]);
   });
 
-  it('stores, lists and sends names without bidi controls or invisible characters, so the extension shown is the real one', async () => {
+  it('stores, lists and sends names without bidi or invisible characters, so the extension shown is real', async () => {
     const uploaded = await uploadFile(alice, { filename: 'contract\u202Efdp.pdf', content: PDF });
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     assert.equal(uploaded.body.name, 'contractfdp.pdf');
@@ -188,7 +188,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await deleteAll(alice);
   });
 
-  it('refuses a forbidden extension hidden by an invisible character or a bidi override with forbidden_file_type', async () => {
+  it('refuses an extension hidden by an invisible character or bidi override: forbidden_file_type', async () => {
     // Compared as sent, "run.exe\u200B" ends in "exe\u200B" and "setup.ex\u00ADe" in "ex\u00ADe": both would pass.
     for (const filename of ['run.exe\u200B', 'setup.ex\u00ADe', 'invoice\u202Efdp.exe', 'report\u2066.js\u2069']) {
       const refused = await uploadFile(alice, {
@@ -216,7 +216,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assert.match(metrics, /^auth_attachments_scanned_total\{verdict="infected"[^}]*\} [1-9]/m, 'counted by verdict');
   });
 
-  it('refuses EICAR at the start of a 6 MiB file with malware_detected once S3 has parts of it, leaving no object and no multipart upload', async () => {
+  it('refuses EICAR opening a 6 MiB file once S3 has parts: malware_detected, no object or upload left', async () => {
     const size = 6 * MiB;
     const held = 512 * 1024;
     let multipartSeen = false;
@@ -239,7 +239,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await assertNothingKeptBeyond([]);
   });
 
-  it("refuses a zip bomb and archives nested past clamd's limits with malware_detected, keeping nothing; a plain archive passes", async () => {
+  it('refuses zip bombs and over-nested archives (malware_detected), keeping nothing; a plain one passes', async () => {
     // 3 × 40 MiB of zeros in about 120 KB: more than the test clamd's MaxScanSize (100M) unpacked.
     const bomb = zipBomb(3, 40 * MiB);
     assert.ok(bomb.length < 200_000, `the bomb is small: ${bomb.length} bytes`);
@@ -271,7 +271,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await deleteAll(alice);
   });
 
-  it('cuts an oversize upload off as soon as ATTACHMENT_MAX_SIZE is passed, with file_too_large and no object left', async () => {
+  it('cuts an upload off once past ATTACHMENT_MAX_SIZE, with file_too_large and no object left', async () => {
     const size = 200 * MiB;
     const refused = await uploadFile(alice, { filename: 'huge.bin', content: generatedBytes(size), size });
     assertRefused(refused, 403, 'file_too_large');
@@ -284,7 +284,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await assertNothingKeptBeyond([]);
   });
 
-  it('refuses a file that would take the draft past REPLY_MAX_TOTAL_SIZE with upload_limit_reached, keeping the others', async () => {
+  it('refuses a file taking the draft past REPLY_MAX_TOTAL_SIZE (upload_limit_reached), keeping the rest', async () => {
     const first = await uploadFile(alice, { filename: 'part-1.bin', content: generatedBytes(7 * MiB), size: 7 * MiB });
     assert.equal(first.status, 201, JSON.stringify(first.body));
     const second = await uploadFile(alice, { filename: 'part-2.bin', content: generatedBytes(7 * MiB), size: 7 * MiB });
@@ -310,7 +310,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assertError(await alice.request('DELETE', `/v1/message/files/${uploaded.body.id}`), 404, 'not_found');
   });
 
-  it('continues a draft in another session of the same recipient: text and files after signing in again elsewhere', async () => {
+  it('continues a draft in another session of the recipient: text and files after signing in elsewhere', async () => {
     const saved = await alice.request('PUT', '/v1/message/reply', {
       body: { text: 'Signed copy attached.', bcc: ALICE.email },
     });
@@ -377,7 +377,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     await db.deleteFrom('draft_files').where('state', '=', 'uploading').execute();
   });
 
-  it('answers 503 with an error object when clamd is down and ATTACHMENTS_REQUIRE_SCAN=true, and keeps nothing', async () => {
+  it('answers 503 (error object) if clamd is down and ATTACHMENTS_REQUIRE_SCAN=true, keeping nothing', async () => {
     const before = (await fileRows()).map((row) => row.object_key);
     await clamd.stop();
     const refused = await uploadFile(alice, { filename: 'later.pdf', content: PDF });

@@ -13,7 +13,7 @@ describe('who a reply is from', () => {
     });
   });
 
-  it('names the recipient by address when the original gave no name, and the organisation by domain when REPLY_FROM has none', () => {
+  it('names the recipient by address if unnamed, the organisation by domain if REPLY_FROM has no name', () => {
     const identity = replyIdentity(
       { email: 'alice@rcpt.example' },
       { replyFrom: 'replies@example.org', fromRecipient: false },

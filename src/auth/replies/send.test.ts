@@ -92,7 +92,7 @@ describe('sending a reply through the exchange engine', () => {
     await Promise.all([sink?.close(), s3?.stop()]);
   });
 
-  it('delivers the reply to the original sender, from the organisation on behalf of the recipient, threaded, with its attachments byte for byte', async () => {
+  it('delivers to the sender, from the organisation for the recipient, threaded, files byte for byte', async () => {
     for (const [filename, content] of [
       ['signed contract.pdf', PDF],
       ['measurements.bin', BINARY],
@@ -154,12 +154,14 @@ describe('sending a reply through the exchange engine', () => {
     assert.deepEqual(await draftKeys(), []);
   });
 
-  it("sends the HTML through the reader's sanitiser: no script or event handler leaves; a text-only reply gets no HTML made up", async () => {
+  it('sanitises HTML as the reader does: no script or handler leaves; a text-only reply gets no HTML', async () => {
     const attack = '<script>alert(1)</script><img src=x onerror=alert(1)>';
     const sent = await alice.request('POST', '/v1/message/reply', {
       body: {
         text: `Plain ${attack}`,
-        html: `<p onclick="steal()">Signed, <b>see</b> <a href="javascript:alert(2)">here</a>.</p>${attack}<iframe src="https://example.net"></iframe>`,
+        html:
+          '<p onclick="steal()">Signed, <b>see</b> <a href="javascript:alert(2)">here</a>.</p>' +
+          `${attack}<iframe src="https://example.net"></iframe>`,
       },
     });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
@@ -179,7 +181,7 @@ describe('sending a reply through the exchange engine', () => {
     assert.doesNotMatch(plain.raw.toString('latin1'), /text\/html/i, 'no HTML part is built from the text');
   });
 
-  it('refuses a malformed bcc with invalid_bcc_address and another address with email_mismatch, sending nothing and keeping the text', async () => {
+  it('refuses a bad bcc (invalid_bcc_address), another address (email_mismatch); sends none, keeps text', async () => {
     await alice.request('PUT', '/v1/message/reply', { body: { text: 'Draft kept', bcc: ALICE.email } });
     const before = sink.messages.length;
     // 400 characters: too long for an address, refused as one (not by the body schema).
@@ -218,7 +220,7 @@ describe('sending a reply through the exchange engine', () => {
     assert.equal(sink.messages.length, before);
   });
 
-  it("with REPLY_FROM_RECIPIENT, routes by the recipient's address as sender: Bob's reply matches no rule and is refused with 503, his draft kept", async () => {
+  it("with REPLY_FROM_RECIPIENT, routes by recipient as sender: Bob's matches no rule, 503, draft kept", async () => {
     // A second auth instance on the same database and bucket that keeps the recipient's own From.
     const own = await startAuthHarness({
       seal: harness.seal,
@@ -258,7 +260,7 @@ describe('sending a reply through the exchange engine', () => {
     }
   });
 
-  it('keeps the draft and its files when the exchange engine fails, with 503, 502 or upload_limit_reached as fits', async () => {
+  it('keeps draft and files when the exchange engine fails: 503, 502 or upload_limit_reached as fits', async () => {
     await alice.request('PUT', '/v1/message/reply', { body: { text: 'Second reply' } });
     const uploaded = await uploadFile(alice, { filename: 'annex.pdf', content: PDF });
     assert.equal(uploaded.status, 201);

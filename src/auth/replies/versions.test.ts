@@ -132,7 +132,7 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
     assert.equal(exchange.received.length, 1);
   });
 
-  it('refuses a save, an upload, a removal and a send against an outdated version with 409 draft_conflict, changing nothing', async () => {
+  it('refuses save, upload, removal or send on an outdated version: 409 draft_conflict, no change', async () => {
     const start = await draft();
     const saved = await save('kept text', start.version);
     const withFile = await upload('kept.pdf', saved.body.version);
@@ -223,7 +223,7 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
     assert.match(exchange.received[0]!, /send (one|two)/);
   });
 
-  it('refuses a second send from a window that still shows a reply already sent, so no second reply leaves', async () => {
+  it('refuses a second send from a window still showing a reply already sent: no second reply leaves', async () => {
     const start = await draft();
     const withFile = await upload('shown.pdf', (await save('sent from B', start.version)).body.version);
     const shown = etagVersion(withFile.headers);
@@ -237,7 +237,7 @@ describe('reply draft versions: every change raises it, an outdated one is a dra
     assert.equal(reloaded.text, '');
   });
 
-  it('carries the new version on a refusal after the text was saved, so the page can send again without a conflict', async () => {
+  it('gives the new version on a refusal after saving the text, so the page can send again cleanly', async () => {
     const start = await draft();
     const refused = await alice.request('POST', '/v1/message/reply', {
       body: { text: 'with a bad copy', bcc: 'not an address' },

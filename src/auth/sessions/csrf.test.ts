@@ -33,7 +33,7 @@ describe('CSRF: every POST, PUT and DELETE needs the session token in X-CSRF-Tok
     }
   });
 
-  it("refuses each of them with 403 and an error object: no token, a wrong token, another session's token, no session", async () => {
+  it("refuses each with 403 and an error object: no token, a wrong one, another session's, no session", async () => {
     const anonymous = harness.reader();
     for (const route of stateChanging) {
       const url = concrete(route.path);

@@ -82,7 +82,7 @@ describe('sessions follow the person across sealed messages', () => {
     );
   });
 
-  it('an SMS code opens the messages sent to that address with that number, not another number nor email sign-in', async () => {
+  it('an SMS code opens messages to that address with that number, not another number or email sign-in', async () => {
     const first = harness.sealSample();
     const sameNumber = harness.seal.register({ raw: raw('same number'), recipients: [ALICE], subject: 'same number' });
     const otherNumber = harness.seal.register({

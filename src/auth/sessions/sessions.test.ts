@@ -35,7 +35,7 @@ describe('sessions: idle timeout and cleanup', () => {
     await harness?.stop();
   });
 
-  it('ends a browser session left unused for SESSION_IDLE_TIMEOUT, keeps a remember-me one, and deletes the ended row', async () => {
+  it('ends browser sessions idle for SESSION_IDLE_TIMEOUT, keeps remember-me ones, deletes the ended row', async () => {
     const record = harness.sealSample();
     const browser = harness.reader();
     await signInAlice(harness, browser, record.id, false);

@@ -55,7 +55,7 @@ describe('limits on refused code requests, across two auth instances on one data
   const letAnHourPass = () =>
     sql`update auth.code_refusals set refused_at = refused_at - interval '1 hour'`.execute(db);
 
-  it(`answers sms_rate_limit after ${PER_CLIENT} wrong numbers from one client, then refuses the right number too until the hour has passed`, async () => {
+  it(`sms_rate_limit after ${PER_CLIENT} wrong numbers from a client, the right one too, for an hour`, async () => {
     const record = one.sealSample();
     const client = '203.0.113.10';
     const sent = one.sms.messages.length;
@@ -108,7 +108,7 @@ describe('limits on refused code requests, across two auth instances on one data
     assert.equal(rows.length, 0);
   });
 
-  it(`refuses every request for a message after ${PER_MESSAGE} refusals from many clients, each below its own limit`, async () => {
+  it(`refuses a message's requests after ${PER_MESSAGE} refusals from many clients, each under its limit`, async () => {
     const record = one.sealSample();
     const other = one.sealSample();
     for (let i = 0; i < PER_MESSAGE; i++) {

@@ -58,7 +58,7 @@ describe('auth service: sign-in by code', () => {
   const wrong = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
 
   describe('sessions and cookies', () => {
-    it('starts a session on GET /v1/config: browser-session cookie, CSRF token, the methods of the message', async () => {
+    it('starts a session on GET /v1/config: browser-session cookie, CSRF token, methods of the message', async () => {
       const record = harness.sealSample();
       const reader = harness.reader();
       const first = await reader.get(`/v1/config?messageId=${record.id}`);
@@ -111,7 +111,7 @@ describe('auth service: sign-in by code', () => {
       remember(reader);
     });
 
-    it('signs in with the right code, rotating the session id and the CSRF token (browser-session cookie)', async () => {
+    it('signs in with the right code, rotating session id and CSRF token (browser-session cookie)', async () => {
       const record = harness.sealSample();
       const reader = harness.reader();
       await reader.get(`/v1/config?messageId=${record.id}`);
@@ -164,7 +164,7 @@ describe('auth service: sign-in by code', () => {
       remember(reader);
     });
 
-    it('logs out: deletes the session row and clears the cookie with an empty value and a negative Max-Age', async () => {
+    it('logs out: deletes the session row, clears the cookie with an empty value and a negative Max-Age', async () => {
       const record = harness.sealSample();
       const reader = harness.reader();
       await signInAlice(harness, reader, record.id, true);
@@ -283,7 +283,7 @@ describe('auth service: sign-in by code', () => {
   });
 
   describe('brute force', () => {
-    it('voids the code after 5 wrong tries: even the right code is then refused, and only a new code helps', async () => {
+    it('voids the code after 5 wrong tries: even the right code is then refused; only a new code helps', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
@@ -304,7 +304,7 @@ describe('auth service: sign-in by code', () => {
       remember(reader);
     });
 
-    it('does not restore tries when a new code is requested: the count carries over to the replacing code', async () => {
+    it('does not restore tries on a new code request: the count carries over to the replacing code', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       await requestSmsCode(reader, record.id);
@@ -370,7 +370,7 @@ describe('auth service: sign-in by code', () => {
     });
   });
 
-  describe('a reload on the code screen: GET /v1/config tells the pending code, POST /v1/auth/code/resend sends another', () => {
+  describe('a reload on the code screen: /v1/config tells the pending code, /v1/auth/code/resend sends another', () => {
     it('tells the session its pending code (masked destination, never the code) and sends nothing for it', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
@@ -405,7 +405,7 @@ describe('auth service: sign-in by code', () => {
       remember(reader);
     });
 
-    it('sends a new code to the same number without the number typed again, also after the code was voided', async () => {
+    it('sends a new code to the same number without retyping it, also after the code was voided', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       assertError(
@@ -467,7 +467,7 @@ describe('auth service: sign-in by code', () => {
         .where('token_hash', '=', tokenHash(reader.token!))
         .executeTakeFirstOrThrow();
 
-    it('replaces the earlier code with a resend: the first code is then incorrect_code, the second signs in', async () => {
+    it('a resend replaces the earlier code: the first is then incorrect_code, the second signs in', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       const first = await newCodeFor(reader, record.id);
@@ -516,7 +516,7 @@ describe('auth service: sign-in by code', () => {
       assertError(await reader.get('/v1/message'), 401, 'unauthenticated');
     });
 
-    it('signs in for the message the code was sent for: a code for X, replaced by one for Y, does not open X', async () => {
+    it('signs in for the message the code was for: a code for X, replaced by one for Y, does not open X', async () => {
       const x = harness.sealSample();
       const y = harness.sealSample();
       const reader = await openedLink(x.id);
@@ -586,7 +586,7 @@ describe('auth service: sign-in by code', () => {
       );
     });
 
-    it("counts codes by method and provider and sign-ins by outcome, for the operators' alerts and dashboard", async () => {
+    it("counts codes by method and provider, sign-ins by outcome, for operators' alerts and dashboard", async () => {
       const value = (page: string, name: string, labels: string) =>
         Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(page)?.[1] ?? 0);
       const before = await (await fetch(`${harness.auth.url}/metrics`)).text();
@@ -648,7 +648,7 @@ describe('auth service: code expiry', () => {
     await harness?.stop();
   });
 
-  it('answers expired_code (401) for the right code after SMS_CODE_EXPIRATION, and incorrect_code for a wrong one', async () => {
+  it('answers expired_code (401) to the right code past SMS_CODE_EXPIRATION, incorrect_code to a wrong', async () => {
     const record = harness.sealSample();
     const reader = harness.reader();
     await reader.get(`/v1/config?messageId=${record.id}`);

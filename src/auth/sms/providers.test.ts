@@ -216,7 +216,7 @@ describe('email codes through the SMTP relay (OUTBOUND_SMTP_URL)', () => {
     await sink?.close();
   });
 
-  it('sends the code to the address on record and signs in with it; the log names the address only masked', async () => {
+  it('sends the code to the address on record and signs in with it; the log shows the address masked', async () => {
     const { reader, response } = await requestSmsCode(harness, { email: 'Bob@Example.com', method: 'email' });
     assert.equal(response.status, 200, JSON.stringify(response.body));
     const mail = sink.messages.at(-1)!;
