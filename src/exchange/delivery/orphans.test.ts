@@ -99,7 +99,7 @@ describe('the orphan payload sweep', () => {
     );
   });
 
-  it('forgets a suspect that disappears, so a payload written again under its key gets a full grace period', async () => {
+  it('forgets a suspect that disappears, so a payload written again under its key gets a full grace', async () => {
     let clock = 0;
     const sweep = new OrphanPayloadSweep({
       db,

@@ -77,12 +77,13 @@ describe('fidelity of the smtp strategy', () => {
     return sink.messages.find((m) => m.raw.includes(`Subject: ${subject}`))!;
   };
 
-  it('declares BODY=8BITMIME and SMTPUTF8 to the relay when the client declared them, and relays the bytes unchanged', async () => {
+  it('declares BODY=8BITMIME and SMTPUTF8 to the relay if the client did, relaying the bytes unchanged', async () => {
     const sink = await startSmtpSink();
     const exchange = await exchangeTo(sink);
     try {
       const data =
-        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße 8bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <eight@sender.example>\r\n\r\nGrüße aus Zürich\r\n';
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße 8bit\r\n' +
+        'Date: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <eight@sender.example>\r\n\r\nGrüße aus Zürich\r\n';
       await submit(exchange, ' BODY=8BITMIME SMTPUTF8', data);
       const received = await arrived(sink, 'Grüße 8bit');
       assert.equal(received.mailFromArgs.BODY, '8BITMIME');
@@ -90,7 +91,8 @@ describe('fidelity of the smtp strategy', () => {
       assert.ok(received.raw.toString('utf8').endsWith(data), 'the message as it was sent, after our Received line');
 
       const plain =
-        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: plain 7bit\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <seven@sender.example>\r\n\r\nHello\r\n';
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: plain 7bit\r\n' +
+        'Date: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <seven@sender.example>\r\n\r\nHello\r\n';
       await submit(exchange, '', plain);
       const seven = await arrived(sink, 'plain 7bit');
       assert.equal(seven.mailFromArgs.BODY, undefined, 'a 7-bit message is not declared 8-bit');
@@ -150,7 +152,8 @@ describe('fidelity of the smtp strategy', () => {
     const exchange = await exchangeTo(sink);
     try {
       const embedded =
-        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: forwarded\r\nMIME-Version: 1.0\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nGrüße\r\n';
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: forwarded\r\n' +
+        'MIME-Version: 1.0\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nGrüße\r\n';
       const first = await submit(exchange, ' BODY=8BITMIME', embedded);
       const utf8 = 'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: Grüße im Betreff\r\n\r\nHallo\r\n';
       const second = await submit(exchange, ' BODY=8BITMIME SMTPUTF8', utf8);
@@ -178,7 +181,7 @@ describe('fidelity of the smtp strategy', () => {
     }
   });
 
-  it('adds Date and Message-ID to a message without them, the same Message-ID on a retry, and keeps those it has', async () => {
+  it('adds Date and Message-ID if missing, the same Message-ID on retry; keeps those a message has', async () => {
     const sink = await startSmtpSink();
     const refused: SinkMessage[] = [];
     // The first attempt is refused at the end of DATA (after the sink has read it), the second taken.
@@ -205,7 +208,8 @@ describe('fidelity of the smtp strategy', () => {
       await submit(
         exchange,
         '',
-        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: has both\r\nDate: Mon, 23 Nov 2026 08:00:00 +0100\r\nMessage-ID: <own@sender.example>\r\n\r\nHello\r\n',
+        'From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: has both\r\n' +
+          'Date: Mon, 23 Nov 2026 08:00:00 +0100\r\nMessage-ID: <own@sender.example>\r\n\r\nHello\r\n',
       );
       const own = (await arrived(sink, 'has both')).raw.toString();
       assert.equal(own.match(/^Date:/gm)?.length, 1);
@@ -217,21 +221,24 @@ describe('fidelity of the smtp strategy', () => {
     }
   });
 
-  it('stores bare LF and bare CR as CRLF, so that the sealed and the relayed bytes are the same (a dot after a bare LF kept)', async () => {
+  it('stores bare LF and CR as CRLF, so sealed and relayed bytes match (a dot after a bare LF kept)', async () => {
     const sink = await startSmtpSink();
     const exchange = await exchangeTo(sink, { alsoSeal: true });
     try {
       // Line ends as broken clients send them: bare LF, bare CR, and a dot-stuffed line after a bare LF
       // (stuffed, as a client that counts LF as a line end does) and a lone dot after one (not stuffed).
       const data =
-        'From: dana@sender.example\nTo: erin@rcpt.example\r\nSubject: line ends\rDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ends@sender.example>\r\n\r\none\ntwo\rthree\n..four\n.five\r\n';
+        'From: dana@sender.example\nTo: erin@rcpt.example\r\nSubject: line ends\r' +
+        'Date: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ends@sender.example>\r\n\r\n' +
+        'one\ntwo\rthree\n..four\n.five\r\n';
       const envelopeId = await submit(exchange, '', data);
       await settled(exchange, envelopeId, 'delivered');
       const relayed = (await arrived(sink, 'line ends')).raw;
       const sealed = seal.calls.find((call) => call.headers['x-sealpost-envelope-id'] === envelopeId)!.body;
       assert.ok(
         relayed.equals(sealed),
-        `the relay and the seal service got the same bytes:\n${JSON.stringify(relayed.toString())}\n${JSON.stringify(sealed.toString())}`,
+        'the relay and the seal service got the same bytes:\n' +
+          `${JSON.stringify(relayed.toString())}\n${JSON.stringify(sealed.toString())}`,
       );
       const body = relayed.toString().split('\r\n\r\n').slice(1).join('\r\n\r\n');
       assert.equal(body, 'one\r\ntwo\r\nthree\r\n.four\r\n.five\r\n');
@@ -243,12 +250,14 @@ describe('fidelity of the smtp strategy', () => {
     }
   });
 
-  it('returns the original headers in the bounce as they were, 8-bit included, with the relay as an address literal', async () => {
+  it('bounces with the original headers as they were, 8-bit included, the relay as an address literal', async () => {
     const sink = await startSmtpSink({ failWith: (recipient) => (recipient.startsWith('erin@') ? 550 : undefined) });
     const exchange = await exchangeTo(sink);
     try {
       const longSubject = `Grüße ${'with a long subject line that goes on '.repeat(4)}`.trim();
-      const original = `From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: ${longSubject}\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <bounced@sender.example>\r\n`;
+      const original =
+        `From: dana@sender.example\r\nTo: erin@rcpt.example\r\nSubject: ${longSubject}\r\n` +
+        'Date: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <bounced@sender.example>\r\n';
       const envelopeId = await submit(exchange, ' BODY=8BITMIME SMTPUTF8', `${original}\r\nBody\r\n`);
       await settled(exchange, envelopeId, 'failed');
       await sink.waitUntil(() => sink.messages.some((m) => m.from === ''), 20_000, 'the bounce');

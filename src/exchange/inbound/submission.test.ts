@@ -107,7 +107,7 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
   }
 
   describe('who may submit', () => {
-    it('refuses a client outside the allowed networks with 530 5.7.0 at MAIL FROM: nothing stored, sealed or relayed', async () => {
+    it('refuses clients off the allowed networks: 530 5.7.0 at MAIL FROM; none stored, sealed, relayed', async () => {
       const [envelopes, sealed, relayed] = [await envelopeCount(), await sealedCount(), sink.messages.length];
       const refusedBefore = await metric(exchange, 'smtp_refused_total', { reason: 'not_allowed' });
       const talk = await session(OUTSIDE);
@@ -146,7 +146,7 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       }
     });
 
-    it('takes the same client once it has authenticated after STARTTLS (swaks --auth), and its message is sealed', async () => {
+    it('takes the same client once authenticated after STARTTLS (swaks --auth), and seals its message', async () => {
       const sealed = await sealedCount();
       const { stdout } = await run('swaks', [
         '--server',
@@ -226,7 +226,7 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       assert.ok(!JSON.stringify(exchange.logs).includes('wrong-3'), 'passwords are never logged');
     });
 
-    it('refuses an envelope sender outside INBOUND_SMTP_SENDER_DOMAINS with 550 5.7.1, and a forged From at the end of DATA: nothing stored', async () => {
+    it('550 5.7.1 to senders outside INBOUND_SMTP_SENDER_DOMAINS, a forged From after DATA; none stored', async () => {
       const envelopes = await envelopeCount();
       const relayed = sink.messages.length;
       const talk = await session();
@@ -350,7 +350,7 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
       }
     });
 
-    it('keeps local parts as written: <UPPER@dest.test> and <upper@dest.test> are two recipients, domains compare in any case', async () => {
+    it('keeps local parts as written: <UPPER@dest.test>, <upper@dest.test> are two; domains ignore case', async () => {
       // The sink (smtp-server too) would merge them itself: the RCPT commands it receives are recorded instead.
       const rcpts: string[] = [];
       sink.failWith = (recipient) => {

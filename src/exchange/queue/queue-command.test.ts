@@ -64,14 +64,16 @@ describe('sealpost queue (mailq for the exchange)', () => {
       },
     });
 
-  it('lists the waiting envelopes oldest first, with the last error of the retrying one and a summary by status', async () => {
+  it("lists the waiting envelopes oldest first, the retrying one's last error, and a summary by status", async () => {
     const { stdout } = await queue([]);
     const order = [ids.retrying, ids.delivering, ids.accepted].map((id) => stdout.indexOf(id));
     assert.ok(order.every((at) => at >= 0) && order[0]! < order[1]! && order[1]! < order[2]!, stdout);
     assert.match(
       stdout,
       new RegExp(
-        `${ids.retrying}  retrying\\s+1h30m\\s+2048 bytes  attempts 3  <retrying@sender\\.example>\\n    to-retrying@rcpt\\.example\\n    next attempt \\S+: relay answered 451 4\\.3\\.0 try later`,
+        `${ids.retrying}  retrying\\s+1h30m\\s+2048 bytes  attempts 3  <retrying@sender\\.example>\\n` +
+          '    to-retrying@rcpt\\.example\\n' +
+          '    next attempt \\S+: relay answered 451 4\\.3\\.0 try later',
       ),
     );
     assert.match(stdout, /-- 3 envelopes: .*1 retrying \(oldest 1h30m\)/);
@@ -113,7 +115,7 @@ describe('sealpost queue (mailq for the exchange)', () => {
     );
   });
 
-  it('exports the queue as gauges at scrape time: envelopes by status and the age of the oldest waiting one', async () => {
+  it('exports the queue as gauges at scrape time: envelopes by status, age of the oldest waiting one', async () => {
     const metrics = await (await fetch(`${exchange.url}/metrics`)).text();
     assert.match(metrics, /exchange_envelopes\{status="retrying",service="exchange"\} 1/);
     assert.match(metrics, /exchange_envelopes\{status="routed",service="exchange"\} 0/);

@@ -58,7 +58,7 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
     for (const database of databases) await database.drop();
   });
 
-  it('are created and logged on the embedded default with a brand-new database, and never again once deleted', async () => {
+  it('are created and logged on the embedded default with a new database, and never again once deleted', async () => {
     const url = await freshDatabase();
     await withExchange(url, { embedded: true }, async (exchange) => {
       const starters = [

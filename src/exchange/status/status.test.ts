@@ -65,7 +65,7 @@ describe('message status history and its archive', () => {
     await db.deleteFrom('message_status_archive').execute();
   });
 
-  it('moves rows older than STATUS_ARCHIVE_AFTER to the archive, and the endpoint still shows them in order', async () => {
+  it('moves rows older than STATUS_ARCHIVE_AFTER to the archive; the endpoint still shows them in order', async () => {
     const old = await history(['accepted', 'delivering', 'delivered'], 721);
     const recent = await history(['accepted', 'delivering', 'delivered'], 719);
     await eventually(
