@@ -66,7 +66,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
   const r = resources();
   after(() => r.stopAll());
 
-  it("sends addParams to /add on the primary only, under the server's query names, and pins on every cluster with its own pinParams", async () => {
+  it("sends addParams to the primary's /add by the server's names; pins on each cluster by its pinParams", async () => {
     const [a, b, c] = [await r.standIn(), await r.standIn(), await r.standIn()];
     const seal = await r.seal(
       [
@@ -94,7 +94,8 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.deepEqual(
       addRequests(a).map((req) => req.query),
       [
-        'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false&stream-channels=true&no-pin=false' +
+        'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false' +
+          '&stream-channels=true&no-pin=false' +
           '&replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h',
       ],
       'the pin options ride on /add too, so the first pin already has them',
@@ -136,7 +137,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.equal(addRequests(a)[0]!.authorization, false, 'no Basic auth without user and pass');
   });
 
-  it('sends expire-in only for a valid duration of at least 60s: below, missing or invalid means the pin never expires', async () => {
+  it('sends expire-in only for a valid duration of 60s or more; below, missing, invalid: no expiry', async () => {
     const cases: Array<[string | undefined, string]> = [
       ['1m', 'expire-in=1m'],
       ['60s', 'expire-in=60s'],
@@ -177,7 +178,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.equal(expireInToSend({ expireIn: '59999ms' }), undefined);
   });
 
-  it('reads the JSON-array answer of stream-channels=false and the wrapping directory of wrap=true, and reads the content back', async () => {
+  it('reads the JSON array of stream-channels=false, the wrapping directory of wrap=true, the content', async () => {
     const a = await r.standIn();
     const seal = await r.seal([standInCluster(a, { addParams: { streamChannels: false, wrap: true, noPin: true } })], {
       IPFS_PROXY_PORT: String(a.proxyPort),
@@ -198,7 +199,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.deepEqual(cat.params.arg, [`/ipfs/${cid}/${id}.sealed`]);
   });
 
-  it('fails the seal with 503 when /add reports an error in the X-Stream-Error trailer, or as a 500 without streaming', async () => {
+  it('fails the seal with 503 on an /add error in the X-Stream-Error trailer, or an unstreamed 500', async () => {
     for (const streamChannels of [true, false]) {
       const a = await r.standIn({ failPins: true });
       const seal = await r.seal([standInCluster(a, { addParams: { streamChannels } })]);
@@ -223,7 +224,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.equal(ready.status, 503, 'not ready while the primary hangs');
   });
 
-  it('records a pin that fails on a secondary cluster (down, refusing or hanging), keeps the seal, and retries until it holds', async () => {
+  it('records a failed pin on a secondary (down, refusing, hanging), keeps the seal, retries until held', async () => {
     const primary = await r.standIn();
     const refusing = await r.standIn({ failPins: true });
     const hanging = await r.standIn({ hang: true });
@@ -276,7 +277,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     assert.ok(closedPin!.attempts >= 2);
   });
 
-  it('speaks HTTPS with Basic auth to a cluster with a self-signed certificate trusted through IPFS_CLUSTER_CA_FILE', async () => {
+  it('speaks HTTPS with Basic auth to a cluster with a self-signed certificate in IPFS_CLUSTER_CA_FILE', async () => {
     const certificate = await createTestCertificate();
     try {
       const secured = await r.standIn({
@@ -438,7 +439,7 @@ describe('ClusterClient uploads', () => {
     for (let sent = 0; sent < total; sent += size) yield Buffer.alloc(Math.min(size, total - sent), sent / size);
   }
 
-  it('sends a small upload whole with a Content-Length, and a large one in batches, chunked; both arrive intact', async () => {
+  it('sends a small upload whole with Content-Length, a large one chunked in batches; both arrive intact', async () => {
     const cluster = await recordingCluster();
     try {
       await cluster.client.add(pieces(10_240, 100), 'small.sealed');

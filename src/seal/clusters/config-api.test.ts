@@ -170,7 +170,10 @@ describe('POST /v1/ipfs/config validation', () => {
     [
       'replicationFactorMin alone',
       { clusters: [{ ...ok, pinParams: { replicationFactorMin: 2 } }] },
-      /^clusters\[0\]\.pinParams\.replicationFactorMin 2 and replicationFactorMax unset \(the cluster default, -1\): the cluster refuses a pair where exactly one side is -1/,
+      new RegExp(
+        /^clusters\[0\]\.pinParams\.replicationFactorMin 2 and replicationFactorMax unset /.source +
+          /\(the cluster default, -1\): the cluster refuses a pair where exactly one side is -1/.source,
+      ),
     ],
     [
       'min -1 with max 3',
@@ -229,7 +232,7 @@ describe('POST /v1/ipfs/config validation', () => {
     assert.equal((await getConfig(seal)).stored, null);
   });
 
-  it('accepts host names, IPv4 and IPv6 addresses, ports as strings or numbers, and an expireIn that is not a duration', async () => {
+  it('accepts host names, IPv4 and IPv6, ports as strings or numbers, an expireIn not a duration', async () => {
     const response = await post(seal, {
       clusters: [
         { host: 'ipfs_cluster' },
@@ -319,7 +322,7 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     seal = undefined;
   });
 
-  it('stores a configuration with defaults applied and the password encrypted; answers it redacted with the restart note', async () => {
+  it('stores a configuration, defaults applied, password encrypted; answers redacted with a restart note', async () => {
     const service = await start(standInEnv(primary));
     const response = await post(service, guardedConfig());
     assert.equal(response.status, 201);
@@ -360,7 +363,7 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     seal = undefined;
   });
 
-  it('after a restart runs on the stored configuration (the environment ignored), using the decrypted password', async () => {
+  it('after a restart runs on the stored configuration (not the environment) with the decrypted password', async () => {
     const service = await start(standInEnv(primary));
     const state = await getConfig(service);
     assert.equal(state.inForce.source, 'stored');

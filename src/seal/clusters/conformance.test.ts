@@ -139,7 +139,7 @@ for (const [name, start] of [
     });
     after(() => target?.stop());
 
-    it('adds through the primary, reads the same bytes back through its IPFS proxy, and the primary holds the pin', async () => {
+    it('adds through the primary, reads the bytes back through its IPFS proxy; the primary holds the pin', async () => {
       const primary = client(target, 'primary');
       const data = randomBytes(700_000);
       const added = await primary.add(chunks(data), 'message.sealed');
@@ -149,7 +149,7 @@ for (const [name, start] of [
       assert.ok((await cat(primary, added.cid)).equals(data), 'cat gives the bytes added');
     });
 
-    it('sends each addParams field under the name the server reads: wrap, no streaming, hidden, local, recursive, no-pin', async () => {
+    it("sends addParams by the server's names: wrap, no streaming, hidden, local, recursive, no-pin", async () => {
       const data = randomBytes(5000);
       const wrapped = await client(target, 'primary', {
         addParams: { wrap: true, streamChannels: false, hidden: true, local: true, recursive: true },
@@ -177,8 +177,13 @@ for (const [name, start] of [
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
     });
 
-    it("sends pinParams under the server's names: the name and replication are recorded, on /add as on POST /pins", async () => {
-      const pinParams = { name: 'sealpost büro', replicationFactorMin: -1, replicationFactorMax: -1, expireIn: '720h' };
+    it("sends pinParams by the server's names: name and replication recorded, on /add as on POST /pins", async () => {
+      const pinParams = {
+        name: 'sealpost büro',
+        replicationFactorMin: -1,
+        replicationFactorMax: -1,
+        expireIn: '720h',
+      };
       const primary = client(target, 'primary', { pinParams });
       const added = await primary.add(chunks(randomBytes(2000)), 'named.sealed');
       assert.equal((await globalPinInfo(primary, added.cid)).name, 'sealpost büro', '/add took the pin name');
@@ -188,7 +193,7 @@ for (const [name, start] of [
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
     });
 
-    it("takes the longest pin name the configuration allows (2 KiB URL-encoded) within the REST API's header limit", async () => {
+    it("takes the longest pin name allowed (2 KiB URL-encoded) within the REST API's header limit", async () => {
       const longest = `${'ü'.repeat(341)}ab`; // 341 × 6 + 2 = 2048 bytes URL-encoded
       assert.equal(encodeURIComponent(longest).length, 2048);
       const primary = client(target, 'primary', {
@@ -199,7 +204,7 @@ for (const [name, start] of [
       assert.equal((await globalPinInfo(primary, added.cid)).name, longest);
     });
 
-    it('refuses on every pin the replication pairs the configuration refuses, and takes the ones it accepts', async () => {
+    it('refuses on every pin the replication pairs the configuration refuses, takes those it accepts', async () => {
       const added = await client(target, 'primary').add(chunks(randomBytes(1000)), 'replicated.sealed');
       for (const [min, max] of [
         [2, undefined],
@@ -271,7 +276,7 @@ for (const [name, start] of [
       }
     });
 
-    it('with the IPFS daemon of a peer stopped: /id still answers with ipfs.error, readiness fails, adds fail, pins fail, then recover', async () => {
+    it("with a peer's IPFS daemon down: /id shows ipfs.error; readiness, adds, pins fail, then recover", async () => {
       const added = await client(target, 'primary').add(chunks(randomBytes(3000)), 'outage.sealed');
       const secondary = client(target, 'secondary');
       await target.stopIpfs('secondary');

@@ -90,9 +90,8 @@ describe('orphaned content is unpinned', () => {
 
   it('unpins the content when the record cannot be stored, and logs a cluster where the unpin fails', async () => {
     const { a, b, seal } = await setUp();
-    await sql`alter table seal.sealed_messages add constraint refuse_for_test check (subject <> 'refused by the database')`.execute(
-      seal.database.db,
-    );
+    await sql`alter table seal.sealed_messages
+      add constraint refuse_for_test check (subject <> 'refused by the database')`.execute(seal.database.db);
     b.setFailPins(true);
 
     const response = await postSeal(seal, rawMessage({ subject: 'refused by the database' }));

@@ -38,7 +38,7 @@ describe('pins followed until they hold', () => {
     return s;
   }
 
-  it('records pin_error for a cluster whose IPFS cannot fetch the blocks, lists the seal for the admin, counts it, and reports it once past SEAL_PIN_DEADLINE', async () => {
+  it('records pin_error when IPFS cannot fetch; lists, counts, reports it once past SEAL_PIN_DEADLINE', async () => {
     const primary = await standIn();
     const isolated = await standIn({ peering: false });
     const seal = await startSealWithClusters([standInCluster(primary), standInCluster(isolated)], {

@@ -28,7 +28,7 @@ describe('POST /v1/seal and reading back', () => {
     await standIn?.close();
   });
 
-  it('seals a message: recipients from To, Cc and the envelope, sign-in methods from X-Sealpost-Mobile, reader links, pins', async () => {
+  it('seals: recipients from To, Cc and envelope, methods from X-Sealpost-Mobile, reader links, pins', async () => {
     const raw = rawMessage({
       from: '"Alice" <Alice@Sender.EXAMPLE>',
       to: 'Bob <bob@rcpt.example>, team: carol@rcpt.example, BOB@rcpt.example;',
@@ -266,7 +266,7 @@ describe('POST /v1/seal and reading back', () => {
     assert.equal(adds(), before);
   });
 
-  it('seals a message with only envelope recipients (all Bcc) and one whose mobile header names a non-recipient', async () => {
+  it('seals one with only envelope recipients (all Bcc), one whose mobile header names a non-recipient', async () => {
     const response = await postSeal(service(), rawMessage({ to: '', mobiles: ['someone@else.example=+41791234567'] }), {
       envelopeRecipients: 'hidden@bcc.example',
     });
@@ -277,7 +277,7 @@ describe('POST /v1/seal and reading back', () => {
     );
   });
 
-  it("lists the sealed messages of one recipient, newest first, with that recipient's method, and pages back with before", async () => {
+  it("lists one recipient's seals, newest first, with that recipient's method; pages back with before", async () => {
     const who = `reader-${randomUUID().slice(0, 8)}@list.example`;
     const sealedFor = async (parts: Parameters<typeof rawMessage>[0]) =>
       (await (await postSeal(service(), rawMessage(parts))).json()) as { id: string };
