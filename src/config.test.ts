@@ -135,9 +135,10 @@ describe('configuration', () => {
     const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
     const forAuth = { services: ['auth'] as const };
 
-    it('is required when the auth service starts, so reader links and cookies never fall back to http://HOST:PORT', () => {
+    it('is required when auth starts, so reader links and cookies never fall back to http://HOST:PORT', () => {
       assert.deepEqual(problemsOf(production, forAuth), [
-        'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service (reader links from seal, Secure session cookies in auth)',
+        'AUTH_PUBLIC_URL is not set: production needs the public https:// address of the auth service ' +
+          '(reader links from seal, Secure session cookies in auth)',
       ]);
       assert.match(
         problemsOf({ ...production, AUTH_PUBLIC_URL: '' }, { services: ['seal', 'exchange', 'auth'] })[0]!,
@@ -151,7 +152,8 @@ describe('configuration', () => {
 
     it('refuses plain http: except on a loopback host', () => {
       assert.deepEqual(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://mail.example.com' }, forAuth), [
-        'AUTH_PUBLIC_URL="http://mail.example.com" is not valid in production: expected an https:// URL (over http: session cookies lose Secure; http: is accepted only for localhost)',
+        'AUTH_PUBLIC_URL="http://mail.example.com" is not valid in production: expected an https:// URL ' +
+          '(over http: session cookies lose Secure; http: is accepted only for localhost)',
       ]);
       assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://10.0.0.5:8081' }, forAuth).length, 1);
       assert.equal(problemsOf({ ...production, AUTH_PUBLIC_URL: 'http://localhost.example.com' }, forAuth).length, 1);

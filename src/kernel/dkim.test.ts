@@ -37,7 +37,7 @@ describe('DKIM configuration', () => {
     );
   });
 
-  it('refuses a key file that is missing, not a key, too short or of another kind, naming DKIM_PRIVATE_KEY_FILE', async () => {
+  it('refuses a key file missing, not a key, too short or of another kind, naming DKIM_PRIVATE_KEY_FILE', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sealpost-dkim-key-'));
     try {
       const file = (name: string) => join(dir, name);

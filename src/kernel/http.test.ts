@@ -152,7 +152,7 @@ describe('HTTP server factory', () => {
     assert.equal(big.json().errorCode, 'payload_too_large');
   });
 
-  it("answers the router's own refusals (bad percent-encoding, an over-long path parameter) with logged error objects", async () => {
+  it("answers the router's refusals (bad percent-encoding, over-long path parameter) with logged errors", async () => {
     logLines.length = 0;
     const badUrl = await app.inject({ method: 'GET', url: '/x/%E0%A4%A' });
     const longParam = await app.inject({ method: 'GET', url: `/things/${'a'.repeat(201)}` });

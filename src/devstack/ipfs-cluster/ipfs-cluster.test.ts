@@ -471,7 +471,7 @@ describe('IPFS Cluster stand-in with Basic auth and TLS', () => {
     assert.deepEqual(allowed.body, data);
   });
 
-  test('proxyAuth false: the REST API keeps its Basic auth, the proxy serves cat without credentials (Kubo without API.Authorizations)', async () => {
+  test('proxyAuth false: REST API keeps Basic auth, proxy serves cat openly (no API.Authorizations)', async () => {
     const open = await startIpfsClusterStandIn({
       port: 0,
       proxyPort: 0,

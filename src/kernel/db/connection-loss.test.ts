@@ -6,7 +6,7 @@ import { openDatabase } from './database.ts';
 import { createTestDatabase, openTestPostgres } from '../../../test/support/postgres.ts';
 
 describe('a PostgreSQL connection lost while lent out', () => {
-  it('fails the next statement instead of crashing the process, and the pool goes on with a new connection', async () => {
+  it('fails the next statement instead of crashing, and the pool goes on with a new connection', async () => {
     const fresh = await createTestDatabase('kernel_conn_loss');
     const database = await openDatabase({ url: fresh.url, poolSize: 1 });
     const admin = await openTestPostgres();

@@ -165,7 +165,7 @@ function objectStoreContract(driver: DriverUnderTest): void {
       assert.deepEqual(await collect(store.list('')), []);
     });
 
-    it('deleteMany deletes every key given, more than one call takes, missing keys included, and nothing else', async () => {
+    it('deleteMany deletes every key given, more than a call takes, missing ones included, nothing else', async () => {
       const store = await fresh();
       const keys = Array.from({ length: 1005 }, (_, i) => `bulk/${String(i).padStart(4, '0')}`);
       for (let i = 0; i < keys.length; i += 50)
@@ -247,7 +247,7 @@ function objectStoreContract(driver: DriverUnderTest): void {
       }
     });
 
-    it('ping succeeds on a working store and fails fast on an unreachable one, telling the client nothing of its setup', async () => {
+    it('ping succeeds on a working store, fails fast on an unreachable one, revealing nothing of setup', async () => {
       const store = await fresh();
       await store.ping();
       const unreachable = driver.createUnreachable();
