@@ -110,7 +110,7 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
   });
 
   for (const name of ['exchange', 'seal'] as const) {
-    it(`${name}: refuses each guarded route without a token, with a wrong one, with the other one, or with one in the wrong place`, async () => {
+    it(`${name}: refuses each guarded route with no, a wrong, the other or a misplaced token`, async () => {
       const service = services()[name];
       const tokens = { admin: service.adminToken, service: service.serviceToken };
       const guarded = routeTable(service.service.app).filter((route) => guardOf(name, route) !== 'public');
@@ -158,7 +158,8 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
           const answer = await call(service.url, route, { authorization: `Bearer ${token}` });
           assert.ok(
             ![401, 403].includes(answer.status),
-            `${name} ${route.method} ${route.path} with the right token: ${answer.status} ${JSON.stringify(answer.body)}`,
+            `${name} ${route.method} ${route.path} with the right token: ` +
+              `${answer.status} ${JSON.stringify(answer.body)}`,
           );
         }
       }

@@ -111,7 +111,7 @@ describe('CSRF beyond the token check: cross-origin form posts, misplaced tokens
     await assertNothingChanged(smsBefore);
   });
 
-  it('takes the token from the X-CSRF-Token header only: not from the body, the query, a cookie or another header', async () => {
+  it('takes the token from the X-CSRF-Token header only: not the body, query, a cookie or another header', async () => {
     const smsBefore = harness.sms.messages.length;
     const token = victim.csrf!;
     const body = JSON.stringify({ text: 'forged', 'x-csrf-token': token, csrf: token, _csrf: token, csrfToken: token });
@@ -190,7 +190,7 @@ describe('session fixation: a session id an attacker knows before sign-in is wor
   });
 
   for (const rememberMe of [false, true]) {
-    it(`rotates a session the attacker planted in the victim's browser (keep me signed in: ${rememberMe})`, async () => {
+    it(`rotates a session planted in the victim's browser (keep me signed in: ${rememberMe})`, async () => {
       // The attacker opens a session of their own and plants its cookie in the victim's browser.
       const attacker = harness.reader();
       await attacker.get(`/v1/config?messageId=${messageId}`);

@@ -45,7 +45,7 @@ function askForCode(
 /** A six-digit code that is not `code`. */
 const wrong = (code: string, i: number) => String((Number(code) + 1 + i * 7919) % 1_000_000).padStart(6, '0');
 
-describe('OTP brute force with AUTH_TRUST_PROXY off: the per-IP limit counts the connection, not X-Forwarded-For', () => {
+describe('OTP brute force, AUTH_TRUST_PROXY off: the per-IP limit counts the connection, not X-Forwarded-For', () => {
   let harness: AuthHarness;
   before(async () => {
     harness = await startAuthHarness({ env: { SMS_LIMIT_IP_HOURLY: '3', SMS_LIMIT_NUMBER_INTERVAL: '0s' } });
@@ -90,7 +90,7 @@ describe('OTP brute force behind a trusted proxy (AUTH_TRUST_PROXY=1)', () => {
     await harness?.stop();
   });
 
-  it('counts the address the proxy saw: what the client writes in front of X-Forwarded-For changes nothing', async () => {
+  it('counts the address the proxy saw: what the client puts before X-Forwarded-For changes nothing', async () => {
     const people = Array.from({ length: 6 }, (_, i) => person('proxy', i));
     const { id } = harness.seal.register({
       raw: 'Subject: x\n\nx\n',
@@ -115,7 +115,7 @@ describe('OTP brute force behind a trusted proxy (AUTH_TRUST_PROXY=1)', () => {
     assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429]);
   });
 
-  it('holds the per-number limit whatever the sessions, the client addresses and the way the number is written', async () => {
+  it('holds the per-number limit whatever the sessions, client addresses and way the number is written', async () => {
     const target = person('number', 1);
     const { id } = harness.seal.register({ raw: 'Subject: x\n\nx\n', recipients: [{ ...target, method: 'sms' }] });
     const spellings = [
@@ -160,7 +160,7 @@ describe('OTP brute force behind a trusted proxy (AUTH_TRUST_PROXY=1)', () => {
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429]);
   });
 
-  it('allows CODE_MAX_ATTEMPTS guesses per code: an attacker gets 5 codes an hour and 5 guesses each, and the right code after them fails', async () => {
+  it('allows CODE_MAX_ATTEMPTS guesses a code: 5 codes an hour, 5 guesses each, then the right one fails', async () => {
     const target = person('guess', 1);
     const { id } = harness.seal.register({ raw: 'Subject: x\n\nx\n', recipients: [{ ...target, method: 'sms' }] });
     let guessesEvaluated = 0;

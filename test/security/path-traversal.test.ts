@@ -156,7 +156,8 @@ async function uploadRaw(reader: Reader, dispositionParams: string, content = Bu
   const boundary = `b${randomBytes(8).toString('hex')}`;
   const body = Buffer.concat([
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; ${dispositionParams}\r\nContent-Type: text/plain\r\n\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; ${dispositionParams}\r\n` +
+        'Content-Type: text/plain\r\n\r\n',
       'utf8',
     ),
     content,
@@ -173,6 +174,13 @@ async function uploadRaw(reader: Reader, dispositionParams: string, content = Bu
   });
   return { status: response.status, body: (await response.json()) as { id: string; name: string } };
 }
+
+/** RFC 6266: an ASCII fallback without quotes, backslashes or controls, and the exact name in RFC 8187 form. */
+const SAFE_DISPOSITION = new RegExp(
+  '^attachment; ' +
+    /filename="([\x20\x21\x23-\x5b\x5d-\x7e]*)"; /.source +
+    /filename\*=UTF-8''((?:[A-Za-z0-9!#$&+.^_`|~-]|%[0-9A-F]{2})*)$/.source,
+);
 
 describe('path traversal in uploaded file names and the names of downloads', () => {
   let harness: AuthHarness;
@@ -191,7 +199,7 @@ describe('path traversal in uploaded file names and the names of downloads', () 
     await harness?.stop();
   });
 
-  it('keeps an uploaded file under a generated key whatever its name, and the name it shows is never a path', async () => {
+  it('keeps an upload under a generated key whatever its name; the name it shows is never a path', async () => {
     const names = [
       `../../../../../../tmp/${marker}.txt`,
       `..\\..\\..\\${marker}.txt`,
@@ -254,7 +262,7 @@ describe('path traversal in uploaded file names and the names of downloads', () 
     assert.ok(!existsSync(`/tmp/${marker}.txt`));
   });
 
-  it('serves attachments of a sealed message with a safe Content-Disposition whatever their names (fuzzed)', async () => {
+  it('serves sealed attachments with a safe Content-Disposition whatever their names (fuzzed)', async () => {
     const name = fc.oneof(
       fc.string({ maxLength: 40 }),
       fc.string({ unit: 'binary', maxLength: 40 }),
@@ -301,11 +309,7 @@ describe('path traversal in uploaded file names and the names of downloads', () 
         });
         assert.equal(response.status, 200, `${what}: ${await response.clone().text()}`);
         const disposition = response.headers.get('content-disposition') ?? '';
-        // RFC 6266: an ASCII fallback without quotes, backslashes or controls, and the exact name in RFC 8187 form.
-        const match =
-          /^attachment; filename="([\x20\x21\x23-\x5b\x5d-\x7e]*)"; filename\*=UTF-8''((?:[A-Za-z0-9!#$&+.^_`|~-]|%[0-9A-F]{2})*)$/.exec(
-            disposition,
-          );
+        const match = SAFE_DISPOSITION.exec(disposition);
         assert.ok(match, `${what}: Content-Disposition ${JSON.stringify(disposition)}`);
         assert.equal(decodeURIComponent(match[2]!), attachment.filename, `${what}: filename* carries the name shown`);
         assert.doesNotMatch(attachment.filename, /[\\/\x00-\x1f\x7f]/, what);

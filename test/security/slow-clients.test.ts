@@ -63,7 +63,8 @@ describe('slow and stalled HTTP clients', () => {
       const port = portOf(services[name]!);
       const body = stall(
         port,
-        'POST /v1/anything HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":"a@',
+        'POST /v1/anything HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+          'Content-Length: 500\r\n\r\n{"email":"a@',
       );
       const headers = stall(port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
       const idle = stall(port, '');
@@ -97,10 +98,11 @@ describe('slow and stalled HTTP clients', () => {
     });
   }
 
-  it('closes a connection answered before its body came (a 403 at the door) once it stalls, without a second answer', async () => {
+  it('closes a stalled connection answered before its body (a 403 at the door), with no second answer', async () => {
     const { text, afterMs } = await stall(
       portOf(services.auth!),
-      'POST /v1/auth/code HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":',
+      'POST /v1/auth/code HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 500\r\n\r\n{"email":',
     ).answer;
     assert.match(text, /^HTTP\/1\.1 403 /, text.slice(0, 80));
     assert.equal(text.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer only');
@@ -119,7 +121,8 @@ describe('slow and stalled HTTP clients', () => {
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.write(
-      `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${exchange.serviceToken}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n`,
+      `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${exchange.serviceToken}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n`,
     );
     // Ten pieces 400 ms apart: 4 s in all, each gap well inside the 1 s idle timeout.
     const piece = Math.ceil(message.length / 10);
@@ -140,7 +143,8 @@ describe('slow and stalled HTTP clients', () => {
       const reader = new Reader(auth.url);
       assert.equal((await reader.get('/v1/config')).status, 200);
       const request =
-        `POST /v1/auth/code HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${reader.cookie}\r\nX-CSRF-Token: ${reader.csrf}\r\n` +
+        'POST /v1/auth/code HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+        `Cookie: ${reader.cookie}\r\nX-CSRF-Token: ${reader.csrf}\r\n` +
         'Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":';
       const start = openFiles();
       // In batches of 200, each connected before the next, so that the listen backlog never overflows.
