@@ -26,7 +26,7 @@ describe('kill -9 of the exchange engine during overlapped intake (row written w
 }, () => {
   const stage = useExchangeStage('faults-kill-overlap');
 
-  it('loses no acknowledged message, and never delivers or bounces one whose intake was not acknowledged', async (t) => {
+  it('loses no acknowledged message; never delivers or bounces one whose intake was not acknowledged', async (t) => {
     const { sink, database } = stage;
     const { env, objects } = await exchangeEnv(stage, 'faults-overlap', DELIVERY_CONCURRENCY);
     const processes: SealpostProcess[] = [];
@@ -146,8 +146,10 @@ describe('kill -9 of the exchange engine during overlapped intake (row written w
       assert.ok(extraCopies <= DELIVERY_CONCURRENCY * KILL_AFTER_QUEUED.length, `${extraCopies} duplicates`);
 
       t.diagnostic(
-        `${KILL_AFTER_QUEUED.length} kills: sent ${JSON.stringify(counts)}; rows storing at the kills ${storingAtKill.size} (none delivered, none with a status); ` +
-          `sink ${sink.messages.length} messages, ${byMessageId.size} distinct; duplicates ${extraCopies}; delivered without a 250 ${unansweredDelivered}`,
+        `${KILL_AFTER_QUEUED.length} kills: sent ${JSON.stringify(counts)}; ` +
+          `rows storing at the kills ${storingAtKill.size} (none delivered, none with a status); ` +
+          `sink ${sink.messages.length} messages, ${byMessageId.size} distinct; duplicates ${extraCopies}; ` +
+          `delivered without a 250 ${unansweredDelivered}`,
       );
     } finally {
       for (const engine of processes) await engine.stop('SIGKILL').catch(() => undefined);

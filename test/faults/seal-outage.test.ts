@@ -78,7 +78,7 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
     await sealDatabase?.drop();
   });
 
-  it('keeps messages in `retrying` while the seal service is down and seals them and sends the notifications once it is back', async (t) => {
+  it('keeps messages `retrying` while the seal service is down, seals and notifies once it is back', async (t) => {
     const port = Number(new URL(exchange!.service.listening.smtp!).port);
     const sealed = (database: ServiceUnderTest) => database.database.db.withSchema('seal') as Kysely<SealTables>;
 
@@ -164,7 +164,8 @@ describe('a seal-service outage', { timeout: 120_000 }, () => {
       ids.map(async (id) => (await statusHistory(exchange!, id)).filter((s) => s.status === 'retrying').length),
     );
     t.diagnostic(
-      `${MESSAGES} messages waited through the outage (${Math.min(...retries)}–${Math.max(...retries)} retries each), then sealed and notified`,
+      `${MESSAGES} messages waited through the outage ` +
+        `(${Math.min(...retries)}–${Math.max(...retries)} retries each), then sealed and notified`,
     );
   });
 });

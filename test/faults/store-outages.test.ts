@@ -162,7 +162,8 @@ async function assertPromisesKept(
 
   const extraCopies = [...byId.values()].reduce((sum, n) => sum + n - 1, 0);
   t.diagnostic(
-    `sent ${JSON.stringify(counts)}; sink ${sink.messages.length} messages, ${byId.size} distinct, ${extraCopies} extra copies`,
+    `sent ${JSON.stringify(counts)}; ` +
+      `sink ${sink.messages.length} messages, ${byId.size} distinct, ${extraCopies} extra copies`,
   );
   return extraCopies;
 }
@@ -193,7 +194,7 @@ describe('store outages under SMTP load', { timeout: 150_000 }, () => {
     return exchange;
   }
 
-  it('answers 451 and keeps nothing while S3 is down, and delivers everything it took once S3 is back, without a restart', async (t) => {
+  it('answers 451, keeps nothing while S3 is down; delivers all it took once S3 is back, no restart', async (t) => {
     const exchange = await startExchange();
     const db = exchangeDb(exchange);
     let pausedAt = new Date();
@@ -248,7 +249,7 @@ describe('store outages under SMTP load', { timeout: 150_000 }, () => {
     t.diagnostic(`${retried.length} deliveries waited in retrying for S3 and went out after it came back`);
   });
 
-  it('answers 451 and keeps nothing while PostgreSQL refuses connections, and delivers by itself once it takes them again', async (t) => {
+  it('answers 451, keeps nothing while PostgreSQL refuses connections; then delivers by itself', async (t) => {
     const exchange = await startExchange();
     let restore: (() => Promise<void>) | undefined;
     let deliveredAtOutage = 0;
