@@ -230,7 +230,8 @@ describe('fuzzing the JSON endpoints of the three services with random and malfo
         body,
       });
       const answer = await readBody(response);
-      const context = `${options.name} ${contentType ?? '(no content type)'}: ${JSON.stringify(body.slice(0, 600))}${body.length > 600 ? ` … (${body.length} characters)` : ''}`;
+      const shown = JSON.stringify(body.slice(0, 600)) + (body.length > 600 ? ` … (${body.length} characters)` : '');
+      const context = `${options.name} ${contentType ?? '(no content type)'}: ${shown}`;
       outcomes.set(response.status, (outcomes.get(response.status) ?? 0) + 1);
       assert.ok(response.status < 500, `not a server error: ${response.status} ${JSON.stringify(answer)}\n${context}`);
       if (response.status >= 400) assertErrorObject(response.status, answer, context);
