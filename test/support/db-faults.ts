@@ -11,9 +11,8 @@ export async function refuseConnections(databaseUrl: string): Promise<() => Prom
   const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
   const admin = await openTestPostgres();
   await sql`alter database ${sql.id(name)} allow_connections false`.execute(admin.db);
-  await sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${name} and pid <> pg_backend_pid()`.execute(
-    admin.db,
-  );
+  const othersOnIt = sql`datname = ${name} and pid <> pg_backend_pid()`;
+  await sql`select pg_terminate_backend(pid) from pg_stat_activity where ${othersOnIt}`.execute(admin.db);
   let restored = false;
   return async () => {
     if (restored) return;

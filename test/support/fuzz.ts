@@ -30,10 +30,11 @@ export async function fuzz<T>(
   if (!details.failed) return;
   const reason = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   const example = fc.stringify(details.counterexample);
+  const shown = example.length > 4000 ? `${example.slice(0, 4000)}… (${example.length} characters)` : example;
   throw new Error(
     `fuzz "${name}" failed at case ${details.numRuns} of ${numRuns} ` +
       `(replay: fc.assert(..., { seed: ${seed}, path: "${details.counterexamplePath}" }); FUZZ_SEED=${FUZZ_SEED}):\n` +
-      `${reason}\ncase: ${example.length > 4000 ? `${example.slice(0, 4000)}… (${example.length} characters)` : example}`,
+      `${reason}\ncase: ${shown}`,
     { cause: details.errorInstance },
   );
 }

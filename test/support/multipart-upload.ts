@@ -32,8 +32,9 @@ export interface UploadOptions {
  */
 export function uploadFile(reader: Reader, options: UploadOptions): Promise<UploadResponse> {
   const boundary = `----sealpost${randomBytes(12).toString('hex')}`;
+  const filename = options.filename.replace(/"/g, '%22');
   const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename.replace(/"/g, '%22')}"\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
       `Content-Type: ${options.contentType ?? 'application/octet-stream'}\r\n\r\n`,
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);

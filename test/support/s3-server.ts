@@ -70,7 +70,8 @@ async function freePort(): Promise<number> {
 async function swiftPython(): Promise<string> {
   const head = await readFile('/usr/bin/swift-proxy-server', 'utf8').catch(() => {
     throw new Error(
-      'OpenStack Swift is not installed (apt-get install swift-proxy swift-account swift-container swift-object memcached)',
+      'OpenStack Swift is not installed ' +
+        '(apt-get install swift-proxy swift-account swift-container swift-object memcached)',
     );
   });
   return /^#!\s*(\S+)/.exec(head)?.[1] ?? '/usr/bin/python3';
@@ -93,10 +94,15 @@ function commonConf(dir: string, port: number): string {
   ].join('\n');
 }
 
+/** proxy-server.conf's middleware, in the order a request goes through them. */
+const PROXY_PIPELINE =
+  'catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api tempauth ' +
+  'copy slo dlo proxy-logging proxy-server';
+
 function proxyConf(dir: string, port: number, memcachedPort: number): string {
   return `${commonConf(dir, port)}
 [pipeline:main]
-pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api tempauth copy slo dlo proxy-logging proxy-server
+pipeline = ${PROXY_PIPELINE}
 [app:proxy-server]
 use = egg:swift#proxy
 account_autocreate = true
@@ -202,7 +208,9 @@ export async function startS3Server(): Promise<S3TestServer> {
     '[swift-hash]\nswift_hash_path_suffix = sealpost-test\nswift_hash_path_prefix = sealpost-test\n',
   );
   for (const kind of ['account', 'container', 'object'] as const) {
-    const conf = `${commonConf(dir, ports[kind])}\n[pipeline:main]\npipeline = ${kind}-server\n[app:${kind}-server]\nuse = egg:swift#${kind}\n`;
+    const conf =
+      `${commonConf(dir, ports[kind])}\n[pipeline:main]\npipeline = ${kind}-server\n` +
+      `[app:${kind}-server]\nuse = egg:swift#${kind}\n`;
     await writeFile(join(etc, `${kind}-server.conf`), conf);
   }
   await writeFile(join(etc, 'proxy-server.conf'), proxyConf(dir, proxyPort!, memcachedPort!));
@@ -243,7 +251,8 @@ export async function startS3Server(): Promise<S3TestServer> {
     'sh',
     [
       '-c',
-      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; for p in $(cat "${groupsFile}"); do kill -9 -- -$p 2>/dev/null; done; rm -rf "${dir}"`,
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
+        `for p in $(cat "${groupsFile}"); do kill -9 -- -$p 2>/dev/null; done; rm -rf "${dir}"`,
     ],
     '/dev/null',
     false, // Not killed by the 'exit' handler: it must outlive us to remove the dir.
