@@ -53,11 +53,8 @@ describe('sealpost start all on the embedded defaults', () => {
 
     // Once in four CI runs on Node 26 this came back null (ended by a signal, not by its handler): say how.
     const code = await first.stop('SIGTERM');
-    assert.equal(
-      code,
-      0,
-      `exit code ${code}, signal ${first.child.signalCode}; its last output:\n${(first.stdout() + first.stderr()).slice(-3000)}`,
-    );
+    const lastOutput = (first.stdout() + first.stderr()).slice(-3000);
+    assert.equal(code, 0, `exit code ${code}, signal ${first.child.signalCode}; its last output:\n${lastOutput}`);
     assert.match(first.stdout() + first.stderr(), /"msg":"stopped"/);
     // Every port is free again: a second start on the same data folder reuses the database.
     const second = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir });

@@ -16,7 +16,7 @@ describe('npm run demo', () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
 
-  it('seals a sample email on the embedded defaults, prints its reader link, then the code a reader asks for', async () => {
+  it('seals a sample email on the embedded defaults, prints its reader link, then the code asked for', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-demo-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const ports = {

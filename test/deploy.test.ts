@@ -67,7 +67,7 @@ function exported(page: string): Set<string> {
 }
 
 describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.yaml', () => {
-  it('passes promtool check config (with the alert rules it loads) and every alert has unit tests that pass', async () => {
+  it('passes promtool check config (with the alert rules it loads); every alert has passing unit tests', async () => {
     const { stdout: config } = await run('promtool', ['check', 'config', root('deploy/prometheus/prometheus.yml')]);
     assert.match(config, /SUCCESS: 6 rules found/);
     const { stdout: tests } = await run('promtool', ['test', 'rules', root('deploy/prometheus/alerts.test.yml')]);
@@ -99,7 +99,7 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     }
   });
 
-  it('parses compose.yaml with docker-compose against .env.example, which lists every secret compose requires', async () => {
+  it('parses compose.yaml with docker-compose against .env.example, which lists every secret it requires', async () => {
     const compose = await readFile(root('compose.yaml'), 'utf8');
     const example = await readFile(root('.env.example'), 'utf8');
     const required = [...new Set([...compose.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!))];
@@ -129,7 +129,7 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     assert.match(stdout, /deploy\/clamd\/clamd\.conf:\/etc\/clamav\/clamd\.conf/, 'clamd gets its archive limits');
   });
 
-  it("gives clamd archive limits that refuse a zip bomb: clamconf reads deploy/clamd/clamd.conf with AlertExceedsMax on, MaxFileSize not below the stream's", async () => {
+  it("gives clamd limits refusing zip bombs: AlertExceedsMax on, MaxFileSize not below the stream's", async () => {
     // clamconf reads clamd.conf from a folder; a copy keeps the check from reading anything else there.
     const dir = await mkdtemp(join(tmpdir(), 'sealpost-clamconf-'));
     try {

@@ -237,7 +237,8 @@ describe('DKIM-signed mail, verified by mailauth over a real SMTP hop', () => {
     });
     assert.equal(signer.algorithm, 'ed25519-sha256');
     const message = Buffer.from(
-      `From: no-reply@${DOMAIN}\r\nTo: alice@rcpt.example\r\nSubject: Ed25519\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ed@${DOMAIN}>\r\n\r\nA signed line.\r\n`,
+      `From: no-reply@${DOMAIN}\r\nTo: alice@rcpt.example\r\nSubject: Ed25519\r\n` +
+        `Date: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <ed@${DOMAIN}>\r\n\r\nA signed line.\r\n`,
     );
     const transport = nodemailer.createTransport({
       host: '127.0.0.1',

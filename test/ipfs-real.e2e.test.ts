@@ -182,7 +182,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     return { pins: current, ms: Date.now() - started };
   }
 
-  it('seals a message sent over SMTP on the primary, holds it pinned on both clusters within a minute, and the reader sees it verified', async () => {
+  it('seals mail sent by SMTP on the primary, pinned on both clusters within a minute, read as verified', async () => {
     await send('Real IPFS report');
     const id = await sealedIdOf('Real IPFS report');
     const { pins: held, ms } = await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
@@ -215,7 +215,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     );
   });
 
-  it("with the secondary's Kubo stopped during a seal: the seal stands, the pin is not held, then it is pinned by itself after Kubo restarts", async () => {
+  it("secondary's Kubo stopped during a seal: the seal stands unpinned there, pinned by itself once back", async () => {
     await clusters.secondary.stopKubo();
     let id: string;
     try {
@@ -235,7 +235,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     );
   });
 
-  it("with the primary's Kubo stopped: the seal service is not ready, mail is accepted and kept, and sealed once Kubo is back", async () => {
+  it("primary's Kubo stopped: seal service not ready, mail accepted and kept, sealed once Kubo is back", async () => {
     await clusters.primary.stopKubo();
     try {
       let ready = await fetch(`${sealpost.urls.seal}/readyz`);

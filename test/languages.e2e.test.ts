@@ -87,7 +87,7 @@ describe("notifications and email codes in the reader's language", () => {
     return simpleParser(sink.messages.find(isNotice)!.raw);
   }
 
-  it('writes each notification in the language given for its recipient, else NOTIFY_DEFAULT_LANGUAGE, with the language in the link', async (t) => {
+  it('writes notifications in the language of each recipient, else NOTIFY_DEFAULT_LANGUAGE; links it', async (t) => {
     const accepted = await fetch(`${sealpost.urls.exchange}/v1/messages`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SERVICE_TOKEN}`, 'content-type': 'application/json' },

@@ -34,7 +34,11 @@ describe('npm run lint (Biome, recommended rules, biome.jsonc)', () => {
       const probe = join(dir, 'probe.ts');
       await writeFile(
         probe,
-        'export function probe(list: number[]): number {\n  let total = 0;\n  list.forEach((n) => (total += n));\n  return total == 3 ? 1 : 0;\n}\n',
+        'export function probe(list: number[]): number {\n' +
+          '  let total = 0;\n' +
+          '  list.forEach((n) => (total += n));\n' +
+          '  return total == 3 ? 1 : 0;\n' +
+          '}\n',
       );
       const result = await lint([probe]);
       assert.notEqual(result.code, 0, result.output);

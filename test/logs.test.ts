@@ -83,7 +83,7 @@ async function stop(terminal: Terminal): Promise<void> {
 }
 
 describe('logs on a terminal', () => {
-  it('prints human lines: no JSON, no request lines, no warning on the defaults, the link and the code on lines of their own', async () => {
+  it('prints human lines: no JSON, request lines or default warnings; link and code on their own lines', async () => {
     const terminal = await startInTerminal({});
     try {
       const mail = createTransport({ host: '127.0.0.1', port: terminal.ports.smtp, secure: false, ignoreTLS: true });

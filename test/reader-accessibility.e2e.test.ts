@@ -130,10 +130,12 @@ function describeViolations(
   where: string,
   violations: Awaited<ReturnType<AxeBuilder['analyze']>>['violations'],
 ): string[] {
-  return violations.map(
-    (v) =>
-      `${where}: ${v.id} (${v.impact}) ${v.help}\n${v.nodes.map((node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`).join('\n')}`,
-  );
+  return violations.map((v) => {
+    const nodes = v.nodes.map(
+      (node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`,
+    );
+    return `${where}: ${v.id} (${v.impact}) ${v.help}\n${nodes.join('\n')}`;
+  });
 }
 
 /**
@@ -212,7 +214,7 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
     link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, true);
   });
 
-  it("speaks the link's ?lang=, else the browser's language, else English; the switcher changes it in place, by keyboard too, and the address keeps it", async () => {
+  it("speaks ?lang=, else the browser's, else English; switched in place (keyboard too), kept in the URL", async () => {
     for (const [locale, path, expected] of [
       ['fr-FR', '', 'fr'],
       ['fr-FR', '?lang=it', 'it'],
@@ -256,7 +258,7 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
     }
   });
 
-  it('has no violations on the sign-in and code screens, with and without an alert, in every language and width', async () => {
+  it('no violations on the sign-in and code screens, with and without an alert, every language and width', async () => {
     const found: string[] = [];
     const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
@@ -302,7 +304,7 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
     assertNone(found);
   });
 
-  it('has no violations on the message with the reply form, the reply sent and signed out, in every language and width', async () => {
+  it('no violations on the message with the reply form, reply sent, signed out, every language and width', async () => {
     const found: string[] = [];
     const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
@@ -352,7 +354,7 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
     assertNone(found);
   });
 
-  it('has no violations on the error screens (a link to no message, a broken seal), in every language and width', async () => {
+  it('no violations on the error screens (no such message, broken seal), in every language and width', async () => {
     const found: string[] = [];
     const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();

@@ -114,7 +114,7 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
     link = await readerLink(sink, ALICE.email);
   });
 
-  it('sends the reply when "Send reply" is pressed 100 ms after typing: the save status appears without moving the button', async () => {
+  it('sends when "Send reply" is pressed 100 ms after typing; the save status does not move the button', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     try {
@@ -181,7 +181,7 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
     }
   });
 
-  it('two windows: B sends, A sends again and is told the reply changed elsewhere and reloaded; one reply leaves', async () => {
+  it('two windows: B sends, A sends again, is told it changed elsewhere and reloaded; one reply leaves', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const a = await context.newPage();
     try {

@@ -34,7 +34,7 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
   const opened = (page: Page, subject: string) =>
     page.getByRole('heading', { level: 1, name: subject }).waitFor({ timeout: 15_000 });
 
-  it('signs in once, opens three messages (A, B, C, A) without another code, lists the others, and keeps them after a browser restart', async () => {
+  it('signs in once, opens A, B, C, A with no other code, lists the others, keeps them over a restart', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const before = sms.messages.length;
@@ -77,7 +77,7 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
     await restarted.close();
   });
 
-  it('changes the mobile number with a code to the current number, then one to the new number, and tells the old number and the address', async () => {
+  it('changes the mobile with codes to the old then the new number, and tells the old number and address', async () => {
     const link = await sealFor(sealpost.ports.smtp, sink, ALICE, 'Your contract, sealed', 'Please sign.');
     const context = await browser.newContext({ viewport: { width: 360, height: 780 } });
     const page = await context.newPage();

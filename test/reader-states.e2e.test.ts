@@ -68,7 +68,7 @@ describe('the reader page says what happened (Chromium)', () => {
     link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, 'Please sign the lease.');
   });
 
-  it('counts down the tries of a wrong code, then says the code is void and offers a new one that signs in', async () => {
+  it('counts down the tries of a wrong code, then says it is void and offers a new one that signs in', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     try {
@@ -111,7 +111,7 @@ describe('the reader page says what happened (Chromium)', () => {
     }
   });
 
-  it('shows the code screen again after a reload, without sending another SMS, and signs in with the first code', async () => {
+  it('shows the code screen again after a reload, sends no other SMS, and signs in with the first code', async () => {
     const daveLink = await sealFor(sealpost.ports.smtp, sink, DAVE, SUBJECT, 'Please sign the lease.');
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
@@ -160,7 +160,7 @@ describe('the reader page says what happened (Chromium)', () => {
     }
   });
 
-  it('shows a broken seal in red with its CID, never "try again", when a byte of the stored block was flipped', async () => {
+  it('shows a broken seal in red with its CID, never "try again", when a stored byte was flipped', async () => {
     const blocks = join(dataDir, 'ipfs-cluster', 'blocks');
     const known = new Set(await blockFiles(blocks));
     const tamperedLink = await sealFor(

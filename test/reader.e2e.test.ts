@@ -284,7 +284,7 @@ describe('the reader page in Chromium', () => {
     }
   });
 
-  it('signs in with the SMS code (a wrong code first), reads the verified message and replies with an attachment that arrives intact', async () => {
+  it('signs in by SMS (a wrong code first), reads the verified message, replies with a file intact', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const blockedRequests: string[] = [];
