@@ -1,13 +1,12 @@
 /**
- * Lines are at most MAX_LINE characters (`npm run lint`, test/lint.test.ts). The formatter wraps code at
- * that width but never breaks a string, template or regex literal, so that messages and test names stay
- * whole and can be found with grep; such a literal may carry a line past the width. Everything else on
- * the line must fit, and comments always must. Biome has no line-length rule, hence this check.
+ * Lines are at most MAX_LINE characters (`npm run lint`, test/lint.test.ts), literals included. The
+ * formatter wraps code at that width but never breaks a string, template or regex literal, so a long
+ * literal is split by hand with `+` at a word boundary, or hoisted into a named constant. Biome has no
+ * line-length rule, hence this check. Characters are counted, not bytes, so "é" is one.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 
 export const MAX_LINE = 120;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -19,35 +18,12 @@ export interface LongLine {
   length: number;
 }
 
-/** The lines of a source text that are too long once their string, template and regex literals are left out. */
-export function longLines(path: string, text: string): LongLine[] {
-  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
-  const literals: Array<[number, number]> = [];
-  const visit = (node: ts.Node): void => {
-    if (
-      ts.isStringLiteral(node) ||
-      ts.isNoSubstitutionTemplateLiteral(node) ||
-      ts.isTemplateExpression(node) ||
-      ts.isRegularExpressionLiteral(node)
-    ) {
-      literals.push([node.getStart(source), node.end]);
-      return;
-    }
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
+/** The lines of a source text longer than MAX_LINE characters. */
+export function longLines(text: string): LongLine[] {
   const found: LongLine[] = [];
-  let start = 0;
   for (const [index, line] of text.split('\n').entries()) {
-    const end = start + line.length;
-    if (line.length > MAX_LINE) {
-      const inLiterals = literals.reduce(
-        (sum, [from, to]) => sum + Math.max(0, Math.min(to, end) - Math.max(from, start)),
-        0,
-      );
-      if (line.length - inLiterals > MAX_LINE) found.push({ line: index + 1, length: line.length });
-    }
-    start = end + 1;
+    const length = [...line].length;
+    if (length > MAX_LINE) found.push({ line: index + 1, length });
   }
   return found;
 }
@@ -59,7 +35,7 @@ export function projectLongLines(root = ROOT): string[] {
     const entries = readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' });
     for (const entry of entries.filter((name) => SOURCE.test(name) && !name.includes('node_modules')).sort()) {
       const path = join(root, folder, entry);
-      for (const { line, length } of longLines(path, readFileSync(path, 'utf8'))) {
+      for (const { line, length } of longLines(readFileSync(path, 'utf8'))) {
         found.push(`${relative(root, path)}:${line} (${length} characters)`);
       }
     }
@@ -71,7 +47,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const found = projectLongLines();
   for (const line of found) process.stderr.write(`${line}\n`);
   if (found.length > 0) {
-    process.stderr.write(`${found.length} lines longer than ${MAX_LINE} characters (literals aside)\n`);
+    process.stderr.write(`${found.length} lines longer than ${MAX_LINE} characters\n`);
     process.exitCode = 1;
   }
 }
