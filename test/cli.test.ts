@@ -13,6 +13,7 @@ import { migrations as authMigrations } from '../src/auth/migrations/index.ts';
 import { migrations as exchangeMigrations } from '../src/exchange/migrations/index.ts';
 import { openDatabase } from '../src/kernel/db/index.ts';
 import { migrations as sealMigrations } from '../src/seal/migrations/index.ts';
+import { seedEmbeddedDatabase } from './support/embedded-database.ts';
 import { freePort } from './support/ports.ts';
 import { SEALPOST_BIN, startSealpostProcess } from './support/sealpost-process.ts';
 import { createTestDatabase } from './support/postgres.ts';
@@ -29,7 +30,7 @@ describe('sealpost start all on the embedded defaults', () => {
   it('comes up with nothing configured, says where each service listens, and stops cleanly on SIGTERM', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-cli-'));
     dirs.push(dataDir);
-    const first = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir });
+    const first = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir }, { freshDatabase: true });
     const banner = first.stdout();
     assert.match(banner, new RegExp(`auth +${first.urls.auth}`));
     assert.match(banner, new RegExp(`seal +${first.urls.seal}`));
@@ -99,6 +100,7 @@ describe('a listen that fails names the variable to change', () => {
   /** `sealpost start all` on free ports but `env`; resolves with its exit code and standard error. */
   async function startFailing(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-listen-'));
+    await seedEmbeddedDatabase(dataDir);
     try {
       const ports = {
         AUTH_PORT: await freePort(),

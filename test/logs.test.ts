@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createTransport } from 'nodemailer';
 import { Reader } from './support/auth-reader.ts';
+import { seedEmbeddedDatabase } from './support/embedded-database.ts';
 import { freePort } from './support/ports.ts';
 import { SEALPOST_BIN } from './support/sealpost-process.ts';
 
@@ -37,6 +38,8 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
     smtp: await freePort(),
     ipfsProxy: await freePort(),
   };
+  const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-logs-'));
+  await seedEmbeddedDatabase(dataDir);
   const child = spawn(
     'script',
     ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(SEALPOST_BIN)} start all`, '/dev/null'],
@@ -45,7 +48,7 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '/tmp',
         TERM: 'xterm',
-        SEALPOST_DATA_DIR: await mkdtemp(join(tmpdir(), 'sealpost-logs-')),
+        SEALPOST_DATA_DIR: dataDir,
         AUTH_PORT: String(ports.auth),
         SEAL_PORT: String(ports.seal),
         EXCHANGE_PORT: String(ports.exchange),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { seedEmbeddedDatabase } from './embedded-database.ts';
 import { freePort } from './ports.ts';
 
 export const SEALPOST_BIN = fileURLToPath(new URL('../../bin/sealpost.js', import.meta.url));
@@ -28,8 +29,17 @@ export interface SealpostProcess {
  */
 export async function startSealpostProcess(
   env: Record<string, string>,
-  options: { which?: string; timeoutMs?: number; built?: boolean } = {},
+  options: {
+    which?: string;
+    timeoutMs?: number;
+    built?: boolean;
+    /** Let the process run initdb itself, as on a machine's first start (see embedded-database.ts). */
+    freshDatabase?: boolean;
+  } = {},
 ): Promise<SealpostProcess> {
+  if (env.SEALPOST_DATA_DIR && !env.DATABASE_URL && !options.freshDatabase) {
+    await seedEmbeddedDatabase(env.SEALPOST_DATA_DIR);
+  }
   const ports = {
     auth: await freePort(),
     seal: await freePort(),
