@@ -1,38 +1,42 @@
 /**
  * The errorCode values (docs/specification.md#error-codes): the auth service's, plus the few generic ones the
  * services add. A file of its own that imports nothing: the reader page (web/reader) has a sentence for
- * each, and its type check, with the browser's types and no Node's, reads this file too.
+ * each, and its type check, with the browser's types and no Node's, reads this file too. One list, from
+ * which the type is derived, so that a test can go through the codes at run time.
  */
-export type ErrorCode =
-  | 'expired_code'
-  | 'incorrect_code'
-  | 'invalid_email'
-  | 'invalid_mobile'
-  | 'invalid_code_or_email'
-  | 'invalid_bcc_address'
-  | 'email_mismatch'
-  | 'unauthorized_user'
-  | 'forbidden_auth_method'
-  | 'forbidden_file_type'
-  | 'malware_detected'
-  | 'file_too_large'
-  | 'upload_limit_reached'
-  | 'new_mobile_conflict'
-  | 'sms_rate_limit'
-  | 'email_and_mobile_mismatch'
+export const ERROR_CODES = [
+  'expired_code',
+  'incorrect_code',
+  'invalid_email',
+  'invalid_mobile',
+  'invalid_code_or_email',
+  'invalid_bcc_address',
+  'email_mismatch',
+  'unauthorized_user',
+  'forbidden_auth_method',
+  'forbidden_file_type',
+  'malware_detected',
+  'file_too_large',
+  'upload_limit_reached',
+  'new_mobile_conflict',
+  'sms_rate_limit',
+  'email_and_mobile_mismatch',
   // Refinements of our own where the spec's codes would say the wrong thing.
-  | 'code_attempts_exceeded'
-  | 'seal_broken'
+  'code_attempts_exceeded',
+  'seal_broken',
   // Generic codes of our own, for clients that switch on errorCode rather than on the status.
-  | 'validation_failed'
-  | 'not_found'
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'csrf_token_invalid'
-  | 'conflict'
+  'validation_failed',
+  'not_found',
+  'unauthenticated',
+  'forbidden',
+  'csrf_token_invalid',
+  'conflict',
   /** A reply draft changed since the version the client sent (If-Match): it must load the draft again. */
-  | 'draft_conflict'
-  | 'payload_too_large'
-  | 'unavailable'
-  | 'upstream_failed'
-  | 'internal';
+  'draft_conflict',
+  'payload_too_large',
+  'unavailable',
+  'upstream_failed',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
