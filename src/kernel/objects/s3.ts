@@ -42,6 +42,8 @@ export interface S3ObjectStoreOptions {
   createBucket?: boolean;
   /** ListObjectsV2 page size (S3's maximum and default is 1,000); tests use a small one. */
   listPageSize?: number;
+  /** Keys per DeleteObjects call (S3's maximum, DELETE_MANY_MAX, by default); tests use a small one. */
+  deleteBatchSize?: number;
 }
 
 export interface S3ObjectStore extends ObjectStore {
@@ -81,7 +83,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
     get: (key: string) => getObject(target, key),
     head: (key: string) => headObject(target, key),
     delete: (key: string) => deleteObject(target, key),
-    deleteMany: (keys: string[]) => deleteObjects(target, keys),
+    deleteMany: (keys: string[]) => deleteObjects(target, keys, options.deleteBatchSize),
     list: (prefix: string) => listObjects(target, prefix, options.listPageSize),
     ping: () => pingBucket(target),
     async close(): Promise<void> {
@@ -271,10 +273,10 @@ async function deleteObject({ client, bucket }: S3Target, key: string): Promise<
   }
 }
 
-async function deleteObjects(target: S3Target, keys: string[]): Promise<void> {
+async function deleteObjects(target: S3Target, keys: string[], batch = DELETE_MANY_MAX): Promise<void> {
   for (const key of keys) assertValidKey(key);
-  for (let from = 0; from < keys.length; from += DELETE_MANY_MAX) {
-    const chunk = keys.slice(from, from + DELETE_MANY_MAX);
+  for (let from = 0; from < keys.length; from += batch) {
+    const chunk = keys.slice(from, from + batch);
     let errors: Array<{ Key?: string; Code?: string; Message?: string }> | undefined;
     try {
       // Quiet: the answer lists only the keys that failed, not every one deleted.
