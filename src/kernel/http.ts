@@ -21,6 +21,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { AppError, badRequest, errorObject, newErrorId } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { cachedFor, createHttpMetrics, operationName } from './metrics.ts';
+import { closeQuietConnectionsOnStop } from './quiet-connections.ts';
 import { guardAgainstSlowClients } from './slow-clients.ts';
 import { formatValidationError, nulCharacterField } from './validation.ts';
 
@@ -153,6 +154,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
 
   const metrics = createHttpMetrics(options.registry);
   if (options.limits) guardAgainstSlowClients(app.server, { ...options.limits, refused: metrics.refusedConnections });
+  closeQuietConnectionsOnStop(app);
   registerReadinessGauge(options.registry, options.readiness, options.logger);
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
