@@ -4,11 +4,10 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AxeBuilder } from '@axe-core/playwright';
-import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
 import type { Browser, Page } from 'playwright-core';
 import type { Language } from '../src/kernel/languages.ts';
 import { TEXTS, type Texts } from '../web/reader/texts/index.ts';
+import { type MailContent, nextCode, requestCode, sealFor, wrongCode } from './support/reader-browser.ts';
 import type { SealpostProcess } from './support/sealpost-process.ts';
 import { useReaderStack } from './support/reader-stack.ts';
 import type { SmsCapture } from './support/sms-capture.ts';
@@ -28,7 +27,6 @@ const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.
 const LANGUAGES: Language[] = ['en', 'de', 'fr', 'it'];
 const WIDTHS = [360, 1280] as const;
 
-const SENDER = 'Dana Sender <dana@sender.example>';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
 const OTHER_SUBJECT = 'Your deposit, sealed';
@@ -40,81 +38,20 @@ const TINY_PNG = Buffer.from(
   'base64',
 );
 
-async function sendMail(
-  smtpPort: number,
-  to: { email: string; mobile: string },
-  subject: string,
-  html: boolean,
-): Promise<void> {
-  const transport = nodemailer.createTransport({
-    host: '127.0.0.1',
-    port: smtpPort,
-    secure: false,
-    ignoreTLS: true,
-    connectionTimeout: 10_000,
-  });
-  try {
-    await transport.sendMail({
-      from: SENDER,
-      to: to.email,
-      subject,
-      text: `Hello,\n\n${BODY_LINE}\n\nKind regards,\nDana ${'x'.repeat(400)}`,
-      ...(html
-        ? {
-            html:
-              `<p>Hello,</p><p><strong>${BODY_LINE}</strong></p>` +
-              '<p><img src="https://images.example.invalid/logo.png" alt="Logo"></p><p>Kind regards,<br>Dana</p>',
-            attachments: [{ filename: 'contract.png', content: TINY_PNG, contentType: 'image/png' }],
-          }
-        : {}),
-      headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }],
-    });
-  } finally {
-    transport.close();
-  }
-}
-
-/** The reader link of the first notification to `to` beyond the `before` first messages at the sink. */
-async function readerLink(sink: SmtpSink, to: string, before: number): Promise<string> {
-  const about = (m: SmtpSink['messages'][number]) => m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
-  await sink.waitUntil(() => sink.messages.slice(before).some(about), 30_000, `the notification to ${to}`);
-  const parsed = await simpleParser(sink.messages.slice(before).find(about)!.raw);
-  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
-  assert.ok(link, `no reader link in the notification:\n${parsed.text}`);
-  return link;
-}
-
-async function sealFor(
-  smtpPort: number,
-  sink: SmtpSink,
-  to: { email: string; mobile: string },
-  subject: string,
-  html: boolean,
-): Promise<string> {
-  const before = sink.messages.length;
-  await sendMail(smtpPort, to, subject, html);
-  return readerLink(sink, to.email, before);
-}
-
-/** Waits until the SMS capture has a code for `to` beyond the `before` first messages. */
-async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  while (sms.messages.slice(before).every((m) => m.to !== to)) {
-    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return sms.lastCodeTo(to);
-}
-
-const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-
-/** From the link to the code screen, in English. */
-async function requestCode(page: Page, link: string, who: { email: string; mobile: string }): Promise<void> {
-  await page.goto(link);
-  await page.getByLabel('Email address').fill(who.email);
-  await page.getByLabel(/Mobile number/).fill(who.mobile);
-  await page.getByRole('button', { name: 'Send me a code' }).click();
-  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+/** The message of the accessibility checks: with `html`, its HTML with a remote image and an attachment. */
+function mail(subject: string, html: boolean): MailContent {
+  return {
+    subject,
+    text: `Hello,\n\n${BODY_LINE}\n\nKind regards,\nDana ${'x'.repeat(400)}`,
+    ...(html
+      ? {
+          html:
+            `<p>Hello,</p><p><strong>${BODY_LINE}</strong></p>` +
+            '<p><img src="https://images.example.invalid/logo.png" alt="Logo"></p><p>Kind regards,<br>Dana</p>',
+          attachments: [{ filename: 'contract.png', content: TINY_PNG, contentType: 'image/png' }],
+        }
+      : {}),
+  };
 }
 
 /** The block files of the IPFS Cluster stand-in (blockstore-fs: one `.data` file per block). */
@@ -210,8 +147,8 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
     await mkdir(SCREENSHOTS, { recursive: true });
     ({ sms, sink, sealpost, browser, dataDir } = stack);
     // A second message for the same recipient, so that the message screen lists "your other sealed messages".
-    await sealFor(sealpost.ports.smtp, sink, ALICE, OTHER_SUBJECT, false);
-    link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, true);
+    await sealFor(sealpost.ports.smtp, sink, ALICE, mail(OTHER_SUBJECT, false));
+    link = await sealFor(sealpost.ports.smtp, sink, ALICE, mail(SUBJECT, true));
   });
 
   it("speaks ?lang=, else the browser's, else English; switched in place (keyboard too), kept in the URL", async () => {
@@ -368,7 +305,7 @@ describe('the reader page in four languages, accessible (axe-core in Chromium)',
       // A flipped byte in the stored block of a message sealed for this: its content no longer matches.
       const blocks = join(dataDir, 'ipfs-cluster', 'blocks');
       const known = new Set(await blockFiles(blocks));
-      const tamperedLink = await sealFor(sealpost.ports.smtp, sink, CAROL, TAMPERED_SUBJECT, false);
+      const tamperedLink = await sealFor(sealpost.ports.smtp, sink, CAROL, mail(TAMPERED_SUBJECT, false));
       const added = (await blockFiles(blocks)).filter((file) => !known.has(file));
       const sizes = await Promise.all(added.map(async (file) => ({ file, size: (await stat(file)).size })));
       const target = sizes.sort((a, b) => b.size - a.size)[0]!.file;

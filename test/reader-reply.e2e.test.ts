@@ -1,8 +1,8 @@
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
 import type { Browser, Page } from 'playwright-core';
+import { enterCode, nextCode, readerLink, requestCode, sendSealedMail } from './support/reader-browser.ts';
 import type { SealpostProcess } from './support/sealpost-process.ts';
 import { useReaderStack } from './support/reader-stack.ts';
 import type { SmsCapture } from './support/sms-capture.ts';
@@ -15,7 +15,6 @@ import type { SmtpSink } from './support/smtp-sink.ts';
  * without the file it showed). Whatever leaves is counted at the SMTP sink.
  */
 
-const SENDER = 'Dana Sender <dana@sender.example>';
 const SENDER_ADDRESS = 'dana@sender.example';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
@@ -23,37 +22,6 @@ const SUBJECT = 'Your contract, sealed';
 const ADMIN = 'test-admin-token';
 /** A PNG signature and then bytes: passes the magic-byte check. */
 const PICTURE = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(3000, 7)]);
-
-async function sendSealedMail(smtpPort: number, recipients: Array<{ email: string; mobile: string }>): Promise<void> {
-  const transport = nodemailer.createTransport({
-    host: '127.0.0.1',
-    port: smtpPort,
-    secure: false,
-    ignoreTLS: true,
-    connectionTimeout: 10_000,
-  });
-  try {
-    await transport.sendMail({
-      from: SENDER,
-      to: recipients.map((r) => r.email),
-      subject: SUBJECT,
-      text: 'Please sign and send it back.',
-      headers: recipients.map((r) => ({ key: 'X-Sealpost-Mobile', value: `${r.email}=${r.mobile}` })),
-    });
-  } finally {
-    transport.close();
-  }
-}
-
-async function readerLink(sink: SmtpSink, to: string): Promise<string> {
-  const isNotification = (m: SmtpSink['messages'][number]) =>
-    m.to.includes(to) && /\/m\/[A-Za-z0-9_-]+/.test(m.raw.toString());
-  await sink.waitUntil(() => sink.messages.some(isNotification), 30_000, `the notification to ${to}`);
-  const parsed = await simpleParser(sink.messages.find(isNotification)!.raw);
-  const link = /https?:\/\/[^\s"<>]+\/m\/[A-Za-z0-9_-]+/.exec(parsed.text ?? '')?.[0];
-  assert.ok(link, parsed.text);
-  return link;
-}
 
 /**
  * Waits until the exchange engine's queue (GET /v1/admin/queue) holds no envelope: every one was delivered or failed.
@@ -71,15 +39,6 @@ async function queueEmpty(sealpost: SealpostProcess): Promise<void> {
   }
 }
 
-async function nextCode(sms: SmsCapture, to: string, before: number): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  while (sms.messages.slice(before).every((m) => m.to !== to)) {
-    if (Date.now() > deadline) throw new Error(`no SMS to ${to}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return sms.lastCodeTo(to);
-}
-
 async function signIn(
   page: Page,
   sms: SmsCapture,
@@ -87,13 +46,8 @@ async function signIn(
   who: { email: string; mobile: string },
 ): Promise<void> {
   const before = sms.messages.length;
-  await page.goto(link);
-  await page.getByLabel('Email address').fill(who.email);
-  await page.getByLabel(/Mobile number/).fill(who.mobile);
-  await page.getByRole('button', { name: 'Send me a code' }).click();
-  await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
-  await page.getByLabel('Code', { exact: true }).fill(await nextCode(sms, who.mobile, before));
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await requestCode(page, link, who);
+  await enterCode(page, await nextCode(sms, who.mobile, before));
   await page.getByRole('heading', { name: SUBJECT }).waitFor();
 }
 
@@ -110,8 +64,11 @@ describe('the reply form in Chromium: no lost click, no second reply', () => {
   const stack = useReaderStack('reply', { DELIVERY_RETRY_BASE: '1s', ADMIN_TOKEN: ADMIN });
   before(async () => {
     ({ sms, sink, sealpost, browser } = stack);
-    await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL]);
-    link = await readerLink(sink, ALICE.email);
+    await sendSealedMail(sealpost.ports.smtp, [ALICE, CAROL], {
+      subject: SUBJECT,
+      text: 'Please sign and send it back.',
+    });
+    link = await readerLink(sink, ALICE.email, 0);
   });
 
   it('sends when "Send reply" is pressed 100 ms after typing; the save status does not move the button', async () => {

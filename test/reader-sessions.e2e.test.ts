@@ -28,7 +28,7 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
   before(async () => {
     ({ sms, sink, sealpost, browser } = stack);
     for (const subject of SUBJECTS)
-      links.push(await sealFor(sealpost.ports.smtp, sink, ALICE, subject, `About: ${subject}.`));
+      links.push(await sealFor(sealpost.ports.smtp, sink, ALICE, { subject, text: `About: ${subject}.` }));
   });
 
   const opened = (page: Page, subject: string) =>
@@ -78,7 +78,10 @@ describe('one sign-in opens every sealed message of the recipient (Chromium)', (
   });
 
   it('changes the mobile with codes to the old then the new number, and tells the old number and address', async () => {
-    const link = await sealFor(sealpost.ports.smtp, sink, ALICE, 'Your contract, sealed', 'Please sign.');
+    const link = await sealFor(sealpost.ports.smtp, sink, ALICE, {
+      subject: 'Your contract, sealed',
+      text: 'Please sign.',
+    });
     const context = await browser.newContext({ viewport: { width: 360, height: 780 } });
     const page = await context.newPage();
     try {

@@ -65,7 +65,7 @@ describe('the reader page says what happened (Chromium)', () => {
   before(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
     ({ sms, sink, sealpost, browser, dataDir } = stack);
-    link = await sealFor(sealpost.ports.smtp, sink, ALICE, SUBJECT, 'Please sign the lease.');
+    link = await sealFor(sealpost.ports.smtp, sink, ALICE, { subject: SUBJECT, text: 'Please sign the lease.' });
   });
 
   it('counts down the tries of a wrong code, then says it is void and offers a new one that signs in', async () => {
@@ -112,7 +112,10 @@ describe('the reader page says what happened (Chromium)', () => {
   });
 
   it('shows the code screen again after a reload, sends no other SMS, and signs in with the first code', async () => {
-    const daveLink = await sealFor(sealpost.ports.smtp, sink, DAVE, SUBJECT, 'Please sign the lease.');
+    const daveLink = await sealFor(sealpost.ports.smtp, sink, DAVE, {
+      subject: SUBJECT,
+      text: 'Please sign the lease.',
+    });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     try {
@@ -140,7 +143,10 @@ describe('the reader page says what happened (Chromium)', () => {
   });
 
   it('sends a new code after a reload to the same number, with nothing typed again', async () => {
-    const carolLink = await sealFor(sealpost.ports.smtp, sink, CAROL, SUBJECT, 'Please sign the lease.');
+    const carolLink = await sealFor(sealpost.ports.smtp, sink, CAROL, {
+      subject: SUBJECT,
+      text: 'Please sign the lease.',
+    });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     try {
@@ -163,13 +169,10 @@ describe('the reader page says what happened (Chromium)', () => {
   it('shows a broken seal in red with its CID, never "try again", when a stored byte was flipped', async () => {
     const blocks = join(dataDir, 'ipfs-cluster', 'blocks');
     const known = new Set(await blockFiles(blocks));
-    const tamperedLink = await sealFor(
-      sealpost.ports.smtp,
-      sink,
-      ALICE,
-      TAMPERED_SUBJECT,
-      `The deed, in words that must not change. ${'x'.repeat(400)}`,
-    );
+    const tamperedLink = await sealFor(sealpost.ports.smtp, sink, ALICE, {
+      subject: TAMPERED_SUBJECT,
+      text: `The deed, in words that must not change. ${'x'.repeat(400)}`,
+    });
     const added = (await blockFiles(blocks)).filter((file) => !known.has(file));
     assert.ok(added.length >= 1, 'the sealed message added blocks');
     // The ciphertext is the largest new block (a wrapping directory, if any, is a small node).

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
+import nodemailer, { type SendMailOptions } from 'nodemailer';
 import type { Page, Request } from 'playwright-core';
 import type { SmsCapture } from './sms-capture.ts';
 import type { SmtpSink } from './smtp-sink.ts';
@@ -12,12 +12,17 @@ import type { SmtpSink } from './smtp-sink.ts';
 
 export const SENDER = 'Dana Sender <dana@sender.example>';
 
-export async function sendSealedMail(
-  smtpPort: number,
-  to: { email: string; mobile: string },
-  subject: string,
-  text: string,
-): Promise<void> {
+/** A recipient given no mobile number signs in with a code by email. */
+export interface Recipient {
+  email: string;
+  mobile?: string;
+}
+
+/** What a sealed test mail says, beside its sender and its recipients (nodemailer's fields). */
+export type MailContent = Pick<SendMailOptions, 'subject' | 'text' | 'html' | 'attachments'>;
+
+/** Sends `content` from SENDER to `recipients` through Sealpost's SMTP port, with their mobile numbers. */
+export async function sendSealedMail(smtpPort: number, recipients: Recipient[], content: MailContent): Promise<void> {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
     port: smtpPort,
@@ -28,10 +33,11 @@ export async function sendSealedMail(
   try {
     await transport.sendMail({
       from: SENDER,
-      to: to.email,
-      subject,
-      text,
-      headers: [{ key: 'X-Sealpost-Mobile', value: `${to.email}=${to.mobile}` }],
+      to: recipients.map((r) => r.email),
+      ...content,
+      headers: recipients.flatMap((r) =>
+        r.mobile ? [{ key: 'X-Sealpost-Mobile', value: `${r.email}=${r.mobile}` }] : [],
+      ),
     });
   } finally {
     transport.close();
@@ -39,15 +45,9 @@ export async function sendSealedMail(
 }
 
 /** Seals a message for `to` by mail and returns the reader link of the notification it brings. */
-export async function sealFor(
-  smtpPort: number,
-  sink: SmtpSink,
-  to: { email: string; mobile: string },
-  subject: string,
-  text: string,
-): Promise<string> {
+export async function sealFor(smtpPort: number, sink: SmtpSink, to: Recipient, content: MailContent): Promise<string> {
   const before = sink.messages.length;
-  await sendSealedMail(smtpPort, to, subject, text);
+  await sendSealedMail(smtpPort, [to], content);
   return readerLink(sink, to.email, before);
 }
 
