@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
@@ -11,6 +12,30 @@ import type { ServiceUnderTest } from './services.ts';
 
 export const exchangeDb = (service: ServiceUnderTest) =>
   service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+
+/** `count` accepted envelopes routed to smtp, due now, as the queue's tests start from; their ids. */
+export async function enqueueEnvelopes(db: Kysely<ExchangeTables>, count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, () => randomUUID());
+  await db
+    .insertInto('envelopes')
+    .values(
+      ids.map((id) => ({
+        id,
+        channel: 'smtp' as const,
+        sender: 'a@sender.example',
+        recipients: ['b@rcpt.example'],
+        size: 10,
+        payload_key: `exchange/payloads/${id}`,
+        rule_id: null,
+        outbound: ['smtp' as const],
+        status: 'accepted' as const,
+        lease_until: null,
+        last_error: null,
+      })),
+    )
+    .execute();
+  return ids;
+}
 
 export const envelopeCount = async (db: Kysely<ExchangeTables>) =>
   Number(

@@ -1,6 +1,5 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
@@ -10,6 +9,7 @@ import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue, type Claim } from './queue.ts';
 import type { EnvelopeFinisher } from './retention.ts';
 import { startDelivery } from './worker.ts';
+import { enqueueEnvelopes } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
 /** A short lease, so that renewals (every third of it) run several times while a delivery finishes. */
@@ -31,28 +31,7 @@ describe('lease-lost warnings of the delivery workers', () => {
     await testDb?.drop();
   });
 
-  const enqueue = async (count: number) => {
-    const ids = Array.from({ length: count }, () => randomUUID());
-    await db
-      .insertInto('envelopes')
-      .values(
-        ids.map((id) => ({
-          id,
-          channel: 'smtp' as const,
-          sender: 'a@sender.example',
-          recipients: ['b@rcpt.example'],
-          size: 10,
-          payload_key: `exchange/payloads/${id}`,
-          rule_id: null,
-          outbound: ['smtp' as const],
-          status: 'accepted' as const,
-          lease_until: null,
-          last_error: null,
-        })),
-      )
-      .execute();
-    return ids;
-  };
+  const enqueue = (count: number) => enqueueEnvelopes(db, count);
 
   /** Runs workers over `count` envelopes with `deliver`, and returns the lease-lost warnings they logged. */
   async function run(

@@ -1,12 +1,12 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
 import { TestClock } from '../../../test/support/clock.ts';
+import { enqueueEnvelopes } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
 describe('the delivery queue', () => {
@@ -14,28 +14,7 @@ describe('the delivery queue', () => {
   let database: Database;
   let db: Kysely<ExchangeTables>;
 
-  const enqueue = async (count: number) => {
-    const ids: string[] = Array.from({ length: count }, () => randomUUID());
-    await db
-      .insertInto('envelopes')
-      .values(
-        ids.map((id) => ({
-          id,
-          channel: 'smtp' as const,
-          sender: 'a@sender.example',
-          recipients: ['b@rcpt.example'],
-          size: 10,
-          payload_key: `exchange/payloads/${id}`,
-          rule_id: null,
-          outbound: ['smtp' as const],
-          status: 'accepted' as const,
-          lease_until: null,
-          last_error: null,
-        })),
-      )
-      .execute();
-    return ids;
-  };
+  const enqueue = (count: number) => enqueueEnvelopes(db, count);
 
   before(async () => {
     testDb = await createTestDatabase('exchange_queue');
