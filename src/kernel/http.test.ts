@@ -1,28 +1,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { Type } from 'typebox';
 import { AppError } from './errors.ts';
 import { createHttpServer, type App } from './http.ts';
 import { createLogger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
 import type { Registry } from 'prom-client';
+import { captureLogs } from '../../test/support/capture-logs.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('HTTP server factory', () => {
   let app: App;
   let registry: Registry;
-  const logLines: Array<Record<string, unknown>> = [];
+  const { lines: logLines, stream: sink } = captureLogs();
   let storeUp = true;
 
   before(async () => {
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-        done();
-      },
-    });
     registry = createRegistry('test');
     app = await createHttpServer({
       service: 'test',

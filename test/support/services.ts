@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import type { Clock } from '../../src/kernel/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/index.ts';
@@ -10,6 +9,7 @@ import { createObjectStore, createS3ObjectStore, type ObjectStore } from '../../
 import type { RunningService, ServiceDefinition } from '../../src/kernel/service.ts';
 import type { ServiceName } from '../../src/kernel/variables.ts';
 import { createTestDatabase } from './postgres.ts';
+import { captureLogs } from './capture-logs.ts';
 import { freePort } from './ports.ts';
 import { uniqueBucket, type S3TestServer } from './s3-server.ts';
 
@@ -75,16 +75,8 @@ export async function startServiceForTest<Name extends ServiceName>(
     ...options.env,
   };
   const config = loadConfig(env);
-  const logs: Array<Record<string, unknown>> = [];
-  const logger = createLogger(
-    { level: config.logLevel },
-    new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) logs.push(JSON.parse(line));
-        done();
-      },
-    }),
-  );
+  const { lines: logs, stream } = captureLogs();
+  const logger = createLogger({ level: config.logLevel }, stream);
   const database = await openDatabase({ url: config.databaseUrl, poolSize: 8 });
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
   const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { createHttpServer, type App } from '../../kernel/http.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createRegistry } from '../../kernel/metrics.ts';
 import { readerErrorPage, readerPageRoutes } from './routes.ts';
+import { captureLogs } from '../../../test/support/capture-logs.ts';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 const PAGE = '<!doctype html><html><head><title>Sealpost</title></head><body><main id="main"></main></body></html>';
@@ -18,18 +18,11 @@ const PAGE = '<!doctype html><html><head><title>Sealpost</title></head><body><ma
 describe('the reader link and other addresses opened in a browser', () => {
   let app: App;
   let dir: string;
-  const logLines: Array<Record<string, unknown>> = [];
+  const { lines: logLines, stream: sink } = captureLogs();
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sealpost-reader-pages-'));
     await writeFile(join(dir, 'index.html'), PAGE);
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean))
-          logLines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
     app = await createHttpServer({
       service: 'auth',
       title: 'test',

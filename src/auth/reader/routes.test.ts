@@ -1,25 +1,18 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { createHttpServer, type App } from '../../kernel/http.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createRegistry } from '../../kernel/metrics.ts';
 import { readerPageRoutes } from './routes.ts';
+import { captureLogs } from '../../../test/support/capture-logs.ts';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 
 describe('GET /m/{id} when the reader page could not be built', () => {
   let app: App;
-  const logLines: Array<Record<string, unknown>> = [];
+  const { lines: logLines, stream: sink } = captureLogs();
 
   before(async () => {
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean))
-          logLines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
     app = await createHttpServer({
       service: 'auth',
       title: 'test',
