@@ -1,26 +1,25 @@
 /**
  * The S3 driver (AWS S3 or any S3-compatible store: tested against OpenStack Swift's s3api).
  * Streams go through lib-storage's Upload: multipart in 5 MiB parts (PART_SIZE), at most QUEUE_SIZE parts
- * in flight, so memory stays around (QUEUE_SIZE + 1) × 5 MiB whatever the object's size.
+ * in flight, so memory stays around (QUEUE_SIZE + 1) × 5 MiB whatever the object's size. The calls made once
+ * per message (a put of bytes, get, head, delete of one key) go through the leaner signed requests of
+ * s3-requests.ts; everything else through the SDK.
  */
 import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateBucketCommand,
-  DeleteObjectCommand,
   DeleteObjectsCommand,
-  GetObjectCommand,
   HeadBucketCommand,
-  HeadObjectCommand,
   ListObjectsV2Command,
-  PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { AppError } from '../errors.ts';
 import { assertValidPrefix } from './local.ts';
+import { createSignedS3, S3CallError, type SignedS3 } from './s3-requests.ts';
 import {
   assertValidKey,
   DELETE_MANY_MAX,
@@ -44,6 +43,8 @@ export interface S3ObjectStoreOptions {
   listPageSize?: number;
   /** Keys per DeleteObjects call (S3's maximum, DELETE_MANY_MAX, by default); tests use a small one. */
   deleteBatchSize?: number;
+  /** Per-attempt wait for the answer of a per-message call (5 s, 30 s for a put, by default); tests use a short one. */
+  callTimeoutMs?: number;
 }
 
 export interface S3ObjectStore extends ObjectStore {
@@ -67,7 +68,8 @@ const BULK = { requestTimeout: 60_000 };
 const PING = { requestTimeout: 2_000 };
 
 export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStore {
-  const target: S3Target = { client: createS3Client(options), bucket: options.bucket };
+  const client = createS3Client(options);
+  const target: S3Target = { client, bucket: options.bucket, signed: createSignedS3FromSdk(client, options) };
   const ensureBucket = () => ensureBucketExists(target);
   const beforeWrite = bucketBeforeWrite(options, ensureBucket);
   return {
@@ -88,14 +90,39 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
     ping: () => pingBucket(target),
     async close(): Promise<void> {
       target.client.destroy();
+      target.signed.close();
     },
   };
 }
 
-/** The client and the bucket every operation addresses. */
+/** The clients and the bucket every operation addresses: the SDK's, and the lean one for per-message calls. */
 interface S3Target {
   client: S3Client;
   bucket: string;
+  signed: SignedS3;
+}
+
+/**
+ * The lean client for the per-message calls (s3-requests.ts), addressing the bucket the SDK's endpoint rules
+ * resolve (path style or virtual host, AWS or any endpoint), with the SDK's credentials: the given keys, or
+ * its default chain, which refreshes expiring ones.
+ */
+function createSignedS3FromSdk(client: S3Client, options: S3ObjectStoreOptions): SignedS3 {
+  const endpoint = client.config.endpointProvider({
+    Bucket: options.bucket,
+    Region: options.region,
+    Endpoint: options.endpoint,
+    ForcePathStyle: options.forcePathStyle,
+    UseFIPS: false,
+    UseDualStack: false,
+    Accelerate: false,
+  });
+  return createSignedS3({
+    bucketUrl: new URL(endpoint.url.href),
+    region: options.region,
+    credentials: () => client.config.credentials(),
+    headersTimeoutMs: options.callTimeoutMs,
+  });
 }
 
 function createS3Client(options: S3ObjectStoreOptions): S3Client {
@@ -187,7 +214,7 @@ function bucketBeforeWrite(
 }
 
 async function putBytes(
-  { client, bucket }: S3Target,
+  { signed }: S3Target,
   key: string,
   body: Buffer | string,
   { contentType, contentLength }: PutOptions,
@@ -195,7 +222,7 @@ async function putBytes(
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   checkLength(key, bytes.length, contentLength);
   try {
-    await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentType: contentType }));
+    await signed.put(key, bytes, contentType);
   } catch (error) {
     throw storeError(error, `Cannot store ${key}`);
   }
@@ -239,36 +266,33 @@ async function putStream(
   return { key, size: counter.bytes, contentType };
 }
 
-async function getObject({ client, bucket }: S3Target, key: string): Promise<Readable> {
+async function getObject({ signed }: S3Target, key: string): Promise<Readable> {
+  assertValidKey(key);
+  let body: Readable | undefined;
+  try {
+    body = await signed.get(key);
+  } catch (error) {
+    throw storeError(error, `Cannot read ${key}`);
+  }
+  if (!body) throw new ObjectNotFoundError(key);
+  return body;
+}
+
+async function headObject({ signed }: S3Target, key: string): Promise<ObjectInfo | undefined> {
   assertValidKey(key);
   try {
-    const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-    // In Node the SDK's Body is the http.IncomingMessage (a Readable) with helper methods mixed in.
-    return result.Body as Readable;
+    const found = await signed.head(key);
+    return found && { key, ...found };
   } catch (error) {
-    if (isNotFound(error)) throw new ObjectNotFoundError(key);
     throw storeError(error, `Cannot read ${key}`);
   }
 }
 
-async function headObject({ client, bucket }: S3Target, key: string): Promise<ObjectInfo | undefined> {
+async function deleteObject({ signed }: S3Target, key: string): Promise<void> {
   assertValidKey(key);
   try {
-    const result = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-    return { key, size: result.ContentLength ?? 0, lastModified: result.LastModified, contentType: result.ContentType };
+    await signed.delete(key);
   } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw storeError(error, `Cannot read ${key}`);
-  }
-}
-
-async function deleteObject({ client, bucket }: S3Target, key: string): Promise<void> {
-  assertValidKey(key);
-  try {
-    // S3 answers 204 for a missing key already; the 404 check covers stores that do not.
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), SMALL);
-  } catch (error) {
-    if (isNotFound(error)) return;
     throw storeError(error, `Cannot delete ${key}`);
   }
 }
@@ -403,6 +427,11 @@ function isNotFound(error: unknown): boolean {
  */
 function storeError(error: unknown, message: string): AppError {
   if (error instanceof AppError) return error;
-  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const detail =
+    error instanceof S3CallError
+      ? error.message
+      : error instanceof Error
+        ? `${error.name}: ${error.message}`
+        : String(error);
   return storeUnavailable(`${message} (${detail})`, error);
 }

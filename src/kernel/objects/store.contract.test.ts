@@ -14,7 +14,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { startS3Server, uniqueBucket, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { AppError } from '../errors.ts';
 import { createLocalObjectStore, LOCAL_TEMP_DIR } from './local.ts';
-import { createS3ObjectStore } from './s3.ts';
+import { createS3ObjectStore, type S3ObjectStore } from './s3.ts';
 import { ObjectNotFoundError, STORE_UNAVAILABLE, type ObjectStore } from './store.ts';
 
 const MiB = 1024 * 1024;
@@ -58,6 +58,12 @@ async function sha256Of(stream: Readable): Promise<{ sha256: string; size: numbe
     size += (chunk as Buffer).length;
   }
   return { sha256: hash.digest('hex'), size };
+}
+
+/** A 503 AppError whose logged cause names `detail` (an S3 error code, or what went wrong). */
+function unavailableWith(error: unknown, detail: string): boolean {
+  if (!(error instanceof AppError) || error.status !== 503) return false;
+  return String((error.cause as Error | undefined)?.message).includes(detail);
 }
 
 async function text(stream: Readable): Promise<string> {
@@ -391,9 +397,9 @@ describe('S3 on Swift', () => {
     });
 
     it('waits out a store too busy to create the bucket (503 SlowDown), but not one that refuses it', async () => {
-      const proxy = await startBucketCreationProxy(new URL(server.endpoint));
+      const proxy = await startFaultProxy(new URL(server.endpoint));
       try {
-        proxy.answer = { status: 503, code: 'SlowDown', times: 3 };
+        proxy.fault = { match: isBucketCreation, answer: { status: 503, code: 'SlowDown' }, times: 3 };
         const busy = createS3ObjectStore({ ...s3Options(), endpoint: proxy.endpoint, bucket: uniqueBucket('busy') });
         await busy.ensureBucket();
         await busy.put('after/busy', 'created');
@@ -401,7 +407,7 @@ describe('S3 on Swift', () => {
         assert.equal(proxy.refused, 3);
         await busy.close();
 
-        proxy.answer = { status: 403, code: 'AccessDenied', times: 100 };
+        proxy.fault = { match: isBucketCreation, answer: { status: 403, code: 'AccessDenied' }, times: 100 };
         proxy.refused = 0;
         const denied = createS3ObjectStore({
           ...s3Options(),
@@ -417,6 +423,107 @@ describe('S3 on Swift', () => {
       } finally {
         await proxy.close();
       }
+    });
+
+    describe('per-message calls (signed requests on keep-alive sockets)', () => {
+      let proxy: Awaited<ReturnType<typeof startFaultProxy>>;
+      let bucket: string;
+      let store: S3ObjectStore;
+      before(async () => {
+        proxy = await startFaultProxy(new URL(server.endpoint));
+        bucket = uniqueBucket('calls');
+        store = createS3ObjectStore({ ...s3Options(), endpoint: proxy.endpoint, bucket, callTimeoutMs: 500 });
+        await store.ensureBucket();
+      });
+      afterEach(() => {
+        proxy.refused = 0;
+        proxy.fault = { ...proxy.fault, times: 0 };
+      });
+      after(async () => {
+        await store?.close();
+        await proxy?.close();
+      });
+      const objectCall = (method: string) => (m: string, path: string) =>
+        m === method && path.startsWith(`/${bucket}/`);
+
+      it('a put answered 503 once is sent again and stored; two 503s fail it as unavailable', async () => {
+        proxy.fault = { match: objectCall('PUT'), answer: { status: 503, code: 'SlowDown' }, times: 1 };
+        await store.put('retry/once', 'stored on the second try');
+        assert.equal(proxy.refused, 1);
+        assert.equal(await text(await store.get('retry/once')), 'stored on the second try');
+
+        proxy.refused = 0;
+        proxy.fault = { match: objectCall('PUT'), answer: { status: 503, code: 'SlowDown' }, times: 2 };
+        await assert.rejects(store.put('retry/twice', 'never'), (error: unknown) => unavailableWith(error, 'SlowDown'));
+        assert.equal(proxy.refused, 2, 'two attempts in all');
+        assert.equal(await store.head('retry/twice'), undefined);
+      });
+
+      it('a refusal (403) is not retried, and its S3 code reaches the error', async () => {
+        proxy.fault = { match: objectCall('PUT'), answer: { status: 403, code: 'AccessDenied' }, times: 5 };
+        await assert.rejects(store.put('denied', 'x'), (error: unknown) => unavailableWith(error, 'AccessDenied'));
+        assert.equal(proxy.refused, 1);
+      });
+
+      it('a connection cut before the answer is tried once more, for reads and writes alike', async () => {
+        await store.put('cut/read', 'read after a reset');
+        proxy.fault = { match: objectCall('GET'), answer: 'reset', times: 1 };
+        assert.equal(await text(await store.get('cut/read')), 'read after a reset');
+        proxy.refused = 0;
+        proxy.fault = { match: objectCall('PUT'), answer: 'reset', times: 1 };
+        await store.put('cut/write', 'written after a reset');
+        assert.equal(proxy.refused, 1);
+        assert.equal(await text(await store.get('cut/write')), 'written after a reset');
+      });
+
+      it('a store that takes the request and never answers fails the call after the timeout, twice', async () => {
+        proxy.fault = { match: objectCall('GET'), answer: 'stall', times: 2 };
+        const started = Date.now();
+        await assert.rejects(store.get('stalled'), (error: unknown) => unavailableWith(error, 'no answer within'));
+        assert.equal(proxy.refused, 2);
+        assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms with a 500 ms limit per attempt`);
+      });
+
+      it('a missing bucket is a store fault (503), not a missing object (404)', async () => {
+        const nowhere = createS3ObjectStore({ ...s3Options(), bucket: uniqueBucket('missing') });
+        try {
+          await assert.rejects(nowhere.get('any'), (error: unknown) => unavailableWith(error, 'NoSuchBucket'));
+        } finally {
+          await nowhere.close();
+        }
+      });
+
+      it("without keys, the SDK's default chain supplies the credentials (here the environment)", async () => {
+        const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+        process.env.AWS_ACCESS_KEY_ID = server.accessKeyId;
+        process.env.AWS_SECRET_ACCESS_KEY = server.secretAccessKey;
+        const { accessKeyId: _id, secretAccessKey: _secret, ...keyless } = s3Options();
+        const fromEnvironment = createS3ObjectStore({ ...keyless, bucket });
+        try {
+          await fromEnvironment.put('env/credentials', 'signed with the environment');
+          assert.equal(await text(await fromEnvironment.get('env/credentials')), 'signed with the environment');
+        } finally {
+          await fromEnvironment.close();
+          for (const [name, value] of [
+            ['AWS_ACCESS_KEY_ID', saved.id],
+            ['AWS_SECRET_ACCESS_KEY', saved.secret],
+          ] as const) {
+            if (value === undefined) delete process.env[name];
+            else process.env[name] = value;
+          }
+        }
+      });
+
+      it('keys with characters S3 encodes are stored and read back under exactly that key', async () => {
+        const key = 'odd/plus+equals=at@sign_dash-dot.end';
+        await store.put(key, 'encoded path');
+        assert.equal(await text(await store.get(key)), 'encoded path');
+        const listed: string[] = [];
+        for await (const info of store.list('odd/')) listed.push(info.key);
+        assert.deepEqual(listed, [key]);
+        await store.delete(key);
+        assert.equal(await store.head(key), undefined);
+      });
     });
 
     it('ping fails within seconds while the server is paused and works after resume, data intact', async () => {
@@ -446,23 +553,34 @@ describe('S3 on Swift', () => {
 
 /**
  * Forwards every request to the S3 server unchanged (the Host header too, so signatures hold), except
- * the bucket creations (PUT /bucket) it is told to answer with an error first.
+ * those `fault.match` picks, which it answers with an error, cuts off or leaves unanswered (`fault.times`
+ * of them, counted in `refused`).
  */
-async function startBucketCreationProxy(target: URL) {
+async function startFaultProxy(target: URL) {
   const state = {
-    answer: { status: 503, code: 'SlowDown', times: 0 },
+    fault: {
+      match: (_method: string, _path: string) => false,
+      answer: { status: 503, code: 'SlowDown' } as { status: number; code: string } | 'reset' | 'stall',
+      times: 0,
+    },
     refused: 0,
     endpoint: '',
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   const server = createServer((request, response) => {
-    const isCreate = request.method === 'PUT' && /^\/[^/?]+\/?(\?.*)?$/.test(request.url ?? '');
-    if (isCreate && state.refused < state.answer.times) {
+    const { fault } = state;
+    if (fault.match(request.method ?? '', request.url ?? '') && state.refused < fault.times) {
       state.refused++;
       request.resume();
-      response.writeHead(state.answer.status, { 'content-type': 'application/xml' });
+      if (fault.answer === 'reset') return void request.socket.destroy();
+      if (fault.answer === 'stall') return;
+      response.writeHead(fault.answer.status, { 'content-type': 'application/xml' });
       response.end(
-        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${state.answer.code}</Code><Message>no</Message></Error>`,
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.answer.code}</Code><Message>no</Message></Error>`,
       );
       return;
     }
@@ -481,3 +599,6 @@ async function startBucketCreationProxy(target: URL) {
   state.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return state;
 }
+
+/** PUT /bucket: a bucket's creation. */
+const isBucketCreation = (method: string, path: string) => method === 'PUT' && /^\/[^/?]+\/?(\?.*)?$/.test(path);
