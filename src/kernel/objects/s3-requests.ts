@@ -12,6 +12,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import aws4 from 'aws4';
 
 export interface S3Credentials {
@@ -68,8 +69,8 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
   const { bucketUrl, region } = options;
   const secure = bucketUrl.protocol === 'https:';
   const agent = secure
-    ? new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS })
-    : new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+    ? new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS, noDelay: true })
+    : new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS, noDelay: true });
   const request = secure ? https.request : http.request;
   const basePath = bucketUrl.pathname.replace(/\/$/, '');
   const small = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS.small;
@@ -82,15 +83,19 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
     headersTimeoutMs: number,
   ): Promise<http.IncomingMessage> {
     for (let attempt = 1; ; attempt++) {
+      let error: S3CallError;
       try {
         const response = await once(method, key, body, headers, headersTimeoutMs);
         if (response.statusCode! < 300) return response;
-        const error = await answerError(method, key, response);
-        if (attempt < ATTEMPTS && error.status! >= 500) continue;
-        throw error;
-      } catch (error) {
-        if (!(error instanceof S3CallError) || error.status !== undefined || attempt >= ATTEMPTS) throw error;
+        error = await answerError(method, key, response);
+      } catch (failure) {
+        // No answer at all (refused, reset, timed out): worth one more try, as a 5xx is.
+        if (!(failure instanceof S3CallError)) throw failure;
+        error = failure;
       }
+      const retriable = error.status === undefined || error.status >= 500;
+      if (!retriable || attempt >= ATTEMPTS) throw error;
+      await sleep(retryDelayMs(error, attempt));
     }
   }
 
@@ -184,6 +189,15 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
       agent.destroy();
     },
   };
+}
+
+/**
+ * The SDK's standard retry delay: a random wait up to 2^attempt × 100 ms, or × 500 ms when the store asked
+ * to slow down (503, SlowDown), so that retries of many callers spread out instead of arriving together.
+ */
+function retryDelayMs(error: S3CallError, attempt: number): number {
+  const throttled = error.status === 503 || error.code === 'SlowDown' || error.code === 'ServiceUnavailable';
+  return Math.floor(Math.random() * 2 ** attempt * (throttled ? 500 : 100));
 }
 
 /** Each segment percent-encoded as S3 expects (RFC 3986 unreserved characters kept), slashes kept. */
