@@ -55,6 +55,16 @@ const ATTEMPTS = 2;
 /** The SDK's default socket limit per host. */
 const MAX_SOCKETS = 50;
 
+/** One request: what call() may send twice. */
+interface Call {
+  method: 'PUT' | 'GET' | 'HEAD' | 'DELETE';
+  key: string;
+  body?: Buffer;
+  headers?: Record<string, string>;
+  /** How long to wait for the answer's headers, per attempt. */
+  headersTimeoutMs: number;
+}
+
 export interface SignedS3 {
   put(key: string, body: Buffer, contentType: string | undefined): Promise<void>;
   /** The body as a stream, or undefined when there is no such key. */
@@ -75,19 +85,13 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
   const basePath = bucketUrl.pathname.replace(/\/$/, '');
   const small = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS.small;
 
-  async function call(
-    method: string,
-    key: string,
-    body: Buffer | undefined,
-    headers: Record<string, string | number>,
-    headersTimeoutMs: number,
-  ): Promise<http.IncomingMessage> {
+  async function call(what: Call): Promise<http.IncomingMessage> {
     for (let attempt = 1; ; attempt++) {
       let error: S3CallError;
       try {
-        const response = await once(method, key, body, headers, headersTimeoutMs);
+        const response = await once(what);
         if (response.statusCode! < 300) return response;
-        error = await answerError(method, key, response);
+        error = await answerError(what.method, what.key, response);
       } catch (failure) {
         // No answer at all (refused, reset, timed out): worth one more try, as a 5xx is.
         if (!(failure instanceof S3CallError)) throw failure;
@@ -99,13 +103,7 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
     }
   }
 
-  async function once(
-    method: string,
-    key: string,
-    body: Buffer | undefined,
-    headers: Record<string, string | number>,
-    headersTimeoutMs: number,
-  ): Promise<http.IncomingMessage> {
+  async function once({ method, key, body, headers = {}, headersTimeoutMs }: Call): Promise<http.IncomingMessage> {
     const signed = aws4.sign(
       {
         host: bucketUrl.host,
@@ -149,13 +147,14 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
 
   return {
     async put(key, body, contentType) {
-      const headers: Record<string, string> = contentType ? { 'content-type': contentType } : {};
-      const response = await call('PUT', key, body, headers, options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS.put);
+      const headers = contentType ? { 'content-type': contentType } : undefined;
+      const headersTimeoutMs = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS.put;
+      const response = await call({ method: 'PUT', key, body, headers, headersTimeoutMs });
       response.resume();
     },
     async get(key) {
       try {
-        return await call('GET', key, undefined, {}, small);
+        return await call({ method: 'GET', key, headersTimeoutMs: small });
       } catch (error) {
         if (error instanceof S3CallError && error.keyMissing) return undefined;
         throw error;
@@ -164,7 +163,7 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
     async head(key) {
       let response: http.IncomingMessage;
       try {
-        response = await call('HEAD', key, undefined, {}, small);
+        response = await call({ method: 'HEAD', key, headersTimeoutMs: small });
       } catch (error) {
         if (error instanceof S3CallError && error.keyMissing) return undefined;
         throw error;
@@ -179,7 +178,7 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
     },
     async delete(key) {
       try {
-        (await call('DELETE', key, undefined, {}, small)).resume();
+        (await call({ method: 'DELETE', key, headersTimeoutMs: small })).resume();
       } catch (error) {
         // S3 answers 204 for a missing key already; this covers stores that answer 404.
         if (!(error instanceof S3CallError && error.keyMissing)) throw error;
