@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
 
 export const CSRF_HEADER = 'x-csrf-token';
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Methods that change nothing (RFC 9110 §9.2.1): no CSRF token, and the session may come from the cache. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * The per-session CSRF token is an HMAC of the session token (docs/specification.md#csrf): nothing to

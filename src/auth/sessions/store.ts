@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import { emailKey } from '../seal/recipients.ts';
 import type { AuthTables, SessionRow, SessionsTable, SignInMethodName } from '../tables.ts';
+import type { SessionCache } from './cache.ts';
 
 export interface SessionTimeouts {
   idleMs: number;
@@ -15,11 +16,16 @@ export interface IssuedSession {
   token: string;
 }
 
-/** Database work on sessions; `now` is always passed in so that every decision uses one clock reading. */
+/**
+ * Database work on sessions; `now` is always passed in so that every decision uses one clock reading.
+ * With a cache (SESSION_CACHE_SIZE), each write forgets the rows it changed once it is committed, so
+ * that this instance never serves its own change late; the others hear of it from the table's trigger.
+ */
 export class SessionStore {
   constructor(
     private readonly db: Kysely<AuthTables>,
     private readonly timeouts: SessionTimeouts,
+    private readonly cache?: SessionCache,
   ) {}
 
   async create(now: Date): Promise<IssuedSession> {
@@ -40,17 +46,22 @@ export class SessionStore {
   /**
    * The live session the token names, or undefined when there is none or it is over (past its end,
    * or idle too long without remember-me). Use is recorded at most every so often, to spare writes.
+   * `fresh` reads PostgreSQL whatever the cache holds: for requests that change what the session may do.
    */
-  async findByToken(token: string, now: Date): Promise<SessionRow | undefined> {
-    const row = await this.db
-      .selectFrom('sessions')
-      .selectAll()
-      .where('token_hash', '=', tokenHash(token))
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
+  async findByToken(token: string, now: Date, options: { fresh?: boolean } = {}): Promise<SessionRow | undefined> {
+    const hash = tokenHash(token);
+    const read = () =>
+      this.db
+        .selectFrom('sessions')
+        .selectAll()
+        .where('token_hash', '=', hash)
+        .where('expires_at', '>', now)
+        .executeTakeFirst();
+    const row = this.cache && !options.fresh ? await this.cache.get(hash, read) : await read();
     if (!row || !this.alive(row, now)) return undefined;
     if (now.getTime() - row.last_seen_at.getTime() > Math.min(60_000, this.timeouts.idleMs / 4)) {
       await this.db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', row.id).execute();
+      this.cache?.forget(hash);
       return { ...row, last_seen_at: now };
     }
     return row;
@@ -69,15 +80,22 @@ export class SessionStore {
     sessionId: string,
     work: (trx: Transaction<AuthTables>, row: SessionRow) => Promise<T>,
   ): Promise<T | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('sessions')
-        .selectAll()
-        .where('id', '=', sessionId)
-        .forUpdate()
-        .executeTakeFirst();
-      return row ? work(trx, row) : undefined;
-    });
+    let hash: string | undefined;
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('sessions')
+          .selectAll()
+          .where('id', '=', sessionId)
+          .forUpdate()
+          .executeTakeFirst();
+        hash = row?.token_hash;
+        return row ? work(trx, row) : undefined;
+      });
+    } finally {
+      // After the commit (or rollback): forgotten before it, the old row could be read and kept again.
+      if (hash) this.cache?.forget(hash);
+    }
   }
 
   async update(trx: Transaction<AuthTables>, sessionId: string, values: Updateable<SessionsTable>): Promise<void> {
@@ -131,17 +149,24 @@ export class SessionStore {
 
   /** The number a mobile change goes to, kept while the code to the current number is pending; null ends it. */
   async setMobileChangeTo(sessionId: string, mobile: string | null): Promise<void> {
-    await this.db.updateTable('sessions').set({ mobile_change_to: mobile }).where('id', '=', sessionId).execute();
+    this.forget(
+      await this.db
+        .updateTable('sessions')
+        .set({ mobile_change_to: mobile })
+        .where('id', '=', sessionId)
+        .returning('token_hash')
+        .execute(),
+    );
   }
 
   async delete(sessionId: string): Promise<void> {
-    await this.db.deleteFrom('sessions').where('id', '=', sessionId).execute();
+    this.forget(await this.db.deleteFrom('sessions').where('id', '=', sessionId).returning('token_hash').execute());
   }
 
   /** Removes sessions past their end or idle too long; returns how many. */
   async deleteExpired(now: Date): Promise<number> {
     const idleSince = new Date(now.getTime() - this.timeouts.idleMs);
-    const result = await this.db
+    const deleted = await this.db
       .deleteFrom('sessions')
       .where((eb) =>
         eb.or([
@@ -149,8 +174,14 @@ export class SessionStore {
           eb.and([eb('remember_me', '=', false), eb('last_seen_at', '<=', idleSince)]),
         ]),
       )
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+      .returning('token_hash')
+      .execute();
+    this.forget(deleted);
+    return deleted.length;
+  }
+
+  private forget(changed: Array<{ token_hash: string }>): void {
+    for (const row of changed) this.cache?.forget(row.token_hash);
   }
 }
 
