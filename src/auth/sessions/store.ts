@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import { emailKey } from '../seal/recipients.ts';
 import type { AuthTables, SessionRow, SessionsTable, SignInMethodName } from '../tables.ts';
@@ -49,19 +49,19 @@ export class SessionStore {
    * `fresh` reads PostgreSQL whatever the cache holds: for requests that change what the session may do.
    */
   async findByToken(token: string, now: Date, options: { fresh?: boolean } = {}): Promise<SessionRow | undefined> {
-    const hash = tokenHash(token);
+    const key = tokenHash(token);
     const read = () =>
       this.db
         .selectFrom('sessions')
         .selectAll()
-        .where('token_hash', '=', hash)
+        .where('token_hash', '=', key)
         .where('expires_at', '>', now)
         .executeTakeFirst();
-    const row = this.cache && !options.fresh ? await this.cache.get(hash, read) : await read();
+    const row = this.cache && !options.fresh ? await this.cache.get(key, read) : await read();
     if (!row || !this.alive(row, now)) return undefined;
     if (now.getTime() - row.last_seen_at.getTime() > Math.min(60_000, this.timeouts.idleMs / 4)) {
       await this.db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', row.id).execute();
-      this.cache?.forget(hash);
+      this.cache?.forget(key);
       return { ...row, last_seen_at: now };
     }
     return row;
@@ -80,7 +80,7 @@ export class SessionStore {
     sessionId: string,
     work: (trx: Transaction<AuthTables>, row: SessionRow) => Promise<T>,
   ): Promise<T | undefined> {
-    let hash: string | undefined;
+    let cachedAs: string | undefined;
     try {
       return await this.db.transaction().execute(async (trx) => {
         const row = await trx
@@ -89,12 +89,12 @@ export class SessionStore {
           .where('id', '=', sessionId)
           .forUpdate()
           .executeTakeFirst();
-        hash = row?.token_hash;
+        cachedAs = row?.token_hash;
         return row ? work(trx, row) : undefined;
       });
     } finally {
       // After the commit (or rollback): forgotten before it, the old row could be read and kept again.
-      if (hash) this.cache?.forget(hash);
+      if (cachedAs) this.cache?.forget(cachedAs);
     }
   }
 
@@ -195,5 +195,6 @@ function newToken(): string {
  * reversed by guessing, and it must be looked up by equality.
  */
 export function tokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  // The one-shot hash: a third of createHash's time here, and it runs for every request with a cookie.
+  return hash('sha256', token, 'hex');
 }
