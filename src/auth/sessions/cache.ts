@@ -42,7 +42,9 @@ export class SessionCache {
   ) {
     // The lifetime counts from the read and in real time: it bounds how long a row could outlive a change
     // whose announcement was lost without the connection seeming lost, whatever a clock in tests says.
-    this.rows = new LRUCache({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false });
+    // lru-cache takes whole milliseconds; a duration such as 1500us is rounded up.
+    const ttl = Math.max(1, Math.ceil(options.ttlMs));
+    this.rows = new LRUCache({ max: options.maxEntries, ttl, updateAgeOnGet: false });
   }
 
   /** The row for `tokenHash` from the cache, or from `load` (PostgreSQL), kept when nothing changed it meanwhile. */
