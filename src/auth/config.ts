@@ -251,6 +251,22 @@ export const AUTH_VARIABLES = defineVariables({
       default: '10m',
       ...positiveDuration,
     },
+    cacheSize: {
+      name: 'SESSION_CACHE_SIZE',
+      meaning:
+        'sessions each instance keeps in memory, so that a request with a known session does not ask PostgreSQL; ' +
+        'changes reach every instance through LISTEN/NOTIFY (one more database connection); 0 turns the cache off',
+      default: '10000',
+      ...integer(0, 10_000_000),
+    },
+    cacheTtl: {
+      name: 'SESSION_CACHE_TTL',
+      meaning:
+        'longest time a cached session is used before it is read again; changes are heard at once, ' +
+        'so this bounds only what a lost notification could cost',
+      default: '30s',
+      ...positiveDuration,
+    },
   },
   // Where the other services are, and what this service must agree with them on.
   sealUrl: SEAL_URL,

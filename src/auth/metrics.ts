@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /**
  * The auth service's own metrics. `sent_sms_messages_total` is a fixed name (docs/specification.md#metrics);
@@ -37,6 +37,19 @@ export function createAuthMetrics(registry: Registry) {
         'Reply attachments sent to clamd, by verdict: clean, infected, ' +
         'too_large (refused by its size limit), failed (not scanned)',
       labelNames: ['verdict'] as const,
+      registers,
+    }),
+    sessionLookups: new Counter({
+      name: 'auth_session_cache_lookups_total',
+      help:
+        'Session lookups by result: hit (from the cache), miss (read and kept), ' +
+        'bypass (read from PostgreSQL while changes are not heard)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    sessionCacheServing: new Gauge({
+      name: 'auth_session_cache_serving',
+      help: '1 while the session cache hears changes (LISTEN) and serves; 0 while every lookup reads PostgreSQL',
       registers,
     }),
   };

@@ -7,7 +7,7 @@ import { messageRoutes } from './message/routes.ts';
 import { mobileRoutes } from './mobile/routes.ts';
 import { replyRoutes } from './replies/reply-routes.ts';
 import { signInRoutes } from './sign-in/routes.ts';
-import { csrfGuard } from './sessions/csrf.ts';
+import { csrfGuard, SAFE_METHODS } from './sessions/csrf.ts';
 
 export interface AuthPluginOptions {
   auth: AuthContext;
@@ -25,7 +25,10 @@ export async function authPlugin(app: App, options: AuthPluginOptions) {
   app.addHook('onRequest', async (request) => {
     const token = context.cookie.read(request.headers.cookie);
     if (!token) return;
-    const row = await context.sessions.findByToken(token, new Date(context.clock.now()));
+    // A request that changes state (a code, sign-in, a mobile change, a reply) goes by the row in
+    // PostgreSQL, never by a copy that a change on another instance may not have reached yet.
+    const fresh = !SAFE_METHODS.has(request.method);
+    const row = await context.sessions.findByToken(token, new Date(context.clock.now()), { fresh });
     if (row) request.readerSession = { row, token };
   });
   app.addHook('onRequest', csrfGuard(context.keys.csrfKey));

@@ -36,6 +36,7 @@ import { RecipientDirectory } from './seal/recipients.ts';
 import { MessageAccess } from './sessions/access.ts';
 import { MobileChangeNotices } from './mobile/notices.ts';
 import { type AuthKeys, deriveKeys, resolveAuthSecret } from './secret.ts';
+import { SessionCache } from './sessions/cache.ts';
 import { startCleanup } from './sessions/cleanup.ts';
 import { sessionCookie } from './sessions/cookie.ts';
 import { SessionStore } from './sessions/store.ts';
@@ -58,7 +59,7 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
     const db = context.database.db.withSchema('auth') as AuthDb;
     const registry = createRegistry('auth');
     const metrics = createAuthMetrics(registry);
-    const stores = buildStores(db, auth);
+    const stores = buildStores(db, auth, metrics);
     const clients = buildServiceClients(config, auth, db);
     const attachments = buildAttachments(context, stores.drafts, metrics, clock, logger);
     const replies = buildReplySender(context, stores.drafts, attachments, clients, clock);
@@ -96,12 +97,14 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       await mailer.close();
       throw error;
     });
+    const sessionChanges = stores.sessionCache?.follow(context.database, logger);
     const housekeeping = startHousekeeping(context, db, stores, retentionMs, clock, logger);
     return {
       ...http,
       async stop() {
         await http.stop();
         await housekeeping.stop();
+        await sessionChanges?.close();
         await mailer.close();
       },
     };
@@ -123,13 +126,23 @@ async function loadProviderAndKeys(
   return { provider, keys: deriveKeys(secret.secret) };
 }
 
-function buildStores(db: AuthDb, auth: AuthConfig) {
+function buildStores(db: AuthDb, auth: AuthConfig, metrics: AuthMetrics) {
   const timeouts = {
     idleMs: auth.session.idleTimeout,
     absoluteMs: auth.session.absoluteTimeout,
     rememberMeMs: auth.session.rememberMeMaxAge,
   };
-  const sessions = new SessionStore(db, timeouts);
+  const sessionCache =
+    auth.session.cacheSize > 0
+      ? new SessionCache(
+          { maxEntries: auth.session.cacheSize, ttlMs: auth.session.cacheTtl },
+          {
+            lookup: (result) => metrics.sessionLookups.inc({ result }),
+            serving: (on) => metrics.sessionCacheServing.set(on ? 1 : 0),
+          },
+        )
+      : undefined;
+  const sessions = new SessionStore(db, timeouts, sessionCache);
   const sends = sendLimit(db, {
     destinationIntervalMs: auth.limits.numberInterval,
     destinationHourly: auth.limits.numberHourly,
@@ -138,7 +151,7 @@ function buildStores(db: AuthDb, auth: AuthConfig) {
   // A send claim outlives the exchange request's own time limit (10 min), so it is never taken over mid-send.
   const drafts = new DraftStore(db, 15 * 60_000);
   const refusals = refusalLimit(db, auth.limits.ipHourly);
-  return { timeouts, sessions, sendLimit: sends, refusalLimit: refusals, drafts };
+  return { timeouts, sessions, sessionCache, sendLimit: sends, refusalLimit: refusals, drafts };
 }
 
 /** The seal service (B) and the exchange engine (C), as this service calls them. */

@@ -45,6 +45,8 @@ export async function startAuthHarness(
   options: {
     env?: Record<string, string>;
     databaseUrl?: string;
+    /** In-memory PGlite rather than PostgreSQL. */
+    pglite?: boolean;
     seal?: SealStandIn;
     sms?: SmsCapture;
     s3?: S3TestServer;
@@ -56,6 +58,7 @@ export async function startAuthHarness(
   const auth = await startServiceForTest(authService, {
     clock,
     databaseUrl: options.databaseUrl,
+    pglite: options.pglite,
     s3: options.s3,
     env: {
       SEAL_URL: seal.url,

@@ -33,6 +33,8 @@ export interface StartOptions {
   s3?: S3TestServer;
   /** Use this database URL rather than a fresh one (e.g. two instances on one database). */
   databaseUrl?: string;
+  /** In-memory PGlite, the embedded default's engine, rather than a fresh PostgreSQL database. */
+  pglite?: boolean;
   embedded?: boolean;
   /** The clock the service goes by (a TestClock to move time forward); the system clock otherwise. */
   clock?: Clock;
@@ -47,15 +49,15 @@ export async function startServiceForTest<Name extends ServiceName>(
   options: StartOptions = {},
 ): Promise<ServiceUnderTest> {
   const dataDir = await mkdtemp(join(tmpdir(), `sealpost-${definition.name}-`));
-  const fresh = options.databaseUrl ? undefined : await createTestDatabase(definition.name);
-  const databaseUrl = options.databaseUrl ?? fresh!.url;
+  const fresh = options.databaseUrl || options.pglite ? undefined : await createTestDatabase(definition.name);
+  const databaseUrl = options.databaseUrl ?? fresh?.url;
   const bucket = options.s3 ? uniqueBucket(definition.name) : undefined;
   const env: Record<string, string> = {
     NODE_ENV: 'test',
     LOG_LEVEL: 'debug',
     HOST: '127.0.0.1',
     SEALPOST_DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ADMIN_TOKEN: 'test-admin-token',
     SERVICE_TOKEN: 'test-service-token',
     AUTH_PORT: String(await freePort()),

@@ -6,7 +6,7 @@ import type { App } from '../../kernel/http.ts';
 import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { emailKey } from '../seal/recipients.ts';
-import { csrfToken } from '../sessions/csrf.ts';
+import { sessionCsrfToken } from '../sessions/csrf.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
@@ -72,7 +72,7 @@ export async function filesRoutes(
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
+      reply.header('x-csrf-token', sessionCsrfToken(context.keys.csrfKey, session));
       const files = await context.attachments.list(draftOwner(session));
       return {
         files,

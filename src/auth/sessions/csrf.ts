@@ -1,9 +1,12 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
+import type { LoadedSession } from '../context.ts';
+import type { SessionRow } from '../tables.ts';
 
 export const CSRF_HEADER = 'x-csrf-token';
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Methods that change nothing (RFC 9110 §9.2.1): no CSRF token, and the session may come from the cache. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * The per-session CSRF token is an HMAC of the session token (docs/specification.md#csrf): nothing to
@@ -11,6 +14,21 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function csrfToken(csrfKey: Buffer, sessionToken: string): string {
   return createHmac('sha256', csrfKey).update(sessionToken, 'utf8').digest('base64url');
+}
+
+const issued = new WeakMap<SessionRow, { csrfKey: Buffer; token: string }>();
+
+/**
+ * The CSRF token of the request's session, computed once per row object: a row from the session cache
+ * serves every request of its session for a while, and its token (named by the row's token hash) does
+ * not change, so neither does the HMAC. A row read afresh is a new object and gets it computed again.
+ */
+export function sessionCsrfToken(csrfKey: Buffer, session: LoadedSession): string {
+  const known = issued.get(session.row);
+  if (known?.csrfKey === csrfKey) return known.token;
+  const token = csrfToken(csrfKey, session.token);
+  issued.set(session.row, { csrfKey, token });
+  return token;
 }
 
 /**

@@ -6,7 +6,7 @@ import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { maskEmail, maskMobile } from '../masking.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
-import { csrfToken } from '../sessions/csrf.ts';
+import { sessionCsrfToken } from '../sessions/csrf.ts';
 import { TAGS, errorResponses } from '../route-docs.ts';
 
 const ReaderConfig = Type.Object({
@@ -104,7 +104,7 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
         request.readerSession = session;
         reply.header('set-cookie', context.cookie.set(issued.token));
       }
-      reply.header('x-csrf-token', csrfToken(context.keys.csrfKey, session.token));
+      reply.header('x-csrf-token', sessionCsrfToken(context.keys.csrfKey, session));
       // Signed in for this message when the session signed in for it, or has proven what it asks for
       // (docs/decisions.md#sessions-follow-the-person): then it opens without another code.
       let openedAs: { email: string; method?: SignInMethodName } | undefined;

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { listenOnServer, type NotificationHandlers, type Subscription } from './notifications.ts';
 
 export interface Database {
   /** `postgres` for a server reached through DATABASE_URL, `pglite` for the embedded default. */
@@ -9,6 +10,13 @@ export interface Database {
   // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
   readonly db: Kysely<any>;
   ping(): Promise<void>;
+  /**
+   * Subscribes to NOTIFY on `channel`. Returns at once; `handlers.listening` says when LISTEN is in place
+   * (again). On PostgreSQL it holds a connection of its own beside the pool; PGlite, being in this
+   * process, delivers a notification when the transaction that sent it commits, before that statement's
+   * promise settles, and is never lost.
+   */
+  listen(channel: string, handlers: NotificationHandlers): Subscription;
   close(): Promise<void>;
 }
 
@@ -47,10 +55,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on('connect', (client) => client.on('error', () => {}));
     // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
     const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+    const url = options.url;
     return {
       kind: 'postgres',
       db,
       ping: async () => void (await sql`select 1`.execute(db)),
+      listen: (channel, handlers) => listenOnServer(url, channel, handlers),
       close: () => db.destroy(),
     };
   }
@@ -68,6 +78,21 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     kind: 'pglite',
     db,
     ping: async () => void (await sql`select 1`.execute(db)),
+    listen(channel, handlers) {
+      const unlisten = pglite
+        .listen(channel, (payload) => handlers.notification(payload))
+        .then(
+          (stop) => {
+            handlers.listening();
+            return stop;
+          },
+          (error: unknown) => {
+            handlers.lost(error);
+            return async () => {};
+          },
+        );
+      return { close: async () => (await unlisten)().catch(() => {}) };
+    },
     close: () => db.destroy(),
   };
 }
