@@ -6,6 +6,9 @@
 // answers JSON. Both sides fetch the same ciphertext from the same proxy.
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size)
+//   node --cpu-prof --cpu-prof-dir=DIR --import tsx bench/reader.ts --profile DIR
+//     also profiles the auth process (its .cpuprofile lands in DIR when it stops); this process's own
+//     profile holds the seal service and the bare reads.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
@@ -27,7 +30,11 @@ import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
-  options: { small: { type: 'string', default: '200' }, large: { type: 'string', default: '10' } },
+  options: {
+    small: { type: 'string', default: '200' },
+    large: { type: 'string', default: '10' },
+    profile: { type: 'string' },
+  },
 });
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
 
@@ -37,13 +44,16 @@ const sms = await startSmsCapture();
 const database = await createTestDatabase('bench_reader');
 const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-'));
 const auth = await startSealpostProcess(
-  authBenchEnv({
-    databaseUrl: database.url,
-    dataDir,
-    serviceToken: seal.serviceToken,
-    sealUrl: seal.url,
-    smsUrl: sms.url,
-  }),
+  {
+    ...authBenchEnv({
+      databaseUrl: database.url,
+      dataDir,
+      serviceToken: seal.serviceToken,
+      sealUrl: seal.url,
+      smsUrl: sms.url,
+    }),
+    ...(values.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values.profile}` } : {}),
+  },
   { which: 'auth' },
 );
 stopOnExit(auth.child);
