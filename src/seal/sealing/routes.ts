@@ -195,9 +195,9 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
       return reply
         .type('message/rfc822')
         .header('content-length', String(content.size))
-        .header('x-sealpost-sha256', content.record.message.sha256)
+        .header('x-sealpost-sha256', content.message.sha256)
         .header('cache-control', 'no-store')
-        .send(content.stream);
+        .send(content.body);
     },
   );
 }
