@@ -1,5 +1,6 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { RecipientSealedSchema, SealedViewSchema } from '../../contracts/seal.ts';
@@ -21,6 +22,14 @@ const TIMEOUT_MS = 30_000;
  * token. Any failure is a 502 error object for our client; B's own message is logged, not passed on.
  */
 export class SealClient {
+  /**
+   * Keep-alive connections to B, through node:http rather than fetch: on the reader's read
+   * (bench/reader.ts) fetch's web streams, and turning its body back into a Node stream, cost more CPU
+   * than the request itself. Idle sockets close after 5 s, well before B's keep-alive timeout (Fastify:
+   * 72 s), so a request never goes out on a connection B is closing.
+   */
+  private readonly agent: http.Agent;
+
   constructor(
     private readonly options: {
       baseUrl: string;
@@ -29,15 +38,18 @@ export class SealClient {
       /** The most content() holds in memory: SEAL_MAX_MESSAGE_SIZE, the most B seals. */
       maxContentBytes?: number;
     },
-  ) {}
+  ) {
+    const keepAlive = { keepAlive: true, timeout: 5_000 };
+    this.agent = options.baseUrl.startsWith('https:') ? new https.Agent(keepAlive) : new http.Agent(keepAlive);
+  }
 
   /** The sealed messages addressed to `email`, newest first (at most `limit`). */
   async sealedFor(email: string, limit: number): Promise<RecipientSealed> {
     const response = await this.get(
       `/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`,
     );
-    if (response.status !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
-    const answer: unknown = await response.json().catch(() => undefined);
+    if (response.statusCode !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
+    const answer = await readJson(response);
     if (!Value.Check(RecipientSealedSchema, answer))
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
     return answer.sealed;
@@ -48,12 +60,12 @@ export class SealClient {
     if (!MESSAGE_ID.test(id)) return undefined;
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}`);
     // B answers 400 for an id that is not of its shape (a truncated link): for us that message does not exist.
-    if (response.status === 404 || response.status === 400) {
-      await response.arrayBuffer().catch(() => undefined);
+    if (response.statusCode === 404 || response.statusCode === 400) {
+      response.resume();
       return undefined;
     }
-    if (response.status !== 200) throw await upstreamError(response, 'read the sealed message record');
-    const record = (await response.json().catch(() => undefined)) as SealedRecord | undefined;
+    if (response.statusCode !== 200) throw await upstreamError(response, 'read the sealed message record');
+    const record = (await readJson(response)) as SealedRecord | undefined;
     if (!isRecord(record) || record.id !== id) {
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected record');
     }
@@ -78,6 +90,7 @@ export class SealClient {
         if (bytes > limit) throw tooLarge(limit);
         chunks.push(chunk);
       }
+      if (length !== undefined && bytes !== length) throw new Error(`${bytes} of the ${length} bytes B announced`);
     } catch (error) {
       stream.destroy();
       if (error instanceof AppError) throw error;
@@ -117,31 +130,40 @@ export class SealClient {
   ): Promise<{ stream: Readable; length: number | undefined }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
-    if (response.status === 404) {
-      await response.arrayBuffer().catch(() => undefined);
+    if (response.statusCode === 404) {
+      response.resume();
       throw new AppError('not_found', 404, 'The sealed message is no longer available');
     }
-    if (response.status !== 200 || !response.body)
-      throw await upstreamError(response, 'read and verify the sealed message');
-    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-    return {
-      stream: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
-      length: Number.isSafeInteger(declared) ? declared : undefined,
-    };
+    if (response.statusCode !== 200) throw await upstreamError(response, 'read and verify the sealed message');
+    const declared = Number(response.headers['content-length'] ?? Number.NaN);
+    return { stream: response, length: Number.isSafeInteger(declared) ? declared : undefined };
   }
 
-  private async get(path: string, signal?: AbortSignal): Promise<Response> {
-    try {
-      return await fetch(`${this.options.baseUrl}${path}`, {
+  /**
+   * B's answer to a GET, its body still to read. `signal` ends the exchange, the body included; redirects
+   * are not followed (not a 200: an upstream failure).
+   */
+  private get(path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+    const url = new URL(`${this.options.baseUrl}${path}`);
+    return new Promise((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(url, {
+        agent: this.agent,
         headers: { authorization: `Bearer ${this.options.serviceToken}` },
-        redirect: 'error',
         signal: signal ?? AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
       });
-    } catch (error) {
-      throw new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', {
-        cause: error,
+      // After the answer, errors reach its reader through the body stream; these listeners only keep a late
+      // one (a timeout or a reset after the body was read) from becoming an uncaught exception.
+      request.on('error', (error) =>
+        reject(
+          new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', { cause: error }),
+        ),
+      );
+      request.on('response', (response: IncomingMessage) => {
+        response.on('error', () => undefined);
+        resolve(response);
       });
-    }
+      request.end();
+    });
   }
 }
 
@@ -153,8 +175,26 @@ function tooLarge(limit: number): AppError {
   );
 }
 
-async function upstreamError(response: Response, what: string): Promise<AppError> {
-  const body = await response.text().catch(() => '');
+async function readBody(response: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** The JSON body, or undefined when it does not come whole or does not parse. */
+async function readJson(response: IncomingMessage): Promise<unknown> {
+  try {
+    return JSON.parse((await readBody(response)).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+async function upstreamError(response: IncomingMessage, what: string): Promise<AppError> {
+  const body = await readBody(response).then(
+    (bytes) => bytes.toString('utf8'),
+    () => '',
+  );
   let reason = body.slice(0, 300);
   let broken = false;
   try {
@@ -162,7 +202,7 @@ async function upstreamError(response: Response, what: string): Promise<AppError
     if (typeof parsed.message === 'string') reason = `${parsed.errorCode ?? ''} ${parsed.message}`.trim();
     // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
     broken =
-      response.status === 502 &&
+      response.statusCode === 502 &&
       (parsed.errorCode === 'seal_broken' ||
         (parsed.errorCode === 'upstream_failed' &&
           typeof parsed.message === 'string' &&
@@ -170,7 +210,7 @@ async function upstreamError(response: Response, what: string): Promise<AppError
   } catch {
     // not an error object: keep the start of the body for the log
   }
-  const cause = new Error(`seal service answered HTTP ${response.status}: ${reason}`);
+  const cause = new Error(`seal service answered HTTP ${response.statusCode}: ${reason}`);
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
   if (broken)
     return new AppError(
