@@ -5,7 +5,7 @@
 // process) → the IPFS Cluster stand-in's proxy; it also verifies the SHA-256, parses the MIME message and
 // answers JSON. Both sides fetch the same ciphertext from the same proxy.
 //
-//   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size)
+//   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
 //   node --cpu-prof --cpu-prof-dir=DIR --import tsx bench/reader.ts --profile DIR
 //     also profiles the auth process (its .cpuprofile lands in DIR when it stops); this process's own
 //     profile holds the seal service and the bare reads.
@@ -172,6 +172,7 @@ try {
     ['100 KB', 100 * 1024, Number(values.small)],
     ['10 MB', 10 * 1024 * 1024, Number(values.large)],
   ] as const) {
+    if (count === 0) continue; // --large 0: the small message alone, e.g. for a profile of it
     const sealed = await sealOf(size);
     const cookie = await signIn(sealed.id);
     const row = await sql<{
