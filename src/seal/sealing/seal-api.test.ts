@@ -71,6 +71,23 @@ describe('POST /v1/seal and reading back', () => {
     assert.equal((await get(`/v1/sealed/${body.id}/recipients/mallory@rcpt.example`)).status, 404);
   });
 
+  it('names the seal the content was verified against in X-Sealpost-Seal, as GET /v1/sealed/{id} has it', async () => {
+    const raw = rawMessage({ body: 'read me with my seal' });
+    const { id } = await (await postSeal(service(), raw)).json();
+    const content = await get(`/v1/sealed/${id}/content`);
+    assert.equal(content.status, 200);
+    assert.deepEqual(Buffer.from(await content.arrayBuffer()), raw);
+    const facts = JSON.parse(Buffer.from(content.headers.get('x-sealpost-seal') ?? '', 'base64url').toString('utf8'));
+    const record = await (await get(`/v1/sealed/${id}`)).json();
+    assert.deepEqual(facts, {
+      id,
+      cid: record.cid,
+      sha256: sha256(raw),
+      sealedAt: record.sealedAt,
+      pins: record.pins.map(({ cluster, status }: { cluster: string; status: string }) => ({ cluster, status })),
+    });
+  });
+
   it('stores only ciphertext on IPFS: the content at the CID is not the message', async () => {
     const raw = rawMessage({ body: 'a very recognisable secret sentence' });
     const { cid } = await (await postSeal(service(), raw)).json();

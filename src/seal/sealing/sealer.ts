@@ -21,7 +21,6 @@ import {
 import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
 import { parseHead, readHead } from './message-head.ts';
 import { messageFacts } from './recipients.ts';
-import type { SealedMessage } from '../tables.ts';
 import type { ClaimedPin, PinOutcome, SealedRecord, SealedStore } from './store.ts';
 
 export interface SealInput {
@@ -60,7 +59,7 @@ export const IN_MEMORY_READ_BYTES = 1024 * 1024;
 
 /** A verified plaintext: whole in memory, or a stream that removes the spooled ciphertext at its end. */
 export interface VerifiedContent {
-  message: SealedMessage;
+  record: SealedRecord;
   size: number;
   body: Buffer | Readable;
 }
@@ -318,7 +317,8 @@ export class Sealer {
    */
   async readVerified(id: string): Promise<VerifiedContent> {
     const { store, masterKey, logger } = this.options;
-    const message = await store.message(id);
+    const record = await store.get(id);
+    const message = record.message;
     let key: Buffer;
     try {
       key = openSecret(masterKey, message.wrapped_key, messageKeyLabel(message.id));
@@ -337,7 +337,7 @@ export class Sealer {
         try {
           if (!dir) {
             const body = await readIntoMemory(cluster, path, key, message.sha256, message.size);
-            return { message, size: message.size, body };
+            return { record, size: message.size, body };
           }
           const file = join(dir, 'content.sealed');
           await fetchInto(cluster, path, file);
@@ -348,7 +348,7 @@ export class Sealer {
               logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'),
             )
             .finally(() => void rm(dir, { recursive: true, force: true }));
-          return { message, size: message.size, body: stream };
+          return { record, size: message.size, body: stream };
         } catch (error) {
           if (error instanceof IntegrityError) integrityFailures++;
           const reason = error instanceof Error ? error.message : String(error);

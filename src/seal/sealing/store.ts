@@ -83,13 +83,6 @@ export class SealedStore {
     return record;
   }
 
-  /** The message row alone, without its recipients and pins: all that reading the content needs. */
-  async message(id: string): Promise<SealedMessage> {
-    const message = await this.db.selectFrom('sealed_messages').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!message) throw notFound(`No sealed message ${id}`);
-    return message;
-  }
-
   async recipient(id: string, emailKey: string): Promise<SealedRecipient | undefined> {
     return this.db
       .selectFrom('sealed_recipients')
