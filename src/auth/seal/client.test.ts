@@ -31,7 +31,7 @@ function json(response: ServerResponse, status: number, body: unknown) {
 }
 
 function isError(errorCode: string, status: number, message?: RegExp) {
-  return (error: unknown) =>
+  return (error: unknown): error is AppError =>
     error instanceof AppError &&
     error.errorCode === errorCode &&
     error.status === status &&
@@ -103,6 +103,26 @@ describe('the seal client (auth → B over keep-alive HTTP)', () => {
     await assert.rejects(client.sealed(ID), isError('upstream_failed', 502, /unexpected record/));
   });
 
+  it('takes the seal from B’s X-Sealpost-Seal header, when it decodes, fits and names this message', async () => {
+    const facts = { id: ID, cid: RECORD.cid, sha256: RECORD.sha256, sealedAt: RECORD.sealedAt, pins: [] };
+    const header = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const answer = (seal: string | undefined) => (_request: IncomingMessage, response: ServerResponse) =>
+      response
+        .writeHead(200, { 'content-length': '11', ...(seal === undefined ? {} : { 'x-sealpost-seal': seal }) })
+        .end('Hello world');
+    script = answer(header(facts));
+    assert.deepEqual(await client.read(ID), { content: Buffer.from('Hello world'), seal: facts });
+    for (const seal of [
+      undefined,
+      'not base64url JSON',
+      header({ ...facts, pins: undefined }),
+      header({ ...facts, id: randomUUID() }),
+    ]) {
+      script = answer(seal);
+      assert.deepEqual(await client.read(ID), { content: Buffer.from('Hello world'), seal: undefined });
+    }
+  });
+
   it('refuses content cut short of its Content-Length, instead of returning fewer bytes', async () => {
     script = (_request, response) => {
       response.writeHead(200, { 'content-type': 'message/rfc822', 'content-length': '500' });
@@ -124,7 +144,16 @@ describe('the seal client (auth → B over keep-alive HTTP)', () => {
 
   it('passes on a broken seal as seal_broken, a gone message as not_found, the rest as upstream_failed', async () => {
     script = (_request, response) => json(response, 502, { errorCode: 'seal_broken', message: 'failed verification' });
-    await assert.rejects(client.content(ID), isError('seal_broken', 502));
+    await assert.rejects(
+      client.content(ID),
+      (error) => isError('seal_broken', 502)(error) && !('cid' in error.details),
+    );
+    script = (_request, response) =>
+      json(response, 502, { errorCode: 'seal_broken', message: 'failed verification', cid: RECORD.cid });
+    await assert.rejects(
+      client.content(ID),
+      (error) => isError('seal_broken', 502, /IPFS CID/)(error) && error.details.cid === RECORD.cid,
+    );
     script = (_request, response) => json(response, 404, { errorCode: 'not_found', message: 'gone' });
     await assert.rejects(client.content(ID), isError('not_found', 404));
     script = (_request, response) => json(response, 503, { errorCode: 'unavailable', message: 'no cluster' });

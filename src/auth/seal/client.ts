@@ -3,13 +3,15 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { RecipientSealedSchema, SealedViewSchema } from '../../contracts/seal.ts';
+import { RecipientSealedSchema, SEAL_HEADER, SealedViewSchema, SealFactsSchema } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
 export type SealedRecord = Static<typeof SealedViewSchema>;
 /** GET {SEAL_URL}/v1/recipients/{email}/sealed: one recipient's sealed messages, newest first. */
 export type RecipientSealed = Static<typeof RecipientSealedSchema>['sealed'];
+/** The seal B verified content against (its X-Sealpost-Seal header): what the reader shows beside it. */
+export type SealFacts = Static<typeof SealFactsSchema>;
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -24,6 +26,7 @@ const TIMEOUT_MS = 30_000;
  */
 const SealedView = Compile(SealedViewSchema);
 const RecipientSealed = Compile(RecipientSealedSchema);
+const SealFactsCheck = Compile(SealFactsSchema);
 
 /**
  * The seal service's API as the auth service uses it (services talk over HTTP only), with the service
@@ -86,8 +89,19 @@ export class SealClient {
    * whole in memory, so refused above `maxContentBytes` (SEAL_MAX_MESSAGE_SIZE: B seals nothing larger).
    */
   async content(id: string): Promise<Buffer> {
+    return (await this.read(id)).content;
+  }
+
+  /**
+   * content() with the seal B verified it against (its X-Sealpost-Seal header), in one request. `seal` is
+   * undefined when B sent none (a header too long, or a B from before it): sealed() has the same facts.
+   */
+  async read(id: string): Promise<{ content: Buffer; seal: SealFacts | undefined }> {
     // Read at once, so the time limit covers the whole message.
-    const { stream, length } = await this.openContent(id, AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS));
+    const { stream, length, response } = await this.openContent(
+      id,
+      AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
+    );
     const limit = this.options.maxContentBytes ?? Number.POSITIVE_INFINITY;
     const chunks: Buffer[] = [];
     let bytes = 0;
@@ -106,7 +120,7 @@ export class SealClient {
         cause: error,
       });
     }
-    return Buffer.concat(chunks, bytes);
+    return { content: Buffer.concat(chunks, bytes), seal: sealFacts(response.headers[SEAL_HEADER], id) };
   }
 
   /**
@@ -135,16 +149,17 @@ export class SealClient {
   private async openContent(
     id: string,
     signal: AbortSignal,
-  ): Promise<{ stream: Readable; length: number | undefined }> {
+  ): Promise<{ stream: Readable; length: number | undefined; response: IncomingMessage }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
-    if (response.statusCode === 404) {
+    // 400: an id not of B's shape (a truncated link), for us a message that does not exist, as in sealed().
+    if (response.statusCode === 404 || response.statusCode === 400) {
       response.resume();
       throw new AppError('not_found', 404, 'The sealed message is no longer available');
     }
     if (response.statusCode !== 200) throw await upstreamError(response, 'read and verify the sealed message');
     const declared = Number(response.headers['content-length'] ?? Number.NaN);
-    return { stream: response, length: Number.isSafeInteger(declared) ? declared : undefined };
+    return { stream: response, length: Number.isSafeInteger(declared) ? declared : undefined, response };
   }
 
   /**
@@ -205,8 +220,10 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   );
   let reason = body.slice(0, 300);
   let broken = false;
+  let cid: string | undefined;
   try {
-    const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown };
+    const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown; cid?: unknown };
+    if (typeof parsed.cid === 'string') cid = parsed.cid;
     if (typeof parsed.message === 'string') reason = `${parsed.errorCode ?? ''} ${parsed.message}`.trim();
     // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
     broken =
@@ -220,21 +237,42 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   }
   const cause = new Error(`seal service answered HTTP ${response.statusCode}: ${reason}`);
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
-  if (broken)
-    return new AppError(
+  if (broken) {
+    const error = new AppError(
       'seal_broken',
       502,
       'The sealed content failed verification against its seal; nothing is shown',
-      { cause },
+      {
+        cause,
+      },
     );
+    // B names the CID in its error object; from a B that does not, the caller adds the record's.
+    return cid ? withSealCid(error, cid) : error;
+  }
   return new AppError('upstream_failed', 502, `The seal service could not ${what}; nothing is shown`, { cause });
 }
 
 /** seal_broken with the CID of the sealed record, for the reader to show which seal broke. */
-export function withSealCid(error: unknown, cid: string): unknown {
-  if (!(error instanceof AppError) || error.errorCode !== 'seal_broken') return error;
+export function withSealCid<T>(error: T, cid: string): T | AppError {
+  if (!isSealBroken(error) || error.details.cid !== undefined) return error;
   return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, {
     cause: error.cause,
     details: { cid },
   });
+}
+
+/** A broken seal: final, unlike the other failures to read. */
+export function isSealBroken(error: unknown): error is AppError {
+  return error instanceof AppError && error.errorCode === 'seal_broken';
+}
+
+/** B's X-Sealpost-Seal header, when it is there, decodes, fits B's schema and is about this message. */
+function sealFacts(header: string | string[] | undefined, id: string): SealFacts | undefined {
+  if (typeof header !== 'string') return undefined;
+  try {
+    const facts: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
+    return SealFactsCheck.Check(facts) && facts.id === id ? facts : undefined;
+  } catch {
+    return undefined;
+  }
 }
