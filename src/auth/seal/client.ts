@@ -24,9 +24,12 @@ const TIMEOUT_MS = 30_000;
  * validators compiled once: Value.Check interprets the schema on every call, about ten times slower, and
  * every read of a message checks a record.
  */
-const SealedView = Compile(SealedViewSchema);
-const RecipientSealed = Compile(RecipientSealedSchema);
-const SealFactsCheck = Compile(SealFactsSchema);
+const CHECK = {
+  sealedView: Compile(SealedViewSchema),
+  recipientSealed: Compile(RecipientSealedSchema),
+  sealFacts: Compile(SealFactsSchema),
+};
+const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';
 
 /**
  * The seal service's API as the auth service uses it (services talk over HTTP only), with the service
@@ -61,7 +64,7 @@ export class SealClient {
     );
     if (response.statusCode !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
     const answer = await readJson(response);
-    if (!RecipientSealed.Check(answer))
+    if (!CHECK.recipientSealed.Check(answer))
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
     return answer.sealed;
   }
@@ -77,7 +80,7 @@ export class SealClient {
     }
     if (response.statusCode !== 200) throw await upstreamError(response, 'read the sealed message record');
     const record = await readJson(response);
-    if (!SealedView.Check(record) || record.id !== id) {
+    if (!CHECK.sealedView.Check(record) || record.id !== id) {
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected record');
     }
     return record;
@@ -238,14 +241,7 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   const cause = new Error(`seal service answered HTTP ${response.statusCode}: ${reason}`);
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
   if (broken) {
-    const error = new AppError(
-      'seal_broken',
-      502,
-      'The sealed content failed verification against its seal; nothing is shown',
-      {
-        cause,
-      },
-    );
+    const error = new AppError('seal_broken', 502, SEAL_BROKEN, { cause });
     // B names the CID in its error object; from a B that does not, the caller adds the record's.
     return cid ? withSealCid(error, cid) : error;
   }
@@ -271,7 +267,7 @@ function sealFacts(header: string | string[] | undefined, id: string): SealFacts
   if (typeof header !== 'string') return undefined;
   try {
     const facts: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
-    return SealFactsCheck.Check(facts) && facts.id === id ? facts : undefined;
+    return CHECK.sealFacts.Check(facts) && facts.id === id ? facts : undefined;
   } catch {
     return undefined;
   }
