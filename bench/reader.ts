@@ -5,7 +5,10 @@
 // process) → the IPFS Cluster stand-in's proxy; it also verifies the SHA-256, parses the MIME message and
 // answers JSON. Both sides fetch the same ciphertext from the same proxy.
 //
-//   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size)
+//   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
+//   node --cpu-prof --cpu-prof-dir=DIR --import tsx bench/reader.ts --profile DIR
+//     also profiles the auth process (its .cpuprofile lands in DIR when it stops); this process's own
+//     profile holds the seal service and the bare reads.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
@@ -27,7 +30,11 @@ import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
-  options: { small: { type: 'string', default: '200' }, large: { type: 'string', default: '10' } },
+  options: {
+    small: { type: 'string', default: '200' },
+    large: { type: 'string', default: '10' },
+    profile: { type: 'string' },
+  },
 });
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
 
@@ -37,13 +44,16 @@ const sms = await startSmsCapture();
 const database = await createTestDatabase('bench_reader');
 const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-'));
 const auth = await startSealpostProcess(
-  authBenchEnv({
-    databaseUrl: database.url,
-    dataDir,
-    serviceToken: seal.serviceToken,
-    sealUrl: seal.url,
-    smsUrl: sms.url,
-  }),
+  {
+    ...authBenchEnv({
+      databaseUrl: database.url,
+      dataDir,
+      serviceToken: seal.serviceToken,
+      sealUrl: seal.url,
+      smsUrl: sms.url,
+    }),
+    ...(values.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values.profile}` } : {}),
+  },
   { which: 'auth' },
 );
 stopOnExit(auth.child);
@@ -138,16 +148,20 @@ async function timed(count: number, pid: number | undefined, one: () => Promise<
   await one(); // warm-up
   const latencies: number[] = [];
   const cpu = pid ? treeCpuMs(pid) : 0;
+  const own = process.cpuUsage();
   for (let i = 0; i < count; i++) {
     const t = performance.now();
     await one();
     latencies.push(performance.now() - t);
   }
   latencies.sort((a, b) => a - b);
+  const ownUsed = process.cpuUsage(own);
   return {
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     cpu: pid ? (treeCpuMs(pid) - cpu) / count : NaN,
+    /** This process: the client, the IPFS Cluster stand-in, and for GET /v1/message the seal service. */
+    ownCpu: (ownUsed.user + ownUsed.system) / 1000 / count,
   };
 }
 
@@ -162,6 +176,7 @@ try {
     ['100 KB', 100 * 1024, Number(values.small)],
     ['10 MB', 10 * 1024 * 1024, Number(values.large)],
   ] as const) {
+    if (count === 0) continue; // --large 0: the small message alone, e.g. for a profile of it
     const sealed = await sealOf(size);
     const cookie = await signIn(sealed.id);
     const row = await sql<{
@@ -173,8 +188,14 @@ try {
       const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
       if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
     });
-    console.log(`${label.padEnd(6)} proxy + decrypt (bare)  ${latency(bare)}`);
-    console.log(`${label.padEnd(6)} GET /v1/message         ${latency(ours)}  auth CPU ${ours.cpu.toFixed(1)} ms/req`);
+    console.log(
+      `${label.padEnd(6)} proxy + decrypt (bare)  ${latency(bare)}  ` +
+        `bench process CPU ${bare.ownCpu.toFixed(1)} ms/req (stand-in, client)`,
+    );
+    console.log(
+      `${label.padEnd(6)} GET /v1/message         ${latency(ours)}  auth CPU ${ours.cpu.toFixed(1)} ms/req, ` +
+        `bench process CPU ${ours.ownCpu.toFixed(1)} ms/req (seal service, stand-in, client)`,
+    );
     summary.push(
       `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt ` +
         `(p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`,

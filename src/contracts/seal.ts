@@ -171,3 +171,22 @@ export const OpenSealsSchema = Type.Object(
   },
   { title: 'Seals not pinned everywhere' },
 );
+
+/**
+ * The `X-Sealpost-Seal` header of GET /v1/sealed/{id}/content: the seal the content was verified
+ * against, as base64url of this JSON, so that a reader of the content needs no second request for it.
+ * Left out when it would be longer than SEAL_HEADER_MAX_LENGTH (many clusters with long pin errors):
+ * GET /v1/sealed/{id} has the same facts.
+ */
+export const SEAL_HEADER = 'x-sealpost-seal';
+export const SEAL_HEADER_MAX_LENGTH = 8 * 1024;
+export const SealFactsSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    cid: Type.String(),
+    sha256: Type.String(),
+    sealedAt: Type.String({ format: 'date-time' }),
+    pins: Type.Array(PinSchema),
+  },
+  { title: 'Seal of the content' },
+);

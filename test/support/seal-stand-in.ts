@@ -2,12 +2,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SealedRecord } from '../../src/auth/seal/client.ts';
+import { SEAL_HEADER } from '../../src/contracts/seal.ts';
 
 /**
- * A stand-in for the seal service (B) in auth tests: just the two service-only reads the auth service
- * uses, implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content and GET
- * /v1/recipients/{email}/sealed with the service token). Messages are registered directly; an end-to-end test uses the
- * real seal service instead.
+ * A stand-in for the seal service (B) in auth tests: just the service-only reads the auth service uses,
+ * implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content with its X-Sealpost-Seal
+ * header, and GET /v1/recipients/{email}/sealed with the service token). Messages are registered
+ * directly; an end-to-end test uses the real seal service instead.
  */
 /** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;
@@ -32,7 +33,15 @@ export interface SealStandIn {
   close(): Promise<void>;
 }
 
-export async function startSealStandIn(options: { serviceToken: string }): Promise<SealStandIn> {
+export async function startSealStandIn(options: {
+  serviceToken: string;
+  /**
+   * false: answer as a seal service from before the X-Sealpost-Seal header, which also named no CID in
+   * its seal_broken error object, so that the auth service asks GET /v1/sealed/{id} for both.
+   */
+  sealFacts?: boolean;
+}): Promise<SealStandIn> {
+  const sealFacts = options.sealFacts ?? true;
   const messages = new Map<string, { record: StandInRecord; raw: Buffer; broken: boolean }>();
   const requests: SealStandIn['requests'] = [];
 
@@ -70,9 +79,25 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.record));
       return;
     }
-    if (entry.broken)
-      return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken');
-    response.writeHead(200, { 'content-type': 'message/rfc822', 'content-length': entry.raw.length }).end(entry.raw);
+    if (entry.broken) {
+      const cid = sealFacts ? { cid: entry.record.cid } : {};
+      return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken', cid);
+    }
+    const { id, cid, sha256, sealedAt, pins } = entry.record;
+    const facts = {
+      id,
+      cid,
+      sha256,
+      sealedAt,
+      pins: pins.map(({ cluster, status, error }) => ({ cluster, status, error })),
+    };
+    response
+      .writeHead(200, {
+        'content-type': 'message/rfc822',
+        'content-length': entry.raw.length,
+        ...(sealFacts ? { [SEAL_HEADER]: Buffer.from(JSON.stringify(facts)).toString('base64url') } : {}),
+      })
+      .end(entry.raw);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -115,7 +140,13 @@ export async function startSealStandIn(options: { serviceToken: string }): Promi
   };
 }
 
-function sendError(response: ServerResponse, status: number, message: string, errorCode?: string) {
-  const body = { id: randomUUID(), kind: status, ...(errorCode ? { errorCode } : {}), message };
+function sendError(
+  response: ServerResponse,
+  status: number,
+  message: string,
+  errorCode?: string,
+  details: { cid?: string } = {},
+) {
+  const body = { id: randomUUID(), kind: status, ...(errorCode ? { errorCode } : {}), message, ...details };
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }

@@ -5,6 +5,7 @@ import { assertError } from '../../../test/support/auth-assert.ts';
 import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../../../test/support/auth-harness.ts';
 import type { Reader } from '../../../test/support/auth-reader.ts';
 import { refusedPort } from '../../../test/support/ports.ts';
+import { startSealStandIn, type SealStandIn } from '../../../test/support/seal-stand-in.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
 const PNG_1PX = Buffer.from(
@@ -192,6 +193,17 @@ describe('reading the sealed message', () => {
     assertError(await reader.get('/v1/message/attachments/-1'), 400, 'validation_failed');
   });
 
+  it('asks B once per read: the content comes with the seal it was verified against', async () => {
+    const before = harness.seal.requests.length;
+    const response = await reader.get('/v1/message');
+    assert.equal(response.status, 200);
+    assert.equal(response.body.seal.cid, record.cid);
+    assert.deepEqual(
+      harness.seal.requests.slice(before).map((request) => request.url),
+      [`/v1/sealed/${record.id}/content`],
+    );
+  });
+
   it('asks the seal service with the service token', async () => {
     const seen = harness.seal.requests.filter((r) => r.url.startsWith(`/v1/sealed/${record.id}`));
     assert.ok(seen.length > 0);
@@ -219,6 +231,46 @@ describe('reading the sealed message', () => {
     harness.seal.forget(gone.id);
     assertError(await other.get('/v1/message'), 404, 'not_found');
     assertError(await other.get('/v1/message/attachments/0'), 404, 'not_found');
+  });
+});
+
+describe('a seal service from before the X-Sealpost-Seal header', () => {
+  let seal: SealStandIn;
+  let harness: AuthHarness;
+  before(async () => {
+    seal = await startSealStandIn({ serviceToken: 'test-service-token', sealFacts: false });
+    harness = await startAuthHarness({ seal });
+  });
+  after(async () => {
+    await harness?.stop();
+    await seal?.close();
+  });
+
+  it('shows the seal from the record, and names a broken seal by its CID all the same', async () => {
+    const record = seal.register({ raw: await composeMessage(), recipients: [ALICE] });
+    const reader = harness.reader();
+    await signInAlice(harness, reader, record.id);
+    const before = seal.requests.length;
+    const response = await reader.get('/v1/message');
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.deepEqual(response.body.seal, {
+      verified: true,
+      cid: record.cid,
+      sha256: record.sha256,
+      sealedAt: record.sealedAt,
+      pins: record.pins.map(({ cluster, status }) => ({ cluster, status })),
+    });
+    assert.deepEqual(
+      seal.requests
+        .slice(before)
+        .map((request) => request.url)
+        .sort(),
+      [`/v1/sealed/${record.id}`, `/v1/sealed/${record.id}/content`],
+    );
+    seal.breakSeal(record.id);
+    const broken = await reader.get('/v1/message');
+    assertError(broken, 502, 'seal_broken');
+    assert.equal(broken.body.cid, record.cid);
   });
 });
 

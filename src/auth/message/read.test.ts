@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { readMessage } from './read.ts';
+import { describeAttachment, PARSER_OPTIONS, readMessage } from './read.ts';
 
 // A 1×1 PNG.
 const PIXEL = Buffer.from(
@@ -62,5 +63,50 @@ describe('readMessage: which attachments the HTML shows itself', () => {
     const written = view.html!.split('data:image/png;base64,').length - 1;
     assert.ok(written > 10 && written < 60, `${written} copies written`);
     assert.ok(view.html!.length < 25 * 1024 * 1024, `${view.html!.length} characters`);
+  });
+});
+
+describe('readMessage: what it takes from the parser', () => {
+  it('agrees with simpleParser on headers, bodies and every attachment, though it keeps no file it lists', async () => {
+    const file = Buffer.alloc(200_000, 'x');
+    const raw = await compose({
+      subject: '=?UTF-8?Q?Vertrag_f=C3=BCr_M=C3=A4rz?=',
+      to: 'Alice <alice@example.com>, team: bob@example.com, carol@example.com;',
+      cc: 'dave@example.com',
+      replyTo: 'Desk <desk@example.org>',
+      date: new Date('2026-11-03T10:00:00Z'),
+      text: 'Line one\r\nLine two\r\n',
+      html: '<p>Logo <img src="cid:logo@example.org"></p>',
+      attachments: [
+        { filename: 'logo.png', content: PIXEL, contentType: 'image/png', cid: 'logo@example.org' },
+        { filename: 'big.bin', content: file, contentType: 'application/octet-stream' },
+        { filename: 'Ünïcode – name.pdf', content: PDF, contentType: 'application/pdf' },
+        { filename: 'note.txt', content: 'a note', contentType: 'text/plain', contentDisposition: 'inline' },
+      ],
+    });
+    const view = await readMessage(raw);
+    const parsed = await simpleParser(raw, { ...PARSER_OPTIONS, keepCidLinks: true });
+    assert.equal(view.subject, 'Vertrag für März');
+    assert.equal(view.subject, parsed.subject);
+    assert.deepEqual(
+      [view.from, view.to, view.cc, view.replyTo].map((list) => list.map((entry) => entry.address)),
+      [
+        ['sender@example.org'],
+        ['alice@example.com', 'bob@example.com', 'carol@example.com'],
+        ['dave@example.com'],
+        ['desk@example.org'],
+      ],
+    );
+    assert.equal(view.date, parsed.date!.toISOString());
+    assert.equal(view.text, parsed.text);
+    assert.deepEqual(
+      view.attachments.map(({ filename, contentType, size, inline }) => ({ filename, contentType, size, inline })),
+      parsed.attachments.map((attachment, index) => ({
+        ...describeAttachment(attachment, index),
+        size: attachment.content.length,
+      })),
+    );
+    assert.equal(view.attachments[1]!.size, file.length);
+    assert.ok(view.html!.includes(`data:image/png;base64,${PIXEL.toString('base64')}`));
   });
 });

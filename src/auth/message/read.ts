@@ -1,4 +1,12 @@
-import { simpleParser, type AddressObject, type AttachmentCommon, type ParsedMail } from 'mailparser';
+import type { Readable } from 'node:stream';
+import {
+  MailParser,
+  type AddressObject,
+  type AttachmentCommon,
+  type AttachmentStream,
+  type Headers,
+  type MessageText,
+} from 'mailparser';
 import sanitizeHtml from 'sanitize-html';
 import { cleanFilename } from '../attachments/filename.ts';
 
@@ -46,29 +54,101 @@ export const PARSER_OPTIONS = { skipTextToHtml: true } as const;
  * would name the other hidden recipients).
  */
 export async function readMessage(raw: Buffer, options: { remoteImages?: boolean } = {}): Promise<MessageView> {
-  // keepCidLinks: the cid: references are resolved below, where it is known which parts they name.
-  const parsed: ParsedMail = await simpleParser(raw, { ...PARSER_OPTIONS, keepCidLinks: true });
+  const parsed = await parseMessage(raw);
+  const { headers } = parsed;
+  const date = headers.get('date');
   const embedded = new Set<number>();
   const html = parsed.html
     ? sanitizeMessageHtml(inlineCidImages(parsed.html, parsed.attachments, embedded), options)
     : null;
   return {
-    subject: parsed.subject ?? '',
-    from: addresses(parsed.from),
-    to: addresses(parsed.to),
-    cc: addresses(parsed.cc),
-    replyTo: addresses(parsed.replyTo),
-    date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
+    subject: typeof headers.get('subject') === 'string' ? (headers.get('subject') as string) : '',
+    from: addresses(headers.get('from') as AddressObject | undefined),
+    to: addresses(headers.get('to') as AddressObject | AddressObject[] | undefined),
+    cc: addresses(headers.get('cc') as AddressObject | AddressObject[] | undefined),
+    replyTo: addresses(headers.get('reply-to') as AddressObject | undefined),
+    date: date instanceof Date && !Number.isNaN(date.getTime()) ? date.toISOString() : null,
     text: parsed.text ?? null,
     html: html?.html ?? null,
     remoteImages: html?.remoteImages ?? 0,
     attachments: parsed.attachments.map((attachment, index) => ({
       index,
       ...describeAttachment(attachment, index),
-      size: attachment.size ?? attachment.content.length,
+      size: attachment.size,
       embedded: embedded.has(index),
     })),
   };
+}
+
+/** An attachment as readMessage needs it: its bytes only when the HTML may show it (a picture with a cid). */
+interface ParsedAttachment extends Pick<AttachmentCommon, 'filename' | 'contentType' | 'related' | 'cid'> {
+  contentDisposition: AttachmentCommon['contentDisposition'];
+  size: number;
+  content: Buffer | undefined;
+}
+
+interface ParsedMessage {
+  headers: Headers;
+  text: string | undefined;
+  html: string | undefined;
+  attachments: ParsedAttachment[];
+}
+
+/**
+ * One pass of mailparser's streaming parser, with the options of the attachment download (so indexes
+ * agree), keeping what the answer needs: the top-level headers, the text and HTML bodies, each
+ * attachment's description and decoded size, and the bytes of the pictures a cid: reference may show.
+ * simpleParser would also hold every other attachment whole (a copy of each file, for a list that only
+ * shows its size), and resolves cid: links itself without saying which parts they named.
+ */
+function parseMessage(raw: Buffer): Promise<ParsedMessage> {
+  const parser = new MailParser(PARSER_OPTIONS);
+  const parsed: ParsedMessage = { headers: new Map(), text: undefined, html: undefined, attachments: [] };
+  return new Promise((resolve, reject) => {
+    // mailparser may report a non-fatal error and still end: the first error or the end decides.
+    let settled = false;
+    const settle = (error: Error | undefined) => {
+      if (settled) return;
+      settled = true;
+      if (error) reject(error);
+      else resolve(parsed);
+    };
+    parser.on('error', (error: Error) => settle(error));
+    parser.on('headers', (headers: Headers) => {
+      parsed.headers = headers;
+    });
+    parser.on('data', (data: AttachmentStream | MessageText) => {
+      if (data.type === 'text') {
+        if (typeof data.text === 'string') parsed.text = data.text;
+        if (typeof data.html === 'string') parsed.html = data.html;
+        return;
+      }
+      const keep = Boolean(data.cid) && EMBEDDED_IMAGE.test(`data:${data.contentType};base64,`);
+      const attachment: ParsedAttachment = {
+        filename: data.filename,
+        contentType: data.contentType,
+        related: data.related,
+        cid: data.cid,
+        contentDisposition: data.contentDisposition,
+        size: 0,
+        content: undefined,
+      };
+      parsed.attachments.push(attachment);
+      const chunks: Buffer[] = [];
+      const content = data.content as Readable;
+      content.on('data', (chunk: Buffer) => {
+        if (keep) chunks.push(chunk);
+      });
+      content.on('end', () => {
+        // The parser counts the decoded bytes (its checksum stream) as they pass.
+        attachment.size = (data as AttachmentStream & { size?: number }).size ?? 0;
+        if (keep) attachment.content = Buffer.concat(chunks);
+        data.release();
+      });
+    });
+    parser.on('end', () => settle(undefined));
+    parser.end(raw);
+  });
 }
 
 /** What the list and the download say about an attachment, known from its headers alone. */
@@ -93,11 +173,10 @@ const MAX_INLINED_IMAGES_SIZE = 20 * 1024 * 1024;
  * mailparser's simpleParser does by default, and records which attachments were shown that way
  * (`embedded`), which simpleParser does not say.
  */
-function inlineCidImages(html: string, attachments: ParsedMail['attachments'], embedded: Set<number>): string {
+function inlineCidImages(html: string, attachments: ParsedAttachment[], embedded: Set<number>): string {
   const byCid = new Map<string, number>();
   attachments.forEach((attachment, index) => {
-    if (attachment.cid && EMBEDDED_IMAGE.test(`data:${attachment.contentType};base64,`) && !byCid.has(attachment.cid))
-      byCid.set(attachment.cid, index);
+    if (attachment.cid && attachment.content && !byCid.has(attachment.cid)) byCid.set(attachment.cid, index);
   });
   const urls = new Map<number, string>();
   let budget = MAX_INLINED_IMAGES_SIZE;
@@ -106,7 +185,8 @@ function inlineCidImages(html: string, attachments: ParsedMail['attachments'], e
     if (index === undefined) return reference;
     const attachment = attachments[index]!;
     const url =
-      urls.get(index) ?? `data:${attachment.contentType.toLowerCase()};base64,${attachment.content.toString('base64')}`;
+      urls.get(index) ??
+      `data:${attachment.contentType.toLowerCase()};base64,${attachment.content!.toString('base64')}`;
     if (url.length > budget) return reference;
     budget -= url.length;
     urls.set(index, url);

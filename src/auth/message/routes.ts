@@ -5,7 +5,7 @@ import { requireSignedIn, type AuthContext } from '../context.ts';
 import { MESSAGE_QUERY, MessageQuery } from './query.ts';
 import { findAttachment } from './attachment-stream.ts';
 import { readMessage } from './read.ts';
-import { withSealCid } from '../seal/client.ts';
+import { isSealBroken, withSealCid } from '../seal/client.ts';
 import { TAGS, errorResponses } from '../route-docs.ts';
 import { MessageResponse } from '../../contracts/auth.ts';
 
@@ -31,13 +31,22 @@ const OpenableList = Type.Object({
  */
 export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' | 'access'>) {
   async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
-    const record = await context.seal.sealed(messageId);
-    if (!record) throw notFound('The sealed message is no longer available');
-    const raw = await context.seal.content(messageId).catch((error: unknown) => {
-      throw withSealCid(error, record.cid);
+    // One request to B: the verified content comes with the seal it was verified against.
+    const { content, seal } = await context.seal.read(messageId).catch(async (error: unknown) => {
+      throw await withBrokenSealCid(error, messageId);
     });
-    const view = await readMessage(raw, options).catch(unreadable);
+    // Without the seal in B's answer (too long for a header, or a B from before it), the record has it.
+    const record = seal ?? (await context.seal.sealed(messageId));
+    if (!record) throw notFound('The sealed message is no longer available');
+    const view = await readMessage(content, options).catch(unreadable);
     return { record, view };
+  }
+
+  /** A broken seal names its CID: B's error object does; from a B that does not, the record's. */
+  async function withBrokenSealCid(error: unknown, messageId: string): Promise<unknown> {
+    if (!isSealBroken(error) || error.details.cid !== undefined) return error;
+    const record = await context.seal.sealed(messageId).catch(() => undefined);
+    return record ? withSealCid(error, record.cid) : error;
   }
 
   app.get(
@@ -106,10 +115,7 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
       // One request to B: its content answer says 404 when the message is gone.
       const { stream } = await context.seal.contentStream(session.messageId).catch(async (error: unknown) => {
         // The broken seal's CID, for a reader who opened the link to the file directly.
-        const record = isSealBroken(error)
-          ? await context.seal.sealed(session.messageId).catch(() => undefined)
-          : undefined;
-        throw record ? withSealCid(error, record.cid) : error;
+        throw await withBrokenSealCid(error, session.messageId);
       });
       const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
       if (!attachment) throw notFound('No attachment with this index');
@@ -124,10 +130,6 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
         .send(attachment.content);
     },
   );
-}
-
-function isSealBroken(error: unknown): boolean {
-  return error instanceof AppError && error.errorCode === 'seal_broken';
 }
 
 /**

@@ -1,14 +1,17 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
-import { Value } from 'typebox/value';
-import { RecipientSealedSchema, SealedViewSchema } from '../../contracts/seal.ts';
+import { Compile } from 'typebox/compile';
+import { RecipientSealedSchema, SEAL_HEADER, SealedViewSchema, SealFactsSchema } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
 export type SealedRecord = Static<typeof SealedViewSchema>;
 /** GET {SEAL_URL}/v1/recipients/{email}/sealed: one recipient's sealed messages, newest first. */
 export type RecipientSealed = Static<typeof RecipientSealedSchema>['sealed'];
+/** The seal B verified content against (its X-Sealpost-Seal header): what the reader shows beside it. */
+export type SealFacts = Static<typeof SealFactsSchema>;
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -17,10 +20,30 @@ const MESSAGE_ID = new RegExp(MESSAGE_ID_PATTERN);
 const TIMEOUT_MS = 30_000;
 
 /**
+ * B's answers are checked against its own schemas (src/contracts/seal.ts) before any field is used, by
+ * validators compiled once: Value.Check interprets the schema on every call, about ten times slower, and
+ * every read of a message checks a record.
+ */
+const CHECK = {
+  sealedView: Compile(SealedViewSchema),
+  recipientSealed: Compile(RecipientSealedSchema),
+  sealFacts: Compile(SealFactsSchema),
+};
+const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';
+
+/**
  * The seal service's API as the auth service uses it (services talk over HTTP only), with the service
  * token. Any failure is a 502 error object for our client; B's own message is logged, not passed on.
  */
 export class SealClient {
+  /**
+   * Keep-alive connections to B, through node:http rather than fetch: on the reader's read
+   * (bench/reader.ts) fetch's web streams, and turning its body back into a Node stream, cost more CPU
+   * than the request itself. Idle sockets close after 5 s, well before B's keep-alive timeout (Fastify:
+   * 72 s), so a request never goes out on a connection B is closing.
+   */
+  private readonly agent: http.Agent;
+
   constructor(
     private readonly options: {
       baseUrl: string;
@@ -29,16 +52,19 @@ export class SealClient {
       /** The most content() holds in memory: SEAL_MAX_MESSAGE_SIZE, the most B seals. */
       maxContentBytes?: number;
     },
-  ) {}
+  ) {
+    const keepAlive = { keepAlive: true, timeout: 5_000 };
+    this.agent = options.baseUrl.startsWith('https:') ? new https.Agent(keepAlive) : new http.Agent(keepAlive);
+  }
 
   /** The sealed messages addressed to `email`, newest first (at most `limit`). */
   async sealedFor(email: string, limit: number): Promise<RecipientSealed> {
     const response = await this.get(
       `/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`,
     );
-    if (response.status !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
-    const answer: unknown = await response.json().catch(() => undefined);
-    if (!Value.Check(RecipientSealedSchema, answer))
+    if (response.statusCode !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
+    const answer = await readJson(response);
+    if (!CHECK.recipientSealed.Check(answer))
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list');
     return answer.sealed;
   }
@@ -48,13 +74,13 @@ export class SealClient {
     if (!MESSAGE_ID.test(id)) return undefined;
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}`);
     // B answers 400 for an id that is not of its shape (a truncated link): for us that message does not exist.
-    if (response.status === 404 || response.status === 400) {
-      await response.arrayBuffer().catch(() => undefined);
+    if (response.statusCode === 404 || response.statusCode === 400) {
+      response.resume();
       return undefined;
     }
-    if (response.status !== 200) throw await upstreamError(response, 'read the sealed message record');
-    const record = (await response.json().catch(() => undefined)) as SealedRecord | undefined;
-    if (!isRecord(record) || record.id !== id) {
+    if (response.statusCode !== 200) throw await upstreamError(response, 'read the sealed message record');
+    const record = await readJson(response);
+    if (!CHECK.sealedView.Check(record) || record.id !== id) {
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected record');
     }
     return record;
@@ -66,8 +92,19 @@ export class SealClient {
    * whole in memory, so refused above `maxContentBytes` (SEAL_MAX_MESSAGE_SIZE: B seals nothing larger).
    */
   async content(id: string): Promise<Buffer> {
+    return (await this.read(id)).content;
+  }
+
+  /**
+   * content() with the seal B verified it against (its X-Sealpost-Seal header), in one request. `seal` is
+   * undefined when B sent none (a header too long, or a B from before it): sealed() has the same facts.
+   */
+  async read(id: string): Promise<{ content: Buffer; seal: SealFacts | undefined }> {
     // Read at once, so the time limit covers the whole message.
-    const { stream, length } = await this.openContent(id, AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS));
+    const { stream, length, response } = await this.openContent(
+      id,
+      AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
+    );
     const limit = this.options.maxContentBytes ?? Number.POSITIVE_INFINITY;
     const chunks: Buffer[] = [];
     let bytes = 0;
@@ -78,6 +115,7 @@ export class SealClient {
         if (bytes > limit) throw tooLarge(limit);
         chunks.push(chunk);
       }
+      if (length !== undefined && bytes !== length) throw new Error(`${bytes} of the ${length} bytes B announced`);
     } catch (error) {
       stream.destroy();
       if (error instanceof AppError) throw error;
@@ -85,7 +123,7 @@ export class SealClient {
         cause: error,
       });
     }
-    return Buffer.concat(chunks, bytes);
+    return { content: Buffer.concat(chunks, bytes), seal: sealFacts(response.headers[SEAL_HEADER], id) };
   }
 
   /**
@@ -114,34 +152,44 @@ export class SealClient {
   private async openContent(
     id: string,
     signal: AbortSignal,
-  ): Promise<{ stream: Readable; length: number | undefined }> {
+  ): Promise<{ stream: Readable; length: number | undefined; response: IncomingMessage }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
     const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
-    if (response.status === 404) {
-      await response.arrayBuffer().catch(() => undefined);
+    // 400: an id not of B's shape (a truncated link), for us a message that does not exist, as in sealed().
+    if (response.statusCode === 404 || response.statusCode === 400) {
+      response.resume();
       throw new AppError('not_found', 404, 'The sealed message is no longer available');
     }
-    if (response.status !== 200 || !response.body)
-      throw await upstreamError(response, 'read and verify the sealed message');
-    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-    return {
-      stream: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
-      length: Number.isSafeInteger(declared) ? declared : undefined,
-    };
+    if (response.statusCode !== 200) throw await upstreamError(response, 'read and verify the sealed message');
+    const declared = Number(response.headers['content-length'] ?? Number.NaN);
+    return { stream: response, length: Number.isSafeInteger(declared) ? declared : undefined, response };
   }
 
-  private async get(path: string, signal?: AbortSignal): Promise<Response> {
-    try {
-      return await fetch(`${this.options.baseUrl}${path}`, {
+  /**
+   * B's answer to a GET, its body still to read. `signal` ends the exchange, the body included; redirects
+   * are not followed (not a 200: an upstream failure).
+   */
+  private get(path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+    const url = new URL(`${this.options.baseUrl}${path}`);
+    return new Promise((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(url, {
+        agent: this.agent,
         headers: { authorization: `Bearer ${this.options.serviceToken}` },
-        redirect: 'error',
         signal: signal ?? AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
       });
-    } catch (error) {
-      throw new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', {
-        cause: error,
+      // After the answer, errors reach its reader through the body stream; these listeners only keep a late
+      // one (a timeout or a reset after the body was read) from becoming an uncaught exception.
+      request.on('error', (error) =>
+        reject(
+          new AppError('upstream_failed', 502, 'The seal service is not reachable; try again later', { cause: error }),
+        ),
+      );
+      request.on('response', (response: IncomingMessage) => {
+        response.on('error', () => undefined);
+        resolve(response);
       });
-    }
+      request.end();
+    });
   }
 }
 
@@ -153,16 +201,36 @@ function tooLarge(limit: number): AppError {
   );
 }
 
-async function upstreamError(response: Response, what: string): Promise<AppError> {
-  const body = await response.text().catch(() => '');
+async function readBody(response: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** The JSON body, or undefined when it does not come whole or does not parse. */
+async function readJson(response: IncomingMessage): Promise<unknown> {
+  try {
+    return JSON.parse((await readBody(response)).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+async function upstreamError(response: IncomingMessage, what: string): Promise<AppError> {
+  const body = await readBody(response).then(
+    (bytes) => bytes.toString('utf8'),
+    () => '',
+  );
   let reason = body.slice(0, 300);
   let broken = false;
+  let cid: string | undefined;
   try {
-    const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown };
+    const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown; cid?: unknown };
+    if (typeof parsed.cid === 'string') cid = parsed.cid;
     if (typeof parsed.message === 'string') reason = `${parsed.errorCode ?? ''} ${parsed.message}`.trim();
     // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
     broken =
-      response.status === 502 &&
+      response.statusCode === 502 &&
       (parsed.errorCode === 'seal_broken' ||
         (parsed.errorCode === 'upstream_failed' &&
           typeof parsed.message === 'string' &&
@@ -170,28 +238,37 @@ async function upstreamError(response: Response, what: string): Promise<AppError
   } catch {
     // not an error object: keep the start of the body for the log
   }
-  const cause = new Error(`seal service answered HTTP ${response.status}: ${reason}`);
+  const cause = new Error(`seal service answered HTTP ${response.statusCode}: ${reason}`);
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
-  if (broken)
-    return new AppError(
-      'seal_broken',
-      502,
-      'The sealed content failed verification against its seal; nothing is shown',
-      { cause },
-    );
+  if (broken) {
+    const error = new AppError('seal_broken', 502, SEAL_BROKEN, { cause });
+    // B names the CID in its error object; from a B that does not, the caller adds the record's.
+    return cid ? withSealCid(error, cid) : error;
+  }
   return new AppError('upstream_failed', 502, `The seal service could not ${what}; nothing is shown`, { cause });
 }
 
 /** seal_broken with the CID of the sealed record, for the reader to show which seal broke. */
-export function withSealCid(error: unknown, cid: string): unknown {
-  if (!(error instanceof AppError) || error.errorCode !== 'seal_broken') return error;
+export function withSealCid<T>(error: T, cid: string): T | AppError {
+  if (!isSealBroken(error) || error.details.cid !== undefined) return error;
   return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, {
     cause: error.cause,
     details: { cid },
   });
 }
 
-/** The seal service's answer, checked against its own schema (src/contracts/seal.ts) before any field is used. */
-function isRecord(value: unknown): value is SealedRecord {
-  return Value.Check(SealedViewSchema, value);
+/** A broken seal: final, unlike the other failures to read. */
+export function isSealBroken(error: unknown): error is AppError {
+  return error instanceof AppError && error.errorCode === 'seal_broken';
+}
+
+/** B's X-Sealpost-Seal header, when it is there, decodes, fits B's schema and is about this message. */
+function sealFacts(header: string | string[] | undefined, id: string): SealFacts | undefined {
+  if (typeof header !== 'string') return undefined;
+  try {
+    const facts: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
+    return CHECK.sealFacts.Check(facts) && facts.id === id ? facts : undefined;
+  } catch {
+    return undefined;
+  }
 }

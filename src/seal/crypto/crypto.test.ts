@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { readHead } from '../sealing/message-head.ts';
-import { DecryptStream, encryptChunks, IntegrityError, newMessageKey } from './message-cipher.ts';
+import { DecryptStream, decryptContent, encryptChunks, IntegrityError, newMessageKey } from './message-cipher.ts';
 import { messageKeyLabel, openSecret, sealSecret, SecretError } from './secret-box.ts';
 
 async function* chunked(data: Buffer, size: number): AsyncGenerator<Buffer> {
@@ -33,7 +33,7 @@ async function decrypt(key: Buffer, ciphertext: Buffer, size: number): Promise<B
 }
 
 describe('sealed content format', () => {
-  it('round-trips whatever the chunking on either side, the empty message included', async () => {
+  it('round-trips whatever the chunking on either side, or decrypted whole; the empty message too', async () => {
     for (const plaintext of [Buffer.alloc(0), Buffer.from('x'), randomBytes(100_003)]) {
       for (const [inSize, outSize] of [
         [1, 1],
@@ -47,6 +47,9 @@ describe('sealed content format', () => {
         assert.equal(ciphertext[0], 1);
         assert.deepEqual(await decrypt(key, ciphertext, outSize), plaintext);
       }
+      const key = newMessageKey();
+      const ciphertext = await collect(encryptChunks(key, chunked(plaintext, 4096)));
+      assert.deepEqual(decryptContent(key, ciphertext), plaintext, 'decrypted whole, in one call');
     }
   });
 
@@ -65,6 +68,7 @@ describe('sealed content format', () => {
       ['version', versioned, key],
     ] as const) {
       await assert.rejects(decrypt(withKey, data, 5), IntegrityError, what);
+      assert.throws(() => decryptContent(withKey, data), IntegrityError, `${what}, decrypted whole`);
     }
   });
 

@@ -47,6 +47,32 @@ export class IntegrityError extends Error {
   }
 }
 
+/** Bytes the format adds to the plaintext: version, nonce, tag. */
+export const CONTENT_OVERHEAD_BYTES = HEADER_BYTES + TAG_BYTES;
+
+/**
+ * Decrypts sealed content held whole in memory in one call, the tag checked before anything is
+ * returned: for small content, where DecryptStream's stream machinery would cost more than the
+ * decryption itself.
+ */
+export function decryptContent(key: Buffer, sealed: Buffer): Buffer {
+  if (sealed.length < CONTENT_OVERHEAD_BYTES) throw new IntegrityError('sealed content is truncated');
+  const header = sealed.subarray(0, HEADER_BYTES);
+  if (header[0] !== CONTENT_FORMAT_VERSION) {
+    throw new IntegrityError(`sealed content has unknown format version ${header[0]}`);
+  }
+  const decipher = createDecipheriv('aes-256-gcm', key, header.subarray(1));
+  decipher.setAAD(header);
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  const body = decipher.update(sealed.subarray(HEADER_BYTES, sealed.length - TAG_BYTES));
+  try {
+    const last = decipher.final();
+    return last.length > 0 ? Buffer.concat([body, last]) : body;
+  } catch (error) {
+    throw new IntegrityError('sealed content failed authentication (altered, or not this message)', { cause: error });
+  }
+}
+
 export class DecryptStream extends Transform {
   private decipher: DecipherGCM | undefined;
   private pending: Buffer = Buffer.alloc(0);

@@ -12,13 +12,14 @@ import {
   RecipientParams,
   RecipientSchema,
   RecipientSealedSchema,
+  SEAL_HEADER,
   SealedParams,
   SealedViewSchema,
   SealHeadersSchema,
   SealResponseSchema,
 } from '../../contracts/seal.ts';
 import type { SealedStore } from './store.ts';
-import { recipientView, sealAnswer, sealedView } from './views.ts';
+import { recipientView, sealAnswer, sealedView, sealHeader } from './views.ts';
 
 export interface SealingRoutesOptions {
   sealer: Sealer;
@@ -185,19 +186,23 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'decrypted, and its SHA-256 checked against the sealed record before a byte is sent: ' +
           'content that fails verification is never served (502 with errorCode seal_broken and the ' +
           'cid when content from a cluster failed verification and no cluster gave content that holds; ' +
-          '503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash.',
+          '503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash, ' +
+          '`X-Sealpost-Seal` the seal it was verified against (id, cid, sha256, sealedAt, pins) as base64url ' +
+          'JSON, so that a reader needs no second request; it is left out when longer than 8 KiB.',
         params: SealedParams,
         response: { 400: err, 401: err, 404: err, 502: err, 503: err },
       },
     },
     async (request, reply) => {
       const content = await sealer.readVerified(request.params.id);
+      const seal = sealHeader(content.record);
+      if (seal) void reply.header(SEAL_HEADER, seal);
       return reply
         .type('message/rfc822')
         .header('content-length', String(content.size))
         .header('x-sealpost-sha256', content.record.message.sha256)
         .header('cache-control', 'no-store')
-        .send(content.stream);
+        .send(content.body);
     },
   );
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import type { ServiceUnderTest } from '../../../test/support/services.ts';
 import { postSeal, rawMessage, startSealOnStandIn, startStandIn, type StandIn } from '../../../test/support/seal.ts';
+import { IN_MEMORY_READ_BYTES } from './sealer.ts';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -68,6 +69,23 @@ describe('POST /v1/seal and reading back', () => {
     const one = await get(`/v1/sealed/${body.id}/recipients/${encodeURIComponent('Bob@RCPT.example')}`);
     assert.deepEqual(await one.json(), { email: 'bob@rcpt.example', method: 'sms', mobile: '+41791234567' });
     assert.equal((await get(`/v1/sealed/${body.id}/recipients/mallory@rcpt.example`)).status, 404);
+  });
+
+  it('names the seal the content was verified against in X-Sealpost-Seal, as GET /v1/sealed/{id} has it', async () => {
+    const raw = rawMessage({ body: 'read me with my seal' });
+    const { id } = await (await postSeal(service(), raw)).json();
+    const content = await get(`/v1/sealed/${id}/content`);
+    assert.equal(content.status, 200);
+    assert.deepEqual(Buffer.from(await content.arrayBuffer()), raw);
+    const facts = JSON.parse(Buffer.from(content.headers.get('x-sealpost-seal') ?? '', 'base64url').toString('utf8'));
+    const record = await (await get(`/v1/sealed/${id}`)).json();
+    assert.deepEqual(facts, {
+      id,
+      cid: record.cid,
+      sha256: sha256(raw),
+      sealedAt: record.sealedAt,
+      pins: record.pins.map(({ cluster, status }: { cluster: string; status: string }) => ({ cluster, status })),
+    });
   });
 
   it('stores only ciphertext on IPFS: the content at the CID is not the message', async () => {
@@ -428,6 +446,33 @@ describe('tampered content is detected and never served', () => {
     assert.ok(seal.logs.some((line) => line.msg === 'sealed content failed verification: not served'));
   });
 
+  it('reads a message over IN_MEMORY_READ_BYTES through a temp file, and refuses it too once altered', async () => {
+    const before = new Set(await blockFiles(join(standIn.dataDir, 'blocks')));
+    const body = randomBytes(1.2 * 1024 * 1024)
+      .toString('base64')
+      .replace(/.{76}/g, '$&\r\n');
+    const raw = rawMessage({ body });
+    assert.ok(raw.length > IN_MEMORY_READ_BYTES);
+    const { id } = await (await postSeal({ url: seal.url, serviceToken: seal.serviceToken }, raw)).json();
+    const read = await get(`/v1/sealed/${id}/content`);
+    assert.equal(read.status, 200);
+    assert.deepEqual(Buffer.from(await read.arrayBuffer()), raw);
+
+    const added = (await blockFiles(join(standIn.dataDir, 'blocks'))).filter((file) => !before.has(file));
+    assert.ok(added.length > 1, 'a large message is several blocks');
+    // A leaf (the largest block), not the root node: the content then still comes, altered.
+    const blocks = await Promise.all(added.map(async (file) => ({ file, data: await readFile(file) })));
+    const { file: leaf, data: block } = blocks.sort((a, b) => b.data.length - a.data.length)[0]!;
+    const middle = Math.floor(block.length / 2);
+    block.writeUInt8(block.readUInt8(middle) ^ 0x01, middle);
+    await writeFile(leaf, block);
+    const response = await get(`/v1/sealed/${id}/content`);
+    assert.equal(response.status, 502);
+    const error = await response.json();
+    assert.equal(error.errorCode, 'seal_broken');
+    assert.match(error.message, /failed verification and is not served: .*failed authentication/);
+  });
+
   it("refuses when the record points at another message's content", async () => {
     const first = await sealOne('first message');
     const second = await sealOne('second message');
@@ -438,16 +483,18 @@ describe('tampered content is detected and never served', () => {
     assert.equal((await get(`/v1/sealed/${second.id}/content`)).status, 200);
   });
 
-  it('refuses when the plaintext does not match the recorded SHA-256', async () => {
-    const { id } = await sealOne('hash me');
-    await sealed()
-      .updateTable('sealed_messages')
-      .set({ sha256: 'f'.repeat(64) })
-      .where('id', '=', id)
-      .execute();
-    const response = await get(`/v1/sealed/${id}/content`);
-    assert.equal(response.status, 502);
-    assert.match((await response.json()).message, /does not match the sealed f{64}/);
+  it('refuses when the plaintext does not match the recorded SHA-256, read in memory or through a file', async () => {
+    for (const body of ['hash me', 'x'.repeat(IN_MEMORY_READ_BYTES)]) {
+      const { id } = await sealOne(body);
+      await sealed()
+        .updateTable('sealed_messages')
+        .set({ sha256: 'f'.repeat(64) })
+        .where('id', '=', id)
+        .execute();
+      const response = await get(`/v1/sealed/${id}/content`);
+      assert.equal(response.status, 502);
+      assert.match((await response.json()).message, /does not match the sealed f{64}/);
+    }
   });
 
   it('refuses a wrapped key moved onto another record', async () => {

@@ -10,7 +10,14 @@ import type { Clock } from '../../kernel/clock.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { ClusterError, type ClusterClient } from '../clusters/client.ts';
-import { DecryptStream, encryptChunks, IntegrityError, newMessageKey } from '../crypto/message-cipher.ts';
+import {
+  CONTENT_OVERHEAD_BYTES,
+  DecryptStream,
+  decryptContent,
+  encryptChunks,
+  IntegrityError,
+  newMessageKey,
+} from '../crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
 import { parseHead, readHead } from './message-head.ts';
 import { messageFacts } from './recipients.ts';
@@ -42,11 +49,19 @@ export interface SealerOptions {
   logger: Logger;
 }
 
-/** A verified plaintext, ready to stream; `close` removes the spooled ciphertext. */
+/**
+ * Sealed content up to this size is read back in memory, larger content through a temporary file: at
+ * 1 MiB a read holds about 2 MiB (ciphertext and plaintext) for the time of one answer, like the auth
+ * service holding the message to parse it, and saves the file's creation, writes, two reads and a
+ * second decryption (bench/reader.ts).
+ */
+export const IN_MEMORY_READ_BYTES = 1024 * 1024;
+
+/** A verified plaintext: whole in memory, or a stream that removes the spooled ciphertext at its end. */
 export interface VerifiedContent {
   record: SealedRecord;
   size: number;
-  stream: Readable;
+  body: Buffer | Readable;
 }
 
 /**
@@ -293,10 +308,12 @@ export class Sealer {
   }
 
   /**
-   * The plaintext of a sealed message, verified before a byte of it is served: the ciphertext is
-   * fetched by CID (clusters in order) into a private temporary file, decrypted and hashed once; only
-   * when the GCM tag and the SHA-256 both hold is it decrypted again into the returned stream. Content
-   * that fails verification on one cluster is fetched from the next; failing everywhere is an error.
+   * The plaintext of a sealed message, verified before a byte of it is served. The ciphertext is
+   * fetched by CID (clusters in order). Content up to IN_MEMORY_READ_BYTES is held in memory, decrypted
+   * and hashed once and served from there; larger content is spooled to a private temporary file,
+   * decrypted and hashed once, and only when the GCM tag and the SHA-256 both hold decrypted again into
+   * the returned stream. Content that fails verification on one cluster is fetched from the next;
+   * failing everywhere is an error.
    */
   async readVerified(id: string): Promise<VerifiedContent> {
     const { store, masterKey, logger } = this.options;
@@ -311,13 +328,18 @@ export class Sealer {
       });
     }
     const path = message.wrapped ? `/ipfs/${message.cid}/${message.file_name}` : message.cid;
-    const dir = await mkdtemp(join(tmpdir(), 'sealpost-read-'));
-    const file = join(dir, 'content.sealed');
+    const inMemory = message.size <= IN_MEMORY_READ_BYTES;
+    const dir = inMemory ? undefined : await mkdtemp(join(tmpdir(), 'sealpost-read-'));
     const problems: string[] = [];
     let integrityFailures = 0;
     try {
       for (const cluster of this.options.clusters) {
         try {
+          if (!dir) {
+            const body = await readIntoMemory(cluster, path, key, message.sha256, message.size);
+            return { record, size: message.size, body };
+          }
+          const file = join(dir, 'content.sealed');
           await fetchInto(cluster, path, file);
           await verify(file, key, message.sha256, message.size);
           const stream = new PassThrough();
@@ -326,7 +348,7 @@ export class Sealer {
               logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'),
             )
             .finally(() => void rm(dir, { recursive: true, force: true }));
-          return { record, size: message.size, stream };
+          return { record, size: message.size, body: stream };
         } catch (error) {
           if (error instanceof IntegrityError) integrityFailures++;
           const reason = error instanceof Error ? error.message : String(error);
@@ -338,10 +360,10 @@ export class Sealer {
         }
       }
     } catch (error) {
-      await rm(dir, { recursive: true, force: true });
+      if (dir) await rm(dir, { recursive: true, force: true });
       throw error;
     }
-    await rm(dir, { recursive: true, force: true });
+    if (dir) await rm(dir, { recursive: true, force: true });
     if (integrityFailures > 0) {
       logger.error({ sealedId: id, cid: message.cid, problems }, 'sealed content failed verification: not served');
       // Its own errorCode: a broken seal is final, unlike a cluster that failed for now (upstream_failed, unavailable).
@@ -376,6 +398,42 @@ async function fetchInto(cluster: ClusterClient, path: string, file: string): Pr
   }
 }
 
+/**
+ * The ciphertext from one cluster into memory (at most the size the format gives for the sealed size:
+ * more is not this content), decrypted and checked against the record in one go.
+ */
+async function readIntoMemory(
+  cluster: ClusterClient,
+  path: string,
+  key: Buffer,
+  sha256: string,
+  size: number,
+): Promise<Buffer> {
+  const expected = size + CONTENT_OVERHEAD_BYTES;
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  await cluster.cat(
+    path,
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        bytes += chunk.length;
+        // Bytes past the expected length are counted, not kept, so memory stays bounded; failing the write
+        // instead would read as a cluster failure, not as content that does not match its seal.
+        if (bytes <= expected) chunks.push(chunk);
+        done();
+      },
+    }),
+  );
+  if (bytes > expected) {
+    throw new IntegrityError(
+      `sealed content of ${bytes} bytes is longer than a ${size}-byte message seals to (altered, or not this message)`,
+    );
+  }
+  const plaintext = decryptContent(key, Buffer.concat(chunks, bytes));
+  checkPlaintext(createHash('sha256').update(plaintext).digest('hex'), plaintext.length, sha256, size);
+  return plaintext;
+}
+
 /** Decrypts the spooled ciphertext and checks the plaintext's size and SHA-256 against the record. */
 async function verify(file: string, key: Buffer, sha256: string, size: number): Promise<void> {
   const hash = createHash('sha256');
@@ -391,7 +449,10 @@ async function verify(file: string, key: Buffer, sha256: string, size: number): 
       },
     }),
   );
-  const digest = hash.digest('hex');
+  checkPlaintext(hash.digest('hex'), bytes, sha256, size);
+}
+
+function checkPlaintext(digest: string, bytes: number, sha256: string, size: number): void {
   if (bytes !== size || digest !== sha256) {
     throw new IntegrityError(
       `plaintext SHA-256 ${digest} (${bytes} bytes) does not match the sealed ${sha256} (${size} bytes)`,

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type QueryCreator } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Clock } from '../../kernel/clock.ts';
 import { notFound } from '../../kernel/errors.ts';
 import type { PinStatus, SealedMessage, SealedPin, SealedRecipient, SealTables } from '../tables.ts';
@@ -73,18 +74,13 @@ export class SealedStore {
   ) {}
 
   async findByEnvelope(envelopeId: string): Promise<SealedRecord | undefined> {
-    const message = await this.db
-      .selectFrom('sealed_messages')
-      .selectAll()
-      .where('envelope_id', '=', envelopeId)
-      .executeTakeFirst();
-    return message ? this.complete(message) : undefined;
+    return this.record('envelope_id', envelopeId);
   }
 
   async get(id: string): Promise<SealedRecord> {
-    const message = await this.db.selectFrom('sealed_messages').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!message) throw notFound(`No sealed message ${id}`);
-    return this.complete(message);
+    const record = await this.record('id', id);
+    if (!record) throw notFound(`No sealed message ${id}`);
+    return record;
   }
 
   async recipient(id: string, emailKey: string): Promise<SealedRecipient | undefined> {
@@ -344,16 +340,40 @@ export class SealedStore {
     return messages.map((message) => ({ message, pins: pins.filter((pin) => pin.sealed_id === message.id) }));
   }
 
-  private async complete(message: SealedMessage): Promise<SealedRecord> {
-    const [recipients, pins] = await Promise.all([
-      this.db
-        .selectFrom('sealed_recipients')
-        .selectAll()
-        .where('sealed_id', '=', message.id)
-        .orderBy('position')
-        .execute(),
-      this.db.selectFrom('sealed_pins').selectAll().where('sealed_id', '=', message.id).orderBy('position').execute(),
-    ]);
-    return { message, recipients, pins };
+  /**
+   * A record in one statement, its recipients and pins as JSON arrays beside the message row: one round
+   * trip instead of two (three queries) on every read of a record (GET /v1/sealed/{id}, which the auth
+   * service asks on every read of a message). JSON brings the pins' times as text: turned back into Dates.
+   */
+  private async record(column: 'id' | 'envelope_id', value: string): Promise<SealedRecord | undefined> {
+    const row = await this.db
+      .selectFrom('sealed_messages as m')
+      .selectAll('m')
+      .select((eb) => [
+        jsonArrayFrom(
+          eb
+            .selectFrom('sealed_recipients as r')
+            .selectAll('r')
+            .whereRef('r.sealed_id', '=', 'm.id')
+            .orderBy('r.position'),
+        ).as('recipients'),
+        jsonArrayFrom(
+          eb.selectFrom('sealed_pins as p').selectAll('p').whereRef('p.sealed_id', '=', 'm.id').orderBy('p.position'),
+        ).as('pins'),
+      ])
+      .where(`m.${column}`, '=', value)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const { recipients, pins, ...message } = row;
+    return {
+      message,
+      recipients,
+      pins: pins.map((pin) => ({
+        ...pin,
+        next_attempt_at: pin.next_attempt_at === null ? null : new Date(pin.next_attempt_at),
+        overdue_at: pin.overdue_at === null ? null : new Date(pin.overdue_at),
+        updated_at: new Date(pin.updated_at),
+      })),
+    };
   }
 }

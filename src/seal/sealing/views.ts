@@ -1,3 +1,5 @@
+import type { Static } from 'typebox';
+import { SEAL_HEADER_MAX_LENGTH, type SealFactsSchema } from '../../contracts/seal.ts';
 import type { SealedPin, SealedRecipient } from '../tables.ts';
 import type { SealedRecord } from './store.ts';
 
@@ -19,12 +21,25 @@ export function sealAnswer(record: SealedRecord, publicUrl: string) {
       // for the default language itself, which only it knows).
       link: `${publicUrl}/m/${message.id}${recipient.language ? `?lang=${recipient.language}` : ''}`,
     })),
-    pins: record.pins.map((pin) => ({
-      cluster: pin.cluster,
-      status: pin.status,
-      ...(pin.error ? { error: pin.error } : {}),
-    })),
+    pins: record.pins.map(pinState),
   };
+}
+
+function pinState(pin: SealedPin) {
+  return { cluster: pin.cluster, status: pin.status, ...(pin.error ? { error: pin.error } : {}) };
+}
+
+/** The X-Sealpost-Seal header of the verified content, or undefined when it would be too long. */
+export function sealHeader({ message, pins }: SealedRecord): string | undefined {
+  const facts: Static<typeof SealFactsSchema> = {
+    id: message.id,
+    cid: message.cid,
+    sha256: message.sha256,
+    sealedAt: message.sealed_at.toISOString(),
+    pins: pins.map(pinState),
+  };
+  const value = Buffer.from(JSON.stringify(facts)).toString('base64url');
+  return value.length <= SEAL_HEADER_MAX_LENGTH ? value : undefined;
 }
 
 export function recipientView(recipient: SealedRecipient) {
