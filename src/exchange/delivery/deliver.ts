@@ -1,11 +1,17 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import type { RecentPayloads } from '../inbound/recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
-import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type OutboundStrategy } from '../outbound/types.ts';
+import {
+  DeliveryError,
+  X_DIAGNOSTIC,
+  type FailedRecipient,
+  type OpenPayload,
+  type OutboundStrategy,
+} from '../outbound/types.ts';
 import type { BounceReport } from '../tables.ts';
 import { retryDelayMs } from './backoff.ts';
 import type { Claim, EnvelopeQueue } from './queue.ts';
@@ -39,7 +45,7 @@ export interface DeliverDeps {
  * is then taken again.
  */
 export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<void> {
-  const { queue, objects, strategies, metrics, retry } = deps;
+  const { queue, strategies, metrics, retry } = deps;
   const logger = deps.logger.child({ envelopeId: claim.id, attempt: claim.attempts });
   const lost = () => logger.warn('lease lost while delivering: another worker has taken the envelope over');
 
@@ -60,10 +66,7 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
   const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
-  const openPayload = () => {
-    const held = deps.recentPayloads?.get(claim.id);
-    return held ? Promise.resolve(new PassThrough().end(held)) : objects.get(claim.payload_key);
-  };
+  const openPayload = claimPayload(claim, deps);
   for (const [i, strategy] of pending.entries()) {
     let result;
     try {
@@ -140,6 +143,33 @@ async function fail(
 async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, logger: Logger): Promise<void> {
   deps.recentPayloads?.forget(claim.id);
   await deps.finisher.finishSoon({ ...claim, ...changes }, logger, deps.maxPendingFinishes ?? 0);
+}
+
+/**
+ * The claim's payload for its strategies: the bytes this instance accepted when it still holds them,
+ * else a small payload read whole from the store once for the attempt (one open and read rather than one
+ * per look: the relay hop reads the header block before it sends), else a stream from the store per open.
+ */
+export function claimPayload(claim: Claim, deps: Pick<DeliverDeps, 'objects' | 'recentPayloads'>): OpenPayload {
+  let whole: Promise<Buffer | undefined> | undefined;
+  const bytes = () =>
+    (whole ??= (async () => {
+      const held = deps.recentPayloads?.get(claim.id);
+      if (held) return held;
+      if (claim.size > RECENT_PAYLOAD_MAX) return undefined;
+      return readAll(await deps.objects.get(claim.payload_key));
+    })());
+  const open = async () => {
+    const held = await bytes();
+    return held ? new PassThrough().end(held) : deps.objects.get(claim.payload_key);
+  };
+  return Object.assign(open, { bytes });
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 const report = (rejected: FailedRecipient[], reason: string): BounceReport | null =>
