@@ -121,6 +121,27 @@ describe('delivery through the smtp strategy', () => {
     );
   });
 
+  it('hands the relay the envelope as received, recipients differing only in case included', async () => {
+    const recipients = ['Carol@rcpt.example', 'carol@rcpt.example'];
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'Alice@sender.example',
+      recipients,
+      payload: sampleMessage({
+        from: 'alice@sender.example',
+        to: 'carol@rcpt.example',
+        subject: 'Envelope as received',
+        messageId: '<envelope-as-received@sender.example>',
+      }),
+    });
+    await settled(exchange, envelopeId, 'delivered');
+    const received = sink.messages.filter((m) => m.messageId === '<envelope-as-received@sender.example>');
+    assert.equal(received.length, 1);
+    assert.equal(received[0]!.from, 'Alice@sender.example');
+    // Each address as its own RCPT TO (the sink's session keeps one per address, ignoring case).
+    assert.deepEqual([...seen.keys()], recipients);
+  });
+
   it('retries a temporarily refused message with growing delays and then delivers it', async () => {
     const { envelopeId } = await intake.accept({
       channel: 'smtp',
