@@ -45,9 +45,11 @@ export interface DeliverDeps {
  * is then taken again.
  */
 export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<void> {
-  const { queue, strategies, metrics, retry } = deps;
-  const logger = deps.logger.child({ envelopeId: claim.id, attempt: claim.attempts });
-  const lost = () => logger.warn('lease lost while delivering: another worker has taken the envelope over');
+  const { queue, strategies, metrics, retry, logger } = deps;
+  // Fields of every line about this attempt; no child logger, which would cost CPU per message for lines
+  // that are mostly never written.
+  const about = { envelopeId: claim.id, attempt: claim.attempts };
+  const lost = () => logger.warn(about, LEASE_LOST);
 
   // Each claim counts as an attempt, crashes included, so a message that kills its worker every time
   // still ends (failed and bounced) instead of circulating for ever.
@@ -60,7 +62,7 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
         diagnostic: `${X_DIAGNOSTIC}; delivery attempts were interrupted repeatedly`,
       },
     );
-    return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps, logger);
+    return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps);
   }
 
   const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
@@ -73,14 +75,13 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
       result = await strategyFor(strategies, strategy).deliver(claim, openPayload);
     } catch (error) {
       const failure = asDeliveryError(error);
-      if (failure.permanent || claim.attempts > retry.maxRetries)
-        return fail(claim, failure, rejected, deps, logger, strategy);
+      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, strategy);
       const delay = retryDelayMs(claim.attempts, retry);
       const detail =
         `attempt ${claim.attempts} failed (${strategy}): ${failure.message}; ` +
         `retry ${claim.attempts} of ${retry.maxRetries} in ${formatDuration(BigInt(delay) * 1_000_000n)}`;
       if (!(await queue.markRetrying(claim, delay, failure.message, detail))) return lost();
-      logger.info({ strategy, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
+      logger.info({ ...about, strategy, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
       return;
     }
     rejected.push(...(result?.rejected ?? []));
@@ -96,8 +97,10 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const finalReport = report(rejected, 'Some recipients were refused; the others received the message.');
   const refusedNote = rejected.length > 0 ? `; refused: ${rejected.map((r) => r.recipient).join(', ')}` : '';
   if (!(await queue.markDelivered(claim, `${details.join('; ')}${refusedNote}`, finalReport))) return lost();
-  logger.info({ outbound: claim.outbound, refused: rejected.length }, 'delivered');
-  await finish(claim, { bounce_report: finalReport }, deps, logger);
+  // Debug, not info: the status history and delivered_messages_total have every delivery, and a line per
+  // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
+  logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
+  await finish(claim, { bounce_report: finalReport }, deps);
 }
 
 async function fail(
@@ -105,9 +108,9 @@ async function fail(
   failure: DeliveryError,
   alreadyRejected: FailedRecipient[],
   deps: DeliverDeps,
-  logger: Logger,
   strategy?: OutboundStrategyName,
 ): Promise<void> {
+  const about = { envelopeId: claim.id, attempt: claim.attempts };
   const exhausted = !failure.permanent;
   const status = exhausted ? '4.4.7' : failure.status;
   const failedHere =
@@ -128,11 +131,14 @@ async function fail(
   const outcome = exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure';
   const detail = `${outcome}${strategy ? ` (${strategy})` : ''}: ${failure.message}`;
   if (!(await deps.queue.markFailed(claim, detail, bounceReport))) {
-    return void logger.warn('lease lost while delivering: another worker has taken the envelope over');
+    return void deps.logger.warn(about, LEASE_LOST);
   }
   deps.metrics.failed.inc();
-  logger.warn({ strategy, err: failure.message, permanent: failure.permanent }, 'delivery failed for good');
-  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps, logger);
+  deps.logger.warn(
+    { ...about, strategy, err: failure.message, permanent: failure.permanent },
+    'delivery failed for good',
+  );
+  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps);
 }
 
 /**
@@ -140,9 +146,9 @@ async function fail(
  * the outcome is recorded, so the worker's slot is free for the next message. An error here is left to
  * the retention sweep.
  */
-async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, logger: Logger): Promise<void> {
+async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): Promise<void> {
   deps.recentPayloads?.forget(claim.id);
-  await deps.finisher.finishSoon({ ...claim, ...changes }, logger, deps.maxPendingFinishes ?? 0);
+  await deps.finisher.finishSoon({ ...claim, ...changes }, deps.maxPendingFinishes ?? 0);
 }
 
 /**
@@ -171,6 +177,8 @@ async function readAll(stream: Readable): Promise<Buffer> {
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
+
+const LEASE_LOST = 'lease lost while delivering: another worker has taken the envelope over';
 
 const report = (rejected: FailedRecipient[], reason: string): BounceReport | null =>
   rejected.length > 0 ? { reason, recipients: rejected } : null;

@@ -170,6 +170,17 @@ describe('delivery through the smtp strategy', () => {
       /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /,
     );
     assert.equal(sink.messages.filter((m) => m.messageId === '<flaky@sender.example>').length, 1);
+    // Each retry is an info line (pino level 30), the delivery itself a debug line (20): at LOG_LEVEL=info
+    // a message that went out leaves no line.
+    const lines = exchange.logs.filter((line) => line.envelopeId === envelopeId);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.msg, line.attempt]),
+      [
+        [30, 'delivery failed; will retry', 1],
+        [30, 'delivery failed; will retry', 2],
+        [20, 'delivered', 3],
+      ],
+    );
   });
 
   it('fails after DELIVERY_MAX_RETRIES temporary refusals and sends the sender one RFC 3464 bounce', async () => {
