@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import SMTPPool from 'nodemailer/lib/smtp-pool';
+import { installDotStuffing } from './dot-stuffing.ts';
 import { probeRelay, type RelayCapabilities } from './relay-capabilities.ts';
 import { DeliveryError, type FailedRecipient } from './types.ts';
 
@@ -132,6 +133,8 @@ function poolMessage(mail: OutgoingMail): MailMessage<SMTPPool.SentMessageInfo> 
   };
   return { data: {}, message } as unknown as MailMessage<SMTPPool.SentMessageInfo>;
 }
+
+installDotStuffing();
 
 /**
  * nodemailer says SMTPUTF8 on MAIL FROM only when an address is non-ASCII; a message whose
