@@ -1,12 +1,22 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
-import { dotStuffingTransform, installDotStuffing, libraryTransform } from './dot-stuffing.ts';
+import {
+  dotStuffingFlush,
+  dotStuffingTransform,
+  installDotStuffing,
+  libraryFlush,
+  libraryTransform,
+} from './dot-stuffing.ts';
 
-/** Everything a DataStream writes for these chunks, with one transform or the other. */
-function written(chunks: Array<Buffer | string>, transform: typeof libraryTransform) {
+type DataStreamFunctions = { _transform: typeof libraryTransform; _flush: typeof libraryFlush };
+const LIBRARY: DataStreamFunctions = { _transform: libraryTransform, _flush: libraryFlush };
+const OURS: DataStreamFunctions = { _transform: dotStuffingTransform, _flush: dotStuffingFlush };
+
+/** Everything a DataStream writes for these chunks, with nodemailer's functions or ours. */
+function written(chunks: Array<Buffer | string>, functions: DataStreamFunctions) {
   const stream = new DataStream() as unknown as DataStream & { inByteCount: number; outByteCount: number };
-  (stream as unknown as { _transform: typeof libraryTransform })._transform = transform;
+  Object.assign(stream, functions);
   const out: Buffer[] = [];
   stream.on('data', (chunk: Buffer) => out.push(chunk));
   for (const chunk of chunks) stream.write(chunk);
@@ -37,7 +47,7 @@ describe('dot-stuffing of the DATA stream', () => {
     for (const text of cases) {
       for (const chunks of [[text], [...text], [Buffer.from(text)]]) {
         const input = chunks.filter((chunk) => chunk.length > 0);
-        assert.deepEqual(written(input, dotStuffingTransform), written(input, libraryTransform), JSON.stringify(text));
+        assert.deepEqual(written(input, OURS), written(input, LIBRARY), JSON.stringify(text));
       }
     }
   });
@@ -56,15 +66,28 @@ describe('dot-stuffing of the DATA stream', () => {
         at += size;
       }
       assert.deepEqual(
-        written(chunks, dotStuffingTransform),
-        written(chunks, libraryTransform),
+        written(chunks, OURS),
+        written(chunks, LIBRARY),
         `seed ${seed}: ${JSON.stringify(message.toString('latin1'))}`,
       );
     }
   });
 
+  it('writes a message held in memory, its end included, as one chunk', () => {
+    const stream = Object.assign(new DataStream(), OURS);
+    const out: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => out.push(chunk));
+    stream.end(Buffer.from('Subject: one write\r\n\r\n.hidden dot\r\n'));
+    assert.deepEqual(
+      out.map((chunk) => chunk.toString()),
+      ['Subject: one write\r\n\r\n..hidden dot\r\n.\r\n'],
+    );
+  });
+
   it('is what every DataStream of the process runs once installed', () => {
     installDotStuffing();
-    assert.equal((new DataStream() as unknown as { _transform: unknown })._transform, dotStuffingTransform);
+    const stream = new DataStream() as unknown as DataStreamFunctions;
+    assert.equal(stream._transform, dotStuffingTransform);
+    assert.equal(stream._flush, dotStuffingFlush);
   });
 });
