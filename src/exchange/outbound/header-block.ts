@@ -30,7 +30,9 @@ export function headerBlockOf(message: Buffer, limit = HEADER_LIMIT): Buffer {
 /** Where the header block ends (after its last line's line end), if the empty line is there. */
 function headerEnd(bytes: Buffer): number | undefined {
   const crlf = bytes.indexOf('\r\n\r\n');
-  const lf = bytes.indexOf('\n\n');
+  // A bare-LF end can only come first if it lies before the CRLF one: the rest (a CRLF message's whole
+  // body) need not be searched.
+  const lf = (crlf >= 0 ? bytes.subarray(0, crlf + 2) : bytes).indexOf('\n\n');
   const end = Math.min(crlf >= 0 ? crlf + 2 : Infinity, lf >= 0 ? lf + 1 : Infinity);
   return end === Infinity ? undefined : end;
 }
