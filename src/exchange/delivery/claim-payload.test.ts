@@ -80,6 +80,14 @@ describe('the payload of a claim', () => {
     assert.equal(store.gets, 2);
   });
 
+  it('streams a payload larger than its envelope says, rather than holding it', async () => {
+    const payload = message(Math.ceil(RECENT_PAYLOAD_MAX / 30));
+    const store = storeOf(payload);
+    const open = claimPayload({ ...claimOf(payload), size: 100 }, { objects: store as unknown as ObjectStore });
+    assert.equal(await open.bytes(), undefined);
+    assert.deepEqual(await readAll(await open()), payload);
+  });
+
   it('takes the bytes this instance accepted without reading the store', async () => {
     const payload = message(20);
     const store = storeOf(Buffer.from('not these bytes'));

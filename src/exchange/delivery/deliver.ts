@@ -1,8 +1,8 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../inbound/recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, readUpTo, type RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 import {
@@ -163,19 +163,17 @@ export function claimPayload(claim: Claim, deps: Pick<DeliverDeps, 'objects' | '
       const held = deps.recentPayloads?.get(claim.id);
       if (held) return held;
       if (claim.size > RECENT_PAYLOAD_MAX) return undefined;
-      return readAll(await deps.objects.get(claim.payload_key));
+      const read = await readUpTo(await deps.objects.get(claim.payload_key), RECENT_PAYLOAD_MAX);
+      if (Buffer.isBuffer(read)) return read;
+      // Larger than its envelope said: streamed after all.
+      read.destroy();
+      return undefined;
     })());
   const open = async () => {
     const held = await bytes();
     return held ? new PassThrough().end(held) : deps.objects.get(claim.payload_key);
   };
   return Object.assign(open, { bytes });
-}
-
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 const LEASE_LOST = 'lease lost while delivering: another worker has taken the envelope over';
