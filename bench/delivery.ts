@@ -4,7 +4,8 @@
 // queue, no database, no object store). The goal is ≥ 1,000 messages/s.
 //
 //   node --import tsx bench/delivery.ts [--messages 3000] [--size 10240] [--concurrency 32] [--rate 100]
-//                                       [--sink c|node]
+//                                       [--sink c|node] [--engines 1,2] [--latency-messages 500]
+//                                       [--cpu-prof DIR]
 //
 // The sink: Postfix's smtp-sink (C, discards; default when installed) so that the sink is not what is
 // measured, or an smtp-server sink in this process (`--sink node`) that keeps every message and lets the
@@ -16,6 +17,9 @@
 // stops it. Latency: messages sent over SMTP to one running engine at a steady --rate, from the 250 to
 // the arrival at an smtp-server sink; once with the default DELIVERY_POLL_INTERVAL (1s) and once with
 // 100ms: mail an engine takes itself is claimed at once, so the poll interval should not show.
+//
+// --cpu-prof DIR runs every engine process with `node --cpu-prof` into DIR (a .cpuprofile per process,
+// written when it stops); --engines 1 and --latency-messages 0 keep a profiling run to one engine.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -49,6 +53,8 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '100' },
     'latency-messages': { type: 'string', default: '500' },
     sink: { type: 'string', default: SMTP_SINK ? 'c' : 'node' },
+    engines: { type: 'string', default: '1,2' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const MESSAGES = Number(values.messages);
@@ -57,6 +63,8 @@ const CONCURRENCY = Number(values.concurrency);
 const RATE = Number(values.rate);
 const LATENCY_MESSAGES = Number(values['latency-messages']);
 const C_SINK = values.sink === 'c';
+const ENGINES = values.engines.split(',').map(Number);
+const CPU_PROF = values['cpu-prof'];
 if (C_SINK && !SMTP_SINK) throw new Error("--sink c needs Postfix's smtp-sink");
 
 function message(tag: string, i: number): { messageId: string; raw: Buffer } {
@@ -164,7 +172,7 @@ async function startEngines(engines: number, pollInterval: string, relay = sinkU
           DELIVERY_CONCURRENCY: String(CONCURRENCY),
           DELIVERY_POLL_INTERVAL: pollInterval,
         },
-        { which: 'exchange' },
+        { which: 'exchange', nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [] },
       );
       stopOnExit(engine.child);
       return engine;
@@ -229,7 +237,7 @@ if (nodeSink) {
 
 // --- Throughput with 1 and 2 engine processes ------------------------------------------------------
 const throughput: Array<{ engines: number; perSecond: number }> = [];
-for (const engines of [1, 2]) {
+for (const engines of ENGINES) {
   await acceptAll(`drain${engines}`);
   // Hold the accepted messages back until every engine is up, so all start together.
   await db.updateTable('envelopes').set({ next_attempt_at: sql<Date>`now() + interval '1 day'` }).execute();
@@ -276,7 +284,7 @@ for (const engines of [1, 2]) {
 // --- Latency at a steady rate, one engine ----------------------------------------------------------
 // Always into the smtp-server sink, which timestamps each arrival.
 const latencySink = nodeSink ?? (await startSmtpSink());
-for (const pollInterval of ['1s', '100ms']) {
+for (const pollInterval of LATENCY_MESSAGES > 0 ? ['1s', '100ms'] : []) {
   const [engine] = await startEngines(1, pollInterval, latencySink.url);
   // Over the engine's own SMTP port, as mail arrives: the engine claims what it takes at once.
   const sender = nodemailer.createTransport({

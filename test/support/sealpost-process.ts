@@ -35,6 +35,8 @@ export async function startSealpostProcess(
     built?: boolean;
     /** Let the process run initdb itself, as on a machine's first start (see embedded-database.ts). */
     freshDatabase?: boolean;
+    /** Options for node itself, before the script (`--cpu-prof`, which NODE_OPTIONS does not take). */
+    nodeArgs?: string[];
   } = {},
 ): Promise<SealpostProcess> {
   if (env.SEALPOST_DATA_DIR && !env.DATABASE_URL && !options.freshDatabase) {
@@ -49,7 +51,7 @@ export async function startSealpostProcess(
   };
   const child = spawn(
     process.execPath,
-    [options.built ? SEALPOST_BUILT : SEALPOST_BIN, 'start', options.which ?? 'all'],
+    [...(options.nodeArgs ?? []), options.built ? SEALPOST_BUILT : SEALPOST_BIN, 'start', options.which ?? 'all'],
     {
       env: {
         PATH: process.env.PATH ?? '',

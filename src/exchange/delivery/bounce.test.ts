@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
-import { readHeaderBlock } from '../outbound/header-block.ts';
+import { headerBlockOf, readHeaderBlock } from '../outbound/header-block.ts';
 import { bounceRefusal, composeBounce } from './bounce.ts';
 
 const headers = Buffer.from(
@@ -95,5 +95,9 @@ describe('bounces (RFC 3464)', () => {
     assert.equal((await readHeaderBlock(lf)).toString(), 'Subject: a\nFrom: b@c.example\n');
     const endless = Readable.from([Buffer.alloc(100_000, 'x')]);
     assert.equal((await readHeaderBlock(endless, 1000)).length, 1000);
+    // The same from a message held in memory: whichever empty line comes first ends the block.
+    assert.equal(headerBlockOf(Buffer.from('A: 1\r\n\r\nbody\n\nmore')).toString(), 'A: 1\r\n');
+    assert.equal(headerBlockOf(Buffer.from('A: 1\nB: 2\n\nbody\r\n\r\n')).toString(), 'A: 1\nB: 2\n');
+    assert.equal(headerBlockOf(Buffer.from('A: 1\r\nno body')).toString(), 'A: 1\r\nno body');
   });
 });

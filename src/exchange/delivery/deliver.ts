@@ -2,10 +2,16 @@ import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import type { RecentPayloads } from '../inbound/recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, readUpTo, type RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
-import { DeliveryError, X_DIAGNOSTIC, type FailedRecipient, type OutboundStrategy } from '../outbound/types.ts';
+import {
+  DeliveryError,
+  X_DIAGNOSTIC,
+  type FailedRecipient,
+  type OpenPayload,
+  type OutboundStrategy,
+} from '../outbound/types.ts';
 import type { BounceReport } from '../tables.ts';
 import { retryDelayMs } from './backoff.ts';
 import type { Claim, EnvelopeQueue } from './queue.ts';
@@ -39,9 +45,11 @@ export interface DeliverDeps {
  * is then taken again.
  */
 export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<void> {
-  const { queue, objects, strategies, metrics, retry } = deps;
-  const logger = deps.logger.child({ envelopeId: claim.id, attempt: claim.attempts });
-  const lost = () => logger.warn('lease lost while delivering: another worker has taken the envelope over');
+  const { queue, strategies, metrics, retry, logger } = deps;
+  // Fields of every line about this attempt; no child logger, which would cost CPU per message for lines
+  // that are mostly never written.
+  const about = { envelopeId: claim.id, attempt: claim.attempts };
+  const lost = () => logger.warn(about, LEASE_LOST);
 
   // Each claim counts as an attempt, crashes included, so a message that kills its worker every time
   // still ends (failed and bounced) instead of circulating for ever.
@@ -54,30 +62,26 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
         diagnostic: `${X_DIAGNOSTIC}; delivery attempts were interrupted repeatedly`,
       },
     );
-    return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps, logger);
+    return fail(claim, failure, claim.bounce_report?.recipients ?? [], deps);
   }
 
   const rejected: FailedRecipient[] = [...(claim.bounce_report?.recipients ?? [])];
   const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
-  const openPayload = () => {
-    const held = deps.recentPayloads?.get(claim.id);
-    return held ? Promise.resolve(new PassThrough().end(held)) : objects.get(claim.payload_key);
-  };
+  const openPayload = claimPayload(claim, deps);
   for (const [i, strategy] of pending.entries()) {
     let result;
     try {
       result = await strategyFor(strategies, strategy).deliver(claim, openPayload);
     } catch (error) {
       const failure = asDeliveryError(error);
-      if (failure.permanent || claim.attempts > retry.maxRetries)
-        return fail(claim, failure, rejected, deps, logger, strategy);
+      if (failure.permanent || claim.attempts > retry.maxRetries) return fail(claim, failure, rejected, deps, strategy);
       const delay = retryDelayMs(claim.attempts, retry);
       const detail =
         `attempt ${claim.attempts} failed (${strategy}): ${failure.message}; ` +
         `retry ${claim.attempts} of ${retry.maxRetries} in ${formatDuration(BigInt(delay) * 1_000_000n)}`;
       if (!(await queue.markRetrying(claim, delay, failure.message, detail))) return lost();
-      logger.info({ strategy, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
+      logger.info({ ...about, strategy, err: failure.message, retryInMs: delay }, 'delivery failed; will retry');
       return;
     }
     rejected.push(...(result?.rejected ?? []));
@@ -93,8 +97,10 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const finalReport = report(rejected, 'Some recipients were refused; the others received the message.');
   const refusedNote = rejected.length > 0 ? `; refused: ${rejected.map((r) => r.recipient).join(', ')}` : '';
   if (!(await queue.markDelivered(claim, `${details.join('; ')}${refusedNote}`, finalReport))) return lost();
-  logger.info({ outbound: claim.outbound, refused: rejected.length }, 'delivered');
-  await finish(claim, { bounce_report: finalReport }, deps, logger);
+  // Debug, not info: the status history and delivered_messages_total have every delivery, and a line per
+  // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
+  logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
+  await finish(claim, { bounce_report: finalReport }, deps);
 }
 
 async function fail(
@@ -102,9 +108,9 @@ async function fail(
   failure: DeliveryError,
   alreadyRejected: FailedRecipient[],
   deps: DeliverDeps,
-  logger: Logger,
   strategy?: OutboundStrategyName,
 ): Promise<void> {
+  const about = { envelopeId: claim.id, attempt: claim.attempts };
   const exhausted = !failure.permanent;
   const status = exhausted ? '4.4.7' : failure.status;
   const failedHere =
@@ -125,11 +131,14 @@ async function fail(
   const outcome = exhausted ? `retries exhausted after attempt ${claim.attempts}` : 'permanent failure';
   const detail = `${outcome}${strategy ? ` (${strategy})` : ''}: ${failure.message}`;
   if (!(await deps.queue.markFailed(claim, detail, bounceReport))) {
-    return void logger.warn('lease lost while delivering: another worker has taken the envelope over');
+    return void deps.logger.warn(about, LEASE_LOST);
   }
   deps.metrics.failed.inc();
-  logger.warn({ strategy, err: failure.message, permanent: failure.permanent }, 'delivery failed for good');
-  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps, logger);
+  deps.logger.warn(
+    { ...about, strategy, err: failure.message, permanent: failure.permanent },
+    'delivery failed for good',
+  );
+  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps);
 }
 
 /**
@@ -137,10 +146,37 @@ async function fail(
  * the outcome is recorded, so the worker's slot is free for the next message. An error here is left to
  * the retention sweep.
  */
-async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, logger: Logger): Promise<void> {
+async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): Promise<void> {
   deps.recentPayloads?.forget(claim.id);
-  await deps.finisher.finishSoon({ ...claim, ...changes }, logger, deps.maxPendingFinishes ?? 0);
+  await deps.finisher.finishSoon({ ...claim, ...changes }, deps.maxPendingFinishes ?? 0);
 }
+
+/**
+ * The claim's payload for its strategies: the bytes this instance accepted when it still holds them,
+ * else a small payload read whole from the store once for the attempt (one open and read rather than one
+ * per look: the relay hop reads the header block before it sends), else a stream from the store per open.
+ */
+export function claimPayload(claim: Claim, deps: Pick<DeliverDeps, 'objects' | 'recentPayloads'>): OpenPayload {
+  let whole: Promise<Buffer | undefined> | undefined;
+  const bytes = () =>
+    (whole ??= (async () => {
+      const held = deps.recentPayloads?.get(claim.id);
+      if (held) return held;
+      if (claim.size > RECENT_PAYLOAD_MAX) return undefined;
+      const read = await readUpTo(await deps.objects.get(claim.payload_key), RECENT_PAYLOAD_MAX);
+      if (Buffer.isBuffer(read)) return read;
+      // Larger than its envelope said: streamed after all.
+      read.destroy();
+      return undefined;
+    })());
+  const open = async () => {
+    const held = await bytes();
+    return held ? new PassThrough().end(held) : deps.objects.get(claim.payload_key);
+  };
+  return Object.assign(open, { bytes });
+}
+
+const LEASE_LOST = 'lease lost while delivering: another worker has taken the envelope over';
 
 const report = (rejected: FailedRecipient[], reason: string): BounceReport | null =>
   rejected.length > 0 ? { reason, recipients: rejected } : null;

@@ -121,6 +121,27 @@ describe('delivery through the smtp strategy', () => {
     );
   });
 
+  it('hands the relay the envelope as received, recipients differing only in case included', async () => {
+    const recipients = ['Carol@rcpt.example', 'carol@rcpt.example'];
+    const { envelopeId } = await intake.accept({
+      channel: 'smtp',
+      sender: 'Alice@sender.example',
+      recipients,
+      payload: sampleMessage({
+        from: 'alice@sender.example',
+        to: 'carol@rcpt.example',
+        subject: 'Envelope as received',
+        messageId: '<envelope-as-received@sender.example>',
+      }),
+    });
+    await settled(exchange, envelopeId, 'delivered');
+    const received = sink.messages.filter((m) => m.messageId === '<envelope-as-received@sender.example>');
+    assert.equal(received.length, 1);
+    assert.equal(received[0]!.from, 'Alice@sender.example');
+    // Each address as its own RCPT TO (the sink's session keeps one per address, ignoring case).
+    assert.deepEqual([...seen.keys()], recipients);
+  });
+
   it('retries a temporarily refused message with growing delays and then delivers it', async () => {
     const { envelopeId } = await intake.accept({
       channel: 'smtp',
@@ -149,6 +170,17 @@ describe('delivery through the smtp strategy', () => {
       /attempt 1 failed \(smtp\): relay: 450 4\.2\.0 try again later; retry 1 of 3 in /,
     );
     assert.equal(sink.messages.filter((m) => m.messageId === '<flaky@sender.example>').length, 1);
+    // Each retry is an info line (pino level 30), the delivery itself a debug line (20): at LOG_LEVEL=info
+    // a message that went out leaves no line.
+    const lines = exchange.logs.filter((line) => line.envelopeId === envelopeId);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.msg, line.attempt]),
+      [
+        [30, 'delivery failed; will retry', 1],
+        [30, 'delivery failed; will retry', 2],
+        [20, 'delivered', 3],
+      ],
+    );
   });
 
   it('fails after DELIVERY_MAX_RETRIES temporary refusals and sends the sender one RFC 3464 bounce', async () => {

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { type Clock, systemClock } from '../../kernel/clock.ts';
-import { compileOnce } from '../../kernel/db/compile-once.ts';
+import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 
@@ -47,72 +47,78 @@ export class EnvelopeQueue {
    * with OR had to read and sort every due row, ~45 ms per claim at 100,000 waiting envelopes).
    */
   async claimDue(limit: number): Promise<Claim[]> {
-    const rows = await this.db
-      .with('expired', (db) =>
-        db
-          .selectFrom('envelopes')
-          .select(['id', 'status as previous_status'])
-          .where('status', '=', 'delivering')
-          .where('lease_until', '<', this.at(0))
-          .orderBy('lease_until')
-          .limit(limit)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .with('waiting', (db) =>
-        db
-          .selectFrom('envelopes')
-          .select(['id', 'status as previous_status'])
-          .where('status', 'in', ['accepted', 'retrying'])
-          // Due by the service's clock (retries it set; a test clock moved on) or by the database's: a
-          // fresh envelope's next_attempt_at is the database's now(), to the microsecond, which a
-          // millisecond clock reading taken just after may not reach yet.
-          .where('next_attempt_at', '<=', sql<Date>`greatest(now(), ${this.at(0)})`)
-          .orderBy('next_attempt_at')
-          .limit(limit)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .with('due', (db) =>
-        db
-          .selectFrom('expired')
-          .select(['id', 'previous_status'])
-          .unionAll(db.selectFrom('waiting').select(['id', 'previous_status']))
-          .limit(limit),
-      )
-      .with('claimed', (db) =>
-        db
-          .updateTable('envelopes')
-          .from('due')
-          .set((eb) => ({
-            status: 'delivering',
-            attempts: eb('envelopes.attempts', '+', 1),
-            lease_until: this.at(this.leaseMs),
-            updated_at: sql<Date>`now()`,
-          }))
-          .whereRef('envelopes.id', '=', 'due.id')
-          .returningAll('envelopes')
-          .returning('due.previous_status'),
-      )
-      .with('history', (db) =>
-        db
-          .insertInto('message_status')
-          .columns(['envelope_id', 'status', 'detail'])
-          .expression((eb) =>
-            eb.selectFrom('claimed').select([
-              'claimed.id',
-              sql.lit('delivering').as('status'),
-              sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering'
-                  then ', after the lease of the previous worker ran out' else '' end`.as('detail'),
-            ]),
-          )
-          .returning('message_status.id'),
-      )
-      .selectFrom('claimed')
-      .selectAll()
-      .execute();
-    return rows as Claim[];
+    const statement = this.claimStatement({ now: this.at(0), leaseUntil: this.at(this.leaseMs), limit });
+    return (await this.db.executeQuery(statement)).rows as Claim[];
   }
+
+  /** claimDue's statement, built and compiled once (it runs for every few messages). */
+  private readonly claimStatement = compileOnceWith(
+    ({ now, leaseUntil, limit }: { now: Date; leaseUntil: Date; limit: number }) =>
+      this.db
+        .with('expired', (db) =>
+          db
+            .selectFrom('envelopes')
+            .select(['id', 'status as previous_status'])
+            .where('status', '=', 'delivering')
+            .where('lease_until', '<', now)
+            .orderBy('lease_until')
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .with('waiting', (db) =>
+          db
+            .selectFrom('envelopes')
+            .select(['id', 'status as previous_status'])
+            .where('status', 'in', ['accepted', 'retrying'])
+            // Due by the service's clock (retries it set; a test clock moved on) or by the database's: a
+            // fresh envelope's next_attempt_at is the database's now(), to the microsecond, which a
+            // millisecond clock reading taken just after may not reach yet.
+            .where('next_attempt_at', '<=', sql<Date>`greatest(now(), ${now})`)
+            .orderBy('next_attempt_at')
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .with('due', (db) =>
+          db
+            .selectFrom('expired')
+            .select(['id', 'previous_status'])
+            .unionAll(db.selectFrom('waiting').select(['id', 'previous_status']))
+            .limit(limit),
+        )
+        .with('claimed', (db) =>
+          db
+            .updateTable('envelopes')
+            .from('due')
+            .set((eb) => ({
+              status: 'delivering',
+              attempts: eb('envelopes.attempts', '+', 1),
+              lease_until: leaseUntil,
+              updated_at: sql<Date>`now()`,
+            }))
+            .whereRef('envelopes.id', '=', 'due.id')
+            .returningAll('envelopes')
+            .returning('due.previous_status'),
+        )
+        .with('history', (db) =>
+          db
+            .insertInto('message_status')
+            .columns(['envelope_id', 'status', 'detail'])
+            .expression((eb) =>
+              eb.selectFrom('claimed').select([
+                'claimed.id',
+                sql.lit('delivering').as('status'),
+                sql<string>`'attempt ' || claimed.attempts || case when claimed.previous_status = 'delivering'
+                      then ', after the lease of the previous worker ran out' else '' end`.as('detail'),
+              ]),
+            )
+            .returning('message_status.id'),
+        )
+        .selectFrom('claimed')
+        .selectAll(),
+    { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER },
+  );
 
   /** Extends the leases of envelopes still being delivered; returns the ids another worker has taken over. */
   async renewLeases(claims: Claim[]): Promise<string[]> {
@@ -312,6 +318,9 @@ export class EnvelopeQueue {
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
 }
+
+/** Stands for claimDue's limit while its statement is compiled: a value no other parameter has. */
+const CLAIM_LIMIT_PLACEHOLDER = 2 ** 31 - 7;
 
 /** One markDelivered call, as the batched statement reads it. */
 interface DeliveredItem {

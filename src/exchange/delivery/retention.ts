@@ -68,9 +68,9 @@ export class EnvelopeFinisher {
    * is logged and left to sweep(). At most `maxPending` clean-ups run at once: past that, the caller
    * waits for its own, so a slow object store slows delivery down instead of piling up work.
    */
-  async finishSoon(envelope: Envelope, logger: Logger, maxPending: number): Promise<void> {
+  async finishSoon(envelope: Envelope, maxPending: number): Promise<void> {
     const done = this.finish(envelope).catch((error: unknown) => {
-      logger.warn(
+      this.deps.logger.warn(
         { err: error, envelopeId: envelope.id },
         'could not finish the envelope now; the retention sweep will',
       );

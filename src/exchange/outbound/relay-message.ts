@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Envelope } from '../tables.ts';
-import { readHeaderBlock } from './header-block.ts';
+import { headerBlockOf, readHeaderBlock } from './header-block.ts';
 import { toSevenBit } from './seven-bit.ts';
+import type { OpenPayload } from './types.ts';
 
 export interface RelayOptions {
   /** SMTP_HOSTNAME: the right-hand side of a Message-ID we add. */
@@ -22,34 +23,43 @@ export interface RelayOptions {
  *   derived from the envelope id, so a retry sends the same one.
  * - Re-encoded to 7-bit for a relay without 8BITMIME.
  * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
- *   mail), like OpenDKIM's signing table: the signature covers the bytes above, read once for the
- *   signature and once more for the relay, so that memory stays small whatever the size.
+ *   mail), like OpenDKIM's signing table.
+ * A payload held in memory (OpenPayload.bytes) becomes one Buffer; a larger one is streamed, and read
+ * once for the signature and once more for the relay, so that memory stays small whatever the size.
  * Returns a function that opens the bytes, to be called once per send.
  */
 export async function relayMessage(
   envelope: Pick<Envelope, 'id' | 'created_at'>,
-  openPayload: () => Promise<Readable>,
+  openPayload: OpenPayload,
   options: RelayOptions,
 ): Promise<() => Promise<Readable | Buffer>> {
-  const head = await readHeaderBlock(await openPayload());
+  const whole = await openPayload.bytes();
+  const head = whole ? headerBlockOf(whole) : await readHeaderBlock(await openPayload());
   const headText = head.toString('latin1').replace(/\r\n[ \t]+/g, ' ');
   const added = [
     ...(/^date:/im.test(headText) ? [] : [`Date: ${rfc5322Date(envelope.created_at)}`]),
     ...(/^message-id:/im.test(headText) ? [] : [`Message-ID: <${envelope.id}@${options.hostname}>`]),
   ];
   const prefix = Buffer.from(added.map((line) => `${line}\r\n`).join(''), 'latin1');
+  const dkim = options.dkim;
+  const signs = dkim?.aligned(fromDomain(headText)) && !signedBy(headText, dkim.domain);
+
+  if (whole) {
+    let message = prefix.length ? Buffer.concat([prefix, whole]) : whole;
+    if (options.sevenBit) message = toSevenBit(message);
+    if (signs) message = Buffer.concat([await dkim!.signature(message), message]);
+    return async () => message;
+  }
 
   let open: () => Promise<Readable | Buffer>;
   if (options.sevenBit) {
-    const whole = toSevenBit(Buffer.concat([prefix, await readAll(await openPayload())]));
-    open = async () => whole;
+    const sevenBit = toSevenBit(Buffer.concat([prefix, await readAll(await openPayload())]));
+    open = async () => sevenBit;
   } else {
     open = async () => (prefix.length ? Readable.from(prefixed(prefix, await openPayload())) : openPayload());
   }
-
-  const dkim = options.dkim;
-  if (!dkim?.aligned(fromDomain(headText)) || signedBy(headText, dkim.domain)) return open;
-  const signature = await dkim.signature(asStream(await open()));
+  if (!signs) return open;
+  const signature = await dkim!.signature(asStream(await open()));
   return async () => Readable.from(prefixed(signature, asStream(await open())));
 }
 

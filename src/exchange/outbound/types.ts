@@ -20,15 +20,28 @@ export interface OutboundResult {
 }
 
 /**
+ * The stored raw message of the envelope being delivered. Called, it opens a fresh stream each time; the
+ * strategy must consume or destroy what it opens.
+ */
+export interface OpenPayload {
+  (): Promise<Readable>;
+  /**
+   * The whole message when it is small enough to hold (RECENT_PAYLOAD_MAX, like the intake's cache), read
+   * once per attempt and shared by every strategy and every open; undefined for a larger one, which is
+   * only ever streamed.
+   */
+  bytes(): Promise<Buffer | undefined>;
+}
+
+/**
  * One outbound strategy at work (docs/design.md#delivery): one interface, one file per strategy, so that a
  * new strategy is a new file and one line in the registry.
- * `openPayload` opens a fresh stream of the stored raw message each time it is called; the strategy
- * must consume or destroy what it opens. Failures are thrown as DeliveryError; anything else thrown is
- * treated as temporary. A retry calls deliver() again for the same envelope, so what it does must
- * bear being repeated (at-least-once, like all delivery here).
+ * Failures are thrown as DeliveryError; anything else thrown is treated as temporary. A retry calls
+ * deliver() again for the same envelope, so what it does must bear being repeated (at-least-once, like
+ * all delivery here).
  */
 export interface OutboundStrategy {
-  deliver(envelope: Envelope, openPayload: () => Promise<Readable>): Promise<OutboundResult | void>;
+  deliver(envelope: Envelope, openPayload: OpenPayload): Promise<OutboundResult | void>;
 }
 
 /**

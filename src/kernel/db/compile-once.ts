@@ -28,3 +28,32 @@ export function compileOnce<R, V>(
     return { ...compiled, parameters };
   };
 }
+
+/**
+ * compileOnce for a statement with several varying parameters, named in `placeholders`. Each placeholder
+ * must be a value the statement uses for nothing else (a Date object of its own, an unlikely number); it may
+ * stand in several places (one LIMIT for several CTEs), and every place it stands gets the actual value.
+ */
+export function compileOnceWith<R, V extends Record<string, unknown>>(
+  build: (placeholders: V) => Compilable<R>,
+  placeholders: NoInfer<V>,
+): (values: V) => CompiledQuery<R> {
+  let compiled: CompiledQuery<R> | undefined;
+  let slots: Array<[index: number, name: keyof V]> = [];
+  return (values) => {
+    if (!compiled) {
+      compiled = build(placeholders).compile();
+      const names = Object.keys(placeholders) as Array<keyof V>;
+      slots = compiled.parameters.flatMap((parameter, index) =>
+        names.filter((name) => placeholders[name] === parameter).map((name) => [index, name] as [number, keyof V]),
+      );
+      const missing = names.filter((name) => !slots.some(([, used]) => used === name));
+      if (missing.length > 0 || new Set(slots.map(([index]) => index)).size !== slots.length) {
+        throw new Error(`compileOnceWith: each placeholder must be its own value, among the parameters (${missing})`);
+      }
+    }
+    const parameters = [...compiled.parameters];
+    for (const [index, name] of slots) parameters[index] = values[name];
+    return { ...compiled, parameters };
+  };
+}
