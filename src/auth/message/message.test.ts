@@ -14,6 +14,17 @@ const PNG_1PX = Buffer.from(
 );
 
 /** A real MIME message as a sender's mail server would hand it over (the stream transport keeps Bcc). */
+/** The `seal` field GET /v1/message answers for a record whose content checked out. */
+function verifiedSeal(record: ReturnType<SealStandIn['register']>) {
+  return {
+    verified: true,
+    cid: record.cid,
+    sha256: record.sha256,
+    sealedAt: record.sealedAt,
+    pins: record.pins.map(({ cluster, status }) => ({ cluster, status })),
+  };
+}
+
 async function composeMessage(): Promise<Buffer> {
   const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   const info = await composer.sendMail({
@@ -68,13 +79,7 @@ describe('reading the sealed message', () => {
     assert.deepEqual(message.cc, [{ name: '', address: 'bob@example.com' }]);
     assert.equal(message.date, '2026-11-03T10:00:00.000Z');
     assert.equal(message.text.trim(), 'Please sign the contract.');
-    assert.deepEqual(message.seal, {
-      verified: true,
-      cid: record.cid,
-      sha256: record.sha256,
-      sealedAt: record.sealedAt,
-      pins: record.pins.map(({ cluster, status }) => ({ cluster, status })),
-    });
+    assert.deepEqual(message.seal, verifiedSeal(record));
     assert.deepEqual(
       message.attachments.map((a: Record<string, unknown>) => [a.index, a.filename, a.contentType, a.inline]),
       // In MIME order: the embedded image sits with the HTML (multipart/related) before the attached files.
@@ -253,13 +258,7 @@ describe('a seal service from before the X-Sealpost-Seal header', () => {
     const before = seal.requests.length;
     const response = await reader.get('/v1/message');
     assert.equal(response.status, 200, JSON.stringify(response.body));
-    assert.deepEqual(response.body.seal, {
-      verified: true,
-      cid: record.cid,
-      sha256: record.sha256,
-      sealedAt: record.sealedAt,
-      pins: record.pins.map(({ cluster, status }) => ({ cluster, status })),
-    });
+    assert.deepEqual(response.body.seal, verifiedSeal(record));
     assert.deepEqual(
       seal.requests
         .slice(before)

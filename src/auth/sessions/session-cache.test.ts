@@ -43,6 +43,17 @@ async function getFromCache(harness: AuthHarness, reader: Reader, path: string) 
   return response;
 }
 
+/** Alice signed in to a sample message, whose second read came from the session cache. */
+async function aliceReadingFromCache(harness: AuthHarness): Promise<{ alice: Reader; path: string }> {
+  const record = harness.sealSample();
+  const alice = harness.reader();
+  await signInAlice(harness, alice, record.id);
+  const path = `/v1/message?messageId=${record.id}`;
+  assert.equal((await alice.get(path)).status, 200);
+  assert.equal((await getFromCache(harness, alice, path)).status, 200);
+  return { alice, path };
+}
+
 /** Changes a session row without the trigger, so that no instance hears of it: only a read sees it. */
 async function silently(harness: AuthHarness, token: string, expiresAt: Date): Promise<void> {
   await harness.auth.database.db.transaction().execute(async (trx) => {
@@ -219,12 +230,7 @@ describe('the session cache and the idle timeout', () => {
   });
 
   it('records the use of a session it serves, so that one in use outlives SESSION_IDLE_TIMEOUT', async () => {
-    const record = harness.sealSample();
-    const alice = harness.reader();
-    await signInAlice(harness, alice, record.id);
-    const path = `/v1/message?messageId=${record.id}`;
-    assert.equal((await alice.get(path)).status, 200);
-    assert.equal((await getFromCache(harness, alice, path)).status, 200);
+    const { alice, path } = await aliceReadingFromCache(harness);
     let used = 0;
     for (let step = 0; step < 4; step++) {
       harness.clock.advance(40_000);
@@ -257,12 +263,7 @@ describe('the session cache on PGlite', () => {
   });
 
   it('hears a change by any statement before that statement returns', async () => {
-    const record = harness.sealSample();
-    const alice = harness.reader();
-    await signInAlice(harness, alice, record.id);
-    const path = `/v1/message?messageId=${record.id}`;
-    assert.equal((await alice.get(path)).status, 200);
-    assert.equal((await getFromCache(harness, alice, path)).status, 200);
+    const { alice, path } = await aliceReadingFromCache(harness);
     await harness.auth.database.db
       .withSchema('auth')
       .deleteFrom('sessions')
