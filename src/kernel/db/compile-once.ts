@@ -7,26 +7,15 @@ import type { Compilable, CompiledQuery } from 'kysely';
  * statement run for every message is compiled once per process instead.
  *
  * `build` gets a placeholder for the varying parameter and must pass it as a bound value (not inline
- * SQL); the returned function gives the statement for an actual value.
+ * SQL); the returned function gives the statement for an actual value. The one-parameter form of
+ * compileOnceWith.
  */
 export function compileOnce<R, V>(
   build: (placeholder: V) => Compilable<R>,
   placeholder: NoInfer<V>,
 ): (value: V) => CompiledQuery<R> {
-  let compiled: CompiledQuery<R> | undefined;
-  let index = -1;
-  return (value) => {
-    if (!compiled) {
-      compiled = build(placeholder).compile();
-      index = compiled.parameters.indexOf(placeholder);
-      if (index < 0 || compiled.parameters.lastIndexOf(placeholder) !== index) {
-        throw new Error('compileOnce: the placeholder must appear exactly once among the parameters');
-      }
-    }
-    const parameters = [...compiled.parameters];
-    parameters[index] = value;
-    return { ...compiled, parameters };
-  };
+  const statement = compileOnceWith(({ value }: { value: V }) => build(value), { value: placeholder });
+  return (value) => statement({ value });
 }
 
 /**
