@@ -24,8 +24,8 @@ export interface RelayOptions {
  * - Re-encoded to 7-bit for a relay without 8BITMIME.
  * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
  *   mail), like OpenDKIM's signing table.
- * A payload held in memory (OpenPayload.bytes) becomes one Buffer; a larger one is streamed, and read
- * once for the signature and once more for the relay, so that memory stays small whatever the size.
+ * A payload held in memory (OpenPayload.bytes), or one re-encoded to 7-bit, becomes one Buffer; any other
+ * is streamed, read once for the signature and once more for the relay, so that memory stays small.
  * Returns a function that opens the bytes, to be called once per send.
  */
 export async function relayMessage(
@@ -44,23 +44,19 @@ export async function relayMessage(
   const dkim = options.dkim;
   const signs = dkim?.aligned(fromDomain(headText)) && !signedBy(headText, dkim.domain);
 
-  if (whole) {
-    let message = prefix.length ? Buffer.concat([prefix, whole]) : whole;
+  // A relay without 8BITMIME needs the whole message to re-encode it, whatever its size.
+  const held = whole ?? (options.sevenBit ? await readAll(await openPayload()) : undefined);
+  if (held) {
+    let message = prefix.length ? Buffer.concat([prefix, held]) : held;
     if (options.sevenBit) message = toSevenBit(message);
     if (signs) message = Buffer.concat([await dkim!.signature(message), message]);
     return async () => message;
   }
 
-  let open: () => Promise<Readable | Buffer>;
-  if (options.sevenBit) {
-    const sevenBit = toSevenBit(Buffer.concat([prefix, await readAll(await openPayload())]));
-    open = async () => sevenBit;
-  } else {
-    open = async () => (prefix.length ? Readable.from(prefixed(prefix, await openPayload())) : openPayload());
-  }
+  const open = async () => (prefix.length ? Readable.from(prefixed(prefix, await openPayload())) : openPayload());
   if (!signs) return open;
-  const signature = await dkim!.signature(asStream(await open()));
-  return async () => Readable.from(prefixed(signature, asStream(await open())));
+  const signature = await dkim!.signature(await open());
+  return async () => Readable.from(prefixed(signature, await open()));
 }
 
 async function* prefixed(head: Buffer, rest: Readable): AsyncGenerator<Buffer> {
@@ -72,7 +68,6 @@ async function* prefixed(head: Buffer, rest: Readable): AsyncGenerator<Buffer> {
   }
 }
 
-const asStream = (bytes: Readable | Buffer) => (Buffer.isBuffer(bytes) ? Readable.from([bytes]) : bytes);
 
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
