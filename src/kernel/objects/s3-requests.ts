@@ -195,8 +195,13 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
  * to slow down (503, SlowDown), so that retries of many callers spread out instead of arriving together.
  */
 function retryDelayMs(error: S3CallError, attempt: number): number {
-  const throttled = error.status === 503 || error.code === 'SlowDown' || error.code === 'ServiceUnavailable';
+  const throttled = storeIsBusy(error.status, error.code);
   return Math.floor(Math.random() * 2 ** attempt * (throttled ? 500 : 100));
+}
+
+/** The store said it is overloaded for now (503, SlowDown), as opposed to refusing the request. */
+export function storeIsBusy(status: number | undefined, code: string): boolean {
+  return status === 503 || code === 'SlowDown' || code === 'ServiceUnavailable';
 }
 
 /** Each segment percent-encoded as S3 expects (RFC 3986 unreserved characters kept), slashes kept. */

@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { AppError } from '../errors.ts';
 import { assertValidPrefix } from './local.ts';
-import { createSignedS3, S3CallError, type SignedS3 } from './s3-requests.ts';
+import { createSignedS3, S3CallError, storeIsBusy, type SignedS3 } from './s3-requests.ts';
 import {
   assertValidKey,
   DELETE_MANY_MAX,
@@ -118,7 +118,7 @@ function createSignedS3FromSdk(client: S3Client, options: S3ObjectStoreOptions):
     Accelerate: false,
   });
   return createSignedS3({
-    bucketUrl: new URL(endpoint.url.href),
+    bucketUrl: endpoint.url,
     region: options.region,
     credentials: () => client.config.credentials(),
     headersTimeoutMs: options.callTimeoutMs,
@@ -190,10 +190,9 @@ async function headOrCreateBucket({ client, bucket }: S3Target): Promise<void> {
   }
 }
 
-/** The store said it is overloaded for now (503, SlowDown), as opposed to refusing the request. */
+/** An SDK error of a store overloaded for now (storeIsBusy). */
 function isBusy(error: unknown): boolean {
-  if (!(error instanceof S3ServiceException)) return false;
-  return error.$metadata?.httpStatusCode === 503 || error.name === 'SlowDown' || error.name === 'ServiceUnavailable';
+  return error instanceof S3ServiceException && storeIsBusy(error.$metadata?.httpStatusCode, error.name);
 }
 
 /** With createBucket, what each put awaits first: the bucket's creation, once it has succeeded. */
