@@ -57,17 +57,27 @@ export const CONTENT_OVERHEAD_BYTES = HEADER_BYTES + TAG_BYTES;
  */
 export function decryptContent(key: Buffer, sealed: Buffer): Buffer {
   if (sealed.length < CONTENT_OVERHEAD_BYTES) throw new IntegrityError('sealed content is truncated');
-  const header = sealed.subarray(0, HEADER_BYTES);
+  const decipher = openDecipher(key, sealed.subarray(0, HEADER_BYTES));
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  const body = decipher.update(sealed.subarray(HEADER_BYTES, sealed.length - TAG_BYTES));
+  const last = finalBlock(decipher);
+  return last.length > 0 ? Buffer.concat([body, last]) : body;
+}
+
+/** The decipher for content with this header (version and nonce, also its authenticated data). */
+function openDecipher(key: Buffer, header: Buffer): DecipherGCM {
   if (header[0] !== CONTENT_FORMAT_VERSION) {
     throw new IntegrityError(`sealed content has unknown format version ${header[0]}`);
   }
   const decipher = createDecipheriv('aes-256-gcm', key, header.subarray(1));
   decipher.setAAD(header);
-  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-  const body = decipher.update(sealed.subarray(HEADER_BYTES, sealed.length - TAG_BYTES));
+  return decipher;
+}
+
+/** The last bytes, once the tag set before holds: an IntegrityError when it does not. */
+function finalBlock(decipher: DecipherGCM): Buffer {
   try {
-    const last = decipher.final();
-    return last.length > 0 ? Buffer.concat([body, last]) : body;
+    return decipher.final();
   } catch (error) {
     throw new IntegrityError('sealed content failed authentication (altered, or not this message)', { cause: error });
   }
@@ -88,12 +98,11 @@ export class DecryptStream extends Transform {
         this.pending = data;
         return done();
       }
-      const header = data.subarray(0, HEADER_BYTES);
-      if (header[0] !== CONTENT_FORMAT_VERSION) {
-        return done(new IntegrityError(`sealed content has unknown format version ${header[0]}`));
+      try {
+        this.decipher = openDecipher(this.key, data.subarray(0, HEADER_BYTES));
+      } catch (error) {
+        return done(error as Error);
       }
-      this.decipher = createDecipheriv('aes-256-gcm', this.key, header.subarray(1));
-      this.decipher.setAAD(header);
       data = data.subarray(HEADER_BYTES);
     }
     if (data.length <= TAG_BYTES) {
@@ -110,9 +119,9 @@ export class DecryptStream extends Transform {
     }
     this.decipher.setAuthTag(this.pending);
     try {
-      done(null, this.decipher.final());
+      done(null, finalBlock(this.decipher));
     } catch (error) {
-      done(new IntegrityError('sealed content failed authentication (altered, or not this message)', { cause: error }));
+      done(error as Error);
     }
   }
 }
