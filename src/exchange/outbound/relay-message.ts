@@ -68,7 +68,6 @@ async function* prefixed(head: Buffer, rest: Readable): AsyncGenerator<Buffer> {
   }
 }
 
-
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
