@@ -68,6 +68,46 @@ describe('Batcher', () => {
     assert.equal(calls, 1);
   });
 
+  it('holds items while told to, then writes them in one batch once the hold ends', async () => {
+    const batches: number[][] = [];
+    let busy = true;
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { maxBatch: 100, maxConcurrent: 2, hold: { while: () => busy, maxMs: 60_000 } },
+    );
+    const results: Array<Promise<number>> = [];
+    for (let n = 0; n < 5; n++) {
+      results.push(batcher.submit(n));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(batches.length, 0, 'nothing written while held');
+    busy = false;
+    assert.deepEqual(await Promise.all(results), [0, 1, 2, 3, 4]);
+    assert.deepEqual(batches, [[0, 1, 2, 3, 4]]);
+  });
+
+  it('lets held items go when a full batch is waiting, or when the oldest has waited maxMs', async () => {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { maxBatch: 3, maxConcurrent: 1, hold: { while: () => true, maxMs: 150 } },
+    );
+    const started = performance.now();
+    const full = await Promise.all([1, 2, 3].map((n) => batcher.submit(n)));
+    assert.deepEqual(full, [1, 2, 3]);
+    assert.ok(performance.now() - started < 150, 'a full batch is not held');
+    const single = performance.now();
+    assert.equal(await batcher.submit(4), 4);
+    assert.ok(performance.now() - single >= 140, 'a lone item goes once it has waited maxMs');
+    assert.deepEqual(batches, [[1, 2, 3], [4]]);
+  });
+
   it('tells data errors (SQLSTATE classes 22 and 23) from others', () => {
     assert.equal(isDataError(dataError('x')), true);
     assert.equal(isDataError(Object.assign(new Error('dup'), { code: '23505' })), true);

@@ -2,26 +2,39 @@
  * Coalesces concurrent calls into batches: items submitted while earlier batches are being written
  * wait and go together in the next one — one statement, one round trip and one commit for many
  * callers (a group commit, as PostgreSQL does for its own log). With nothing in flight an item goes
- * out at once (after the current turn of the event loop), so a lone caller waits no longer than before.
+ * out at once (after the current turn of the event loop), so a lone caller waits no longer than before,
+ * unless the `hold` option says the work can wait.
  *
  * `run` answers one result per item, in order. When a batch of several fails with an error that
  * `retryAlone` says is about the data (a value the database refuses), each item is tried again on its
  * own, so that one bad item cannot fail the others; any other error (the database unreachable) fails
  * the whole batch at once rather than multiplying the calls to a struggling server.
  */
+/** While items are held, how often the hold's condition is asked again. */
+const HOLD_LOOK_MS = 50;
+
 export class Batcher<I, O> {
-  private pending: Array<{ item: I; resolve: (result: O) => void; reject: (error: unknown) => void }> = [];
+  private pending: Array<{ item: I; at: number; resolve: (result: O) => void; reject: (error: unknown) => void }> = [];
   private running = 0;
   private scheduled = false;
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; maxConcurrent: number; retryAlone?: (error: unknown) => boolean },
+    private readonly options: {
+      maxBatch: number;
+      maxConcurrent: number;
+      retryAlone?: (error: unknown) => boolean;
+      /**
+       * Work that can wait: while this answers true, items are held (and gather into larger batches) until
+       * maxBatch of them are waiting or the oldest has waited `hold.maxMs`.
+       */
+      hold?: { while: () => boolean; maxMs: number };
+    },
   ) {}
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
+      this.pending.push({ item, at: performance.now(), resolve, reject });
       this.schedule();
     });
   }
@@ -29,6 +42,14 @@ export class Batcher<I, O> {
   private schedule(): void {
     if (this.scheduled || this.running >= this.options.maxConcurrent || this.pending.length === 0) return;
     this.scheduled = true;
+    const held = this.heldFor();
+    if (held > 0) {
+      setTimeout(() => {
+        this.scheduled = false;
+        this.schedule();
+      }, held);
+      return;
+    }
     // setImmediate rather than a microtask: calls made by every I/O callback of this loop turn join.
     setImmediate(() => {
       this.scheduled = false;
@@ -41,6 +62,14 @@ export class Batcher<I, O> {
         });
       }
     });
+  }
+
+  /** How long to wait before looking again, when `hold` keeps the pending items back; 0 to go now. */
+  private heldFor(): number {
+    const { hold, maxBatch } = this.options;
+    if (!hold || this.pending.length >= maxBatch || !hold.while()) return 0;
+    const left = hold.maxMs - (performance.now() - this.pending[0]!.at);
+    return left <= 0 ? 0 : Math.min(left, HOLD_LOOK_MS);
   }
 
   private async execute(batch: Batcher<I, O>['pending']): Promise<void> {

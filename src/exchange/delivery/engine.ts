@@ -79,6 +79,7 @@ export function startDeliveryEngine(deps: {
     reportingMta: settings.smtpHostname,
     notifyFrom: settings.notifyFrom,
     dkim: deps.dkim,
+    intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
   });
   const retry = {
     maxRetries: delivery.maxRetries,

@@ -28,6 +28,33 @@ describe('finishing delivered envelopes', () => {
     assert.deepEqual(removed.sort(), envelopes.map((e) => e.id).sort(), 'every row removed, after its payload');
   });
 
+  it('holds payload deletions while the intake is busy and sends them in one call when it goes quiet', async () => {
+    const bulk: string[][] = [];
+    const removed: string[] = [];
+    let busy = true;
+    const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
+    const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
+    const finisher = new EnvelopeFinisher({ objects, queue, intakeBusy: () => busy } as FinisherDeps);
+    const finished: Array<Promise<void>> = [];
+    for (let i = 0; i < 6; i++) {
+      finished.push(
+        finisher.finish({
+          id: `e${i}`,
+          payload_key: `exchange/payloads/e${i}`,
+          bounce_report: null,
+        } as unknown as Envelope),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    assert.equal(bulk.length, 0, 'no deletion while the intake is busy');
+    assert.equal(removed.length, 0, 'and no row removed before its payload');
+    busy = false;
+    await Promise.all(finished);
+    assert.equal(bulk.length, 1, 'one bulk call once the intake is quiet');
+    assert.equal(bulk[0]!.length, 6);
+    assert.equal(removed.length, 6);
+  });
+
   it('keeps the row when the bulk delete fails, for the retention sweep', async () => {
     const removed: string[] = [];
     const objects = { deleteMany: async () => Promise.reject(new Error('store down')) } as unknown as ObjectStore;

@@ -21,7 +21,12 @@ export interface FinisherDeps {
   notifyFrom: string;
   /** Signs the bounce as it is written (DKIM_*), so that the relay hop carries it signed. */
   dkim?: DkimSigner;
+  /** Whether the intake is busy (MessageIntake.recentlyBusy): payload deletions then wait, see below. */
+  intakeBusy?: () => boolean;
 }
+
+/** The longest a payload deletion waits for the intake to go quiet. */
+export const DELETION_HOLD_MAX_MS = 5000;
 
 /**
  * What happens to an envelope once it is `delivered` or `failed` (docs/specification.md#retention, rules 1
@@ -43,6 +48,9 @@ export class EnvelopeFinisher {
   /**
    * Payload deletions of envelopes finished at about the same time go out together: one DeleteObjects call
    * for up to 1,000 keys on S3 instead of a DELETE each (a store round trip per delivered message saved).
+   * While the intake is busy they wait (up to 1,000 keys or DELETION_HOLD_MAX_MS): a deletion promises no
+   * one anything, and at one connection each delivered message would otherwise cost the store (and this
+   * process) a call of its own at the moment the intake needs them (docs/design.md#delivery).
    */
   private readonly deletions: Batcher<string, undefined>;
 
@@ -52,7 +60,11 @@ export class EnvelopeFinisher {
         await deps.objects.deleteMany(keys);
         return keys.map(() => undefined);
       },
-      { maxBatch: DELETE_MANY_MAX, maxConcurrent: 2 },
+      {
+        maxBatch: DELETE_MANY_MAX,
+        maxConcurrent: 2,
+        hold: deps.intakeBusy ? { while: deps.intakeBusy, maxMs: DELETION_HOLD_MAX_MS } : undefined,
+      },
     );
   }
 
