@@ -108,6 +108,28 @@ describe('Batcher', () => {
     assert.deepEqual(batches, [[1, 2, 3], [4]]);
   });
 
+  it('lets held items go at once on flush()', async () => {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { maxBatch: 100, maxConcurrent: 1, hold: { while: () => true, maxMs: 60_000 } },
+    );
+    const results = [1, 2].map((n) => batcher.submit(n));
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    assert.equal(batches.length, 0, 'held');
+    batcher.flush();
+    assert.deepEqual(await Promise.all(results), [1, 2]);
+    assert.deepEqual(batches, [[1, 2]]);
+    const later = batcher.submit(3);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    assert.equal(batches.length, 1, 'items submitted after the flush are held again');
+    batcher.flush();
+    assert.equal(await later, 3);
+  });
+
   it('tells data errors (SQLSTATE classes 22 and 23) from others', () => {
     assert.equal(isDataError(dataError('x')), true);
     assert.equal(isDataError(Object.assign(new Error('dup'), { code: '23505' })), true);

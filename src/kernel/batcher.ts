@@ -17,6 +17,10 @@ export class Batcher<I, O> {
   private pending: Array<{ item: I; at: number; resolve: (result: O) => void; reject: (error: unknown) => void }> = [];
   private running = 0;
   private scheduled = false;
+  /** The timer of a hold (see the `hold` option), while one is waiting. */
+  private holdTimer: NodeJS.Timeout | undefined;
+  /** flush() was called: what is pending goes without waiting for the hold. */
+  private flushing = false;
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
@@ -44,7 +48,8 @@ export class Batcher<I, O> {
     this.scheduled = true;
     const held = this.heldFor();
     if (held > 0) {
-      setTimeout(() => {
+      this.holdTimer = setTimeout(() => {
+        this.holdTimer = undefined;
         this.scheduled = false;
         this.schedule();
       }, held);
@@ -55,6 +60,7 @@ export class Batcher<I, O> {
       this.scheduled = false;
       while (this.running < this.options.maxConcurrent && this.pending.length > 0) {
         const batch = this.pending.splice(0, this.options.maxBatch);
+        if (this.pending.length === 0) this.flushing = false;
         this.running++;
         void this.execute(batch).finally(() => {
           this.running--;
@@ -64,10 +70,22 @@ export class Batcher<I, O> {
     });
   }
 
+  /** Ends the hold for the items pending now: someone is waiting for one of them. */
+  flush(): void {
+    if (this.pending.length === 0) return;
+    this.flushing = true;
+    if (this.holdTimer) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = undefined;
+      this.scheduled = false;
+    }
+    this.schedule();
+  }
+
   /** How long to wait before looking again, when `hold` keeps the pending items back; 0 to go now. */
   private heldFor(): number {
     const { hold, maxBatch } = this.options;
-    if (!hold || this.pending.length >= maxBatch || !hold.while()) return 0;
+    if (!hold || this.flushing || this.pending.length >= maxBatch || !hold.while()) return 0;
     const left = hold.maxMs - (performance.now() - this.pending[0]!.at);
     return left <= 0 ? 0 : Math.min(left, HOLD_LOOK_MS);
   }

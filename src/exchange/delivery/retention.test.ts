@@ -55,6 +55,23 @@ describe('finishing delivered envelopes', () => {
     assert.equal(removed.length, 6);
   });
 
+  it('does not hold the deletion a delivery worker is waiting for', async () => {
+    const bulk: string[][] = [];
+    const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
+    const queue = { remove: async () => {} } as unknown as FinisherDeps['queue'];
+    const finisher = new EnvelopeFinisher({ objects, queue, intakeBusy: () => true } as FinisherDeps);
+    const envelope = (i: number) =>
+      ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope;
+    await finisher.finishSoon(envelope(1), 5);
+    await finisher.finishSoon(envelope(2), 5);
+    assert.equal(bulk.length, 0, 'clean-ups under the limit are held');
+    const started = performance.now();
+    // Over the limit (maxPending 1): the worker waits for its own clean-up, which goes at once with the rest.
+    await finisher.finishSoon(envelope(3), 1);
+    assert.ok(performance.now() - started < 1000, 'not held for DELETION_HOLD_MAX_MS');
+    assert.deepEqual(bulk.flat().sort(), ['exchange/payloads/e1', 'exchange/payloads/e2', 'exchange/payloads/e3']);
+  });
+
   it('keeps the row when the bulk delete fails, for the retention sweep', async () => {
     const removed: string[] = [];
     const objects = { deleteMany: async () => Promise.reject(new Error('store down')) } as unknown as ObjectStore;

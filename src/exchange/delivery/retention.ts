@@ -43,6 +43,8 @@ export const DELETION_HOLD_MAX_MS = 5000;
  * so it gets durable retries of its own, and, being a bounce, never bounces itself.
  */
 export class EnvelopeFinisher {
+  /** Delivery workers waiting in finishSoon() for their own clean-up. */
+  private waiting = 0;
   /** Clean-ups started by finishSoon() and not done yet. */
   private readonly pending = new Set<Promise<void>>();
   /**
@@ -63,7 +65,9 @@ export class EnvelopeFinisher {
       {
         maxBatch: DELETE_MANY_MAX,
         maxConcurrent: 2,
-        hold: deps.intakeBusy ? { while: deps.intakeBusy, maxMs: DELETION_HOLD_MAX_MS } : undefined,
+        hold: deps.intakeBusy
+          ? { while: () => this.waiting === 0 && deps.intakeBusy!(), maxMs: DELETION_HOLD_MAX_MS }
+          : undefined,
       },
     );
   }
@@ -89,7 +93,12 @@ export class EnvelopeFinisher {
     });
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
-    if (this.pending.size > maxPending) await done;
+    if (this.pending.size > maxPending) {
+      // The worker waits for its own clean-up: held deletions must not keep it waiting.
+      this.waiting++;
+      this.deletions.flush();
+      await done.finally(() => this.waiting--);
+    }
   }
 
   /** Waits for the clean-ups started by finishSoon() (at shutdown). */
