@@ -35,6 +35,17 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
   const pathOf = (key: string) => join(root, ...key.split('/'));
   const syncFolder = sharedFolderSync();
 
+  /** Drops folders a deletion left empty so deleted keys leave no litter; stops at the first non-empty one. */
+  const pruneEmptyFolders = async (from: string): Promise<void> => {
+    for (let folder = from; folder.startsWith(`${root}/`); folder = dirname(folder)) {
+      try {
+        await rmdir(folder);
+      } catch {
+        break;
+      }
+    }
+  };
+
   // Created lazily (the constructor is synchronous); a failure is retried on the next call.
   let ready: Promise<void> | undefined;
   const init = (): Promise<void> =>
@@ -112,29 +123,21 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
     },
 
     async deleteMany(keys: string[]): Promise<void> {
-      // Files have no bulk call; one at a time keeps the folder clean-up of delete() simple.
-      for (const key of keys) await store.delete(key);
+      for (const key of keys) assertValidKey(key);
+      // Files have no bulk call; the folders left empty are looked at once per batch rather than once per
+      // key (an rmdir that fails on a folder still in use is the common case, and not free).
+      const folders = new Set<string>();
+      for (const key of keys) {
+        const path = pathOf(key);
+        if (await unlinkObject(path)) folders.add(dirname(path));
+      }
+      for (const folder of [...folders].sort((a, b) => b.length - a.length)) await pruneEmptyFolders(folder);
     },
 
     async delete(key: string): Promise<void> {
       assertValidKey(key);
       const path = pathOf(key);
-      try {
-        await unlink(path);
-      } catch (error) {
-        // Missing, or a folder of other keys (EISDIR on Linux, EPERM elsewhere): no object to delete.
-        const code = (error as NodeJS.ErrnoException).code;
-        if (isMissing(error) || code === 'EISDIR' || code === 'EPERM') return;
-        throw error;
-      }
-      // Drop folders this left empty so deleted keys leave no litter; stops at the first non-empty one.
-      for (let folder = dirname(path); folder.startsWith(`${root}/`); folder = dirname(folder)) {
-        try {
-          await rmdir(folder);
-        } catch {
-          break;
-        }
-      }
+      if (await unlinkObject(path)) await pruneEmptyFolders(dirname(path));
     },
 
     async *list(prefix: string): AsyncGenerator<ObjectInfo> {
@@ -156,6 +159,19 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
     },
   };
   return store;
+}
+
+/** Removes an object's file; false when there was none (missing, or a folder of other keys). */
+async function unlinkObject(path: string): Promise<boolean> {
+  try {
+    await unlink(path);
+    return true;
+  } catch (error) {
+    // Missing, or a folder of other keys (EISDIR on Linux, EPERM elsewhere): no object to delete.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (isMissing(error) || code === 'EISDIR' || code === 'EPERM') return false;
+    throw error;
+  }
 }
 
 /** `list` takes "" (everything) or a folder-like prefix ending in "/" whose part before it is a valid key. */

@@ -324,6 +324,14 @@ describe('local disk driver', () => {
     assert.deepEqual((await readdir(dir)).sort(), [LOCAL_TEMP_DIR]);
   });
 
+  it('deleteMany removes the folders it leaves empty and keeps those still in use', async () => {
+    const { store, dir } = await localStore();
+    await Promise.all(['a/b/1', 'a/b/2', 'a/c/1', 'k/1', 'k/2'].map((key) => store.put(key, 'x')));
+    await store.deleteMany(['a/b/1', 'a/b/2', 'a/c/1', 'k/1']);
+    assert.deepEqual((await readdir(dir)).sort(), ['k', LOCAL_TEMP_DIR]);
+    assert.deepEqual(await readdir(join(dir, 'k')), ['2']);
+  });
+
   it('many concurrent puts into one folder (sharing its fsyncs) all land intact, while deletes empty it', async () => {
     const { store, dir } = await localStore();
     const keys = Array.from({ length: 200 }, (_, i) => `q/payloads/m${i}`);
