@@ -4,6 +4,16 @@ import { Batcher, isDataError } from './batcher.ts';
 
 const dataError = (message: string) => Object.assign(new Error(message), { code: '22021' });
 
+/** A batcher that answers each item with itself and records the batches it was given. */
+function recordingBatcher(options: ConstructorParameters<typeof Batcher<number, number>>[1]) {
+  const batches: number[][] = [];
+  const batcher = new Batcher<number, number>(async (items) => {
+    batches.push(items);
+    return items;
+  }, options);
+  return { batches, batcher };
+}
+
 describe('Batcher', () => {
   it('writes items submitted together in one batch and answers each with its own result', async () => {
     const batches: number[][] = [];
@@ -69,15 +79,12 @@ describe('Batcher', () => {
   });
 
   it('holds items while told to, then writes them in one batch once the hold ends', async () => {
-    const batches: number[][] = [];
     let busy = true;
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { maxBatch: 100, maxConcurrent: 2, hold: { while: () => busy, maxMs: 60_000 } },
-    );
+    const { batches, batcher } = recordingBatcher({
+      maxBatch: 100,
+      maxConcurrent: 2,
+      hold: { while: () => busy, maxMs: 60_000 },
+    });
     const results: Array<Promise<number>> = [];
     for (let n = 0; n < 5; n++) {
       results.push(batcher.submit(n));
@@ -90,14 +97,11 @@ describe('Batcher', () => {
   });
 
   it('lets held items go when a full batch is waiting, or when the oldest has waited maxMs', async () => {
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { maxBatch: 3, maxConcurrent: 1, hold: { while: () => true, maxMs: 150 } },
-    );
+    const { batches, batcher } = recordingBatcher({
+      maxBatch: 3,
+      maxConcurrent: 1,
+      hold: { while: () => true, maxMs: 150 },
+    });
     const started = performance.now();
     const full = await Promise.all([1, 2, 3].map((n) => batcher.submit(n)));
     assert.deepEqual(full, [1, 2, 3]);
@@ -109,14 +113,11 @@ describe('Batcher', () => {
   });
 
   it('lets held items go at once on flush()', async () => {
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { maxBatch: 100, maxConcurrent: 1, hold: { while: () => true, maxMs: 60_000 } },
-    );
+    const { batches, batcher } = recordingBatcher({
+      maxBatch: 100,
+      maxConcurrent: 1,
+      hold: { while: () => true, maxMs: 60_000 },
+    });
     const results = [1, 2].map((n) => batcher.submit(n));
     await new Promise((resolve) => setTimeout(resolve, 80));
     assert.equal(batches.length, 0, 'held');
