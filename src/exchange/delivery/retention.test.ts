@@ -72,6 +72,19 @@ describe('finishing delivered envelopes', () => {
     assert.deepEqual(bulk.flat().sort(), ['exchange/payloads/e1', 'exchange/payloads/e2', 'exchange/payloads/e3']);
   });
 
+  it('holds no deletion back once it drains at shutdown', async () => {
+    const bulk: string[][] = [];
+    const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
+    const queue = { remove: async () => {} } as unknown as FinisherDeps['queue'];
+    const finisher = new EnvelopeFinisher({ objects, queue, intakeBusy: () => true } as FinisherDeps);
+    const envelope = { id: 'e1', payload_key: 'exchange/payloads/e1', bounce_report: null } as unknown as Envelope;
+    await finisher.finishSoon(envelope, 5);
+    const started = performance.now();
+    await finisher.drain();
+    assert.ok(performance.now() - started < 1000, 'not held for DELETION_HOLD_MAX_MS');
+    assert.deepEqual(bulk, [['exchange/payloads/e1']]);
+  });
+
   it('keeps the row when the bulk delete fails, for the retention sweep', async () => {
     const removed: string[] = [];
     const objects = { deleteMany: async () => Promise.reject(new Error('store down')) } as unknown as ObjectStore;

@@ -45,6 +45,8 @@ export const DELETION_HOLD_MAX_MS = 5000;
 export class EnvelopeFinisher {
   /** Delivery workers waiting in finishSoon() for their own clean-up. */
   private waiting = 0;
+  /** drain() was called: the instance is stopping, and deletions are no longer held. */
+  private draining = false;
   /** Clean-ups started by finishSoon() and not done yet. */
   private readonly pending = new Set<Promise<void>>();
   /**
@@ -66,7 +68,7 @@ export class EnvelopeFinisher {
         maxBatch: DELETE_MANY_MAX,
         maxConcurrent: 2,
         hold: deps.intakeBusy
-          ? { while: () => this.waiting === 0 && deps.intakeBusy!(), maxMs: DELETION_HOLD_MAX_MS }
+          ? { while: () => !this.draining && this.waiting === 0 && deps.intakeBusy!(), maxMs: DELETION_HOLD_MAX_MS }
           : undefined,
       },
     );
@@ -101,8 +103,10 @@ export class EnvelopeFinisher {
     }
   }
 
-  /** Waits for the clean-ups started by finishSoon() (at shutdown). */
+  /** Waits for the clean-ups started by finishSoon() (at shutdown), holding no deletion back. */
   async drain(): Promise<void> {
+    this.draining = true;
+    this.deletions.flush();
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
