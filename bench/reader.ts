@@ -240,8 +240,9 @@ try {
         `bench process CPU ${bare.ownCpu.toFixed(1)} ms/req (client, decryption)`,
     );
     console.log(
-      `${label.padEnd(6)} GET /v1/message         ${latency(ours)}  CPU per request: auth ${ours.authCpu.toFixed(1)} ms, ` +
-        `seal ${ours.sealCpu.toFixed(1)} ms, bench process ${ours.ownCpu.toFixed(1)} ms (client)`,
+      `${label.padEnd(6)} GET /v1/message         ${latency(ours)}  ` +
+        `CPU per request: auth ${ours.authCpu.toFixed(1)} ms, seal ${ours.sealCpu.toFixed(1)} ms, ` +
+        `bench process ${ours.ownCpu.toFixed(1)} ms (client)`,
     );
     summary.push(
       `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt ` +
