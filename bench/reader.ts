@@ -25,7 +25,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/kernel/db/database.ts';
 import { DecryptStream } from '../src/seal/crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret } from '../src/seal/crypto/secret-box.ts';
-import { startRealClusters } from '../test/support/ipfs-real.ts';
+import { basicAuthorization, startRealClusters } from '../test/support/ipfs-real.ts';
 import { createTestDatabase } from '../test/support/postgres.ts';
 import { postSeal, rawMessage, TEST_MASTER_KEY } from '../test/support/seal.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
@@ -48,8 +48,10 @@ const SERVICE_TOKEN = 'bench-service-token';
 const profiled = (name: string) =>
   values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 
-/** Where both sides read the ciphertext: the real primary cluster's IPFS proxy. */
-const ipfs = await realIpfs();
+/** Where both sides read the ciphertext: the real primary cluster's IPFS proxy (Kubo behind it). */
+const clusters = await startRealClusters();
+const { primary } = clusters;
+const proxyUrl = `http://127.0.0.1:${primary.proxyPort}`;
 const sms = await startSmsCapture();
 const database = await createTestDatabase('bench_reader');
 const keys = await openDatabase({ url: database.url, poolSize: 1 });
@@ -62,7 +64,12 @@ const seal = await startSealpostProcess(
     SEAL_MASTER_KEY: TEST_MASTER_KEY,
     SERVICE_TOKEN,
     ADMIN_TOKEN: 'bench-admin',
-    ...ipfs.sealEnv,
+    IPFS_CLUSTER_HOST: '127.0.0.1',
+    IPFS_CLUSTER_PORT: String(primary.restPort),
+    IPFS_CLUSTER_SECURE: 'false',
+    IPFS_CLUSTER_USER: primary.user,
+    IPFS_CLUSTER_PASS: primary.pass,
+    IPFS_PROXY_PORT: String(primary.proxyPort),
   },
   { which: 'seal', nodeArgs: profiled('seal') },
 );
@@ -79,25 +86,6 @@ const auth = await startSealpostProcess(
   { which: 'auth', nodeArgs: profiled('auth') },
 );
 stopOnExit(auth.child);
-
-async function realIpfs() {
-  const clusters = await startRealClusters();
-  const { primary } = clusters;
-  return {
-    what: "the real IPFS Cluster's proxy",
-    proxyUrl: `http://127.0.0.1:${primary.proxyPort}`,
-    proxyHeaders: { authorization: `Basic ${Buffer.from(`${primary.user}:${primary.pass}`).toString('base64')}` },
-    sealEnv: {
-      IPFS_CLUSTER_HOST: '127.0.0.1',
-      IPFS_CLUSTER_PORT: String(primary.restPort),
-      IPFS_CLUSTER_SECURE: 'false',
-      IPFS_CLUSTER_USER: primary.user,
-      IPFS_CLUSTER_PASS: primary.pass,
-      IPFS_PROXY_PORT: String(primary.proxyPort),
-    } as Record<string, string>,
-    stop: () => clusters.stop(),
-  };
-}
 
 const agent = new Agent({ keepAlive: true });
 interface Answer {
@@ -166,10 +154,10 @@ async function signIn(messageId: string): Promise<string> {
 /** The floor: the ciphertext from the proxy, decrypted and hashed, nothing kept. */
 async function bareRead(cid: string, key: Buffer): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    const req = httpRequest(`${ipfs.proxyUrl}/api/v0/cat?arg=${cid}`, {
+    const req = httpRequest(`${proxyUrl}/api/v0/cat?arg=${cid}`, {
       method: 'POST',
       agent,
-      headers: ipfs.proxyHeaders,
+      headers: { authorization: basicAuthorization(primary) },
     });
     req.on('response', (res) => {
       const hash = createHash('sha256');
@@ -216,7 +204,8 @@ const latency = (t: { p50: number; p99: number }) =>
   `p50 ${t.p50.toFixed(1).padStart(7)} ms  p99 ${t.p99.toFixed(1).padStart(7)} ms`;
 
 try {
-  console.log(`== Reader: GET /v1/message of a signed-in reader, one request at a time, content from ${ipfs.what}`);
+  console.log('== Reader: GET /v1/message of a signed-in reader, one request at a time');
+  console.log("   content from the real IPFS Cluster's proxy; auth and seal each in a process of its own");
   console.log(`   ${machineLine()}`);
   const summary: string[] = [];
   for (const [label, size, count] of [
@@ -256,7 +245,7 @@ try {
   await auth.stop();
   await sms.close();
   await seal.stop();
-  await ipfs.stop();
+  await clusters.stop();
   await keys.close();
   await database.drop();
   await rm(authDir, { recursive: true, force: true });

@@ -14,7 +14,7 @@ import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { startRealClusters, type RealCluster } from '../test/support/ipfs-real.ts';
+import { basicAuthorization, startRealClusters, type RealCluster } from '../test/support/ipfs-real.ts';
 import { rawMessage, startSealWithClusters } from '../test/support/seal.ts';
 import { machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
@@ -51,7 +51,7 @@ function call(
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {
-      authorization: `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}`,
+      authorization: basicAuthorization(cluster),
     };
     if (body) Object.assign(headers, { 'content-type': body.type, 'content-length': String(body.data.length) });
     const options = { host: '127.0.0.1', port: cluster.restPort, method, path, headers, ca: clusters.ca.cert };

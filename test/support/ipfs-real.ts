@@ -122,13 +122,18 @@ async function editJson(path: string, edit: (value: any) => void): Promise<void>
   await writeFile(path, JSON.stringify(value, null, 2));
 }
 
+/** The Authorization header of a cluster's Basic credentials (REST API and IPFS proxy alike). */
+export function basicAuthorization(cluster: Pick<RealCluster, 'user' | 'pass'>): string {
+  return `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}`;
+}
+
 /** GET on the cluster REST API with Basic auth, over HTTPS when `ca` is given. */
 export async function restGet(
   cluster: Pick<RealCluster, 'restPort' | 'user' | 'pass' | 'secure'>,
   path: string,
   ca?: string,
 ): Promise<{ status: number; body: any }> {
-  const authorization = `Basic ${Buffer.from(`${cluster.user}:${cluster.pass}`).toString('base64')}`;
+  const authorization = basicAuthorization(cluster);
   if (!cluster.secure) {
     const res = await fetch(`http://127.0.0.1:${cluster.restPort}${path}`, { headers: { authorization } });
     const text = await res.text();
