@@ -5,10 +5,8 @@
 // (`sealpost start auth`, `sealpost start seal`, LOG_LEVEL info) and the real IPFS Cluster and Kubo
 // (test/support/ipfs-real.ts, the primary cluster: plain HTTP, Basic auth); it also verifies the SHA-256,
 // parses the MIME message and answers JSON. Both sides fetch the same ciphertext from the same proxy.
-// This process holds the load client and the bare reads only: with the seal service and the IPFS Cluster
-// stand-in in here (the bench until 2026-11-27), this process's own garbage collection (a Mark-Compact
-// every 15 to 30 reads, 30 to 40 ms each, under the heap of the stand-in and the test support) landed in
-// Sealpost's figures, not in the bare ones.
+// This process holds the load client and the bare reads only, so that its own garbage collection lands in
+// neither side's figures (bench/RESULTS.md, "The reader's benchmark on the path operators run").
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
 //   node --import tsx bench/reader.ts --profile DIR
