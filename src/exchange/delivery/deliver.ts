@@ -28,8 +28,8 @@ export interface DeliverDeps {
   metrics: ExchangeMetrics;
   logger: Logger;
   retry: { maxRetries: number; baseMs: number; maxMs: number };
-  /** Clean-ups that may run in the background before a worker waits for its own (0: always wait). */
-  maxPendingFinishes?: number;
+  /** Clean-ups that may run in the background; past that, the rest wait for the retention sweep. */
+  maxPendingFinishes: number;
 }
 
 /**
@@ -100,7 +100,7 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   // Debug, not info: the status history and delivered_messages_total have every delivery, and a line per
   // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
   logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
-  await finish(claim, { bounce_report: finalReport }, deps);
+  finish(claim, { bounce_report: finalReport }, deps);
 }
 
 async function fail(
@@ -138,7 +138,7 @@ async function fail(
     { ...about, strategy, err: failure.message, permanent: failure.permanent },
     'delivery failed for good',
   );
-  await finish(claim, { status: 'failed', bounce_report: bounceReport }, deps);
+  finish(claim, { status: 'failed', bounce_report: bounceReport }, deps);
 }
 
 /**
@@ -146,9 +146,9 @@ async function fail(
  * the outcome is recorded, so the worker's slot is free for the next message. An error here is left to
  * the retention sweep.
  */
-async function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): Promise<void> {
+function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): void {
   deps.recentPayloads?.forget(claim.id);
-  await deps.finisher.finishSoon({ ...claim, ...changes }, deps.maxPendingFinishes ?? 0);
+  deps.finisher.finishSoon({ ...claim, ...changes }, deps.maxPendingFinishes);
 }
 
 /**

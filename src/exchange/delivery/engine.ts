@@ -100,9 +100,8 @@ export function startDeliveryEngine(deps: {
             metrics,
             logger,
             retry,
-            // Clean-ups (payload deletes, row removals) may fall behind by up to one DeleteObjects call's
-            // worth of keys before deliveries wait for them: while the intake keeps the store busy, the
-            // deletes wait and go out in large batches instead of holding the delivery slots.
+            // Clean-ups (payload deletes, row removals) run behind the deliveries, up to one DeleteObjects
+            // call's worth of keys; past that the retention sweep takes them over (EnvelopeFinisher.finishSoon).
             maxPendingFinishes: Math.max(delivery.concurrency, DELETE_MANY_MAX),
           }),
         intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,

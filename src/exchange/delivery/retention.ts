@@ -25,6 +25,9 @@ export interface FinisherDeps {
   intakeBusy?: () => boolean;
 }
 
+/** Whether a finished envelope's report calls for a bounce. */
+const needsBounce = (envelope: Envelope) => (envelope.bounce_report?.recipients.length ?? 0) > 0;
+
 /** The longest a payload deletion waits for the intake to go quiet. */
 export const DELETION_HOLD_MAX_MS = 5000;
 
@@ -43,12 +46,12 @@ export const DELETION_HOLD_MAX_MS = 5000;
  * so it gets durable retries of its own, and, being a bounce, never bounces itself.
  */
 export class EnvelopeFinisher {
-  /** Delivery workers waiting in finishSoon() for their own clean-up. */
-  private waiting = 0;
   /** drain() was called: the instance is stopping, and deletions are no longer held. */
   private draining = false;
   /** Clean-ups started by finishSoon() and not done yet. */
   private readonly pending = new Set<Promise<void>>();
+  /** Clean-ups finishSoon() has left to sweep() since it last started one (see finishSoon). */
+  private deferred = 0;
   /**
    * Payload deletions of envelopes finished at about the same time go out together: one DeleteObjects call
    * for up to 1,000 keys on S3 instead of a DELETE each (a store round trip per delivered message saved).
@@ -68,14 +71,14 @@ export class EnvelopeFinisher {
         maxBatch: DELETE_MANY_MAX,
         maxConcurrent: 2,
         hold: deps.intakeBusy
-          ? { while: () => !this.draining && this.waiting === 0 && deps.intakeBusy!(), maxMs: DELETION_HOLD_MAX_MS }
+          ? { while: () => !this.draining && deps.intakeBusy!(), maxMs: DELETION_HOLD_MAX_MS }
           : undefined,
       },
     );
   }
 
   async finish(envelope: Envelope): Promise<void> {
-    if (envelope.bounce_report && envelope.bounce_report.recipients.length > 0) await this.bounce(envelope);
+    if (needsBounce(envelope)) await this.bounce(envelope);
     await this.deletions.submit(envelope.payload_key);
     await this.deps.queue.remove(envelope.id);
   }
@@ -83,24 +86,37 @@ export class EnvelopeFinisher {
   /**
    * Starts finish() and returns before it is done, so that a delivery worker can take the next message
    * while the payload and row of the last one are deleted (the status is already recorded). A failure
-   * is logged and left to sweep(). At most `maxPending` clean-ups run at once: past that, the caller
-   * waits for its own, so a slow object store slows delivery down instead of piling up work.
+   * is logged and left to sweep().
+   *
+   * With `maxPending` clean-ups already under way, this one is not started: the row stays `delivered` or
+   * `failed`, and sweep() finishes it within two DELIVERY_LEASE periods. A store that cannot take the
+   * deletions as fast as the deliveries (while the intake's puts keep it busy) then delays the deletions,
+   * never the deliveries, and the memory held for clean-ups stays bounded; the deletion is late, not
+   * lost, as after a crash. A bounce is never left for later.
    */
-  async finishSoon(envelope: Envelope, maxPending: number): Promise<void> {
+  finishSoon(envelope: Envelope, maxPending: number): void {
+    const { logger } = this.deps;
+    if (this.pending.size >= maxPending && !needsBounce(envelope)) {
+      if (this.deferred++ === 0) {
+        logger.info(
+          { pending: this.pending.size },
+          'payload deletions are behind the deliveries; the retention sweep will finish the envelopes past them',
+        );
+      }
+      return;
+    }
+    if (this.deferred > 0) {
+      logger.info({ leftToSweep: this.deferred }, 'payload deletions are keeping up with the deliveries again');
+      this.deferred = 0;
+    }
     const done = this.finish(envelope).catch((error: unknown) => {
-      this.deps.logger.warn(
+      logger.warn(
         { err: error, envelopeId: envelope.id },
         'could not finish the envelope now; the retention sweep will',
       );
     });
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
-    if (this.pending.size > maxPending) {
-      // The worker waits for its own clean-up: held deletions must not keep it waiting.
-      this.waiting++;
-      this.deletions.flush();
-      await done.finally(() => this.waiting--);
-    }
   }
 
   /** Waits for the clean-ups started by finishSoon() (at shutdown), holding no deletion back. */
@@ -110,26 +126,28 @@ export class EnvelopeFinisher {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  /** Finishes envelopes left finished-but-not-cleaned for longer than `graceMs`; returns how many. */
-  async sweep(graceMs: number, batch = 100): Promise<number> {
+  /**
+   * Finishes envelopes left finished-but-not-cleaned for longer than `graceMs` (a crash, a store outage,
+   * or finishSoon() past its limit); returns how many. Each batch is finished at once, so that its
+   * payloads go in one deletion call.
+   */
+  async sweep(graceMs: number, batch = DELETE_MANY_MAX): Promise<number> {
     const { queue, logger } = this.deps;
     let finished = 0;
+    let failed = 0;
+    let firstError: unknown;
     for (;;) {
       const leftovers = await queue.claimUnfinished(batch, graceMs);
-      for (const envelope of leftovers) {
-        try {
-          await this.finish(envelope);
-          finished++;
-          logger.info(
-            { envelopeId: envelope.id, status: envelope.status },
-            'finished an envelope whose clean-up had been interrupted',
-          );
-        } catch (error) {
-          logger.warn({ err: error, envelopeId: envelope.id }, 'could not finish an envelope; will try again');
-        }
+      for (const outcome of await Promise.allSettled(leftovers.map((envelope) => this.finish(envelope)))) {
+        if (outcome.status === 'fulfilled') finished++;
+        else if (failed++ === 0) firstError = outcome.reason;
       }
-      if (leftovers.length < batch) return finished;
+      if (leftovers.length < batch) break;
     }
+    // One line per sweep, not per envelope: during a store outage a sweep fails for every one of them.
+    if (failed > 0) logger.warn({ err: firstError, failed }, 'could not finish envelopes; will try again');
+    if (finished > 0) logger.info({ finished }, 'the retention sweep finished envelopes whose clean-up was left over');
+    return finished;
   }
 
   private async bounce(envelope: Envelope): Promise<void> {
