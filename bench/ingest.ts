@@ -8,12 +8,17 @@
 // Two more figures, each next to its own baseline in the same run:
 //   - with --s3, raw PutObject calls of the same 10 KB bodies at the same concurrency from two bare
 //     clients, the SDK's and the signed requests the store uses per message; the faster is the S3 ceiling
-//     here (what the store takes, with nothing of Sealpost in the way);
+//     here (what the store takes, with nothing of Sealpost in the way); and the signed client's puts with
+//     the keys deleted alongside, in DeleteObjects calls as a delivering exchange sends them (what the
+//     store takes when each message also costs it a deletion: the ceiling of intake with delivery);
 //   - intake with delivery running in the same process (to Postfix's smtp-sink), next to intake alone,
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
-//   node --import tsx bench/ingest.ts [--s3] [--messages 2000]
-//     --s3   store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
+//   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--profile DIR]
+//     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
+//     --connections  the levels to run, comma-separated.
+//     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
+//                    exchange-delivering.cpuprofile, written to DIR when they stop).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -25,7 +30,8 @@ import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
-import { createS3ObjectStore } from '../src/kernel/objects/index.ts';
+import { createS3ObjectStore, DELETE_MANY_MAX, type ObjectStore } from '../src/kernel/objects/index.ts';
+import { DELETION_HOLD_MAX_MS } from '../src/exchange/delivery/retention.ts';
 import { createSignedS3 } from '../src/kernel/objects/s3-requests.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { postfixUnavailable, startPrivatePostfix, type PrivatePostfix } from './support/postfix.ts';
@@ -33,10 +39,17 @@ import { loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.t
 import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
-  options: { s3: { type: 'boolean', default: false }, messages: { type: 'string', default: '2000' } },
+  options: {
+    s3: { type: 'boolean', default: false },
+    messages: { type: 'string', default: '2000' },
+    connections: { type: 'string', default: '1,8,32' },
+    profile: { type: 'string' },
+  },
 });
 const MESSAGES = Number(values.messages);
-const CONNECTIONS = [1, 8, 32];
+const CONNECTIONS = values.connections.split(',').map(Number);
+const profiled = (name: string) =>
+  values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
 
 interface Server {
@@ -46,12 +59,13 @@ interface Server {
   pid: number;
 }
 
-const fmt = (r: LoadResult, cpuMsPerMessage: number) => {
+const fmt = (r: LoadResult, cpuMsPerMessage: number, kernelMsPerMessage?: number) => {
   const latency = `p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms`;
   const failed = r.failed ? `  (${r.failed} FAILED)` : '';
   return (
     `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}  ` +
-    `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg${failed}`
+    `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg` +
+    `${kernelMsPerMessage === undefined ? '' : ` (kernel ${kernelMsPerMessage.toFixed(2)})`}${failed}`
   );
 };
 
@@ -59,17 +73,20 @@ async function measure(
   server: Server,
   connections: number,
   count: number,
-): Promise<{ result: LoadResult; cpu: number }> {
+): Promise<{ result: LoadResult; cpu: number; kernel: number }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
   const before = treeCpuMs(server.pid);
+  const kernelBefore = treeCpuMs(server.pid, 'kernel');
   const result = await runSmtpLoad(server.port, connections, count);
-  return { result, cpu: (treeCpuMs(server.pid) - before) / count };
+  const kernel = (treeCpuMs(server.pid, 'kernel') - kernelBefore) / count;
+  return { result, cpu: (treeCpuMs(server.pid) - before) / count, kernel };
 }
 
 const database = await createTestDatabase('bench_ingest');
 const s3 = values.s3 ? await startS3Server() : undefined;
 const bucket = s3 ? uniqueBucket('bench') : undefined;
-if (s3) await createS3ObjectStore({ ...s3, bucket: bucket! }).ensureBucket();
+const bareStore = s3 ? createS3ObjectStore({ ...s3, bucket: bucket! }) : undefined;
+await bareStore?.ensureBucket();
 
 const children: ChildProcess[] = [];
 async function startChild(command: string, args: string[], ready: 'stdout' | number): Promise<ChildProcess> {
@@ -120,13 +137,21 @@ if (!noPostfix) postfix = await startPrivatePostfix(await freePort());
 
 /** An exchange process on its own database; with `relayPort`, delivering to it while it takes mail in. */
 async function startExchange(databaseUrl: string, relayPort?: number) {
+  const name = relayPort ? 'exchange-delivering' : 'exchange';
   const exchange = await startSealpostProcess(
     {
       DATABASE_URL: databaseUrl,
       ADMIN_TOKEN: 'bench-admin',
       SERVICE_TOKEN: 'bench-service',
       // Without a relay: ingest only, no delivery competing for the CPU.
-      ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
+      ...(relayPort
+        ? {
+            OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}`,
+            // Payload deletions that fall behind the deliveries are left to the retention sweep, once per
+            // lease (5m by default): a short lease lets the wait between two levels see them done.
+            DELIVERY_LEASE: '10s',
+          }
+        : { DELIVERY_ENABLED: 'false' }),
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
       ...(s3
@@ -139,7 +164,7 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
           }
         : {}),
     },
-    { which: 'exchange' },
+    { which: 'exchange', nodeArgs: profiled(name) },
   );
   stopOnExit(exchange.child);
   const rule = await fetch(`${exchange.urls.exchange}/v1/config`, {
@@ -211,14 +236,29 @@ const BARE_CLIENTS: Record<string, () => BarePut> = {
   },
 };
 
-/** PutObject of a 10 KB body per message, `connections` calls at a time, from one bare client. */
-async function rawPuts(clientName: string, connections: number, count: number): Promise<LoadResult> {
+/**
+ * PutObject of a 10 KB body per message, `connections` calls at a time, from one bare client. With `deleting`,
+ * the keys put are deleted alongside as a delivering exchange asks the store to while its intake is busy:
+ * one DeleteObjects call per 1,000 keys or per DELETION_HOLD_MAX_MS, whichever comes first.
+ */
+async function rawPuts(
+  clientName: string,
+  connections: number,
+  count: number,
+  deleting?: ObjectStore,
+): Promise<LoadResult> {
   const client = BARE_CLIENTS[clientName]!();
   const body = Buffer.alloc(10 * 1024, 'x');
   for (let i = 0; i < Math.min(20, count); i++) await client.put(`warm/${i}`, body);
   const latencies: number[] = [];
   let next = 0;
   let failed = 0;
+  let put: string[] = [];
+  const deletions: Array<Promise<void>> = [];
+  const deleteNow = () => {
+    if (put.length > 0) deletions.push(deleting!.deleteMany(put.splice(0)));
+  };
+  const deleteTimer = deleting ? setInterval(deleteNow, DELETION_HOLD_MAX_MS) : undefined;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: connections }, async () => {
@@ -227,10 +267,15 @@ async function rawPuts(clientName: string, connections: number, count: number): 
         const t = performance.now();
         await client.put(key, body).catch(() => failed++);
         latencies.push(performance.now() - t);
+        if (deleting && put.push(key) >= DELETE_MANY_MAX) deleteNow();
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  clearInterval(deleteTimer);
+  deleteNow();
+  await Promise.all(deletions);
+  put = [];
   client.close();
   latencies.sort((a, b) => a - b);
   return {
@@ -266,15 +311,23 @@ for (const connections of CONNECTIONS) {
       const result = await rawPuts(clientName, connections, count);
       const best = results.get('raw PutObject');
       if (!best || result.perSecond > best.perSecond) results.set('raw PutObject', result);
+      results.set(clientName, result);
       const figures = fmt(result, 0).replace(/server CPU.*$/, `(${clientName})`);
       console.log(`${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${figures}`);
     }
+    // What the store can take when each message costs it a deletion too: the ceiling of intake with delivery.
+    const withDeletes = await rawPuts('bare signed client', connections, count, bareStore);
+    results.set('raw PutObject + deletes', withDeletes);
+    const figures = fmt(withDeletes, 0).replace(/server CPU.*$/, '(bare signed client, the keys deleted alongside)');
+    console.log(`${String(connections).padStart(2)} conn  ${'raw Put + Delete'.padEnd(17)} ${figures}`);
   }
   for (const server of servers) {
-    const { result, cpu } = await measure(server, connections, count);
+    const { result, cpu, kernel } = await measure(server, connections, count);
     results.set(server.name, result);
     const left = server.name === 'sealpost+delivery' ? `  queue left ${await queued()}` : '';
-    console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}${left}`);
+    console.log(
+      `${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu, kernel)}${left}`,
+    );
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
     // removals may trail the `delivered` status, and they load the same store), so that each run
     // measures its own load.
@@ -286,9 +339,14 @@ for (const connections of CONNECTIONS) {
   const vsPostfix = postfix ? `, ${(ours / results.get('Postfix → queue')!.perSecond).toFixed(2)}× Postfix` : '';
   const vsS3 = s3 ? `, ${(ours / results.get('raw PutObject')!.perSecond).toFixed(2)}× raw PutObject` : '';
   const withDelivery = results.get('sealpost+delivery')!.perSecond / ours;
+  const storeWithDeletes = s3
+    ? ` (the store's own: puts with deletes ${(
+        results.get('raw PutObject + deletes')!.perSecond / results.get('bare signed client')!.perSecond
+      ).toFixed(2)}× puts alone)`
+    : '';
   const line =
     `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server` +
-    `${vsPostfix}${vsS3}; with delivery running ${withDelivery.toFixed(2)}× intake alone`;
+    `${vsPostfix}${vsS3}; with delivery running ${withDelivery.toFixed(2)}× intake alone${storeWithDeletes}`;
   console.log(line);
   summary.push(line);
 }

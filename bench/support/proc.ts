@@ -54,12 +54,13 @@ function children(pid: number): number[] {
  * CPU time (user + system) of a process and all its descendants, in ms, counting children that have
  * already exited (their time is added to the parent when it reaps them).
  */
-export function treeCpuMs(pid: number): number {
+export function treeCpuMs(pid: number, only?: 'kernel'): number {
   const fields = statFields(pid);
   if (!fields) return 0;
   // Fields after the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
-  let total = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
-  for (const child of children(pid)) total += treeCpuMs(child);
+  const user = only === 'kernel' ? 0 : Number(fields[11]) + Number(fields[13]);
+  let total = (user + Number(fields[12]) + Number(fields[14])) * TICK_MS;
+  for (const child of children(pid)) total += treeCpuMs(child, only);
   return total;
 }
 
