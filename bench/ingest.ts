@@ -144,14 +144,7 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
       ADMIN_TOKEN: 'bench-admin',
       SERVICE_TOKEN: 'bench-service',
       // Without a relay: ingest only, no delivery competing for the CPU.
-      ...(relayPort
-        ? {
-            OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}`,
-            // Payload deletions that fall behind the deliveries are left to the retention sweep, once per
-            // lease (5m by default): a short lease lets the wait between two levels see them done.
-            DELIVERY_LEASE: '10s',
-          }
-        : { DELIVERY_ENABLED: 'false' }),
+      ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
       ...(s3

@@ -28,8 +28,6 @@ export interface DeliverDeps {
   metrics: ExchangeMetrics;
   logger: Logger;
   retry: { maxRetries: number; baseMs: number; maxMs: number };
-  /** Clean-ups that may run in the background; past that, the rest wait for the retention sweep. */
-  maxPendingFinishes: number;
 }
 
 /**
@@ -148,7 +146,7 @@ async function fail(
  */
 function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): void {
   deps.recentPayloads?.forget(claim.id);
-  deps.finisher.finishSoon({ ...claim, ...changes }, deps.maxPendingFinishes);
+  deps.finisher.finishSoon({ ...claim, ...changes });
 }
 
 /**

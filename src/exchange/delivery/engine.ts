@@ -80,6 +80,9 @@ export function startDeliveryEngine(deps: {
     notifyFrom: settings.notifyFrom,
     dkim: deps.dkim,
     intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
+    // Clean-ups (payload deletes, row removals) run behind the deliveries, up to one DeleteObjects call's
+    // worth of keys at once; the rest wait their turn (EnvelopeFinisher.finishSoon).
+    maxRunning: Math.max(delivery.concurrency, DELETE_MANY_MAX),
   });
   const retry = {
     maxRetries: delivery.maxRetries,
@@ -100,9 +103,6 @@ export function startDeliveryEngine(deps: {
             metrics,
             logger,
             retry,
-            // Clean-ups (payload deletes, row removals) run behind the deliveries, up to one DeleteObjects
-            // call's worth of keys; past that the retention sweep takes them over (EnvelopeFinisher.finishSoon).
-            maxPendingFinishes: Math.max(delivery.concurrency, DELETE_MANY_MAX),
           }),
         intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
         concurrency: delivery.concurrency,

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { Envelope } from '../tables.ts';
-import { EnvelopeFinisher, type FinisherDeps } from './retention.ts';
+import { CLEANUPS_WAITING_MAX, EnvelopeFinisher, type FinisherDeps } from './retention.ts';
+
+const envelope = (i: number) =>
+  ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('finishing delivered envelopes', () => {
   it('deletes the payloads of envelopes finished together in one bulk call, then their rows', async () => {
@@ -56,41 +60,95 @@ describe('finishing delivered envelopes', () => {
     assert.equal(removed.length, 6);
   });
 
-  it('leaves the clean-ups past its limit to the retention sweep, which deletes them in one call', async () => {
+  it('lets the clean-ups past its limit wait, without holding the delivery up, and starts them in turn', async () => {
     const bulk: string[][] = [];
     const removed: string[] = [];
-    const logs: string[] = [];
+    const logs: Array<[unknown, string]> = [];
+    let busy = true;
+    const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
+    const queue = { remove: async (id: string) => void removed.push(id) } as unknown as FinisherDeps['queue'];
+    const logger = { info: (fields: unknown, msg: string) => logs.push([fields, msg]) } as unknown as Logger;
+    // Two clean-ups at once; while the intake is busy their deletion is held, so the next two wait.
+    const finisher = new EnvelopeFinisher({
+      objects,
+      queue,
+      logger,
+      maxRunning: 2,
+      intakeBusy: () => busy,
+    } as FinisherDeps);
+
+    for (let i = 1; i <= 4; i++) finisher.finishSoon(envelope(i));
+    assert.deepEqual(
+      logs.map(([, msg]) => msg),
+      ['payload deletions are behind the deliveries; the clean-ups past them wait'],
+      'said once',
+    );
+    await sleep(120);
+    assert.equal(bulk.length, 0, 'held while the intake is busy');
+    busy = false;
+    for (let i = 0; i < 100 && removed.length < 4; i++) await sleep(20);
+    assert.deepEqual(bulk[0]!.sort(), ['exchange/payloads/e1', 'exchange/payloads/e2'], 'the first two went first');
+    assert.deepEqual(
+      bulk.flat().sort(),
+      [1, 2, 3, 4].map((i) => `exchange/payloads/e${i}`),
+    );
+    assert.deepEqual(removed.sort(), ['e1', 'e2', 'e3', 'e4']);
+    assert.deepEqual(logs.at(-1), [
+      { waited: 2, leftToSweep: 0 },
+      'payload deletions are keeping up with the deliveries again',
+    ]);
+  });
+
+  it('leaves the clean-ups past its waiting list, and those waiting at shutdown, to the retention sweep', async () => {
+    const bulk: string[][] = [];
+    const removed: string[] = [];
+    const logs: Array<[unknown, string]> = [];
     const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
     const leftovers: Envelope[] = [];
     const queue = {
       remove: async (id: string) => void removed.push(id),
       claimUnfinished: async (limit: number) => leftovers.splice(0, limit),
     } as unknown as FinisherDeps['queue'];
-    const logger = { info: (_: unknown, msg: string) => logs.push(msg), warn: () => {} } as unknown as Logger;
-    // The intake is busy: the deletions under way are held, so the first two stay pending.
-    const finisher = new EnvelopeFinisher({ objects, queue, logger, intakeBusy: () => true } as FinisherDeps);
-    const envelope = (i: number) =>
-      ({ id: `e${i}`, payload_key: `exchange/payloads/e${i}`, bounce_report: null }) as unknown as Envelope;
+    const logger = { info: (fields: unknown, msg: string) => logs.push([fields, msg]) } as unknown as Logger;
+    const finisher = new EnvelopeFinisher({
+      objects,
+      queue,
+      logger,
+      maxRunning: 1,
+      intakeBusy: () => true,
+    } as FinisherDeps);
 
-    for (let i = 1; i <= 4; i++) finisher.finishSoon(envelope(i), 2);
-    assert.equal(logs.filter((msg) => msg.startsWith('payload deletions are behind')).length, 1, 'said once');
+    // One under way (held: the intake is busy), CLEANUPS_WAITING_MAX waiting, two more past them.
+    for (let i = 0; i < 1 + CLEANUPS_WAITING_MAX + 2; i++) finisher.finishSoon(envelope(i));
+    const started = performance.now();
     await finisher.drain();
-    assert.deepEqual(bulk.flat().sort(), ['exchange/payloads/e1', 'exchange/payloads/e2']);
-    assert.deepEqual(removed.sort(), ['e1', 'e2'], 'the rows past the limit stay for the sweep');
+    assert.ok(performance.now() - started < 1000, 'not held for DELETION_HOLD_MAX_MS, nor waiting for the rest');
+    assert.deepEqual(bulk, [['exchange/payloads/e0']], 'only the clean-up under way ran');
+    assert.deepEqual(removed, ['e0']);
+    assert.deepEqual(logs.at(-1), [
+      { leftToSweep: CLEANUPS_WAITING_MAX + 2 },
+      'stopping: the clean-ups still waiting are left to the retention sweep',
+    ]);
 
-    leftovers.push(envelope(3), envelope(4));
-    assert.equal(await finisher.sweep(0), 2);
-    assert.deepEqual(bulk.at(-1)!.sort(), ['exchange/payloads/e3', 'exchange/payloads/e4'], 'one call for both');
-    assert.deepEqual(removed.sort(), ['e1', 'e2', 'e3', 'e4']);
+    // Their rows are what the sweep finds: a batch of them goes in one deletion call.
+    leftovers.push(envelope(1), envelope(2), envelope(3));
+    assert.equal(await finisher.sweep(0), 3);
+    assert.deepEqual(
+      bulk.at(-1)!.sort(),
+      [1, 2, 3].map((i) => `exchange/payloads/e${i}`),
+      'one call for the batch',
+    );
+    assert.deepEqual(removed, ['e0', 'e1', 'e2', 'e3']);
   });
 
-  it('never leaves a bounce for later, whatever the number of clean-ups under way', async () => {
+  it('never lets a bounce wait, whatever the number of clean-ups under way', async () => {
     const bulk: string[][] = [];
     const logs: string[] = [];
     const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
     const queue = { remove: async () => {} } as unknown as FinisherDeps['queue'];
-    const logger = { info: (_: unknown, msg: string) => logs.push(msg), warn: () => {} } as unknown as Logger;
-    const finisher = new EnvelopeFinisher({ objects, queue, logger } as FinisherDeps);
+    const logger = { info: (_: unknown, msg: string) => logs.push(msg) } as unknown as Logger;
+    // No room at all: a delivered envelope's clean-up waits.
+    const finisher = new EnvelopeFinisher({ objects, queue, logger, maxRunning: 0 } as FinisherDeps);
     // A failed envelope whose report calls for a bounce (refused here: its sender is the null sender).
     const failed = {
       id: 'f1',
@@ -98,13 +156,12 @@ describe('finishing delivered envelopes', () => {
       payload_key: 'exchange/payloads/f1',
       bounce_report: { recipients: [{ recipient: 'a@example.org' }] },
     } as unknown as Envelope;
-    const delivered = { id: 'd1', payload_key: 'exchange/payloads/d1', bounce_report: null } as unknown as Envelope;
 
-    finisher.finishSoon(delivered, 0);
-    finisher.finishSoon(failed, 0);
+    finisher.finishSoon(envelope(1));
+    finisher.finishSoon(failed);
     await finisher.drain();
     assert.ok(logs.includes('no bounce'), 'the bounce step ran at once');
-    assert.deepEqual(bulk.flat(), ['exchange/payloads/f1'], 'the delivered one waits for the sweep');
+    assert.deepEqual(bulk.flat(), ['exchange/payloads/f1'], 'the delivered one waited');
   });
 
   it('holds no deletion back once it drains at shutdown', async () => {
@@ -112,8 +169,7 @@ describe('finishing delivered envelopes', () => {
     const objects = { deleteMany: async (keys: string[]) => void bulk.push([...keys]) } as unknown as ObjectStore;
     const queue = { remove: async () => {} } as unknown as FinisherDeps['queue'];
     const finisher = new EnvelopeFinisher({ objects, queue, intakeBusy: () => true } as FinisherDeps);
-    const envelope = { id: 'e1', payload_key: 'exchange/payloads/e1', bounce_report: null } as unknown as Envelope;
-    finisher.finishSoon(envelope, 5);
+    finisher.finishSoon(envelope(1));
     const started = performance.now();
     await finisher.drain();
     assert.ok(performance.now() - started < 1000, 'not held for DELETION_HOLD_MAX_MS');

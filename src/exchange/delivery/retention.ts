@@ -23,10 +23,16 @@ export interface FinisherDeps {
   dkim?: DkimSigner;
   /** Whether the intake is busy (MessageIntake.recentlyBusy): payload deletions then wait, see below. */
   intakeBusy?: () => boolean;
+  /** Clean-ups finishSoon() runs at once (default DELETE_MANY_MAX); the rest wait (see finishSoon). */
+  maxRunning?: number;
 }
 
 /** Whether a finished envelope's report calls for a bounce. */
-const needsBounce = (envelope: Envelope) => (envelope.bounce_report?.recipients.length ?? 0) > 0;
+const needsBounce = (envelope: Partial<Pick<Envelope, 'bounce_report'>>) =>
+  (envelope.bounce_report?.recipients.length ?? 0) > 0;
+
+/** Clean-ups that may wait in memory behind those under way (an id and a key each: a few MB at most). */
+export const CLEANUPS_WAITING_MAX = 20_000;
 
 /** The longest a payload deletion waits for the intake to go quiet. */
 export const DELETION_HOLD_MAX_MS = 5000;
@@ -48,10 +54,12 @@ export const DELETION_HOLD_MAX_MS = 5000;
 export class EnvelopeFinisher {
   /** drain() was called: the instance is stopping, and deletions are no longer held. */
   private draining = false;
-  /** Clean-ups started by finishSoon() and not done yet. */
-  private readonly pending = new Set<Promise<void>>();
-  /** Clean-ups finishSoon() has left to sweep() since it last started one (see finishSoon). */
-  private deferred = 0;
+  /** Clean-ups started and not done yet (at most `maxRunning`, bounces aside). */
+  private readonly running = new Set<Promise<void>>();
+  /** Clean-ups of delivered envelopes waiting for one of those to end (see finishSoon). */
+  private waiting: Array<Pick<Envelope, 'id' | 'payload_key'>> = [];
+  /** Clean-ups that went through `waiting` since it was last empty, and those left to sweep() past it. */
+  private behind = { waited: 0, leftToSweep: 0 };
   /**
    * Payload deletions of envelopes finished at about the same time go out together: one DeleteObjects call
    * for up to 1,000 keys on S3 instead of a DELETE each (a store round trip per delivered message saved).
@@ -60,8 +68,10 @@ export class EnvelopeFinisher {
    * process) a call of its own at the moment the intake needs them (docs/design.md#delivery).
    */
   private readonly deletions: Batcher<string, undefined>;
+  private readonly maxRunning: number;
 
   constructor(private readonly deps: FinisherDeps) {
+    this.maxRunning = deps.maxRunning ?? DELETE_MANY_MAX;
     this.deletions = new Batcher(
       async (keys) => {
         await deps.objects.deleteMany(keys);
@@ -79,8 +89,7 @@ export class EnvelopeFinisher {
 
   async finish(envelope: Envelope): Promise<void> {
     if (needsBounce(envelope)) await this.bounce(envelope);
-    await this.deletions.submit(envelope.payload_key);
-    await this.deps.queue.remove(envelope.id);
+    await this.clean(envelope);
   }
 
   /**
@@ -88,47 +97,84 @@ export class EnvelopeFinisher {
    * while the payload and row of the last one are deleted (the status is already recorded). A failure
    * is logged and left to sweep().
    *
-   * With `maxPending` clean-ups already under way, this one is not started: the row stays `delivered` or
-   * `failed`, and sweep() finishes it within two DELIVERY_LEASE periods. A store that cannot take the
-   * deletions as fast as the deliveries (while the intake's puts keep it busy) then delays the deletions,
-   * never the deliveries, and the memory held for clean-ups stays bounded; the deletion is late, not
-   * lost, as after a crash. A bounce is never left for later.
+   * A clean-up never holds a delivery up. Past `maxRunning` clean-ups under way, a delivered envelope's
+   * clean-up waits in memory (its id and payload key, up to CLEANUPS_WAITING_MAX) and starts when one ends;
+   * past that too, its row stays `delivered` or `failed` and sweep() finishes it within two DELIVERY_LEASE
+   * periods, as after a crash. A store that cannot take the deletions as fast as the deliveries (a burst of
+   * deliveries, or the intake's puts keeping it busy) thus delays the deletions, never the deliveries,
+   * and the memory the clean-ups hold stays bounded. A bounce is written at once, whatever the count.
    */
-  finishSoon(envelope: Envelope, maxPending: number): void {
-    const { logger } = this.deps;
-    if (this.pending.size >= maxPending && !needsBounce(envelope)) {
-      if (this.deferred++ === 0) {
-        logger.info(
-          { pending: this.pending.size },
-          'payload deletions are behind the deliveries; the retention sweep will finish the envelopes past them',
-        );
-      }
+  finishSoon(envelope: Envelope): void {
+    if (this.running.size < this.maxRunning || needsBounce(envelope)) {
+      this.start(envelope);
       return;
     }
-    if (this.deferred > 0) {
-      logger.info({ leftToSweep: this.deferred }, 'payload deletions are keeping up with the deliveries again');
-      this.deferred = 0;
-    }
-    const done = this.finish(envelope).catch((error: unknown) => {
-      logger.warn(
-        { err: error, envelopeId: envelope.id },
-        'could not finish the envelope now; the retention sweep will',
+    if (this.waiting.length === 0 && this.behind.waited === 0) {
+      this.deps.logger.info(
+        { running: this.running.size },
+        'payload deletions are behind the deliveries; the clean-ups past them wait',
       );
-    });
-    this.pending.add(done);
-    void done.finally(() => this.pending.delete(done));
+    }
+    if (this.waiting.length < CLEANUPS_WAITING_MAX && !this.draining) {
+      this.waiting.push({ id: envelope.id, payload_key: envelope.payload_key });
+      this.behind.waited++;
+    } else {
+      this.behind.leftToSweep++;
+    }
   }
 
-  /** Waits for the clean-ups started by finishSoon() (at shutdown), holding no deletion back. */
+  private start(envelope: Pick<Envelope, 'id' | 'payload_key'> & Partial<Envelope>): void {
+    const done = (needsBounce(envelope) ? this.finish(envelope as Envelope) : this.clean(envelope)).catch(
+      (error: unknown) => {
+        this.deps.logger.warn(
+          { err: error, envelopeId: envelope.id },
+          'could not finish the envelope now; the retention sweep will',
+        );
+      },
+    );
+    this.running.add(done);
+    void done.finally(() => {
+      this.running.delete(done);
+      this.startWaiting();
+    });
+  }
+
+  /** Starts waiting clean-ups while there is room; says so once they have all started. */
+  private startWaiting(): void {
+    while (this.waiting.length > 0 && this.running.size < this.maxRunning) this.start(this.waiting.shift()!);
+    if (this.waiting.length === 0 && this.behind.waited + this.behind.leftToSweep > 0) {
+      this.deps.logger.info(this.behind, 'payload deletions are keeping up with the deliveries again');
+      this.behind = { waited: 0, leftToSweep: 0 };
+    }
+  }
+
+  /** The payload, then the row: a row is never missing while its payload remains. */
+  private async clean(envelope: Pick<Envelope, 'id' | 'payload_key'>): Promise<void> {
+    await this.deletions.submit(envelope.payload_key);
+    await this.deps.queue.remove(envelope.id);
+  }
+
+  /**
+   * At shutdown: waits for the clean-ups under way, holding no deletion back. Those still waiting are left
+   * to the retention sweep (their rows say what is left to do), so that stopping does not wait for them.
+   */
   async drain(): Promise<void> {
     this.draining = true;
+    if (this.waiting.length > 0) {
+      this.deps.logger.info(
+        { leftToSweep: this.waiting.length + this.behind.leftToSweep },
+        'stopping: the clean-ups still waiting are left to the retention sweep',
+      );
+    }
+    this.waiting = [];
+    this.behind = { waited: 0, leftToSweep: 0 };
     this.deletions.flush();
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
   /**
    * Finishes envelopes left finished-but-not-cleaned for longer than `graceMs` (a crash, a store outage,
-   * or finishSoon() past its limit); returns how many. Each batch is finished at once, so that its
+   * or finishSoon() past its waiting list); returns how many. Each batch is finished at once, so that its
    * payloads go in one deletion call.
    */
   async sweep(graceMs: number, batch = DELETE_MANY_MAX): Promise<number> {
