@@ -184,7 +184,13 @@ export class EnvelopeFinisher {
     let firstError: unknown;
     for (;;) {
       const leftovers = await queue.claimUnfinished(batch, graceMs);
-      for (const outcome of await Promise.allSettled(leftovers.map((envelope) => this.finish(envelope)))) {
+      // Those without a bounce at once, so that their payloads go in one call; a bounce (a new message:
+      // a read, a put and an insert) one at a time, as rare as it is here.
+      const outcomes = await Promise.allSettled(leftovers.filter((e) => !needsBounce(e)).map((e) => this.finish(e)));
+      for (const envelope of leftovers.filter(needsBounce)) {
+        outcomes.push(...(await Promise.allSettled([this.finish(envelope)])));
+      }
+      for (const outcome of outcomes) {
         if (outcome.status === 'fulfilled') finished++;
         else if (failed++ === 0) firstError = outcome.reason;
       }
