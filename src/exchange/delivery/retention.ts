@@ -28,8 +28,7 @@ export interface FinisherDeps {
 }
 
 /** Whether a finished envelope's report calls for a bounce. */
-const needsBounce = (envelope: Partial<Pick<Envelope, 'bounce_report'>>) =>
-  (envelope.bounce_report?.recipients.length ?? 0) > 0;
+const needsBounce = (envelope: Pick<Envelope, 'bounce_report'>) => (envelope.bounce_report?.recipients.length ?? 0) > 0;
 
 /** Clean-ups that may wait in memory behind those under way (an id and a key each: a few MB at most). */
 export const CLEANUPS_WAITING_MAX = 20_000;
@@ -106,7 +105,7 @@ export class EnvelopeFinisher {
    */
   finishSoon(envelope: Envelope): void {
     if (this.running.size < this.maxRunning || needsBounce(envelope)) {
-      this.start(envelope);
+      this.start(envelope.id, () => this.finish(envelope));
       return;
     }
     if (this.waiting.length === 0 && this.behind.waited === 0) {
@@ -123,15 +122,11 @@ export class EnvelopeFinisher {
     }
   }
 
-  private start(envelope: Pick<Envelope, 'id' | 'payload_key'> & Partial<Envelope>): void {
-    const done = (needsBounce(envelope) ? this.finish(envelope as Envelope) : this.clean(envelope)).catch(
-      (error: unknown) => {
-        this.deps.logger.warn(
-          { err: error, envelopeId: envelope.id },
-          'could not finish the envelope now; the retention sweep will',
-        );
-      },
-    );
+  /** Runs one envelope's clean-up among the running ones; a failure is the sweep's to retry. */
+  private start(envelopeId: string, work: () => Promise<void>): void {
+    const done = work().catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, envelopeId }, 'could not finish the envelope now; the retention sweep will');
+    });
     this.running.add(done);
     void done.finally(() => {
       this.running.delete(done);
@@ -141,7 +136,10 @@ export class EnvelopeFinisher {
 
   /** Starts waiting clean-ups while there is room; says so once they have all started. */
   private startWaiting(): void {
-    while (this.waiting.length > 0 && this.running.size < this.maxRunning) this.start(this.waiting.shift()!);
+    while (this.waiting.length > 0 && this.running.size < this.maxRunning) {
+      const next = this.waiting.shift()!;
+      this.start(next.id, () => this.clean(next));
+    }
     if (this.waiting.length === 0 && this.behind.waited + this.behind.leftToSweep > 0) {
       this.deps.logger.info(this.behind, 'payload deletions are keeping up with the deliveries again');
       this.behind = { waited: 0, leftToSweep: 0 };
