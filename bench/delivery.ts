@@ -41,7 +41,7 @@ import { createTestDatabase } from '../test/support/postgres.ts';
 import { startSealpostProcess, type SealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink.ts';
 import { stopOnExit } from './support/cleanup.ts';
-import { loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
+import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
 const { values } = parseArgs({
@@ -172,7 +172,7 @@ async function startEngines(engines: number, pollInterval: string, relay = sinkU
           DELIVERY_CONCURRENCY: String(CONCURRENCY),
           DELIVERY_POLL_INTERVAL: pollInterval,
         },
-        { which: 'exchange', nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [] },
+        { which: 'exchange', nodeArgs: cpuProfileArgs(CPU_PROF) },
       );
       stopOnExit(engine.child);
       return engine;

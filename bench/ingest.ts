@@ -35,7 +35,7 @@ import { DELETION_HOLD_MAX_MS } from '../src/exchange/delivery/retention.ts';
 import { createSignedS3 } from '../src/kernel/objects/s3-requests.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { postfixUnavailable, startPrivatePostfix, type PrivatePostfix } from './support/postfix.ts';
-import { loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
+import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuTimes } from './support/proc.ts';
 import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
@@ -48,8 +48,6 @@ const { values } = parseArgs({
 });
 const MESSAGES = Number(values.messages);
 const CONNECTIONS = values.connections.split(',').map(Number);
-const profiled = (name: string) =>
-  values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
 
 interface Server {
@@ -75,11 +73,10 @@ async function measure(
   count: number,
 ): Promise<{ result: LoadResult; cpu: number; kernel: number }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
-  const before = treeCpuMs(server.pid);
-  const kernelBefore = treeCpuMs(server.pid, 'kernel');
+  const before = treeCpuTimes(server.pid);
   const result = await runSmtpLoad(server.port, connections, count);
-  const kernel = (treeCpuMs(server.pid, 'kernel') - kernelBefore) / count;
-  return { result, cpu: (treeCpuMs(server.pid) - before) / count, kernel };
+  const after = treeCpuTimes(server.pid);
+  return { result, cpu: (after.total - before.total) / count, kernel: (after.kernel - before.kernel) / count };
 }
 
 const database = await createTestDatabase('bench_ingest');
@@ -157,7 +154,7 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
           }
         : {}),
     },
-    { which: 'exchange', nodeArgs: profiled(name) },
+    { which: 'exchange', nodeArgs: cpuProfileArgs(values.profile, name) },
   );
   stopOnExit(exchange.child);
   const rule = await fetch(`${exchange.urls.exchange}/v1/config`, {
@@ -246,7 +243,7 @@ async function rawPuts(
   const latencies: number[] = [];
   let next = 0;
   let failed = 0;
-  let put: string[] = [];
+  const put: string[] = [];
   const deletions: Array<Promise<void>> = [];
   const deleteNow = () => {
     if (put.length > 0) deletions.push(deleting!.deleteMany(put.splice(0)));
@@ -268,7 +265,6 @@ async function rawPuts(
   clearInterval(deleteTimer);
   deleteNow();
   await Promise.all(deletions);
-  put = [];
   client.close();
   latencies.sort((a, b) => a - b);
   return {

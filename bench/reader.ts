@@ -30,7 +30,7 @@ import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
 import { authBenchEnv } from './support/auth-env.ts';
 import { stopOnExit } from './support/cleanup.ts';
-import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
+import { cpuProfileArgs, loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
@@ -43,8 +43,6 @@ const { values } = parseArgs({
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
 
 const SERVICE_TOKEN = 'bench-service-token';
-const profiled = (name: string) =>
-  values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 
 /** Where both sides read the ciphertext: the real primary cluster's IPFS proxy (Kubo behind it). */
 const clusters = await startRealClusters();
@@ -69,7 +67,7 @@ const seal = await startSealpostProcess(
     IPFS_CLUSTER_PASS: primary.pass,
     IPFS_PROXY_PORT: String(primary.proxyPort),
   },
-  { which: 'seal', nodeArgs: profiled('seal') },
+  { which: 'seal', nodeArgs: cpuProfileArgs(values.profile, 'seal') },
 );
 stopOnExit(seal.child);
 const sealService = { url: seal.urls.seal, serviceToken: SERVICE_TOKEN };
@@ -81,7 +79,7 @@ const auth = await startSealpostProcess(
     sealUrl: sealService.url,
     smsUrl: sms.url,
   }),
-  { which: 'auth', nodeArgs: profiled('auth') },
+  { which: 'auth', nodeArgs: cpuProfileArgs(values.profile, 'auth') },
 );
 stopOnExit(auth.child);
 

@@ -52,16 +52,34 @@ function children(pid: number): number[] {
 
 /**
  * CPU time (user + system) of a process and all its descendants, in ms, counting children that have
- * already exited (their time is added to the parent when it reaps them).
+ * already exited (their time is added to the parent when it reaps them); `kernel` is the system part.
  */
-export function treeCpuMs(pid: number, only?: 'kernel'): number {
+export function treeCpuTimes(pid: number): { total: number; kernel: number } {
   const fields = statFields(pid);
-  if (!fields) return 0;
+  if (!fields) return { total: 0, kernel: 0 };
   // Fields after the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
-  const user = only === 'kernel' ? 0 : Number(fields[11]) + Number(fields[13]);
-  let total = (user + Number(fields[12]) + Number(fields[14])) * TICK_MS;
-  for (const child of children(pid)) total += treeCpuMs(child, only);
-  return total;
+  const times = { user: Number(fields[11]) + Number(fields[13]), kernel: Number(fields[12]) + Number(fields[14]) };
+  const tree = { total: (times.user + times.kernel) * TICK_MS, kernel: times.kernel * TICK_MS };
+  for (const child of children(pid)) {
+    const own = treeCpuTimes(child);
+    tree.total += own.total;
+    tree.kernel += own.kernel;
+  }
+  return tree;
+}
+
+/** treeCpuTimes(pid).total. */
+export function treeCpuMs(pid: number): number {
+  return treeCpuTimes(pid).total;
+}
+
+/**
+ * Node options that write the process's CPU profile into `dir` when it stops, named `name`.cpuprofile
+ * (node's own name, with pid and time, without `name`); none without `dir`.
+ */
+export function cpuProfileArgs(dir: string | undefined, name?: string): string[] {
+  if (!dir) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(name ? [`--cpu-prof-name=${name}.cpuprofile`] : [])];
 }
 
 /** RSS of a process and its descendants, in MiB (shared pages counted in each: an upper bound). */
