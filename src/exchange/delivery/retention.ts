@@ -108,7 +108,8 @@ export class EnvelopeFinisher {
       this.start(envelope.id, () => this.finish(envelope));
       return;
     }
-    if (this.waiting.length === 0 && this.behind.waited === 0) {
+    // Said once per stretch behind: the counts are reset when the waiting clean-ups have all started.
+    if (this.behind.waited + this.behind.leftToSweep === 0) {
       this.deps.logger.info(
         { running: this.running.size },
         'payload deletions are behind the deliveries; the clean-ups past them wait',
