@@ -111,7 +111,8 @@ export function createSignedS3(options: SignedS3Options): SignedS3 {
         method,
         service: 's3',
         region,
-        headers: { ...headers, ...(body ? { 'content-length': body.length } : {}) },
+        // A string: aws4 adds its own Content-Length when ours is falsy, and a 0 signed twice fails the signature.
+        headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
         body,
       },
       await options.credentials(),
