@@ -14,7 +14,7 @@ import type { OpenPayload } from '../outbound/types.ts';
 import { claimPayload } from './deliver.ts';
 import type { Claim } from './queue.ts';
 
-/** An object store holding one payload, counting the reads it is asked for. */
+/** An object store holding one payload, counting the reads it is asked for (streamed and whole alike). */
 function storeOf(payload: Buffer) {
   const store = {
     gets: 0,
@@ -24,6 +24,10 @@ function storeOf(payload: Buffer) {
       const stream = new PassThrough();
       for (let at = 0; at < payload.length; at += 4096) stream.write(payload.subarray(at, at + 4096));
       return stream.end();
+    },
+    async getBytes(_key: string, max: number): Promise<Buffer | undefined> {
+      store.gets++;
+      return payload.length > max ? undefined : payload;
     },
   };
   return store;

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import { RECENT_PAYLOAD_MAX, readUpTo, type RecentPayloads } from '../inbound/recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 import {
@@ -161,11 +161,8 @@ export function claimPayload(claim: Claim, deps: Pick<DeliverDeps, 'objects' | '
       const held = deps.recentPayloads?.get(claim.id);
       if (held) return held;
       if (claim.size > RECENT_PAYLOAD_MAX) return undefined;
-      const read = await readUpTo(await deps.objects.get(claim.payload_key), RECENT_PAYLOAD_MAX);
-      if (Buffer.isBuffer(read)) return read;
-      // Larger than its envelope said: streamed after all.
-      read.destroy();
-      return undefined;
+      // Undefined for a payload larger than its envelope said: streamed after all, never held.
+      return deps.objects.getBytes(claim.payload_key, RECENT_PAYLOAD_MAX);
     })());
   const open = async () => {
     const held = await bytes();

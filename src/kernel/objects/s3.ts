@@ -6,6 +6,7 @@
  * s3-requests.ts; everything else through the SDK.
  */
 import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -22,6 +23,7 @@ import { assertValidPrefix } from './local.ts';
 import { createSignedS3, S3CallError, storeIsBusy, type SignedS3 } from './s3-requests.ts';
 import {
   assertValidKey,
+  collectUpTo,
   DELETE_MANY_MAX,
   ObjectNotFoundError,
   storeUnavailable,
@@ -83,6 +85,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): S3ObjectStor
       return putStream(target, key, body, putOptions);
     },
     get: (key: string) => getObject(target, key),
+    getBytes: (key: string, max: number) => getObjectBytes(target, key, max),
     head: (key: string) => headObject(target, key),
     delete: (key: string) => deleteObject(target, key),
     deleteMany: (keys: string[]) => deleteObjects(target, keys, options.deleteBatchSize),
@@ -275,6 +278,21 @@ async function getObject({ signed }: S3Target, key: string): Promise<Readable> {
   }
   if (!body) throw new ObjectNotFoundError(key);
   return body;
+}
+
+async function getObjectBytes(target: S3Target, key: string, max: number): Promise<Buffer | undefined> {
+  const body = await getObject(target, key);
+  // The answer says its length: a larger object is not read at all.
+  const length = Number((body as Partial<IncomingMessage>).headers?.['content-length']);
+  if (length > max) {
+    body.destroy();
+    return undefined;
+  }
+  try {
+    return await collectUpTo(body, max);
+  } catch (error) {
+    throw storeError(error, `Cannot read ${key}`);
+  }
 }
 
 async function headObject({ signed }: S3Target, key: string): Promise<ObjectInfo | undefined> {

@@ -19,14 +19,6 @@ import { ObjectNotFoundError, STORE_UNAVAILABLE, type ObjectStore } from './stor
 
 const MiB = 1024 * 1024;
 
-interface DriverUnderTest {
-  name: string;
-  /** A fresh, empty store for one test. */
-  create(): Promise<ObjectStore>;
-  /** A store whose backend cannot be reached: a call that did any I/O would fail with a non-400 error. */
-  createUnreachable(): ObjectStore;
-}
-
 /** A stream of `size` random bytes of unknown length, hashed as it is produced; can fail at `failAt`. */
 function generatedStream(size: number, failAt?: number): { stream: Readable; sha256: () => string } {
   const hash = createHash('sha256');
@@ -109,9 +101,11 @@ function objectStoreContract(driver: DriverUnderTest): void {
       assert.equal(await text(await store.get('rt/stream')), 'part one, part two');
       assert.equal((await store.head('rt/stream'))?.size, 18);
 
-      // An empty stream is a valid, empty object.
+      // An empty stream and an empty Buffer are valid, empty objects.
       assert.equal((await store.put('rt/empty', Readable.from([]))).size, 0);
       assert.equal(await text(await store.get('rt/empty')), '');
+      assert.equal((await store.put('rt/empty-buffer', Buffer.alloc(0))).size, 0);
+      assert.equal(await text(await store.get('rt/empty-buffer')), '');
     });
 
     it('streams a 20 MB body of unknown length and reads back identical bytes', async () => {
@@ -158,6 +152,23 @@ function objectStoreContract(driver: DriverUnderTest): void {
         assert.equal(error.key, 'missing/key');
         return true;
       });
+    });
+
+    it('getBytes gives a small object whole, nothing past its bound, and ObjectNotFoundError for none', async () => {
+      const store = await fresh();
+      const body = randomBytes(10_240);
+      await store.put('whole/small', body);
+      await store.put('whole/empty', Buffer.alloc(0));
+      assert.deepEqual(await store.getBytes('whole/small', 10_240), body);
+      assert.deepEqual(await store.getBytes('whole/small', 1024 * 1024), body);
+      assert.equal(await store.getBytes('whole/small', 10_239), undefined);
+      assert.equal((await store.getBytes('whole/empty', 10))?.length, 0);
+      // Larger than the bound: still there for a stream.
+      assert.equal((await sha256Of(await store.get('whole/small'))).size, 10_240);
+      // "whole" holds other keys: a folder on disk, a prefix in S3, an object in neither.
+      for (const key of ['whole/missing', 'whole']) {
+        await assert.rejects(store.getBytes(key, 1024), (error: unknown) => error instanceof ObjectNotFoundError);
+      }
     });
 
     it('delete is idempotent and the object is gone afterwards', async () => {
@@ -330,6 +341,26 @@ describe('local disk driver', () => {
     await store.deleteMany(['a/b/1', 'a/b/2', 'a/c/1', 'k/1']);
     assert.deepEqual((await readdir(dir)).sort(), ['k', LOCAL_TEMP_DIR]);
     assert.deepEqual(await readdir(join(dir, 'k')), ['2']);
+  });
+
+  it('getBytes reads a small object within the turn of the loop, a larger one without holding the loop', async () => {
+    const { store } = await localStore();
+    const small = randomBytes(10 * 1024);
+    const large = randomBytes(300 * 1024);
+    await store.put('read/small', small);
+    await store.put('read/large', large);
+    /** The bytes, and whether a callback queued for the loop's next turn ran before they came. */
+    const read = async (key: string) => {
+      let turned = false;
+      setImmediate(() => {
+        turned = true;
+      });
+      const bytes = await store.getBytes(key, MiB);
+      return { bytes, turned };
+    };
+    assert.deepEqual(await read('read/small'), { bytes: small, turned: false });
+    assert.deepEqual(await read('read/large'), { bytes: large, turned: true });
+    assert.equal(await store.getBytes('read/large', 300 * 1024 - 1), undefined);
   });
 
   it('many concurrent puts into one folder (sharing its fsyncs) all land intact, while deletes empty it', async () => {
