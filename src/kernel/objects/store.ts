@@ -23,7 +23,8 @@ export type ObjectStoreDriver = (typeof OBJECT_STORE_DRIVERS)[number];
 
 /**
  * One interface for every object-store driver (S3, local disk). Bodies are streams: no driver holds a
- * whole object in memory, except what getBytes is asked for, up to the bound its caller gives. Keys are relative, slash-separated paths checked by `assertValidKey`.
+ * whole object in memory, except what getBytes is asked for, up to the bound its caller gives. Keys are
+ * relative, slash-separated paths checked by `assertValidKey`.
  */
 export interface ObjectStore {
   readonly driver: ObjectStoreDriver;
