@@ -35,8 +35,8 @@ export interface ObjectStore {
   /**
    * The object's bytes in one Buffer when it holds at most `max` of them, else undefined (stream it with
    * get()); rejects with ObjectNotFoundError when there is none. For callers that need a small object
-   * whole: cheaper than collecting get()'s stream (on local disk a third of the CPU: no stream, no
-   * extra read to find the end).
+   * whole: cheaper than collecting get()'s stream (S3 does not read an answer that is too long; local disk
+   * reads with synchronous calls, see local.ts).
    */
   getBytes(key: string, max: number): Promise<Buffer | undefined>;
   /** The object's size and metadata, or undefined when there is none. */
