@@ -19,6 +19,14 @@ import { ObjectNotFoundError, STORE_UNAVAILABLE, type ObjectStore } from './stor
 
 const MiB = 1024 * 1024;
 
+interface DriverUnderTest {
+  name: string;
+  /** A fresh, empty store for one test. */
+  create(): Promise<ObjectStore>;
+  /** A store whose backend cannot be reached: a call that did any I/O would fail with a non-400 error. */
+  createUnreachable(): ObjectStore;
+}
+
 /** A stream of `size` random bytes of unknown length, hashed as it is produced; can fail at `failAt`. */
 function generatedStream(size: number, failAt?: number): { stream: Readable; sha256: () => string } {
   const hash = createHash('sha256');
