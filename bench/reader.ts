@@ -10,6 +10,9 @@
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
 //   node --import tsx bench/reader.ts --profile DIR
+//   node --import tsx bench/reader.ts --trace-gc
+//     runs both services with V8's --trace-gc and prints, per service, its Mark-Compacts and scavenges
+//     (count, total and longest pause, from the start of the process): what makes the p99's tail
 //     profiles the auth and the seal process (their .cpuprofile files land in DIR when they stop)
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -38,6 +41,7 @@ const { values } = parseArgs({
     small: { type: 'string', default: '200' },
     large: { type: 'string', default: '10' },
     profile: { type: 'string' },
+    'trace-gc': { type: 'boolean', default: false },
   },
 });
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
@@ -53,6 +57,7 @@ const database = await createTestDatabase('bench_reader');
 const keys = await openDatabase({ url: database.url, poolSize: 1 });
 const sealDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-seal-'));
 const authDir = await mkdtemp(join(tmpdir(), 'sealpost-bench-reader-'));
+const traceGc = values['trace-gc'] ? ['--trace-gc'] : [];
 const seal = await startSealpostProcess(
   {
     DATABASE_URL: database.url,
@@ -67,7 +72,7 @@ const seal = await startSealpostProcess(
     IPFS_CLUSTER_PASS: primary.pass,
     IPFS_PROXY_PORT: String(primary.proxyPort),
   },
-  { which: 'seal', nodeArgs: cpuProfileArgs(values.profile, 'seal') },
+  { which: 'seal', nodeArgs: [...cpuProfileArgs(values.profile, 'seal'), ...traceGc] },
 );
 stopOnExit(seal.child);
 const sealService = { url: seal.urls.seal, serviceToken: SERVICE_TOKEN };
@@ -79,7 +84,7 @@ const auth = await startSealpostProcess(
     sealUrl: sealService.url,
     smsUrl: sms.url,
   }),
-  { which: 'auth', nodeArgs: cpuProfileArgs(values.profile, 'auth') },
+  { which: 'auth', nodeArgs: [...cpuProfileArgs(values.profile, 'auth'), ...traceGc] },
 );
 stopOnExit(auth.child);
 
@@ -196,6 +201,21 @@ async function timed(count: number, one: () => Promise<void>) {
   };
 }
 
+/** Counts, total and longest pause of each kind of collection in V8's --trace-gc lines. */
+function gcPauses(traceLines: string): string {
+  const kinds = new Map<string, number[]>();
+  for (const match of traceLines.matchAll(/ (Mark-Compact|Scavenge)\b[^\n]*?, ([\d.]+) \/ [\d.]+ ms/g)) {
+    kinds.set(match[1]!, [...(kinds.get(match[1]!) ?? []), Number(match[2])]);
+  }
+  return ['Mark-Compact', 'Scavenge']
+    .map((kind) => {
+      const pauses = kinds.get(kind) ?? [];
+      const total = pauses.reduce((sum, ms) => sum + ms, 0);
+      return `${pauses.length} ${kind}s (${total.toFixed(0)} ms, longest ${Math.max(0, ...pauses).toFixed(1)} ms)`;
+    })
+    .join(', ');
+}
+
 const latency = (t: { p50: number; p99: number }) =>
   `p50 ${t.p50.toFixed(1).padStart(7)} ms  p99 ${t.p99.toFixed(1).padStart(7)} ms`;
 
@@ -235,6 +255,13 @@ try {
     );
   }
   console.log(summary.join('\n'));
+  if (values['trace-gc'])
+    for (const [name, service] of [
+      ['auth', auth],
+      ['seal', seal],
+    ] as const) {
+      console.log(`   ${name} since its start: ${gcPauses(service.stdout())}`);
+    }
   console.log(`   load average at the end: ${loadAverage()}`);
 } finally {
   agent.destroy();
