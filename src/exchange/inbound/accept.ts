@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { pipeline, type Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { AppError } from '../../kernel/errors.ts';
+import { readUpTo } from '../../kernel/read-up-to.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { senderKey } from '../rules/match.ts';
@@ -16,7 +17,7 @@ import {
   type WrittenEnvelope,
 } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
-import { readUpTo, RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
 
 export interface IncomingMessage {
   channel: Channel;

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 
 /** Payloads up to this size are read into memory at intake (and stored with one PutObject). */
@@ -32,49 +31,4 @@ export class RecentPayloads {
   forget(envelopeId: string): void {
     this.cache.delete(envelopeId);
   }
-}
-
-/**
- * Reads `stream` whole when it ends within `limit` bytes; past that, a stream that replays what was read
- * and then the rest (errors of the source included), so a large message is still streamed, never held.
- */
-export function readUpTo(stream: Readable, limit: number): Promise<Buffer | Readable> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size <= limit) return;
-      cleanup();
-      stream.pause();
-      resolve(replay(chunks, stream));
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    stream.on('data', onData);
-    stream.once('end', onEnd);
-    stream.once('error', onError);
-  });
-}
-
-function replay(head: Buffer[], rest: Readable): Readable {
-  // An async generator keeps the backpressure on `rest` and passes its error on.
-  return Readable.from(
-    (async function* () {
-      yield* head;
-      for await (const chunk of rest) yield chunk as Buffer;
-    })(),
-  );
 }

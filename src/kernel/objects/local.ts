@@ -15,9 +15,9 @@ import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type Fil
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { AppError } from '../errors.ts';
+import { collectUpTo } from '../read-up-to.ts';
 import {
   assertValidKey,
-  collectUpTo,
   ObjectNotFoundError,
   storeUnavailable,
   type ObjectInfo,

@@ -19,11 +19,11 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { AppError } from '../errors.ts';
+import { collectUpTo } from '../read-up-to.ts';
 import { assertValidPrefix } from './local.ts';
 import { createSignedS3, S3CallError, storeIsBusy, type SignedS3 } from './s3-requests.ts';
 import {
   assertValidKey,
-  collectUpTo,
   DELETE_MANY_MAX,
   ObjectNotFoundError,
   storeUnavailable,

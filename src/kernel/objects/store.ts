@@ -55,24 +55,6 @@ export interface ObjectStore {
   close(): Promise<void>;
 }
 
-/**
- * Collects `stream` when it ends within `max` bytes; past that it is destroyed and the answer is
- * undefined, so nothing larger than `max` is ever held. The stream's errors reject.
- */
-export async function collectUpTo(stream: Readable, max: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    size += (chunk as Buffer).length;
-    if (size > max) {
-      stream.destroy();
-      return undefined;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks, size);
-}
-
 /** The most keys one S3 DeleteObjects call takes. */
 export const DELETE_MANY_MAX = 1000;
 
