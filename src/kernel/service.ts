@@ -48,6 +48,11 @@ export interface RunningService {
 export interface ServiceDefinition<Name extends ServiceName = ServiceName, Settings = unknown> {
   name: Name;
   migrations: SchemaMigrations;
+  /**
+   * V8's heap growing factor (1 + percent / 100) for a process that runs this service alone, when the one
+   * V8 chooses was measured to serve it badly (kernel/heap-growth.ts); V8's own choice when unset.
+   */
+  heapGrowingPercent?: number;
   start(context: ServiceContext<Settings>): Promise<RunningService>;
 }
 

@@ -115,4 +115,40 @@ describe('sealpost start seal', () => {
     }
     assert.equal(await readFile(keyFile, 'utf8'), key, 'the same key');
   });
+
+  it("fixes V8's heap growing factor of its process at 2, and keeps the one node was given", async () => {
+    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
+    const env = {
+      ...inherited,
+      LOG_LEVEL: 'info',
+      IPFS_CLUSTER_HOST: '127.0.0.1',
+      IPFS_CLUSTER_PORT: String(standIn.port),
+      IPFS_CLUSTER_SECURE: 'false',
+      IPFS_PROXY_PORT: String(standIn.proxyPort),
+    };
+    const growth = (stdout: string) => {
+      const line = stdout.split('\n').find((l) => l.includes('"heapGrowingPercent"'));
+      assert.ok(line, stdout);
+      const { heapGrowingPercent, msg } = JSON.parse(line) as { heapGrowingPercent: number; msg: string };
+      return { heapGrowingPercent, msg };
+    };
+    const own = await startSealpostProcess(env, { which: 'seal' });
+    try {
+      assert.deepEqual(growth(own.stdout()), {
+        heapGrowingPercent: 100,
+        msg: 'V8 heap growing factor fixed for this service',
+      });
+    } finally {
+      assert.equal(await own.stop(), 0);
+    }
+    const given = await startSealpostProcess(env, { which: 'seal', nodeArgs: ['--heap-growing-percent=50'] });
+    try {
+      assert.deepEqual(growth(given.stdout()), {
+        heapGrowingPercent: 50,
+        msg: 'V8 heap growing factor as given to node',
+      });
+    } finally {
+      assert.equal(await given.stop(), 0);
+    }
+  });
 });
