@@ -33,7 +33,7 @@ import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
 import { authBenchEnv } from './support/auth-env.ts';
 import { stopOnExit } from './support/cleanup.ts';
-import { cpuProfileArgs, loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
+import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
@@ -255,6 +255,9 @@ try {
     );
   }
   console.log(summary.join('\n'));
+  console.log(
+    `   peak RSS: auth ${peakRssMb(auth.child.pid!).toFixed(0)} MB, seal ${peakRssMb(seal.child.pid!).toFixed(0)} MB`,
+  );
   if (values['trace-gc']) {
     console.log(`   auth since its start: ${gcPauses(auth.stdout())}`);
     console.log(`   seal since its start: ${gcPauses(seal.stdout())}`);
