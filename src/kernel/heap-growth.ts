@@ -15,7 +15,7 @@ export const HEAP_GROWING_FLAG = '--heap-growing-percent';
 export function fixHeapGrowth(
   percent: number,
   execArgv: readonly string[] = process.execArgv,
-): { percent: number | undefined; operator: boolean } {
+): { percent: number; operator: boolean } {
   const given = [...execArgv].reverse().find((arg) => arg.startsWith(`${HEAP_GROWING_FLAG}=`));
   if (given !== undefined) return { percent: Number(given.slice(HEAP_GROWING_FLAG.length + 1)), operator: true };
   setFlagsFromString(`${HEAP_GROWING_FLAG}=${percent}`);
