@@ -24,7 +24,7 @@ import { startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
 import { startSealStandIn } from '../test/support/seal-stand-in.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
-import { createS3ObjectStore } from '../src/kernel/objects/index.ts';
+import { createS3ObjectStore } from '../src/kernel/objects/s3.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { loadAverage, machineLine, peakRssMb, resetPeakRss, rssMb } from './support/proc.ts';
 import { authBenchEnv } from './support/auth-env.ts';

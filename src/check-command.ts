@@ -71,7 +71,7 @@ async function checkDatabase(config: Config): Promise<string> {
 }
 
 async function checkObjects(config: Config): Promise<string> {
-  const objects = createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) });
+  const objects = await createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) });
   const key = `check/probe-${randomUUID()}`;
   const probe = Buffer.from(`sealpost check ${new Date().toISOString()}`);
   try {

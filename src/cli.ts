@@ -188,12 +188,11 @@ async function start(which: string): Promise<number> {
 async function migrateOnly(): Promise<number> {
   const config = readConfig();
   const logger = createLogger({ level: config.logLevel, name: 'sealpost', format: config.logFormat });
-  const { database, objects } = await openStores(config);
+  const { database } = await openStores(config, false);
   try {
     await migrate(database, ['seal', 'exchange', 'auth'], logger);
     logger.info('migrations up to date');
   } finally {
-    await objects.close();
     await database.close();
   }
   return 0;

@@ -30,14 +30,23 @@ export interface Sealpost {
   stop(): Promise<void>;
 }
 
-export async function openStores(config: SharedConfig): Promise<{ database: Database; objects: ObjectStore }> {
+/** The database, and the object store when `withObjects` (some service of the process keeps objects). */
+export async function openStores(
+  config: SharedConfig,
+  withObjects: boolean,
+): Promise<{ database: Database; objects: ObjectStore | undefined }> {
   const database = await openDatabase({
     url: config.databaseUrl,
     pgliteDir: join(resolve(config.dataDir), 'pg'),
     poolSize: config.databasePoolSize,
   });
-  const objects = createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) });
-  return { database, objects };
+  if (!withObjects) return { database, objects: undefined };
+  try {
+    return { database, objects: await createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) }) };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
 }
 
 export async function migrate(database: Database, names: ServiceName[], logger: Logger): Promise<void> {
@@ -70,8 +79,13 @@ export async function startSealpost(
   await heapGrowthFor(names, logger);
   const warnings = startWarnings(config, names);
   for (const warning of warnings) logger.warn(warning);
-  const { database, objects } = await openStores(config);
-  const cleanups: Array<() => Promise<void>> = [() => database.close(), () => objects.close()];
+  const definitions = await Promise.all(names.map((name) => SERVICES[name]()));
+  const { database, objects } = await openStores(
+    config,
+    definitions.some((definition) => definition.usesObjects),
+  );
+  const cleanups: Array<() => Promise<void>> = [() => database.close()];
+  if (objects) cleanups.push(() => objects.close());
   const services: RunningService[] = [];
   const embedded: string[] = [];
   const stop = async () => {
@@ -81,7 +95,7 @@ export async function startSealpost(
   try {
     await migrate(database, names, logger);
     if (database.kind === 'pglite') embedded.push(`PGlite database in ${join(resolve(config.dataDir), 'pg')}`);
-    if (objects.driver === 'local')
+    if (objects?.driver === 'local')
       embedded.push(`objects on local disk in ${join(resolve(config.dataDir), 'objects')}`);
 
     // The seal service needs an IPFS cluster; on the embedded default a stand-in plays it (no Kubo here).

@@ -6,6 +6,7 @@ import type { SharedConfig } from '../kernel/config.ts';
 import type { Logger } from '../kernel/logger.ts';
 import { createRegistry } from '../kernel/metrics.ts';
 import {
+  objectsOf,
   type RunningService,
   type ServiceContext,
   type ServiceDefinition,
@@ -51,6 +52,7 @@ type AuthDb = Kysely<AuthTables>;
 export const authService: ServiceDefinition<'auth', AuthConfig> = {
   name: 'auth',
   migrations: { schema: 'auth', migrations },
+  usesObjects: true,
   async start(context) {
     const { config, settings: auth } = context;
     const logger = context.logger.child({ service: 'auth' });
@@ -180,7 +182,7 @@ function buildAttachments(
   const { clamd } = attachmentConfig;
   const attachments = new DraftAttachments({
     drafts,
-    objects: context.objects,
+    objects: objectsOf(context),
     settings: {
       maxSize: attachmentConfig.maxSize,
       maxTotalSize: attachmentConfig.replyMaxTotalSize,
@@ -209,7 +211,7 @@ function buildReplySender(
   return new ReplySender({
     drafts,
     attachments,
-    objects: context.objects,
+    objects: objectsOf(context),
     recipients: clients.recipients,
     seal: clients.seal,
     exchange: clients.exchange,
@@ -328,7 +330,7 @@ function startHousekeeping(
     clock,
     logger,
   });
-  const watcher = new ExpiredDraftsWatcher({ db, objects: context.objects, retentionMs, clock, logger }).start(
+  const watcher = new ExpiredDraftsWatcher({ db, objects: objectsOf(context), retentionMs, clock, logger }).start(
     auth.expiredAttachmentsWatcherInterval,
   );
   return {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { systemClock } from '../kernel/clock.ts';
 import { createRegistry } from '../kernel/metrics.ts';
-import { startHttpService, type ServiceDefinition } from '../kernel/service.ts';
+import { objectsOf, startHttpService, type ServiceDefinition } from '../kernel/service.ts';
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
 import { MessageIntake } from './inbound/accept.ts';
@@ -39,6 +39,7 @@ export function createExchangeService(
   return {
     name: 'exchange',
     migrations: { schema: 'exchange', migrations },
+    usesObjects: true,
     async start(context) {
       const { config, settings } = context;
       const logger = context.logger.child({ service: 'exchange' });
@@ -52,7 +53,7 @@ export function createExchangeService(
       // Only an instance that delivers has a use for the bytes of what it accepted.
       const { enabled, payloadCache } = settings.delivery;
       const recentPayloads = enabled && payloadCache > 0 ? new RecentPayloads(payloadCache) : undefined;
-      const intake = new MessageIntake({ db, objects: context.objects, rules, logger, recentPayloads });
+      const intake = new MessageIntake({ db, objects: objectsOf(context), rules, logger, recentPayloads });
 
       // A DKIM key that cannot be used stops start-up before anything listens.
       const dkim = await loadDkimSigner(settings.dkim);
@@ -105,7 +106,7 @@ export function createExchangeService(
         config,
         settings,
         db,
-        objects: context.objects,
+        objects: objectsOf(context),
         intake,
         metrics,
         logger,

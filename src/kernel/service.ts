@@ -18,7 +18,8 @@ export interface ServiceContext<Settings = unknown> {
   config: SharedConfig;
   settings: Settings;
   database: Database;
-  objects: ObjectStore;
+  /** The object store, opened for a service that uses one (ServiceDefinition.usesObjects); see objectsOf. */
+  objects?: ObjectStore;
   logger: Logger;
   /** The time every route and worker goes by; the system clock unless a test injects its own. */
   clock?: Clock;
@@ -48,6 +49,12 @@ export interface RunningService {
 export interface ServiceDefinition<Name extends ServiceName = ServiceName, Settings = unknown> {
   name: Name;
   migrations: SchemaMigrations;
+  /**
+   * Whether the service keeps anything in the object store. A process whose services keep nothing there
+   * opens none: it needs no S3 credentials, does not load the S3 driver, and its /readyz does not wait
+   * for a store it never uses.
+   */
+  usesObjects: boolean;
   /**
    * V8's heap growing factor (1 + percent / 100) for a process that runs this service alone, when the one
    * V8 chooses was measured to serve it badly (kernel/heap-growth.ts); V8's own choice when unset.
@@ -93,7 +100,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     limits: { idleTimeoutMs: context.config.http.idleTimeout, maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),
-      objects: () => context.objects.ping(),
+      ...(context.objects ? { objects: () => objectsOf(context).ping() } : {}),
       ...options.readiness,
     },
   });
@@ -114,4 +121,10 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     registry,
     stop: () => app.close(),
   };
+}
+
+/** The object store of a service that declared usesObjects (the CLI opens one for it). */
+export function objectsOf(context: ServiceContext): ObjectStore {
+  if (!context.objects) throw new Error('No object store was opened for this service (usesObjects is false)');
+  return context.objects;
 }

@@ -22,6 +22,8 @@ import type { SealConfig } from './config.ts';
 export const sealService: ServiceDefinition<'seal', SealConfig> = {
   name: 'seal',
   migrations: { schema: 'seal', migrations },
+  // Sealed content lives on IPFS, records in PostgreSQL: nothing in the object store.
+  usesObjects: false,
   // With V8's own factor (about 1.6 here) this process, reading 100 KB messages one after another, went into
   // a full collection every 200-400 ms in most runs, which nearly doubled its CPU per read; at 2 it did 2-5
   // in a run of 2,000 reads (bench/RESULTS.md, "The seal service's full collections").

@@ -116,6 +116,33 @@ describe('sealpost start seal', () => {
     assert.equal(await readFile(keyFile, 'utf8'), key, 'the same key');
   });
 
+  it('opens no object store: ready, and sealing, with S3 configured but unreachable', async () => {
+    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
+    const env = {
+      ...inherited,
+      SERVICE_TOKEN: 'cli-service-token',
+      IPFS_CLUSTER_HOST: '127.0.0.1',
+      IPFS_CLUSTER_PORT: String(standIn.port),
+      IPFS_CLUSTER_SECURE: 'false',
+      IPFS_PROXY_PORT: String(standIn.proxyPort),
+      // The other services' store, shared configuration: nothing listens there.
+      S3_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+      S3_BUCKET: 'payloads',
+      S3_ACCESS_KEY_ID: 'key',
+      S3_SECRET_ACCESS_KEY: 'secret',
+    };
+    const seal = await startSealpostProcess(env, { which: 'seal' });
+    try {
+      const ready = await fetch(`${seal.urls.seal}/readyz`);
+      assert.equal(ready.status, 200, await ready.clone().text());
+      assert.deepEqual(Object.keys((await ready.json()).checks).sort(), ['database', 'ipfsCluster']);
+      const response = await postSeal({ url: seal.urls.seal, serviceToken: 'cli-service-token' }, rawMessage());
+      assert.equal(response.status, 201);
+    } finally {
+      assert.equal(await seal.stop(), 0);
+    }
+  });
+
   it("fixes V8's heap growing factor of its process at 2, and keeps the one node was given", async () => {
     const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
     const env = {

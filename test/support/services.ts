@@ -5,7 +5,8 @@ import type { Clock } from '../../src/kernel/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger, type Logger } from '../../src/kernel/logger.ts';
-import { createObjectStore, createS3ObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
+import { createObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
+import { createS3ObjectStore } from '../../src/kernel/objects/s3.ts';
 import type { RunningService, ServiceDefinition } from '../../src/kernel/service.ts';
 import type { ServiceName } from '../../src/kernel/variables.ts';
 import { createTestDatabase } from './postgres.ts';
@@ -81,7 +82,10 @@ export async function startServiceForTest<Name extends ServiceName>(
   const logger = createLogger({ level: config.logLevel }, stream);
   const database = await openDatabase({ url: config.databaseUrl, poolSize: 8 });
   if (bucket) await createS3ObjectStore({ ...config.s3, bucket }).ensureBucket();
-  const objects = createObjectStore({ s3: config.s3, dataDir: config.dataDir });
+  // As the CLI does: a service that keeps nothing in the object store gets none.
+  const objects = definition.usesObjects
+    ? await createObjectStore({ s3: config.s3, dataDir: config.dataDir })
+    : undefined;
   await migrateSchema(database.db, definition.migrations);
   const service = await definition.start({
     config,
@@ -96,14 +100,14 @@ export async function startServiceForTest<Name extends ServiceName>(
     config,
     service,
     database,
-    objects,
+    objects: objects ?? noObjectStore(definition.name),
     logs,
     url: service.listening.http!,
     adminToken: config.adminToken,
     serviceToken: config.serviceToken,
     async stop() {
       await service.stop();
-      await objects.close();
+      await objects?.close();
       await database.close();
       await fresh?.drop();
       await rm(dataDir, { recursive: true, force: true });
@@ -112,3 +116,13 @@ export async function startServiceForTest<Name extends ServiceName>(
 }
 
 export type { Logger };
+
+/** The object store a test gets for a service that opens none (the seal service): any use of it throws. */
+function noObjectStore(service: string): ObjectStore {
+  return new Proxy({} as ObjectStore, {
+    get(_target, property) {
+      if (property === 'then') return undefined; // not a thenable: `await` hands it back as it is
+      throw new Error(`The ${service} service opens no object store (asked for ${String(property)})`);
+    },
+  });
+}

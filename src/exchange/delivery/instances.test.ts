@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
-import { createS3ObjectStore, type S3ObjectStore } from '../../kernel/objects/index.ts';
+import { createS3ObjectStore, type S3ObjectStore } from '../../kernel/objects/s3.ts';
 import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';

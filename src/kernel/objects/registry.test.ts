@@ -22,7 +22,7 @@ describe('object stores: one list', () => {
           },
         };
         assert.equal(objectStoreDriver(config), driver);
-        const store = createObjectStore(config);
+        const store = await createObjectStore(config);
         assert.equal(store.driver, driver);
         await store.close();
       }
