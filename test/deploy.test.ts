@@ -124,6 +124,14 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
         `${service} has a /readyz healthcheck`,
       );
     }
+    // One service's block of the resolved file: from its name to the next service or top-level key.
+    const block = (service: string) =>
+      new RegExp(`\\n  ${service}:\\n([\\s\\S]*?)(?=\\n  [a-z-]+:\\n|\\n[a-z])`).exec(stdout)?.[1] ?? '';
+    assert.match(block('seal'), /IPFS_CLUSTER_HOST/, "the seal service's block");
+    assert.doesNotMatch(block('seal'), /S3_|minio/, 'the seal service gets no object-store credentials');
+    for (const service of ['auth', 'exchange']) {
+      assert.match(block(service), /S3_BUCKET: sealpost/, `${service} gets the object store`);
+    }
     assert.match(stdout, /deploy\/grafana\/sealpost\.json/, 'Grafana gets the dashboard');
     assert.match(stdout, /deploy\/prometheus:\/etc\/prometheus/, 'Prometheus gets the alerts');
     assert.match(stdout, /deploy\/clamd\/clamd\.conf:\/etc\/clamav\/clamd\.conf/, 'clamd gets its archive limits');

@@ -59,7 +59,9 @@ export const SHARED_VARIABLES = defineVariables({
     endpoint: { name: 'S3_ENDPOINT', meaning: 'S3 endpoint URL; unset: AWS', ...httpUrl },
     bucket: {
       name: 'S3_BUCKET',
-      meaning: 'bucket for payloads and attachments; unset: local disk in `$SEALPOST_DATA_DIR/objects`',
+      meaning:
+        'bucket for payloads and attachments (auth and exchange; a seal process opens no object store); ' +
+        'unset: local disk in `$SEALPOST_DATA_DIR/objects`',
       ...nonEmpty('a bucket name'),
     },
     region: { name: 'S3_REGION', meaning: 'S3 region', default: 'us-east-1', ...nonEmpty('a region name') },
