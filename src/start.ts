@@ -76,10 +76,10 @@ export async function startSealpost(
   options: StartOptions = {},
 ): Promise<Sealpost> {
   let config = baseConfig;
-  await heapGrowthFor(names, logger);
+  const definitions = await Promise.all(names.map((name) => SERVICES[name]()));
+  heapGrowthFor(definitions, logger);
   const warnings = startWarnings(config, names);
   for (const warning of warnings) logger.warn(warning);
-  const definitions = await Promise.all(names.map((name) => SERVICES[name]()));
   const { database, objects } = await openStores(
     config,
     definitions.some((definition) => definition.usesObjects),
@@ -136,10 +136,9 @@ export async function startSealpost(
  * with several: the factor is the whole process's, and measured per service (the auth service, for one,
  * does more full collections under the seal service's factor than under V8's own).
  */
-async function heapGrowthFor(names: ServiceName[], logger: Logger): Promise<void> {
-  if (names.length !== 1) return;
-  const definition = await SERVICES[names[0]!]();
-  if (definition.heapGrowingPercent === undefined) return;
+function heapGrowthFor(definitions: ServiceDefinition[], logger: Logger): void {
+  const [definition] = definitions;
+  if (definitions.length !== 1 || definition?.heapGrowingPercent === undefined) return;
   const { percent, operator } = fixHeapGrowth(definition.heapGrowingPercent);
   logger.info(
     { service: definition.name, heapGrowingPercent: percent },

@@ -87,6 +87,7 @@ export interface HttpServiceOptions {
 /** Builds the service's Fastify app on the kernel factory, registers its plugin and listens. */
 export async function startHttpService(options: HttpServiceOptions): Promise<RunningService> {
   const { context } = options;
+  const objects = context.objects;
   const registry = options.registry ?? createRegistry(options.name);
   const logger = context.logger.child({ service: options.name });
   const app = await createHttpServer({
@@ -100,7 +101,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     limits: { idleTimeoutMs: context.config.http.idleTimeout, maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),
-      ...(context.objects ? { objects: () => objectsOf(context).ping() } : {}),
+      ...(objects ? { objects: () => objects.ping() } : {}),
       ...options.readiness,
     },
   });
