@@ -160,9 +160,10 @@ async function start(which: string): Promise<number> {
   });
   logger.info({ services: names, startupMs: Date.now() - started }, 'sealpost started');
   if (names.includes('exchange')) await keepGeneratedAdminToken(config);
-  process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
 
-  await new Promise<void>((resolve) => {
+  // The handlers go in before the banner: whoever waits for the banner may signal the moment it is
+  // written, before a line after the write has run (a stop that came back as killed by SIGINT in CI).
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) return;
@@ -181,6 +182,8 @@ async function start(which: string): Promise<number> {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
+  process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
+  await stopped;
   logger.info('stopped');
   return 0;
 }
