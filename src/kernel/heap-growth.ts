@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 
 /** The node option that sets V8's heap growing factor, as 1 + percent / 100. */
-export const HEAP_GROWING_FLAG = '--heap-growing-percent';
+const HEAP_GROWING_FLAG = '--heap-growing-percent';
 
 /**
  * Fixes V8's heap growing factor for this process: after each full collection (Mark-Compact) the old

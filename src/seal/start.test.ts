@@ -38,6 +38,19 @@ describe('sealpost start seal', () => {
     SEAL_PORT: String(await freePort()),
   });
 
+  /** For startSealpostProcess, which picks the ports: the base, the stand-in as the cluster, and `extra`. */
+  const processEnv = async (extra: Record<string, string> = {}) => {
+    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
+    return {
+      ...inherited,
+      IPFS_CLUSTER_HOST: '127.0.0.1',
+      IPFS_CLUSTER_PORT: String(standIn.port),
+      IPFS_CLUSTER_SECURE: 'false',
+      IPFS_PROXY_PORT: String(standIn.proxyPort),
+      ...extra,
+    };
+  };
+
   it('refuses to start without a cluster configuration, exits non-zero and says how to provide one', async () => {
     await assert.rejects(
       run(process.execPath, [SEALPOST_BIN, 'start', 'seal'], { env: await baseEnv(), timeout: 60_000 }),
@@ -79,15 +92,7 @@ describe('sealpost start seal', () => {
   });
 
   it('writes a master key to the data folder once (0600) and reuses it: a restart reads what was sealed', async () => {
-    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv(); // startSealpostProcess picks the ports
-    const env = {
-      ...inherited,
-      SERVICE_TOKEN: 'cli-service-token',
-      IPFS_CLUSTER_HOST: '127.0.0.1',
-      IPFS_CLUSTER_PORT: String(standIn.port),
-      IPFS_CLUSTER_SECURE: 'false',
-      IPFS_PROXY_PORT: String(standIn.proxyPort),
-    };
+    const env = await processEnv({ SERVICE_TOKEN: 'cli-service-token' });
     const first = await startSealpostProcess(env, { which: 'seal' });
     let id: string;
     try {
@@ -117,20 +122,14 @@ describe('sealpost start seal', () => {
   });
 
   it('opens no object store: ready, and sealing, with S3 configured but unreachable', async () => {
-    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
-    const env = {
-      ...inherited,
+    const env = await processEnv({
       SERVICE_TOKEN: 'cli-service-token',
-      IPFS_CLUSTER_HOST: '127.0.0.1',
-      IPFS_CLUSTER_PORT: String(standIn.port),
-      IPFS_CLUSTER_SECURE: 'false',
-      IPFS_PROXY_PORT: String(standIn.proxyPort),
       // The other services' store, shared configuration: nothing listens there.
       S3_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
       S3_BUCKET: 'payloads',
       S3_ACCESS_KEY_ID: 'key',
       S3_SECRET_ACCESS_KEY: 'secret',
-    };
+    });
     const seal = await startSealpostProcess(env, { which: 'seal' });
     try {
       const ready = await fetch(`${seal.urls.seal}/readyz`);
@@ -144,15 +143,7 @@ describe('sealpost start seal', () => {
   });
 
   it("fixes V8's heap growing factor of its process at 2, and keeps the one node was given", async () => {
-    const { SEAL_PORT: _ownPort, ...inherited } = await baseEnv();
-    const env = {
-      ...inherited,
-      LOG_LEVEL: 'info',
-      IPFS_CLUSTER_HOST: '127.0.0.1',
-      IPFS_CLUSTER_PORT: String(standIn.port),
-      IPFS_CLUSTER_SECURE: 'false',
-      IPFS_PROXY_PORT: String(standIn.proxyPort),
-    };
+    const env = await processEnv({ LOG_LEVEL: 'info' });
     const growth = (stdout: string) => {
       const line = stdout.split('\n').find((l) => l.includes('"heapGrowingPercent"'));
       assert.ok(line, stdout);
