@@ -6,6 +6,7 @@ import { ALICE, BOB, signInAlice, startAuthHarness, type AuthHarness } from '../
 import type { Reader } from '../../../test/support/auth-reader.ts';
 import { refusedPort } from '../../../test/support/ports.ts';
 import { startSealStandIn, type SealStandIn } from '../../../test/support/seal-stand-in.ts';
+import { MessageResponse } from '../../contracts/auth.ts';
 
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
 const PNG_1PX = Buffer.from(
@@ -92,6 +93,18 @@ describe('reading the sealed message', () => {
     );
     assert.equal(message.attachments[1].size, PDF.length);
     assert.equal(response.headers.get('cache-control'), 'no-store');
+    assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
+  });
+
+  it("answers the schema's fields and nothing else, though its serializer is JSON.stringify", async () => {
+    const message = (await reader.get('/v1/message')).body;
+    assert.deepEqual(Object.keys(message).sort(), Object.keys(MessageResponse.properties).sort());
+    assert.deepEqual(Object.keys(message.seal).sort(), Object.keys(MessageResponse.properties.seal.properties).sort());
+    assert.ok(message.attachments.length > 0);
+    for (const attachment of message.attachments) {
+      const fields = Object.keys(MessageResponse.properties.attachments.items.properties);
+      assert.deepEqual(Object.keys(attachment).sort(), fields.sort());
+    }
   });
 
   it('keeps HTML to formatting: no script, style, handler, frame, form, javascript: link or remote image', async () => {
