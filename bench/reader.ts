@@ -5,26 +5,29 @@
 // (`sealpost start auth`, `sealpost start seal`, LOG_LEVEL info) and the real IPFS Cluster and Kubo
 // (test/support/ipfs-real.ts, the primary cluster: plain HTTP, Basic auth); it also verifies the SHA-256,
 // parses the MIME message and answers JSON. Both sides fetch the same ciphertext from the same proxy.
-// This process holds the load client and the bare reads only, so that its own garbage collection lands in
-// neither side's figures (bench/RESULTS.md, "The reader's benchmark on the path operators run").
+// This process holds the load client only, so that its own garbage collection lands in neither service's
+// figures (bench/RESULTS.md, "The reader's benchmark on the path operators run"); the bare reads run in a
+// process of their own, in turns with Sealpost's.
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
+//   node --import tsx bench/reader.ts --round 50
+//     reads a side per turn (the default): the bare reads (a process of their own, bench/support/bare-read.ts)
+//     and Sealpost's take turns; a round as large as the count reads all bare reads first
 //   node --import tsx bench/reader.ts --profile DIR
 //     profiles the auth and the seal process (their .cpuprofile files land in DIR when they stop)
 //   node --import tsx bench/reader.ts --trace-gc
 //     runs both services with V8's --trace-gc and prints, per service, its Mark-Compacts and scavenges
 //     (count, total and longest pause, from the start of the process): what makes the p99's tail
-import { createHash, randomBytes } from 'node:crypto';
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/kernel/db/database.ts';
-import { DecryptStream } from '../src/seal/crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret } from '../src/seal/crypto/secret-box.ts';
 import { basicAuthorization, startRealClusters } from '../test/support/ipfs-real.ts';
 import { createTestDatabase } from '../test/support/postgres.ts';
@@ -32,6 +35,7 @@ import { postSeal, rawMessage, TEST_MASTER_KEY } from '../test/support/seal.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
 import { authBenchEnv } from './support/auth-env.ts';
+import type { BareReadRound, BareReadSetup } from './support/bare-read.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
@@ -42,8 +46,11 @@ const { values } = parseArgs({
     large: { type: 'string', default: '10' },
     profile: { type: 'string' },
     'trace-gc': { type: 'boolean', default: false },
+    round: { type: 'string', default: '50' },
   },
 });
+const ROUND = Number(values.round);
+if (!Number.isInteger(ROUND) || ROUND < 1) throw new Error('--round: a number of reads, at least 1');
 const READER = { email: 'reader@example.com', mobile: '+41791234567' };
 
 const SERVICE_TOKEN = 'bench-service-token';
@@ -152,52 +159,63 @@ async function signIn(messageId: string): Promise<string> {
   return cookieOf(verified)!;
 }
 
-/** The floor: the ciphertext from the proxy, decrypted and hashed, nothing kept. */
-async function bareRead(cid: string, key: Buffer): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const req = httpRequest(`${proxyUrl}/api/v0/cat?arg=${cid}`, {
-      method: 'POST',
-      agent,
-      headers: { authorization: basicAuthorization(primary) },
-    });
-    req.on('response', (res) => {
-      const hash = createHash('sha256');
-      pipeline(
-        res,
-        new DecryptStream(key),
-        new Writable({
-          write(chunk: Buffer, _encoding, done) {
-            hash.update(chunk);
-            done();
-          },
-        }),
-      ).then(() => resolve(), reject);
-    });
-    req.on('error', reject);
-    req.end();
+interface Timing {
+  p50: number;
+  p99: number;
+  /** The reading process per read: the client, and for the bare read the decryption. */
+  ownCpu: number;
+}
+
+/** The bare reads' process (bench/support/bare-read.ts), forked once and set up per message. */
+const bareReader = fork(fileURLToPath(new URL('./support/bare-read.ts', import.meta.url)), [], {
+  execArgv: ['--import', 'tsx'],
+});
+stopOnExit(bareReader);
+function askBareReader<T>(message: { setup: BareReadSetup } | { reads: number }): Promise<T> {
+  return new Promise((resolve, reject) => {
+    bareReader.once('message', (answer: T & { error?: string }) =>
+      answer.error ? reject(new Error(`bare read: ${answer.error}`)) : resolve(answer),
+    );
+    bareReader.send(message);
   });
 }
 
-/** p50/p99 of `count` calls one at a time, and the CPU per call of each of Sealpost's two processes. */
-async function timed(count: number, one: () => Promise<void>) {
-  await one(); // warm-up
-  const latencies: number[] = [];
+/**
+ * p50/p99 of `count` reads of each kind, one read at a time, in turns of ROUND reads a side: the bare
+ * process's round, then this process's round of GET /v1/message. Both sides sample the same stretches
+ * of the host's weather (Kubo's collector, other processes), and each client process collects only its
+ * own garbage (bench/RESULTS.md, "Both reads in the same weather"). Also returns the CPU per Sealpost
+ * read of its two processes, which the bare rounds leave idle.
+ */
+async function timed(count: number, bare: BareReadSetup, ours: () => Promise<void>) {
+  await askBareReader<{ ready: true }>({ setup: bare });
+  await ours(); // warm-up
+  const latencies = { bare: [] as number[], ours: [] as number[] };
+  const ownCpu = { bare: 0, ours: 0 };
   const cpu = { auth: treeCpuMs(auth.child.pid!), seal: treeCpuMs(seal.child.pid!) };
-  const own = process.cpuUsage();
-  for (let i = 0; i < count; i++) {
-    const t = performance.now();
-    await one();
-    latencies.push(performance.now() - t);
+  for (let done = 0; done < count; done += ROUND) {
+    const reads = Math.min(ROUND, count - done);
+    const round = await askBareReader<BareReadRound>({ reads });
+    latencies.bare.push(...round.latencies);
+    ownCpu.bare += round.cpuMs;
+    const own = process.cpuUsage();
+    for (let i = 0; i < reads; i++) {
+      const t = performance.now();
+      await ours();
+      latencies.ours.push(performance.now() - t);
+    }
+    const used = process.cpuUsage(own);
+    ownCpu.ours += (used.user + used.system) / 1000;
   }
-  latencies.sort((a, b) => a - b);
-  const ownUsed = process.cpuUsage(own);
+  const timing = (side: 'bare' | 'ours'): Timing => {
+    const sorted = latencies[side].sort((a, b) => a - b);
+    return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), ownCpu: ownCpu[side] / count };
+  };
   return {
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
+    bare: timing('bare'),
+    ours: timing('ours'),
     authCpu: (treeCpuMs(auth.child.pid!) - cpu.auth) / count,
     sealCpu: (treeCpuMs(seal.child.pid!) - cpu.seal) / count,
-    /** This process: the client, and for the bare read the decryption. */
-    ownCpu: (ownUsed.user + ownUsed.system) / 1000 / count,
   };
 }
 
@@ -222,6 +240,7 @@ const latency = (t: { p50: number; p99: number }) =>
 try {
   console.log('== Reader: GET /v1/message of a signed-in reader, one request at a time');
   console.log("   content from the real IPFS Cluster's proxy; auth and seal each in a process of its own");
+  console.log(`   the bare reads (a process of their own) and Sealpost's take turns, ${ROUND} reads a side`);
   console.log(`   ${machineLine()}`);
   const summary: string[] = [];
   for (const [label, size, count] of [
@@ -235,18 +254,22 @@ try {
       wrapped_key: string;
     }>`select wrapped_key from seal.sealed_messages where id = ${sealed.id}`.execute(keys.db);
     const key = openSecret(Buffer.from(TEST_MASTER_KEY, 'hex'), row.rows[0]!.wrapped_key, messageKeyLabel(sealed.id));
-    const bare = await timed(count, () => bareRead(sealed.cid, key));
-    const ours = await timed(count, async () => {
+    const bareSetup = {
+      url: `${proxyUrl}/api/v0/cat?arg=${sealed.cid}`,
+      authorization: basicAuthorization(primary),
+      key: key.toString('hex'),
+    };
+    const { bare, ours, authCpu, sealCpu } = await timed(count, bareSetup, async () => {
       const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
       if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
     });
     console.log(
       `${label.padEnd(6)} proxy + decrypt (bare)  ${latency(bare)}  ` +
-        `bench process CPU ${bare.ownCpu.toFixed(1)} ms/req (client, decryption)`,
+        `bare process CPU ${bare.ownCpu.toFixed(1)} ms/req (client, decryption)`,
     );
     console.log(
       `${label.padEnd(6)} GET /v1/message         ${latency(ours)}  ` +
-        `CPU per request: auth ${ours.authCpu.toFixed(1)} ms, seal ${ours.sealCpu.toFixed(1)} ms, ` +
+        `CPU per request: auth ${authCpu.toFixed(1)} ms, seal ${sealCpu.toFixed(1)} ms, ` +
         `bench process ${ours.ownCpu.toFixed(1)} ms (client)`,
     );
     summary.push(
@@ -265,6 +288,7 @@ try {
   console.log(`   load average at the end: ${loadAverage()}`);
 } finally {
   agent.destroy();
+  bareReader.disconnect();
   await auth.stop();
   await sms.close();
   await seal.stop();

@@ -1,0 +1,75 @@
+// The reader benchmark's floor, as a process of its own: the ciphertext of a sealed message read from the
+// cluster's IPFS proxy, decrypted and hashed, nothing kept. bench/reader.ts forks it and asks for rounds
+// of reads over IPC (`{ reads: n }`, answered with each read's latency and this process's CPU), taking
+// turns with its own GET /v1/message rounds: so the bare reads share the host's moments with Sealpost's,
+// and neither side's client collects the other's garbage.
+import { createHash } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DecryptStream } from '../../src/seal/crypto/message-cipher.ts';
+
+export interface BareReadSetup {
+  /** POST {url}: the proxy's /api/v0/cat of the sealed message's CID. */
+  url: string;
+  authorization: string;
+  /** The message key, hex. */
+  key: string;
+}
+
+export interface BareReadRound {
+  latencies: number[];
+  /** This process's CPU over the round, in ms. */
+  cpuMs: number;
+}
+
+const agent = new Agent({ keepAlive: true });
+
+function bareRead(setup: BareReadSetup, key: Buffer): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const req = httpRequest(setup.url, { method: 'POST', agent, headers: { authorization: setup.authorization } });
+    req.on('response', (res) => {
+      const hash = createHash('sha256');
+      pipeline(
+        res,
+        new DecryptStream(key),
+        new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            hash.update(chunk);
+            done();
+          },
+        }),
+      ).then(() => resolve(), reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+let setup: BareReadSetup | undefined;
+process.on('message', (message: { setup?: BareReadSetup; reads?: number }) => {
+  void (async () => {
+    if (message.setup) {
+      setup = message.setup;
+      await bareRead(setup, Buffer.from(setup.key, 'hex')); // warm-up
+      process.send!({ ready: true });
+      return;
+    }
+    const key = Buffer.from(setup!.key, 'hex');
+    const latencies: number[] = [];
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < (message.reads ?? 0); i++) {
+      const t = performance.now();
+      await bareRead(setup!, key);
+      latencies.push(performance.now() - t);
+    }
+    const used = process.cpuUsage(cpu);
+    process.send!({ latencies, cpuMs: (used.user + used.system) / 1000 } satisfies BareReadRound);
+  })().catch((error: unknown) => {
+    process.send!({ error: String(error) });
+  });
+});
+process.on('disconnect', () => {
+  agent.destroy();
+  process.exit(0);
+});
