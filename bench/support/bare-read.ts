@@ -25,9 +25,16 @@ export interface BareReadRound {
 
 const agent = new Agent({ keepAlive: true });
 
-function bareRead(setup: BareReadSetup, key: Buffer): Promise<void> {
+/** A setup as the reads use it: the key decoded once. */
+interface Prepared {
+  url: string;
+  authorization: string;
+  key: Buffer;
+}
+
+function bareRead({ url, authorization, key }: Prepared): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const req = httpRequest(setup.url, { method: 'POST', agent, headers: { authorization: setup.authorization } });
+    const req = httpRequest(url, { method: 'POST', agent, headers: { authorization } });
     req.on('response', (res) => {
       const hash = createHash('sha256');
       pipeline(
@@ -46,21 +53,20 @@ function bareRead(setup: BareReadSetup, key: Buffer): Promise<void> {
   });
 }
 
-let setup: BareReadSetup | undefined;
+let prepared: Prepared | undefined;
 process.on('message', (message: { setup?: BareReadSetup; reads?: number }) => {
   void (async () => {
     if (message.setup) {
-      setup = message.setup;
-      await bareRead(setup, Buffer.from(setup.key, 'hex')); // warm-up
+      prepared = { ...message.setup, key: Buffer.from(message.setup.key, 'hex') };
+      await bareRead(prepared); // warm-up
       process.send!({ ready: true });
       return;
     }
-    const key = Buffer.from(setup!.key, 'hex');
     const latencies: number[] = [];
     const cpu = process.cpuUsage();
     for (let i = 0; i < (message.reads ?? 0); i++) {
       const t = performance.now();
-      await bareRead(setup!, key);
+      await bareRead(prepared!);
       latencies.push(performance.now() - t);
     }
     const used = process.cpuUsage(cpu);
