@@ -8,6 +8,7 @@ import {
   nonEmpty,
   parseCidrList,
   parseDomainList,
+  nonNegativeDuration,
   port,
   positiveDuration,
 } from '../kernel/parsers.ts';
@@ -88,6 +89,15 @@ export const EXCHANGE_VARIABLES = defineVariables({
     meaning: "look up the client's reverse DNS name for the Received header",
     default: 'false',
     ...boolean,
+  },
+  smtpRuleCacheTtl: {
+    name: 'SMTP_RULE_CACHE_TTL',
+    meaning:
+      'how long MAIL FROM answers from the delivery rules it last read instead of asking PostgreSQL; a rule ' +
+      "deleted through another instance may take a message's body for this long, refused with 451 after " +
+      'DATA; 0s asks at every MAIL FROM',
+    default: '1s',
+    ...nonNegativeDuration,
   },
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
   notifyFrom: {

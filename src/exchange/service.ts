@@ -49,7 +49,11 @@ export function createExchangeService(
       const metrics = createExchangeMetrics(registry);
       const queue = new QueueView(db, clock);
       queue.registerMetrics(registry);
-      const rules = new RuleStore(db);
+      const rules = new RuleStore(db, {
+        snapshotTtlMs: settings.smtpRuleCacheTtl,
+        // MAIL FROM asks PostgreSQL itself when the snapshot cannot be read; that answer is the one logged.
+        onSnapshotError: (err) => logger.debug({ err }, 'could not read the delivery rules for MAIL FROM'),
+      });
       // Only an instance that delivers has a use for the bytes of what it accepted.
       const { enabled, payloadCache } = settings.delivery;
       const recentPayloads = enabled && payloadCache > 0 ? new RecentPayloads(payloadCache) : undefined;

@@ -230,17 +230,18 @@ export class MessageIntake {
    * SMTP server asks at MAIL FROM, so that "no rule" is answered before the body is sent.
    */
   async checkRoute(channel: IncomingMessage['channel'], sender: string): Promise<void> {
-    await this.route({ channel, sender });
+    await this.deps.rules.hasRoute(channel, sender).catch(databaseUnavailable);
   }
 
   private async route(message: Pick<IncomingMessage, 'channel' | 'sender'>) {
-    try {
-      return await this.deps.rules.match(message.channel, message.sender);
-    } catch (error) {
-      if (error instanceof AppError) throw error;
-      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
-    }
+    return this.deps.rules.match(message.channel, message.sender).catch(databaseUnavailable);
   }
+}
+
+/** A rule lookup that failed: its own 503 when it is one (no rule), else the database is unavailable. */
+function databaseUnavailable(error: unknown): never {
+  if (error instanceof AppError) throw error;
+  throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
 }
 
 /**

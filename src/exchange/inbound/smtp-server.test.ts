@@ -36,6 +36,12 @@ const MAX_CONNECTIONS = 4;
 /** Keeps delivery workers (when the service runs them) away from the envelopes these tests inspect. */
 const QUIET_DELIVERY = { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9' };
 
+/**
+ * These tests change the rules and the database behind the service's back, as another instance would:
+ * MAIL FROM asks PostgreSQL each time (mail-from-rules.test.ts proves the snapshot it otherwise answers from).
+ */
+const RULES_READ_EACH_TIME = { SMTP_RULE_CACHE_TTL: '0s' };
+
 const smtpPort = (service: ServiceUnderTest) => Number(new URL(service.service.listening.smtp!).port);
 
 /** Splits a stored payload into our Received header (with its folded lines) and the sender's bytes. */
@@ -161,6 +167,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       s3,
       env: {
         ...QUIET_DELIVERY,
+        ...RULES_READ_EACH_TIME,
         INBOUND_SMTP_TLS: 'true',
         INBOUND_SMTP_TLS_PUBLIC_KEY: cert.certPath,
         INBOUND_SMTP_TLS_PRIVATE_KEY: cert.keyPath,

@@ -5,7 +5,9 @@ import type { Channel, ExchangeTables } from '../tables.ts';
 /**
  * How a message finds its delivery rule, in one place: RuleStore.match (the SMTP server's early answer at
  * MAIL FROM) and the envelope writer (which routes inside the statement that stores the envelope) must
- * never disagree, or a sender told "accepted" at MAIL FROM would be refused after DATA.
+ * never disagree, or a sender told "accepted" at MAIL FROM would be refused after DATA. The one
+ * disagreement allowed is in time: MAIL FROM may answer yes from rules read up to SMTP_RULE_CACHE_TTL
+ * ago (snapshot.ts), so a rule deleted on another instance in that moment refuses after DATA instead.
  */
 
 /**

@@ -141,6 +141,27 @@ describe('delivery rules API', () => {
       });
     });
 
+    it("answers MAIL FROM's lookup from one read of the rules per lifetime, not a query per message", async () => {
+      let queries = 0;
+      const counted = exchange.database.db.withSchema('exchange').withPlugin({
+        transformQuery: (args) => args.node,
+        transformResult: async (args) => {
+          queries += 1;
+          return args.result;
+        },
+      }) as Kysely<ExchangeTables>;
+      const store = new RuleStore(counted, { snapshotTtlMs: 60_000 });
+      await store.create(rule('smtp', 1, 'smtp', ['seal']) as any);
+      queries = 0;
+      await store.hasRoute('smtp', 'first@b.example'); // no snapshot yet: the match, and the snapshot's read
+      for (let i = 0; i < 200 && queries < 2; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 50; i++) await store.hasRoute('smtp', `user${i}@b.example`);
+      assert.equal(queries, 2);
+      await assert.rejects(store.hasRoute('json', 'a@b.example'), /No delivery rule matches channel json/);
+      assert.equal(queries, 4, 'no rule in the snapshot: PostgreSQL decides (the match, and whether any rule exists)');
+    });
+
     it('refuses with a 503 naming channel and sender when rules exist but none matches', async () => {
       await rules.create(rule('smtp only', 1, 'smtp', ['seal']) as any);
       await assert.rejects(

@@ -5,13 +5,29 @@ import { normalizeEmail } from '../../kernel/email.ts';
 import type { Channel, ExchangeTables, Rule } from '../tables.ts';
 import { firstMatchingRule, inExecutionOrder, normalizedSender, senderKey } from './match.ts';
 import type { RuleBody, RuleView } from './schemas.ts';
+import { RULE_SNAPSHOT_MAX_RULES, RuleSnapshot } from './snapshot.ts';
 
 /** Delivery rules in PostgreSQL, in execution order: lower priority first, then creation order. */
 export class RuleStore {
   /** match()'s lookup, run at every SMTP MAIL FROM: built and compiled once (compileOnce), one jsonb parameter. */
   private readonly matchStatement: (asked: string) => CompiledQuery<Rule>;
 
-  constructor(private readonly db: Kysely<ExchangeTables>) {
+  /** The early answer at MAIL FROM (hasRoute), without a round trip while it is fresh. */
+  private readonly snapshot: RuleSnapshot;
+
+  constructor(
+    private readonly db: Kysely<ExchangeTables>,
+    options: { snapshotTtlMs?: number; onSnapshotError?: (error: unknown) => void } = {},
+  ) {
+    this.snapshot = new RuleSnapshot(
+      () =>
+        db
+          .selectFrom('rules')
+          .select(['channel', 'sender'])
+          .limit(RULE_SNAPSHOT_MAX_RULES + 1)
+          .execute(),
+      { ttlMs: options.snapshotTtlMs, onError: options.onSnapshotError },
+    );
     this.matchStatement = compileOnce((asked: string) => {
       const params = sql<{ channel: Channel; sender_key: string }>`jsonb_to_record(${asked}::jsonb)`.as<'asked'>(
         sql`asked(channel text, sender_key text)`,
@@ -38,7 +54,9 @@ export class RuleStore {
   }
 
   async create(body: RuleBody): Promise<Rule> {
-    return this.db.insertInto('rules').values(toRow(body)).returningAll().executeTakeFirstOrThrow();
+    const rule = await this.db.insertInto('rules').values(toRow(body)).returningAll().executeTakeFirstOrThrow();
+    this.snapshot.invalidate();
+    return rule;
   }
 
   async update(id: string, body: RuleBody): Promise<Rule> {
@@ -48,13 +66,25 @@ export class RuleStore {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst();
+    this.snapshot.invalidate();
     if (!rule) throw notFound(`No delivery rule ${id}`);
     return rule;
   }
 
   async delete(id: string): Promise<void> {
     const result = await this.db.deleteFrom('rules').where('id', '=', id).executeTakeFirst();
+    this.snapshot.invalidate();
     if (result.numDeletedRows === 0n) throw notFound(`No delivery rule ${id}`);
+  }
+
+  /**
+   * Whether a message of this channel and sender finds a rule, for the early answer at MAIL FROM: yes from
+   * a fresh snapshot of the rules (snapshot.ts), otherwise match() decides (a 503 AppError when none).
+   * Not for routing: the statement that writes the envelope matches the rule itself.
+   */
+  async hasRoute(channel: Channel, sender: string): Promise<void> {
+    if (this.snapshot.applies(channel, senderKey(sender))) return;
+    await this.match(channel, sender);
   }
 
   /**
