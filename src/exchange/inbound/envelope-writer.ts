@@ -83,7 +83,11 @@ export function createEnvelopeAcknowledger(
   return (envelope) => batcher.submit(envelope);
 }
 
-function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
+/**
+ * The acknowledgement's statement for a batch (rows: JSON of id, size and the two status details). It finds
+ * its rows among the `storing` ones by their index (migration 0005): exported for the test of that plan.
+ */
+export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
   const acked = sql<{
     id: string;
     size: number;

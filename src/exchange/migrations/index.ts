@@ -3,6 +3,7 @@ import * as m0001 from './0001_exchange.ts';
 import * as m0002 from './0002_delivery.ts';
 import * as m0003 from './0003_starter_rules.ts';
 import * as m0004 from './0004_mail_parameters.ts';
+import * as m0005 from './0005_storing_index.ts';
 
 /** The exchange schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_delivery': m0002,
   '0003_starter_rules': m0003,
   '0004_mail_parameters': m0004,
+  '0005_storing_index': m0005,
 };

@@ -1,0 +1,81 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
+import { migrations } from '../migrations/index.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { createTestDatabase } from '../../../test/support/postgres.ts';
+import { acknowledgeStatement, createEnvelopeAcknowledger } from './envelope-writer.ts';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  Plans?: PlanNode[];
+}
+
+const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+
+describe('the acknowledgement of accepted messages', () => {
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let db: Kysely<ExchangeTables>;
+
+  before(async () => {
+    testDb = await createTestDatabase('exchange_acknowledge');
+    database = await openDatabase({ url: testDb.url, poolSize: 2 });
+    await migrateSchema(database.db, { schema: 'exchange', migrations });
+    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+  });
+  after(async () => {
+    await database?.close();
+    await testDb?.drop();
+  });
+
+  it('finds the rows being stored by index among thousands of envelopes, not by reading them all', async () => {
+    await sql`insert into exchange.envelopes (id, channel, sender, recipients, size, payload_key, outbound, status)
+      select gen_random_uuid(), 'smtp', 'a@example.com', '{b@example.com}', 10, 'key-' || n, '{smtp}', 'accepted'
+      from generate_series(1, 5000) as n`.execute(database.db);
+    const storing = [randomUUID(), randomUUID()];
+    await db
+      .insertInto('envelopes')
+      .values(
+        storing.map((id) => ({
+          id,
+          channel: 'smtp' as const,
+          sender: 'a@example.com',
+          recipients: ['b@example.com'],
+          size: 0,
+          payload_key: `key-${id}`,
+          outbound: ['smtp' as const],
+          status: 'storing' as const,
+        })),
+      )
+      .execute();
+    await sql`analyze exchange.envelopes`.execute(database.db);
+
+    const rows = storing.map((id) => ({ id, size: 10, accepted_detail: 'accepted', routed_detail: 'routed' }));
+    const compiled = acknowledgeStatement(db, JSON.stringify(rows)).compile();
+    const explained = await db.executeQuery<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+      CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]),
+    );
+    const scans = nodes(explained.rows[0]!['QUERY PLAN'][0]!.Plan).filter((n) => n['Relation Name'] === 'envelopes');
+    assert.ok(scans.length > 0, 'the plan reads envelopes');
+    assert.deepEqual(
+      scans.map((n) => n['Node Type']).filter((type) => type === 'Seq Scan'),
+      [],
+      'no sequential scan of envelopes',
+    );
+
+    const acknowledge = createEnvelopeAcknowledger(db);
+    const done = await Promise.all(
+      storing.map((id) => acknowledge({ id, size: 10, acceptedDetail: 'accepted', routedDetail: 'routed' })),
+    );
+    assert.deepEqual(done, [true, true]);
+    const statuses = await db.selectFrom('envelopes').select('status').where('id', 'in', storing).execute();
+    assert.deepEqual(
+      statuses.map((row) => row.status),
+      ['accepted', 'accepted'],
+    );
+  });
+});
