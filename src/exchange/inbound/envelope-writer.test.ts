@@ -56,16 +56,24 @@ describe('the acknowledgement of accepted messages', () => {
 
     const rows = storing.map((id) => ({ id, size: 10, accepted_detail: 'accepted', routed_detail: 'routed' }));
     const compiled = acknowledgeStatement(db, JSON.stringify(rows)).compile();
-    const explained = await db.executeQuery<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-      CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]),
-    );
-    const scans = nodes(explained.rows[0]!['QUERY PLAN'][0]!.Plan).filter((n) => n['Relation Name'] === 'envelopes');
-    assert.ok(scans.length > 0, 'the plan reads envelopes');
-    assert.deepEqual(
-      scans.map((n) => n['Node Type']).filter((type) => type === 'Seq Scan'),
-      [],
-      'no sequential scan of envelopes',
-    );
+    // The plan for these values, and the generic plan the prepared statement settles on (for any values).
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      const plan = await database.db.transaction().execute(async (trx) => {
+        await sql`select set_config('plan_cache_mode', ${mode}, true)`.execute(trx);
+        await trx.executeQuery(CompiledQuery.raw(`prepare acknowledge_plan as ${compiled.sql}`));
+        const explained = await sql<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>`explain (format json) execute
+          acknowledge_plan(${sql.join(compiled.parameters.map((value) => sql.lit(value)))})`.execute(trx);
+        await sql`deallocate acknowledge_plan`.execute(trx);
+        return explained.rows[0]!['QUERY PLAN'][0]!.Plan;
+      });
+      const scans = nodes(plan).filter((n) => n['Relation Name'] === 'envelopes');
+      assert.ok(scans.length > 0, 'the plan reads envelopes');
+      assert.deepEqual(
+        scans.map((n) => n['Node Type']).filter((type) => type === 'Seq Scan'),
+        [],
+        `no sequential scan of envelopes (${mode})`,
+      );
+    }
 
     const acknowledge = createEnvelopeAcknowledger(db);
     const done = await Promise.all(

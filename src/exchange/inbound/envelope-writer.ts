@@ -46,7 +46,9 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
  * chooses it. The row is written while the payload is being stored, not after.
  */
 export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
-  const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]');
+  const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]', {
+    prepare: true,
+  });
   const batcher = new Batcher<NewEnvelope, WrittenEnvelope>((batch) => insertEnvelopes(db, statement, batch), {
     maxBatch: 200,
     maxConcurrent: 2,
@@ -64,7 +66,9 @@ export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: New
 export function createEnvelopeAcknowledger(
   db: Kysely<ExchangeTables>,
 ): (envelope: AcknowledgedEnvelope) => Promise<boolean> {
-  const statement = compileOnce((rows: string) => acknowledgeStatement(db, rows), '["compile-once placeholder"]');
+  const statement = compileOnce((rows: string) => acknowledgeStatement(db, rows), '["compile-once placeholder"]', {
+    prepare: true,
+  });
   const batcher = new Batcher<AcknowledgedEnvelope, boolean>(
     async (batch) => {
       const rows = JSON.stringify(
@@ -109,7 +113,8 @@ export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
           updated_at: sql<Date>`now()`,
         })
         .whereRef('envelopes.id', '=', 'acked.id')
-        .where('envelopes.status', '=', 'storing')
+        // A literal: the prepared statement's generic plan can then use the index of `storing` rows.
+        .where('envelopes.status', '=', sql.lit('storing'))
         .returning(['envelopes.id', 'acked.accepted_detail', 'acked.routed_detail']),
     )
     .with('history', (qc) =>

@@ -1,4 +1,15 @@
 import type { Compilable, CompiledQuery } from 'kysely';
+import { prepareOnEachConnection } from './prepared.ts';
+
+export interface CompileOnceOptions {
+  /**
+   * Prepared once per connection (kernel/db/prepared.ts): PostgreSQL then plans it once for all values
+   * (a generic plan) instead of at every execution. Only for a statement whose plan cannot depend on the
+   * values: a condition that selects a partial index must be written as a literal, not a parameter, or
+   * the generic plan cannot use that index.
+   */
+  prepare?: boolean;
+}
 
 /**
  * A statement of a hot path whose text never changes, only one parameter: built and compiled by Kysely
@@ -13,8 +24,9 @@ import type { Compilable, CompiledQuery } from 'kysely';
 export function compileOnce<R, V>(
   build: (placeholder: V) => Compilable<R>,
   placeholder: NoInfer<V>,
+  options: CompileOnceOptions = {},
 ): (value: V) => CompiledQuery<R> {
-  const statement = compileOnceWith(({ value }: { value: V }) => build(value), { value: placeholder });
+  const statement = compileOnceWith(({ value }: { value: V }) => build(value), { value: placeholder }, options);
   return (value) => statement({ value });
 }
 
@@ -26,12 +38,14 @@ export function compileOnce<R, V>(
 export function compileOnceWith<R, V extends Record<string, unknown>>(
   build: (placeholders: V) => Compilable<R>,
   placeholders: NoInfer<V>,
+  options: CompileOnceOptions = {},
 ): (values: V) => CompiledQuery<R> {
   let compiled: CompiledQuery<R> | undefined;
   let slots: Array<[index: number, name: keyof V]> = [];
   return (values) => {
     if (!compiled) {
       compiled = build(placeholders).compile();
+      if (options.prepare) prepareOnEachConnection(compiled.sql);
       const names = Object.keys(placeholders) as Array<keyof V>;
       slots = compiled.parameters.flatMap((parameter, index) =>
         names.filter((name) => placeholders[name] === parameter).map((name) => [index, name] as [number, keyof V]),

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { namePreparedStatements } from './prepared.ts';
 import { listenOnServer, type NotificationHandlers, type Subscription } from './notifications.ts';
 
 export interface Database {
@@ -52,7 +53,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // statements (a server restart or failover, pg_terminate_backend) emits an 'error' nobody handles,
     // and the process crashes (node-postgres #2762). Its next statement fails instead, and the pool
     // drops it on release as no longer queryable.
-    pool.on('connect', (client) => client.on('error', () => {}));
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+      namePreparedStatements(client);
+    });
     // biome-ignore lint/suspicious/noExplicitAny: one handle for all schemas; each service narrows it to its own
     const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
     const url = options.url;
