@@ -20,7 +20,7 @@ export type RuleParams = Pick<Rule, 'channel' | 'sender'>;
  * replace the snapshot at once (invalidate()).
  *
  * One lookup per MAIL FROM was a PostgreSQL round trip per message: without it the local-disk intake takes
- * 8-23 % more messages per second at 8 and 32 connections (bench/RESULTS.md, "MAIL FROM without a query").
+ * 11-23 % more messages per second at 8 and 32 connections (bench/RESULTS.md, "MAIL FROM without a query").
  */
 export class RuleSnapshot {
   private rules: readonly RuleParams[] | undefined;
