@@ -5,6 +5,37 @@ import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 
+/**
+ * Every column of an envelope, named: the claim returns them by name rather than `envelopes.*`, because a
+ * prepared statement whose `*` grows with a migration fails ("cached plan must not change result type")
+ * on every instance still running the older code. The type check below keeps the list whole.
+ */
+const ENVELOPE_COLUMNS = [
+  'id',
+  'channel',
+  'sender',
+  'recipients',
+  'size',
+  'payload_key',
+  'rule_id',
+  'outbound',
+  'done_outbound',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'lease_until',
+  'last_error',
+  'is_bounce',
+  'body_8bitmime',
+  'smtputf8',
+  'bounce_report',
+  'created_at',
+  'updated_at',
+] as const satisfies ReadonlyArray<keyof Envelope>;
+const everyEnvelopeColumn: Exclude<keyof Envelope, (typeof ENVELOPE_COLUMNS)[number]> extends never ? true : never =
+  true;
+void everyEnvelopeColumn;
+
 /** An envelope a worker owns until `lease_until`; `attempts` (this attempt's number) fences its writes. */
 export interface Claim extends Envelope {
   /** `delivering` when the envelope was taken over from a worker whose lease ran out. */
@@ -51,7 +82,10 @@ export class EnvelopeQueue {
     return (await this.db.executeQuery(statement)).rows as Claim[];
   }
 
-  /** claimDue's statement, built and compiled once (it runs for every few messages). */
+  /**
+   * claimDue's statement, built and compiled once (it runs for every few messages) and prepared on each
+   * connection; the statuses that pick the partial indexes are literals, so the generic plan uses them too.
+   */
   private readonly claimStatement = compileOnceWith(
     ({ now, leaseUntil, limit }: { now: Date; leaseUntil: Date; limit: number }) =>
       this.db
@@ -59,7 +93,7 @@ export class EnvelopeQueue {
           db
             .selectFrom('envelopes')
             .select(['id', 'status as previous_status'])
-            .where('status', '=', 'delivering')
+            .where('status', '=', sql.lit('delivering'))
             .where('lease_until', '<', now)
             .orderBy('lease_until')
             .limit(limit)
@@ -70,7 +104,7 @@ export class EnvelopeQueue {
           db
             .selectFrom('envelopes')
             .select(['id', 'status as previous_status'])
-            .where('status', 'in', ['accepted', 'retrying'])
+            .where('status', 'in', [sql.lit<EnvelopeStatus>('accepted'), sql.lit<EnvelopeStatus>('retrying')])
             // Due by the service's clock (retries it set; a test clock moved on) or by the database's: a
             // fresh envelope's next_attempt_at is the database's now(), to the microsecond, which a
             // millisecond clock reading taken just after may not reach yet.
@@ -98,7 +132,7 @@ export class EnvelopeQueue {
               updated_at: sql<Date>`now()`,
             }))
             .whereRef('envelopes.id', '=', 'due.id')
-            .returningAll('envelopes')
+            .returning(ENVELOPE_COLUMNS.map((column) => `envelopes.${column}` as const))
             .returning('due.previous_status'),
         )
         .with('history', (db) =>
@@ -118,6 +152,7 @@ export class EnvelopeQueue {
         .selectFrom('claimed')
         .selectAll(),
     { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER },
+    { prepare: true },
   );
 
   /** Extends the leases of envelopes still being delivered; returns the ids another worker has taken over. */
@@ -202,7 +237,8 @@ export class EnvelopeQueue {
             })
             .whereRef('envelopes.id', '=', 'done.id')
             .whereRef('envelopes.attempts', '=', 'done.attempts')
-            .where('envelopes.status', '=', 'delivering')
+            // A literal, as in the claim: the generic plan of the prepared statement uses envelopes_lease.
+            .where('envelopes.status', '=', sql.lit('delivering'))
             .returning(['envelopes.id', 'done.detail']),
         )
         .with('history', (qc) =>
@@ -217,6 +253,7 @@ export class EnvelopeQueue {
         .selectFrom('changed')
         .select('changed.id'),
     '["compile-once placeholder"]',
+    { prepare: true },
   );
 
   async markRetrying(claim: Claim, delayMs: number, error: string, detail: string): Promise<boolean> {

@@ -1,20 +1,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
+import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { acknowledgeStatement, createEnvelopeAcknowledger } from './envelope-writer.ts';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 describe('the acknowledgement of accepted messages', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -57,22 +50,13 @@ describe('the acknowledgement of accepted messages', () => {
     const rows = storing.map((id) => ({ id, size: 10, accepted_detail: 'accepted', routed_detail: 'routed' }));
     const compiled = acknowledgeStatement(db, JSON.stringify(rows)).compile();
     // The plan for these values, and the generic plan the prepared statement settles on (for any values).
-    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-      const plan = await database.db.transaction().execute(async (trx) => {
-        await sql`select set_config('plan_cache_mode', ${mode}, true)`.execute(trx);
-        await trx.executeQuery(CompiledQuery.raw(`prepare acknowledge_plan as ${compiled.sql}`));
-        const explained = await sql<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>`explain (format json) execute
-          acknowledge_plan(${sql.join(compiled.parameters.map((value) => sql.lit(value)))})`.execute(trx);
-        await sql`deallocate acknowledge_plan`.execute(trx);
-        return explained.rows[0]!['QUERY PLAN'][0]!.Plan;
-      });
-      const scans = nodes(plan).filter((n) => n['Relation Name'] === 'envelopes');
-      assert.ok(scans.length > 0, 'the plan reads envelopes');
-      assert.deepEqual(
-        scans.map((n) => n['Node Type']).filter((type) => type === 'Seq Scan'),
-        [],
-        `no sequential scan of envelopes (${mode})`,
+    for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+      const nodes = await planNodes(database.db, compiled, mode);
+      assert.ok(
+        nodes.some((n) => n['Relation Name'] === 'envelopes'),
+        'the plan reads envelopes',
       );
+      assert.deepEqual(fullReadsOf(nodes, 'envelopes'), [], mode);
     }
 
     const acknowledge = createEnvelopeAcknowledger(db);

@@ -1,0 +1,79 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
+import { migrations } from '../migrations/index.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { EnvelopeQueue } from './queue.ts';
+import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
+import { createTestDatabase } from '../../../test/support/postgres.ts';
+
+/**
+ * The claim and the `delivered` mark are prepared statements (compileOnce with `prepare`): PostgreSQL
+ * settles on one generic plan for them, which must walk the queue's partial indexes as their custom plans
+ * do, however long the backlog.
+ */
+describe("the delivery queue's prepared statements", () => {
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  /** What the queue's statements were, as sent: a second handle on the database that logs its queries. */
+  const sent: CompiledQuery[] = [];
+  let logged: Kysely<ExchangeTables>;
+  let pool: pg.Pool;
+
+  before(async () => {
+    testDb = await createTestDatabase('exchange_queue_plans');
+    database = await openDatabase({ url: testDb.url, poolSize: 2 });
+    await migrateSchema(database.db, { schema: 'exchange', migrations });
+    pool = new pg.Pool({ connectionString: testDb.url, max: 2 });
+    logged = new Kysely<ExchangeTables>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event) => {
+        if (event.level === 'query') sent.push(event.query);
+      },
+    }).withSchema('exchange');
+    // A backlog: 20,000 envelopes waiting, 20 whose worker's lease ran out.
+    await sql`insert into exchange.envelopes (id, channel, sender, recipients, size, payload_key, outbound, status,
+        next_attempt_at, lease_until, attempts)
+      select gen_random_uuid(), 'smtp', 'a@example.com', '{b@example.com}', 10, 'key-' || n, '{smtp}',
+        case when n <= 20 then 'delivering' else 'accepted' end, now() - interval '1 minute',
+        case when n <= 20 then now() - interval '1 minute' end, case when n <= 20 then 1 else 0 end
+      from generate_series(1, 20000) as n`.execute(database.db);
+    await sql`analyze exchange.envelopes`.execute(database.db);
+  });
+  after(async () => {
+    await logged?.destroy();
+    await database?.close();
+    await testDb?.drop();
+  });
+
+  it('claims and marks delivered by index, in the generic plan as in the custom one', async () => {
+    const queue = new EnvelopeQueue(logged, 60_000);
+    const claims = await queue.claimDue(10);
+    assert.equal(claims.length, 10);
+    assert.equal(claims[0]!.previous_status, 'delivering', 'the expired leases first');
+    assert.equal(claims[0]!.status, 'delivering');
+    assert.equal(claims[0]!.payload_key.startsWith('key-'), true, 'every column of the envelope comes back');
+    const claim = sent.at(-1)!;
+    assert.ok(await queue.markDelivered(claims[0]!, 'delivered', null));
+    const delivered = sent.at(-1)!;
+    assert.match(delivered.sql, /"status" = 'delivered'|set "status" = \$1/);
+
+    for (const [name, compiled] of [
+      ['claim', claim],
+      ['delivered', delivered],
+    ] as const) {
+      for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+        const nodes = await planNodes(database.db, compiled, mode);
+        assert.deepEqual(fullReadsOf(nodes, 'envelopes'), [], `${name}, ${mode}`);
+        if (name === 'claim')
+          assert.deepEqual(
+            nodes.filter((node) => node['Node Type'] === 'Sort').map((node) => node['Node Type']),
+            [],
+            `${name}, ${mode}: the due rows come in index order, not sorted`,
+          );
+      }
+    }
+  });
+});
