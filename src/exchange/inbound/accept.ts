@@ -124,7 +124,7 @@ export class MessageIntake {
           { err: row.reason, envelopeId, key, step: 'insert' },
           'envelope write failed with its outcome unknown; the payload stays for the sweeps',
         );
-      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: row.reason });
+      databaseUnavailable(row.reason);
     }
     written = row.value;
     // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender);
@@ -135,8 +135,7 @@ export class MessageIntake {
         written = await this.writeEnvelope(envelope);
       } catch (error) {
         await this.deletePayload(key, envelopeId);
-        if (error instanceof AppError) throw error;
-        throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
+        databaseUnavailable(error);
       }
       if (!written) {
         await this.deletePayload(key, envelopeId);
@@ -168,7 +167,7 @@ export class MessageIntake {
           { err: error, envelopeId, key, step: 'acknowledge' },
           'envelope write failed with its outcome unknown; the payload stays for the sweeps',
         );
-      throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
+      databaseUnavailable(error);
     }
     if (!acknowledged) {
       // The row was removed as abandoned (an intake slower than the sweep's grace): nothing was promised.
@@ -238,7 +237,7 @@ export class MessageIntake {
   }
 }
 
-/** A rule lookup that failed: its own 503 when it is one (no rule), else the database is unavailable. */
+/** A database step that failed: its own AppError when it is one (no rule), else "the database is unavailable". */
 function databaseUnavailable(error: unknown): never {
   if (error instanceof AppError) throw error;
   throw new AppError('unavailable', 503, 'Message database is unavailable; try again later', { cause: error });
