@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
-import type { ExchangeTables } from '../../src/exchange/tables.ts';
+import type { EnvelopeStatus, ExchangeTables } from '../../src/exchange/tables.ts';
 import type { ServiceUnderTest } from './services.ts';
 
 /** Helpers for tests of the exchange engine's delivery side. */
@@ -13,8 +13,12 @@ import type { ServiceUnderTest } from './services.ts';
 export const exchangeDb = (service: ServiceUnderTest) =>
   service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
 
-/** `count` accepted envelopes routed to smtp, due now, as the queue's tests start from; their ids. */
-export async function enqueueEnvelopes(db: Kysely<ExchangeTables>, count: number): Promise<string[]> {
+/** `count` envelopes routed to smtp, due now, `accepted` as the queue's tests start from (or `status`); their ids. */
+export async function enqueueEnvelopes(
+  db: Kysely<ExchangeTables>,
+  count: number,
+  status: EnvelopeStatus = 'accepted',
+): Promise<string[]> {
   const ids = Array.from({ length: count }, () => randomUUID());
   await db
     .insertInto('envelopes')
@@ -28,13 +32,29 @@ export async function enqueueEnvelopes(db: Kysely<ExchangeTables>, count: number
         payload_key: `exchange/payloads/${id}`,
         rule_id: null,
         outbound: ['smtp' as const],
-        status: 'accepted' as const,
+        status,
         lease_until: null,
         last_error: null,
       })),
     )
     .execute();
   return ids;
+}
+
+/**
+ * A large queue for the tests of query plans, in one statement: `waiting` envelopes due a minute ago and
+ * `expired` ones whose worker's lease ran out a minute ago (payload keys `key-N`), then ANALYZE, as
+ * autovacuum would have run by then. `db` is the database's handle (the statement names the schema).
+ */
+export async function fillQueue(db: Kysely<unknown>, counts: { waiting: number; expired?: number }): Promise<void> {
+  const expired = counts.expired ?? 0;
+  await sql`insert into exchange.envelopes (id, channel, sender, recipients, size, payload_key, outbound, status,
+      next_attempt_at, lease_until, attempts)
+    select gen_random_uuid(), 'smtp', 'a@example.com', '{b@example.com}', 10, 'key-' || n, '{smtp}',
+      case when n <= ${expired} then 'delivering' else 'accepted' end, now() - interval '1 minute',
+      case when n <= ${expired} then now() - interval '1 minute' end, case when n <= ${expired} then 1 else 0 end
+    from generate_series(1, ${expired + counts.waiting}) as n`.execute(db);
+  await sql`analyze exchange.envelopes`.execute(db);
 }
 
 export const envelopeCount = async (db: Kysely<ExchangeTables>) =>

@@ -28,7 +28,7 @@ export async function planNodes(db: Kysely<unknown>, compiled: CompiledQuery, mo
   });
 }
 
-/** The node types of a plan that read a table without an index, or sort what they read. */
+/** The nodes of a plan that read all of `table` (a sequential scan), named for an assertion's message. */
 export function fullReadsOf(nodes: PlanNode[], table: string): string[] {
   return nodes
     .filter((node) => node['Relation Name'] === table && node['Node Type'] === 'Seq Scan')

@@ -1,11 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
+import { fillQueue } from '../../../test/support/exchange-delivery.ts';
 import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
@@ -33,14 +34,7 @@ describe("the delivery queue's prepared statements", () => {
         if (event.level === 'query') sent.push(event.query);
       },
     }).withSchema('exchange');
-    // A backlog: 20,000 envelopes waiting, 20 whose worker's lease ran out.
-    await sql`insert into exchange.envelopes (id, channel, sender, recipients, size, payload_key, outbound, status,
-        next_attempt_at, lease_until, attempts)
-      select gen_random_uuid(), 'smtp', 'a@example.com', '{b@example.com}', 10, 'key-' || n, '{smtp}',
-        case when n <= 20 then 'delivering' else 'accepted' end, now() - interval '1 minute',
-        case when n <= 20 then now() - interval '1 minute' end, case when n <= 20 then 1 else 0 end
-      from generate_series(1, 20000) as n`.execute(database.db);
-    await sql`analyze exchange.envelopes`.execute(database.db);
+    await fillQueue(database.db, { waiting: 19_980, expired: 20 });
   });
   after(async () => {
     await logged?.destroy();

@@ -1,10 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
+import { enqueueEnvelopes, fillQueue } from '../../../test/support/exchange-delivery.ts';
 import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { acknowledgeStatement, createEnvelopeAcknowledger } from './envelope-writer.ts';
@@ -26,26 +26,8 @@ describe('the acknowledgement of accepted messages', () => {
   });
 
   it('finds the rows being stored by index among thousands of envelopes, not by reading them all', async () => {
-    await sql`insert into exchange.envelopes (id, channel, sender, recipients, size, payload_key, outbound, status)
-      select gen_random_uuid(), 'smtp', 'a@example.com', '{b@example.com}', 10, 'key-' || n, '{smtp}', 'accepted'
-      from generate_series(1, 5000) as n`.execute(database.db);
-    const storing = [randomUUID(), randomUUID()];
-    await db
-      .insertInto('envelopes')
-      .values(
-        storing.map((id) => ({
-          id,
-          channel: 'smtp' as const,
-          sender: 'a@example.com',
-          recipients: ['b@example.com'],
-          size: 0,
-          payload_key: `key-${id}`,
-          outbound: ['smtp' as const],
-          status: 'storing' as const,
-        })),
-      )
-      .execute();
-    await sql`analyze exchange.envelopes`.execute(database.db);
+    const storing = await enqueueEnvelopes(db, 2, 'storing');
+    await fillQueue(database.db, { waiting: 5000 });
 
     const rows = storing.map((id) => ({ id, size: 10, accepted_detail: 'accepted', routed_detail: 'routed' }));
     const compiled = acknowledgeStatement(db, JSON.stringify(rows)).compile();
