@@ -23,7 +23,8 @@ export type RuleParams = Pick<Rule, 'channel' | 'sender'>;
  * 11-23 % more messages per second at 8 and 32 connections (bench/RESULTS.md, "MAIL FROM without a query").
  */
 export class RuleSnapshot {
-  private rules: readonly RuleParams[] | undefined;
+  /** The rules as read, each sender already as a key (lower case): no work per lookup beyond comparing. */
+  private rules: ReadonlyArray<{ channel: Channel; key: string | null }> | undefined;
   private takenAt = Number.NEGATIVE_INFINITY;
   /** Bumped by invalidate(): a load that started before it must not install what it read. */
   private generation = 0;
@@ -48,9 +49,7 @@ export class RuleSnapshot {
     }
     // As ruleApplies() in match.ts. Where JavaScript's lower case and PostgreSQL's differ (some non-ASCII
     // letters), a miss asks PostgreSQL and a false hit only moves the refusal after DATA.
-    return this.rules.some(
-      (rule) => rule.channel === channel && (rule.sender === null || rule.sender.toLowerCase() === key),
-    );
+    return this.rules.some((rule) => rule.channel === channel && (rule.key === null || rule.key === key));
   }
 
   /** The rules changed: nothing read before this moment answers again. */
@@ -68,7 +67,10 @@ export class RuleSnapshot {
       .then((rules) => {
         if (generation !== this.generation) return;
         // Too many to hold: an empty snapshot, so that every lookup asks PostgreSQL until the next one.
-        this.rules = rules.length <= RULE_SNAPSHOT_MAX_RULES ? rules : [];
+        this.rules =
+          rules.length <= RULE_SNAPSHOT_MAX_RULES
+            ? rules.map((rule) => ({ channel: rule.channel, key: rule.sender?.toLowerCase() ?? null }))
+            : [];
         // Its age counts from before the query: a change committed while it ran is at most that old.
         this.takenAt = startedAt;
       })
