@@ -70,6 +70,30 @@ const PIN_TYPES = {
 /** Stands for the id in the record's statement while it is compiled; never sent. */
 const RECORD_PLACEHOLDER = 'compile-once:sealed-record';
 
+/**
+ * The message columns of the record's statement, named rather than `m.*`: it is a prepared statement, and
+ * one whose result grows with a migration fails ("cached plan must not change result type") on every
+ * instance still running the older code. The recipients and pins come as JSON, whose type does not change.
+ * The type check below keeps the list whole.
+ */
+const MESSAGE_COLUMNS = [
+  'id',
+  'envelope_id',
+  'cid',
+  'wrapped',
+  'file_name',
+  'sha256',
+  'size',
+  'wrapped_key',
+  'sender',
+  'subject',
+  'sealed_at',
+] as const satisfies ReadonlyArray<keyof SealedMessage>;
+const everyMessageColumn: Exclude<keyof SealedMessage, (typeof MESSAGE_COLUMNS)[number]> extends never
+  ? true
+  : never = true;
+void everyMessageColumn;
+
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
 export class SealedStore {
   constructor(
@@ -348,18 +372,21 @@ export class SealedStore {
    * A record in one statement, its recipients and pins as JSON arrays beside the message row: one round
    * trip instead of two (three queries) on every read of a record (GET /v1/sealed/{id}/content, which the
    * auth service asks on every read of a message). Built and compiled once per column (compileOnce):
-   * building it cost more of the seal service's CPU per read than the rest of its PostgreSQL work. JSON
-   * brings the pins' times as text: turned back into Dates.
+   * building it cost more of the seal service's CPU per read than the rest of its PostgreSQL work; and
+   * prepared once per connection, as planning it took PostgreSQL longer than running it (bench/RESULTS.md,
+   * "The seal's record statement prepared"). JSON brings the pins' times as text: turned back into Dates.
    */
   private readonly recordStatements = {
-    id: compileOnce((value: string) => this.recordQuery('id', value), RECORD_PLACEHOLDER),
-    envelope_id: compileOnce((value: string) => this.recordQuery('envelope_id', value), RECORD_PLACEHOLDER),
+    id: compileOnce((value: string) => this.recordQuery('id', value), RECORD_PLACEHOLDER, { prepare: true }),
+    envelope_id: compileOnce((value: string) => this.recordQuery('envelope_id', value), RECORD_PLACEHOLDER, {
+      prepare: true,
+    }),
   };
 
   private recordQuery(column: 'id' | 'envelope_id', value: string) {
     return this.db
       .selectFrom('sealed_messages as m')
-      .selectAll('m')
+      .select(MESSAGE_COLUMNS.map((column) => `m.${column}` as const))
       .select((eb) => [
         jsonArrayFrom(
           eb
