@@ -89,9 +89,8 @@ const MESSAGE_COLUMNS = [
   'subject',
   'sealed_at',
 ] as const satisfies ReadonlyArray<keyof SealedMessage>;
-const everyMessageColumn: Exclude<keyof SealedMessage, (typeof MESSAGE_COLUMNS)[number]> extends never
-  ? true
-  : never = true;
+type UnnamedMessageColumn = Exclude<keyof SealedMessage, (typeof MESSAGE_COLUMNS)[number]>;
+const everyMessageColumn: UnnamedMessageColumn extends never ? true : never = true;
 void everyMessageColumn;
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
