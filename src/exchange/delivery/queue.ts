@@ -2,15 +2,12 @@ import { sql, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
+import { everyColumn } from '../../kernel/db/prepared.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 
-/**
- * Every column of an envelope, named: the claim returns them by name rather than `envelopes.*`, because a
- * prepared statement whose `*` grows with a migration fails ("cached plan must not change result type")
- * on every instance still running the older code. The type check below keeps the list whole.
- */
-const ENVELOPE_COLUMNS = [
+/** Every column of an envelope, named: the claim is a prepared statement, so never `envelopes.*` (everyColumn). */
+const ENVELOPE_COLUMNS = everyColumn<Envelope>()([
   'id',
   'channel',
   'sender',
@@ -31,10 +28,7 @@ const ENVELOPE_COLUMNS = [
   'bounce_report',
   'created_at',
   'updated_at',
-] as const satisfies ReadonlyArray<keyof Envelope>;
-const everyEnvelopeColumn: Exclude<keyof Envelope, (typeof ENVELOPE_COLUMNS)[number]> extends never ? true : never =
-  true;
-void everyEnvelopeColumn;
+]);
 
 /** An envelope a worker owns until `lease_until`; `attempts` (this attempt's number) fences its writes. */
 export interface Claim extends Envelope {

@@ -26,3 +26,16 @@ export function namePreparedStatements(client: pg.PoolClient): void {
     return name ? query({ name, text, values }) : query(...args);
   }) as typeof client.query;
 }
+
+/**
+ * Every column of a row type, named, for a prepared statement's result: a `*` that grows with a migration
+ * makes PostgreSQL refuse the statement ("cached plan must not change result type") on every instance
+ * still running the older code. The type refuses a list that leaves a column out, naming it:
+ * `everyColumn<Envelope>()(['id', …])`.
+ */
+export function everyColumn<Row>() {
+  return <const Columns extends ReadonlyArray<keyof Row>>(
+    columns: Columns &
+      (Exclude<keyof Row, Columns[number]> extends never ? unknown : { missing: Exclude<keyof Row, Columns[number]> }),
+  ): Columns => columns;
+}

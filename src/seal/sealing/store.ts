@@ -2,6 +2,7 @@ import { sql, type Kysely, type QueryCreator } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Clock } from '../../kernel/clock.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
+import { everyColumn } from '../../kernel/db/prepared.ts';
 import { notFound } from '../../kernel/errors.ts';
 import type { PinStatus, SealedMessage, SealedPin, SealedRecipient, SealTables } from '../tables.ts';
 import type { Recipient } from './recipients.ts';
@@ -71,12 +72,10 @@ const PIN_TYPES = {
 const RECORD_PLACEHOLDER = 'compile-once:sealed-record';
 
 /**
- * The message columns of the record's statement, named rather than `m.*`: it is a prepared statement, and
- * one whose result grows with a migration fails ("cached plan must not change result type") on every
- * instance still running the older code. The recipients and pins come as JSON, whose type does not change.
- * The type check below keeps the list whole.
+ * The message columns of the record's statement, named: it is a prepared statement (everyColumn). The
+ * recipients and pins come as JSON, whose type does not change when a migration adds a column to them.
  */
-const MESSAGE_COLUMNS = [
+const MESSAGE_COLUMNS = everyColumn<SealedMessage>()([
   'id',
   'envelope_id',
   'cid',
@@ -88,10 +87,7 @@ const MESSAGE_COLUMNS = [
   'sender',
   'subject',
   'sealed_at',
-] as const satisfies ReadonlyArray<keyof SealedMessage>;
-type UnnamedMessageColumn = Exclude<keyof SealedMessage, (typeof MESSAGE_COLUMNS)[number]>;
-const everyMessageColumn: UnnamedMessageColumn extends never ? true : never = true;
-void everyMessageColumn;
+]);
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
 export class SealedStore {
