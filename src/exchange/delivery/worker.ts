@@ -73,7 +73,6 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const takenOver = new Set<string>();
   const slotFreed = new Signal();
   const woken = new Signal();
-  let wakePending = false;
   let stopping = false;
   let claimFailing = false;
 
@@ -96,8 +95,8 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
 
   const gapMs = options.busyClaimGapMs ?? INTAKE_BUSY_CLAIM_GAP_MS;
   let lastClaimAt = Number.NEGATIVE_INFINITY;
-  /** Messages this instance accepted (wake()) since its last claim: how many are due, at least. */
-  let acceptedSinceClaim = 0;
+  /** wake()s since the last claim: mail this instance took (or bounces it wrote) that is due, at least. */
+  let wokenSinceClaim = 0;
   /** The last claim filled every slot it asked for: more is due, so no gathering until it is drained. */
   let backlog = false;
 
@@ -105,7 +104,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
     while (!stopping) {
       const busy = options.intakeBusy?.() ?? false;
       const free = (busy ? busyConcurrency : concurrency) - inFlight.size;
-      if (free > 0 && busy && !backlog && acceptedSinceClaim < free) {
+      if (free > 0 && busy && !backlog && wokenSinceClaim < free) {
         const gather = lastClaimAt + gapMs - performance.now();
         if (gather > 0) {
           // Each wake() ends the wait early, to look again whether the slots are full yet.
@@ -121,9 +120,8 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         continue;
       }
       let claims: Claim[];
-      wakePending = false;
       lastClaimAt = performance.now();
-      acceptedSinceClaim = 0;
+      wokenSinceClaim = 0;
       try {
         claims = await queue.claimDue(free);
         if (claimFailing) logger.info('delivery queue reachable again');
@@ -140,7 +138,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       }
       backlog = claims.length === free;
       for (const claim of claims) run(claim);
-      if (claims.length < free && !wakePending) await woken.wait(options.pollIntervalMs);
+      if (claims.length < free && wokenSinceClaim === 0) await woken.wait(options.pollIntervalMs);
     }
   })();
 
@@ -177,8 +175,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       return inFlight.size;
     },
     wake() {
-      acceptedSinceClaim++;
-      wakePending = true;
+      wokenSinceClaim++;
       woken.notify();
     },
     async stop() {

@@ -1,8 +1,5 @@
 import type { Channel, Rule } from '../tables.ts';
 
-/** How long a snapshot of the rules answers MAIL FROM without asking PostgreSQL (SMTP_RULE_CACHE_TTL). */
-export const RULE_SNAPSHOT_TTL_MS = 1000;
-
 /** More rules than this are not held: MAIL FROM then asks PostgreSQL as before. */
 export const RULE_SNAPSHOT_MAX_RULES = 1000;
 
@@ -33,7 +30,8 @@ export class RuleSnapshot {
   constructor(
     /** Up to RULE_SNAPSHOT_MAX_RULES + 1 rules, in any order. */
     private readonly load: () => Promise<RuleParams[]>,
-    private readonly options: { ttlMs?: number; now?: () => number; onError?: (error: unknown) => void } = {},
+    /** ttlMs: how long a snapshot answers (SMTP_RULE_CACHE_TTL); 0 holds none. */
+    private readonly options: { ttlMs: number; now?: () => number; onError?: (error: unknown) => void },
   ) {}
 
   /**
@@ -41,7 +39,7 @@ export class RuleSnapshot {
    * false means "ask PostgreSQL", not "no rule". A stale or missing snapshot is reloaded in the background.
    */
   applies(channel: Channel, key: string): boolean {
-    const ttlMs = this.options.ttlMs ?? RULE_SNAPSHOT_TTL_MS;
+    const { ttlMs } = this.options;
     if (ttlMs === 0) return false;
     if (!this.rules || this.now() - this.takenAt >= ttlMs) {
       this.reload();

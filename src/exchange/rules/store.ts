@@ -17,6 +17,7 @@ export class RuleStore {
 
   constructor(
     private readonly db: Kysely<ExchangeTables>,
+    /** snapshotTtlMs: SMTP_RULE_CACHE_TTL, which the service passes; without it every lookup asks PostgreSQL. */
     options: { snapshotTtlMs?: number; onSnapshotError?: (error: unknown) => void } = {},
   ) {
     this.snapshot = new RuleSnapshot(
@@ -26,7 +27,7 @@ export class RuleStore {
           .select(['channel', 'sender'])
           .limit(RULE_SNAPSHOT_MAX_RULES + 1)
           .execute(),
-      { ttlMs: options.snapshotTtlMs, onError: options.onSnapshotError },
+      { ttlMs: options.snapshotTtlMs ?? 0, onError: options.onSnapshotError },
     );
     this.matchStatement = compileOnce((asked: string) => {
       const params = sql<{ channel: Channel; sender_key: string }>`jsonb_to_record(${asked}::jsonb)`.as<'asked'>(
