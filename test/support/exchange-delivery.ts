@@ -1,17 +1,46 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import { migrateSchema, openDatabase, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
+import { migrations } from '../../src/exchange/migrations/index.ts';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
 import type { EnvelopeStatus, ExchangeTables } from '../../src/exchange/tables.ts';
+import { createTestDatabase } from './postgres.ts';
 import type { ServiceUnderTest } from './services.ts';
 
 /** Helpers for tests of the exchange engine's delivery side. */
 
 export const exchangeDb = (service: ServiceUnderTest) =>
   service.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+
+export interface ExchangeTestDatabase {
+  url: string;
+  /** The database's handle (statements that name the schema themselves). */
+  database: Database;
+  /** The exchange schema's handle. */
+  db: Kysely<ExchangeTables>;
+  /** Closes the handle and drops the database. */
+  close(): Promise<void>;
+}
+
+/** A database of its own with the exchange schema migrated, for tests of the queue and the intake. */
+export async function openExchangeTestDatabase(prefix: string, poolSize: number): Promise<ExchangeTestDatabase> {
+  const created = await createTestDatabase(prefix);
+  const database = await openDatabase({ url: created.url, poolSize });
+  await migrateSchema(database.db, { schema: 'exchange', migrations });
+  return {
+    url: created.url,
+    database,
+    db: database.db.withSchema('exchange') as Kysely<ExchangeTables>,
+    async close() {
+      await database.close();
+      await created.drop();
+    },
+  };
+}
 
 /** `count` envelopes routed to smtp, due now, `accepted` as the queue's tests start from (or `status`); their ids. */
 export async function enqueueEnvelopes(

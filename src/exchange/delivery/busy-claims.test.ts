@@ -2,15 +2,16 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
-import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
 import type { EnvelopeFinisher } from './retention.ts';
 import { INTAKE_BUSY_SHARE, startDelivery, type DeliveryWorkers } from './worker.ts';
-import { enqueueEnvelopes } from '../../../test/support/exchange-delivery.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
+import {
+  enqueueEnvelopes,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 
 /** Slots while the intake is busy: INTAKE_BUSY_SHARE of 32. */
 const CONCURRENCY = 32;
@@ -19,21 +20,17 @@ const BUSY_SLOTS = Math.ceil(CONCURRENCY * INTAKE_BUSY_SHARE);
 const GAP_MS = 1_500;
 
 describe('delivery gathers its claims while the intake is busy', () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
+  let testDb: ExchangeTestDatabase;
   let db: Kysely<ExchangeTables>;
   let workers: DeliveryWorkers | undefined;
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_busy_claims');
-    database = await openDatabase({ url: testDb.url, poolSize: 4 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
-    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    testDb = await openExchangeTestDatabase('exchange_busy_claims', 4);
+    db = testDb.db;
   });
   after(async () => {
     await workers?.stop();
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
   });
 
   /**

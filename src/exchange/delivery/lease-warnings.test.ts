@@ -2,33 +2,30 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
-import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue, type Claim } from './queue.ts';
 import type { EnvelopeFinisher } from './retention.ts';
 import { startDelivery } from './worker.ts';
-import { enqueueEnvelopes } from '../../../test/support/exchange-delivery.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
+import {
+  enqueueEnvelopes,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 
 /** A short lease, so that renewals (every third of it) run several times while a delivery finishes. */
 const LEASE_MS = 300;
 
 describe('lease-lost warnings of the delivery workers', () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
+  let testDb: ExchangeTestDatabase;
   let db: Kysely<ExchangeTables>;
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_lease_warn');
-    database = await openDatabase({ url: testDb.url, poolSize: 6 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
-    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    testDb = await openExchangeTestDatabase('exchange_lease_warn', 6);
+    db = testDb.db;
   });
   after(async () => {
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
   });
 
   const enqueue = (count: number) => enqueueEnvelopes(db, count);

@@ -2,13 +2,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
-import { migrations } from '../migrations/index.ts';
+import type { Database } from '../../kernel/db/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
-import { fillQueue } from '../../../test/support/exchange-delivery.ts';
+import {
+  fillQueue,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
 
 /**
  * The claim and the `delivered` mark are prepared statements (compileOnce with `prepare`): PostgreSQL
@@ -16,7 +18,7 @@ import { createTestDatabase } from '../../../test/support/postgres.ts';
  * do, however long the backlog.
  */
 describe("the delivery queue's prepared statements", () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let testDb: ExchangeTestDatabase;
   let database: Database;
   /** What the queue's statements were, as sent: a second handle on the database that logs its queries. */
   const sent: CompiledQuery[] = [];
@@ -24,9 +26,8 @@ describe("the delivery queue's prepared statements", () => {
   let pool: pg.Pool;
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_queue_plans');
-    database = await openDatabase({ url: testDb.url, poolSize: 2 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
+    testDb = await openExchangeTestDatabase('exchange_queue_plans', 2);
+    database = testDb.database;
     pool = new pg.Pool({ connectionString: testDb.url, max: 2 });
     logged = new Kysely<ExchangeTables>({
       dialect: new PostgresDialect({ pool }),
@@ -38,8 +39,7 @@ describe("the delivery queue's prepared statements", () => {
   });
   after(async () => {
     await logged?.destroy();
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
   });
 
   it('claims and marks delivered by index, in the generic plan as in the custom one', async () => {

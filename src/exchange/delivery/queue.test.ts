@@ -1,30 +1,27 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
-import { migrations } from '../migrations/index.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
 import { TestClock } from '../../../test/support/clock.ts';
-import { enqueueEnvelopes } from '../../../test/support/exchange-delivery.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
+import {
+  enqueueEnvelopes,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 
 describe('the delivery queue', () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
+  let testDb: ExchangeTestDatabase;
   let db: Kysely<ExchangeTables>;
 
   const enqueue = (count: number) => enqueueEnvelopes(db, count);
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_queue');
-    database = await openDatabase({ url: testDb.url, poolSize: 12 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
-    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    testDb = await openExchangeTestDatabase('exchange_queue', 12);
+    db = testDb.db;
   });
   after(async () => {
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
   });
   beforeEach(async () => {
     await db.deleteFrom('envelopes').execute();

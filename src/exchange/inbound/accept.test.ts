@@ -4,33 +4,32 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
+import { openDatabase } from '../../kernel/db/index.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/index.ts';
-import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { TestClock } from '../../../test/support/clock.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
-import { payloadCount } from '../../../test/support/exchange-delivery.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
+import {
+  payloadCount,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 import { MessageIntake, payloadKey } from './accept.ts';
 
 describe('MessageIntake with concurrent messages', () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
+  let testDb: ExchangeTestDatabase;
   let db: Kysely<ExchangeTables>;
   let dir: string;
   let objects: ObjectStore;
   let intake: MessageIntake;
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_accept');
-    database = await openDatabase({ url: testDb.url, poolSize: 4 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
-    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    testDb = await openExchangeTestDatabase('exchange_accept', 4);
+    db = testDb.db;
     dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
     objects = createLocalObjectStore({ dir });
     const rules = new RuleStore(db);
@@ -47,8 +46,7 @@ describe('MessageIntake with concurrent messages', () => {
     intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
   });
   after(async () => {
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

@@ -1,28 +1,28 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
-import { migrations } from '../migrations/index.ts';
+import type { Database } from '../../kernel/db/index.ts';
 import type { ExchangeTables } from '../tables.ts';
-import { enqueueEnvelopes, fillQueue } from '../../../test/support/exchange-delivery.ts';
+import {
+  enqueueEnvelopes,
+  fillQueue,
+  openExchangeTestDatabase,
+  type ExchangeTestDatabase,
+} from '../../../test/support/exchange-delivery.ts';
 import { fullReadsOf, planNodes } from '../../../test/support/plans.ts';
-import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { acknowledgeStatement, createEnvelopeAcknowledger } from './envelope-writer.ts';
 
 describe('the acknowledgement of accepted messages', () => {
-  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let testDb: ExchangeTestDatabase;
   let database: Database;
   let db: Kysely<ExchangeTables>;
 
   before(async () => {
-    testDb = await createTestDatabase('exchange_acknowledge');
-    database = await openDatabase({ url: testDb.url, poolSize: 2 });
-    await migrateSchema(database.db, { schema: 'exchange', migrations });
-    db = database.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    testDb = await openExchangeTestDatabase('exchange_acknowledge', 2);
+    ({ database, db } = testDb);
   });
   after(async () => {
-    await database?.close();
-    await testDb?.drop();
+    await testDb?.close();
   });
 
   it('finds the rows being stored by index among thousands of envelopes, not by reading them all', async () => {
