@@ -10,10 +10,11 @@
  *   that would need that is refused with a 409.
  */
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsync, open as openFd, openSync, readSync, writeSync } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { AppError } from '../errors.ts';
 import { collectUpTo } from '../read-up-to.ts';
 import {
@@ -65,27 +66,19 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
       assertValidKey(key);
       await init();
       const temp = join(tempDir, randomUUID());
-      const handle = await open(temp, 'wx');
-      let closed = false;
+      const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.isBuffer(body) ? body : undefined;
       try {
-        let size = 0;
-        if (typeof body === 'string' || Buffer.isBuffer(body)) {
-          const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-          await writeAll(handle, [bytes]);
-          size = bytes.length;
-        } else {
-          size = await writeStream(handle, body, (total) => checkLength(key, total, putOptions.contentLength, false));
-        }
+        const size = bytes
+          ? await writeBytesFile(temp, bytes)
+          : await writeStreamFile(temp, body as Readable, (total) =>
+              checkLength(key, total, putOptions.contentLength, false),
+            );
         checkLength(key, size, putOptions.contentLength, true);
-        await handle.sync();
-        await handle.close();
-        closed = true;
         await commit(temp, pathOf(key), key, syncFolder);
         // The clock rather than an fstat: one system call less per object, and within a millisecond of
         // the file's mtime (head() and list() report the mtime itself).
         return { key, size, lastModified: new Date() };
       } catch (error) {
-        if (!closed) await handle.close().catch(() => undefined);
         await unlink(temp).catch(() => undefined);
         throw error;
       }
@@ -175,15 +168,17 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
  * loop: two wake-ups that on a busy machine cost the process several times the call itself (a 10 KB
  * payload read: 130 µs of CPU as a stream, 60 µs as four pooled calls, 12 µs synchronous). In the
  * delivery engine under load the synchronous read held the event loop 25 µs per payload; past
- * SYNC_READ_MAX bytes it is streamed. Writes and deletions stay asynchronous: they wait for the file
- * system's journal, and a synchronous unlink measured there held the event loop 190 µs on average while
- * PostgreSQL's commits kept the journal busy on the same disk. A disk where a read can take milliseconds
- * (a network filesystem) is not what this driver is for: use S3.
+ * SYNC_IO_MAX bytes it is streamed. A small put writes its bytes synchronously too (into the page cache)
+ * and closes its files so, but what waits for the file system's journal stays asynchronous: creating the
+ * file, both fsyncs, the rename and deletions (a synchronous unlink measured in the delivery engine held
+ * the event loop 190 µs on average while PostgreSQL's commits kept the journal busy on the same disk).
+ * That put is four pooled calls instead of eight (bench/RESULTS.md, "Fewer pooled calls per put"). A disk
+ * where a read can take milliseconds (a network filesystem) is not what this driver is for: use S3.
  */
-const SYNC_READ_MAX = 256 * 1024;
+const SYNC_IO_MAX = 256 * 1024;
 const TOO_LARGE_FOR_SYNC = Symbol('too large for a synchronous read');
 
-/** getBytes's read: the bytes, undefined past `max`, or TOO_LARGE_FOR_SYNC past SYNC_READ_MAX. */
+/** getBytes's read: the bytes, undefined past `max`, or TOO_LARGE_FOR_SYNC past SYNC_IO_MAX. */
 function readSmallObject(path: string, key: string, max: number): Buffer | undefined | typeof TOO_LARGE_FOR_SYNC {
   let fd: number;
   try {
@@ -197,7 +192,7 @@ function readSmallObject(path: string, key: string, max: number): Buffer | undef
     // Opening a directory succeeds on Linux; a folder of other keys is not an object.
     if (!info.isFile()) throw new ObjectNotFoundError(key);
     if (info.size > max) return undefined;
-    if (info.size > SYNC_READ_MAX) return TOO_LARGE_FOR_SYNC;
+    if (info.size > SYNC_IO_MAX) return TOO_LARGE_FOR_SYNC;
     // Objects never change in place (see get), so the size is final; the loop is for a short read.
     const bytes = Buffer.allocUnsafe(info.size);
     let at = 0;
@@ -314,12 +309,51 @@ function sharedFolderSync(): (folder: string) => Promise<void> {
 }
 
 async function fsyncFolder(folder: string): Promise<void> {
-  const handle = await open(folder, 'r');
+  const fd = openSync(folder, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
+}
+
+// The callback API on plain descriptors: a FileHandle's close() is one more pooled call.
+const openFile = promisify(openFd);
+const fsyncFd = promisify(fsync);
+
+/** A new file with these bytes, fsynced; past SYNC_IO_MAX bytes they are written as a stream is. */
+async function writeBytesFile(path: string, bytes: Buffer): Promise<number> {
+  if (bytes.length > SYNC_IO_MAX) {
+    return writeStreamFile(path, [bytes], () => {});
+  }
+  const fd = await openFile(path, 'wx');
+  try {
+    // A short write (rare on a local file) continues where it stopped.
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+    await fsyncFd(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return bytes.length;
+}
+
+/** A new file with the stream's bytes, fsynced; its length. */
+async function writeStreamFile(
+  path: string,
+  body: AsyncIterable<Buffer | string> | Iterable<Buffer>,
+  onLength: (total: number) => void,
+): Promise<number> {
+  const handle = await open(path, 'wx');
+  let size: number;
+  try {
+    size = await writeStream(handle, body, onLength);
+    await handle.sync();
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    throw error;
+  }
+  await handle.close();
+  return size;
 }
 
 /** A declared contentLength must match exactly: fail as soon as the body runs over, or short at its end. */
@@ -338,11 +372,15 @@ const WRITE_BATCH_BYTES = 256 * 1024;
  * pipeline(): a failed write destroys the stream (leaving the loop ends the iterator), and a stream
  * error rejects.
  */
-async function writeStream(handle: FileHandle, body: Readable, onLength: (total: number) => void): Promise<number> {
+async function writeStream(
+  handle: FileHandle,
+  body: AsyncIterable<Buffer | string> | Iterable<Buffer>,
+  onLength: (total: number) => void,
+): Promise<number> {
   let size = 0;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  for await (const chunk of body as AsyncIterable<Buffer | string>) {
+  for await (const chunk of body) {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     size += bytes.length;
     onLength(size);

@@ -3,6 +3,7 @@
  * (OpenStack Swift + s3api, started once for this file). Driver-specific tests follow the contract.
  */
 import assert from 'node:assert/strict';
+import { AsyncResource, createHook, executionAsyncId } from 'node:async_hooks';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest } from 'node:http';
@@ -369,6 +370,34 @@ describe('local disk driver', () => {
     assert.deepEqual(await read('read/small'), { bytes: small, turned: false });
     assert.deepEqual(await read('read/large'), { bytes: large, turned: true });
     assert.equal(await store.getBytes('read/large', 300 * 1024 - 1), undefined);
+  });
+
+  it('a small put makes four pooled file-system calls (create, fsync, rename, folder fsync)', async () => {
+    const { store } = await localStore();
+    await store.put('calls/first', 'x'); // Creates the temp folder and the key's folder.
+    /** The file-system requests `put` hands to libuv's thread pool (its own: those made from its async tree). */
+    const pooledCalls = async (put: () => Promise<unknown>) => {
+      const scope = new AsyncResource('put under test');
+      const tree = new Set([scope.asyncId()]);
+      let calls = 0;
+      const hook = createHook({
+        init(id, type, triggerId) {
+          if (!tree.has(triggerId) && !tree.has(executionAsyncId())) return;
+          tree.add(id);
+          if (type.startsWith('FSREQ') || type.startsWith('FILEHANDLE')) calls++;
+        },
+      }).enable();
+      try {
+        await scope.runInAsyncScope(put);
+      } finally {
+        hook.disable();
+      }
+      return calls;
+    };
+    assert.equal(await pooledCalls(() => store.put('calls/small', randomBytes(10 * 1024))), 4);
+    // Past SYNC_IO_MAX the bytes are written by the pool too, and the file closed by it.
+    assert.ok((await pooledCalls(() => store.put('calls/large', randomBytes(300 * 1024)))) > 4);
+    assert.equal((await store.getBytes('calls/small', MiB))?.length, 10 * 1024);
   });
 
   it('many concurrent puts into one folder (sharing its fsyncs) all land intact, while deletes empty it', async () => {
