@@ -28,7 +28,11 @@ test('an idle process with the three services’ metrics registries is not woken
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   try {
-    await once(child.stdout!, 'data');
+    const first = await Promise.race([
+      once(child.stdout!, 'data').then(() => 'ready'),
+      once(child, 'exit').then(() => 'exited'),
+    ]);
+    assert.equal(first, 'ready', 'the child exited before it was ready');
     await sleep(500); // start-up's own work settles
     const before = wakeUps(child.pid!);
     await sleep(2_000);
