@@ -70,8 +70,10 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
       try {
         const size = bytes
           ? await writeBytesFile(temp, bytes)
-          : await writeStreamFile(temp, body as Readable, (total) =>
-              checkLength(key, total, putOptions.contentLength, false),
+          : await writeNewFile(temp, (handle) =>
+              writeStream(handle, body as Readable, (total) =>
+                checkLength(key, total, putOptions.contentLength, false),
+              ),
             );
         checkLength(key, size, putOptions.contentLength, true);
         await commit(temp, pathOf(key), key, syncFolder);
@@ -168,12 +170,13 @@ export function createLocalObjectStore(options: { dir: string }): ObjectStore {
  * loop: two wake-ups that on a busy machine cost the process several times the call itself (a 10 KB
  * payload read: 130 µs of CPU as a stream, 60 µs as four pooled calls, 12 µs synchronous). In the
  * delivery engine under load the synchronous read held the event loop 25 µs per payload; past
- * SYNC_IO_MAX bytes it is streamed. A small put writes its bytes synchronously too (into the page cache)
- * and closes its files so, but what waits for the file system's journal stays asynchronous: creating the
- * file, both fsyncs, the rename and deletions (a synchronous unlink measured in the delivery engine held
- * the event loop 190 µs on average while PostgreSQL's commits kept the journal busy on the same disk).
- * That put is four pooled calls instead of eight (bench/RESULTS.md, "Fewer pooled calls per put"). A disk
- * where a read can take milliseconds (a network filesystem) is not what this driver is for: use S3.
+ * SYNC_IO_MAX bytes it is streamed. A small put writes its bytes (into the page cache), closes its files
+ * and opens its folder synchronously too, but what waits for the file system's journal stays asynchronous:
+ * creating the file, both fsyncs, the rename and deletions (a synchronous unlink measured in the delivery
+ * engine held the event loop 190 µs on average while PostgreSQL's commits kept the journal busy on the
+ * same disk). That put is four pooled calls instead of eight (bench/RESULTS.md, "Fewer pooled calls per
+ * put"). A disk where a read can take milliseconds (a network filesystem) is not what this driver is for:
+ * use S3.
  */
 const SYNC_IO_MAX = 256 * 1024;
 const TOO_LARGE_FOR_SYNC = Symbol('too large for a synchronous read');
@@ -321,10 +324,13 @@ async function fsyncFolder(folder: string): Promise<void> {
 const openFile = promisify(openFd);
 const fsyncFd = promisify(fsync);
 
-/** A new file with these bytes, fsynced; past SYNC_IO_MAX bytes they are written as a stream is. */
+/** A new file with these bytes, fsynced; past SYNC_IO_MAX bytes they are written through the pool. */
 async function writeBytesFile(path: string, bytes: Buffer): Promise<number> {
   if (bytes.length > SYNC_IO_MAX) {
-    return writeStreamFile(path, [bytes], () => {});
+    return writeNewFile(path, async (handle) => {
+      await writeAll(handle, [bytes]);
+      return bytes.length;
+    });
   }
   const fd = await openFile(path, 'wx');
   try {
@@ -337,16 +343,12 @@ async function writeBytesFile(path: string, bytes: Buffer): Promise<number> {
   return bytes.length;
 }
 
-/** A new file with the stream's bytes, fsynced; its length. */
-async function writeStreamFile(
-  path: string,
-  body: AsyncIterable<Buffer | string> | Iterable<Buffer>,
-  onLength: (total: number) => void,
-): Promise<number> {
+/** A new file, written by `write` (which answers its length) and fsynced; its length. */
+async function writeNewFile(path: string, write: (handle: FileHandle) => Promise<number>): Promise<number> {
   const handle = await open(path, 'wx');
   let size: number;
   try {
-    size = await writeStream(handle, body, onLength);
+    size = await write(handle);
     await handle.sync();
   } catch (error) {
     await handle.close().catch(() => undefined);
@@ -372,15 +374,11 @@ const WRITE_BATCH_BYTES = 256 * 1024;
  * pipeline(): a failed write destroys the stream (leaving the loop ends the iterator), and a stream
  * error rejects.
  */
-async function writeStream(
-  handle: FileHandle,
-  body: AsyncIterable<Buffer | string> | Iterable<Buffer>,
-  onLength: (total: number) => void,
-): Promise<number> {
+async function writeStream(handle: FileHandle, body: Readable, onLength: (total: number) => void): Promise<number> {
   let size = 0;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  for await (const chunk of body) {
+  for await (const chunk of body as AsyncIterable<Buffer | string>) {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     size += bytes.length;
     onLength(size);
