@@ -2,7 +2,10 @@
 // against baselines measured in the same run, on 10 KB messages over 1, 8 and 32 reused connections:
 //   - a bare smtp-server that stores nothing (the ceiling for Node.js; the goal is ≥ 0.5× of it);
 //   - Postfix receiving into its queue (fsync per message, like us), when installed and run as root;
-//   - Postfix's smtp-sink, a C server that discards (the ceiling of the machine), when installed.
+//   - Postfix's smtp-sink, a C server that discards (the ceiling of the machine), when installed;
+//   - the durable floor (support/durable-sink.ts): the bare smtp-server plus the kernel's object store and one
+//     committed row per message, the two at the same time: the least any durable intake on this stack
+//     does, so its ratio to the bare server bounds Sealpost's, and Sealpost's ratio to it is its own cost.
 // Each server runs as its own process; the load comes from nodemailer pools in this process.
 //
 // Two more figures, each next to its own baseline in the same run:
@@ -22,6 +25,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '../test/support/postgres.ts';
@@ -87,8 +93,15 @@ const bareStore = s3 ? createS3ObjectStore({ ...s3, bucket: bucket! }) : undefin
 await bareStore?.ensureBucket();
 
 const children: ChildProcess[] = [];
-async function startChild(command: string, args: string[], ready: 'stdout' | number): Promise<ChildProcess> {
-  const child = stopOnExit(spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] }));
+async function startChild(
+  command: string,
+  args: string[],
+  ready: 'stdout' | number,
+  env?: Record<string, string>,
+): Promise<ChildProcess> {
+  const child = stopOnExit(
+    spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'], env: env && { ...process.env, ...env } }),
+  );
   children.push(child);
   if (ready === 'stdout') await once(child.stdout!, 'data');
   else await waitForPort(ready);
@@ -115,6 +128,33 @@ const bare = await startChild(
   process.execPath,
   ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)],
   'stdout',
+);
+
+// The durable floor: the bare server plus the kernel's object store and one committed row per message, on
+// its own database and folder (or bucket), the store's driver the same as Sealpost's in this run.
+const durablePort = await freePort();
+const durableDatabase = await createTestDatabase('bench_ingest_durable');
+const durableDir = await mkdtemp(join(tmpdir(), 'bench-durable-'));
+const durable = await startChild(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    fileURLToPath(new URL('./support/durable-sink.ts', import.meta.url)),
+    String(durablePort),
+    durableDatabase.url,
+    durableDir,
+  ],
+  'stdout',
+  s3
+    ? {
+        S3_ENDPOINT: s3.endpoint,
+        S3_BUCKET: bucket!,
+        S3_REGION: s3.region,
+        S3_ACCESS_KEY_ID: s3.accessKeyId,
+        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      }
+    : undefined,
 );
 
 let cSink: Server | undefined;
@@ -281,6 +321,7 @@ async function rawPuts(
 const servers: Server[] = [
   { name: 'bare smtp-server', port: barePort, pid: bare.pid! },
   ...(cSink ? [cSink] : []),
+  { name: 'durable floor', port: durablePort, pid: durable.pid! },
   ...(postfix ? [{ name: 'Postfix → queue', port: postfix.port, pid: postfix.masterPid }] : []),
   { name: 'sealpost', port: sealpost.ports.smtp, pid: sealpost.child.pid! },
   { name: 'sealpost+delivery', port: delivering.ports.smtp, pid: delivering.child.pid! },
@@ -326,6 +367,10 @@ for (const connections of CONNECTIONS) {
   }
   const ours = results.get('sealpost')!.perSecond;
   const ratio = ours / results.get('bare smtp-server')!.perSecond;
+  const floor = results.get('durable floor')!.perSecond;
+  const vsFloor = `, ${(ours / floor).toFixed(2)}× the durable floor (itself ${(
+    floor / results.get('bare smtp-server')!.perSecond
+  ).toFixed(2)}× the bare one)`;
   const vsPostfix = postfix ? `, ${(ours / results.get('Postfix → queue')!.perSecond).toFixed(2)}× Postfix` : '';
   const vsS3 = s3 ? `, ${(ours / results.get('raw PutObject')!.perSecond).toFixed(2)}× raw PutObject` : '';
   const withDelivery = results.get('sealpost+delivery')!.perSecond / ours;
@@ -335,7 +380,7 @@ for (const connections of CONNECTIONS) {
       ).toFixed(2)}× puts alone)`
     : '';
   const line =
-    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server` +
+    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server${vsFloor}` +
     `${vsPostfix}${vsS3}; with delivery running ${withDelivery.toFixed(2)}× intake alone${storeWithDeletes}`;
   console.log(line);
   summary.push(line);
@@ -356,3 +401,5 @@ await queueDb.end();
 await s3?.stop();
 await database.drop();
 await deliveryDatabase.drop();
+await durableDatabase.drop();
+await rm(durableDir, { recursive: true, force: true });
