@@ -7,7 +7,9 @@
 // parses the MIME message and answers JSON. Both sides fetch the same ciphertext from the same proxy.
 // This process holds the load client only, so that its own garbage collection lands in neither service's
 // figures (bench/RESULTS.md, "The reader's benchmark on the path operators run"); the bare reads run in a
-// process of their own, in turns with Sealpost's.
+// process of their own, in turns with Sealpost's. A third side, the floor (support/reader-floor.ts, a process
+// of its own read by this one's client as Sealpost is), does only the work a read needs, in one process: the
+// row, the key, the cat, decryption and hash, mailparser and a JSON answer.
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
 //   node --import tsx bench/reader.ts --round 50
@@ -36,6 +38,7 @@ import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
 import { authBenchEnv } from './support/auth-env.ts';
 import type { BareReadRound, BareReadSetup } from './support/bare-read.ts';
+import type { ReaderFloorSetup } from './support/reader-floor.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
@@ -172,13 +175,34 @@ const bareReader = fork(fileURLToPath(new URL('./support/bare-read.ts', import.m
 });
 stopOnExit(bareReader);
 function askBareReader<T>(message: { setup: BareReadSetup } | { reads: number }): Promise<T> {
+  return ask(bareReader, 'bare read', message);
+}
+function ask<T>(child: ReturnType<typeof fork>, name: string, message: object): Promise<T> {
   return new Promise((resolve, reject) => {
-    bareReader.once('message', (answer: T & { error?: string }) =>
-      answer.error ? reject(new Error(`bare read: ${answer.error}`)) : resolve(answer),
+    child.once('message', (answer: T & { error?: string }) =>
+      answer.error ? reject(new Error(`${name}: ${answer.error}`)) : resolve(answer),
     );
-    bareReader.send(message);
+    child.send(message);
   });
 }
+
+/** The floor's server (bench/support/reader-floor.ts), forked once; GET {floorUrl}/message/{id}. */
+const floorReader = fork(fileURLToPath(new URL('./support/reader-floor.ts', import.meta.url)), [], {
+  execArgv: ['--import', 'tsx'],
+});
+stopOnExit(floorReader);
+const floorUrl = `http://127.0.0.1:${
+  (
+    await ask<{ port: number }>(floorReader, 'reader floor', {
+      setup: {
+        databaseUrl: database.url,
+        masterKey: TEST_MASTER_KEY,
+        proxyUrl,
+        authorization: basicAuthorization(primary),
+      } satisfies ReaderFloorSetup,
+    })
+  ).port
+}`;
 
 /**
  * p50/p99 of `count` reads of each kind, one read at a time, in turns of ROUND reads a side: the bare
@@ -187,35 +211,46 @@ function askBareReader<T>(message: { setup: BareReadSetup } | { reads: number })
  * own garbage (bench/RESULTS.md, "Both reads in the same weather"). Also returns the CPU per Sealpost
  * read of its two processes, which the bare rounds leave idle.
  */
-async function timed(count: number, bare: BareReadSetup, ours: () => Promise<void>) {
+async function timed(count: number, bare: BareReadSetup, floor: () => Promise<void>, ours: () => Promise<void>) {
   await askBareReader<{ ready: true }>({ setup: bare });
-  await ours(); // warm-up
-  const latencies = { bare: [] as number[], ours: [] as number[] };
-  const ownCpu = { bare: 0, ours: 0 };
-  const cpu = { auth: treeCpuMs(auth.child.pid!), seal: treeCpuMs(seal.child.pid!) };
+  await floor(); // warm-up
+  await ours();
+  const latencies = { bare: [] as number[], floor: [] as number[], ours: [] as number[] };
+  const ownCpu = { bare: 0, floor: 0, ours: 0 };
+  const cpu = {
+    auth: treeCpuMs(auth.child.pid!),
+    seal: treeCpuMs(seal.child.pid!),
+    floor: treeCpuMs(floorReader.pid!),
+  };
+  const clientRound = async (side: 'floor' | 'ours', reads: number, read: () => Promise<void>) => {
+    const own = process.cpuUsage();
+    for (let i = 0; i < reads; i++) {
+      const t = performance.now();
+      await read();
+      latencies[side].push(performance.now() - t);
+    }
+    const used = process.cpuUsage(own);
+    ownCpu[side] += (used.user + used.system) / 1000;
+  };
   for (let done = 0; done < count; done += ROUND) {
     const reads = Math.min(ROUND, count - done);
     const round = await askBareReader<BareReadRound>({ reads });
     latencies.bare.push(...round.latencies);
     ownCpu.bare += round.cpuMs;
-    const own = process.cpuUsage();
-    for (let i = 0; i < reads; i++) {
-      const t = performance.now();
-      await ours();
-      latencies.ours.push(performance.now() - t);
-    }
-    const used = process.cpuUsage(own);
-    ownCpu.ours += (used.user + used.system) / 1000;
+    await clientRound('floor', reads, floor);
+    await clientRound('ours', reads, ours);
   }
-  const timing = (side: 'bare' | 'ours'): Timing => {
+  const timing = (side: 'bare' | 'floor' | 'ours'): Timing => {
     const sorted = latencies[side].sort((a, b) => a - b);
     return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), ownCpu: ownCpu[side] / count };
   };
   return {
     bare: timing('bare'),
+    floor: timing('floor'),
     ours: timing('ours'),
     authCpu: (treeCpuMs(auth.child.pid!) - cpu.auth) / count,
     sealCpu: (treeCpuMs(seal.child.pid!) - cpu.seal) / count,
+    floorCpu: (treeCpuMs(floorReader.pid!) - cpu.floor) / count,
   };
 }
 
@@ -259,7 +294,11 @@ try {
       authorization: basicAuthorization(primary),
       key: key.toString('hex'),
     };
-    const { bare, ours, authCpu, sealCpu } = await timed(count, bareSetup, async () => {
+    const readFloor = async () => {
+      const answer = await call(`${floorUrl}/message/${sealed.id}`, 'GET');
+      if (answer.status !== 200) throw new Error(`floor: ${answer.status} ${answer.body.subarray(0, 300)}`);
+    };
+    const { bare, floor, ours, authCpu, sealCpu, floorCpu } = await timed(count, bareSetup, readFloor, async () => {
       const answer = await call(`${auth.urls.auth}/v1/message`, 'GET', { cookie });
       if (answer.status !== 200) throw new Error(`GET /v1/message: ${answer.status} ${answer.body.subarray(0, 300)}`);
     });
@@ -268,13 +307,18 @@ try {
         `bare process CPU ${bare.ownCpu.toFixed(1)} ms/req (client, decryption)`,
     );
     console.log(
+      `${label.padEnd(6)} the floor (one process) ${latency(floor)}  ` +
+        `CPU per request: floor ${floorCpu.toFixed(1)} ms, bench process ${floor.ownCpu.toFixed(1)} ms (client)`,
+    );
+    console.log(
       `${label.padEnd(6)} GET /v1/message         ${latency(ours)}  ` +
         `CPU per request: auth ${authCpu.toFixed(1)} ms, seal ${sealCpu.toFixed(1)} ms, ` +
         `bench process ${ours.ownCpu.toFixed(1)} ms (client)`,
     );
     summary.push(
       `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt ` +
-        `(p50 ${(ours.p50 / bare.p50).toFixed(2)}×)`,
+        `(p50 ${(ours.p50 / bare.p50).toFixed(2)}×); the floor's p99 ${(floor.p99 / bare.p99).toFixed(2)}× ` +
+        `(p50 ${(floor.p50 / bare.p50).toFixed(2)}×), Sealpost's ${(ours.p99 / floor.p99).toFixed(2)}× the floor's`,
     );
   }
   console.log(summary.join('\n'));
@@ -289,6 +333,7 @@ try {
 } finally {
   agent.destroy();
   bareReader.disconnect();
+  floorReader.disconnect();
   await auth.stop();
   await sms.close();
   await seal.stop();

@@ -1,0 +1,114 @@
+// The least a reader's GET can do on this stack, as one process: an HTTP server that, for each request, asks
+// PostgreSQL for the sealed message's row (CID, wrapped key, SHA-256), unwraps the key, reads the ciphertext
+// from the cluster's IPFS proxy, decrypts and checks the hash, parses the MIME message with mailparser and
+// answers its subject, addresses and text as JSON. Sealpost splits that work between two services (auth
+// and seal) and does more (the session, the sanitiser, the attachments' list); bench/reader.ts forks this
+// process, sets it up over IPC (`{ setup }`, answered with `{ port }`) and reads from it in turns with the
+// bare read and Sealpost, so that a run shows how far above the bare read the necessary work itself is.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Agent, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { simpleParser, type AddressObject } from 'mailparser';
+import pg from 'pg';
+import { DecryptStream } from '../../src/seal/crypto/message-cipher.ts';
+import { messageKeyLabel, openSecret } from '../../src/seal/crypto/secret-box.ts';
+
+export interface ReaderFloorSetup {
+  databaseUrl: string;
+  masterKey: string;
+  /** The primary cluster's IPFS proxy, e.g. http://127.0.0.1:9095, and its Basic authorization. */
+  proxyUrl: string;
+  authorization: string;
+}
+
+const agent = new Agent({ keepAlive: true });
+let pool: pg.Pool | undefined;
+
+const ROW = {
+  name: 'reader-floor-row',
+  text: 'select cid, wrapped_key, sha256 from seal.sealed_messages where id = $1',
+};
+
+/** The decrypted message, its SHA-256 checked against the row's. */
+function readSealed(setup: ReaderFloorSetup, cid: string, key: Buffer, sha256: string): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const req = httpRequest(`${setup.proxyUrl}/api/v0/cat?arg=${cid}`, {
+      method: 'POST',
+      agent,
+      headers: { authorization: setup.authorization },
+    });
+    req.on('response', (res) => {
+      const hash = createHash('sha256');
+      const chunks: Buffer[] = [];
+      pipeline(
+        res,
+        new DecryptStream(key),
+        new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            hash.update(chunk);
+            chunks.push(chunk);
+            done();
+          },
+        }),
+      ).then(() => {
+        const digest = hash.digest();
+        const expected = Buffer.from(sha256, 'hex');
+        if (digest.length !== expected.length || !timingSafeEqual(digest, expected)) reject(new Error('hash'));
+        else resolve(Buffer.concat(chunks));
+      }, reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const addresses = (field: AddressObject | AddressObject[] | undefined) =>
+  (field === undefined ? [] : Array.isArray(field) ? field : [field]).flatMap((object) =>
+    object.value.map((entry) => ({ name: entry.name ?? '', address: entry.address ?? '' })),
+  );
+
+function serve(setup: ReaderFloorSetup): Promise<number> {
+  const masterKey = Buffer.from(setup.masterKey, 'hex');
+  pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 2 });
+  const server = createServer((req, res) => {
+    const id = req.url!.slice('/message/'.length);
+    void (async () => {
+      const { rows } = await pool!.query<{ cid: string; wrapped_key: string; sha256: string }>({
+        ...ROW,
+        values: [id],
+      });
+      const row = rows[0]!;
+      const key = openSecret(masterKey, row.wrapped_key, messageKeyLabel(id));
+      const parsed = await simpleParser(await readSealed(setup, row.cid, key, row.sha256), { skipTextToHtml: true });
+      const body = Buffer.from(
+        JSON.stringify({
+          subject: parsed.subject ?? '',
+          from: addresses(parsed.from),
+          to: addresses(parsed.to),
+          date: parsed.date?.toISOString() ?? null,
+          text: parsed.text ?? null,
+          html: parsed.html || null,
+          attachments: parsed.attachments.map((a) => ({ filename: a.filename, size: a.size })),
+        }),
+      );
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
+    })().catch((error: unknown) => {
+      res.writeHead(500).end(String(error));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+}
+
+process.on('message', (message: { setup: ReaderFloorSetup }) => {
+  serve(message.setup).then(
+    (port) => process.send!({ port }),
+    (error: unknown) => process.send!({ error: String(error) }),
+  );
+});
+process.on('disconnect', () => {
+  agent.destroy();
+  void pool?.end();
+  process.exit(0);
+});
