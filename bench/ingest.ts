@@ -42,7 +42,15 @@ import { DELETION_HOLD_MAX_MS } from '../src/exchange/delivery/retention.ts';
 import { createSignedS3 } from '../src/kernel/objects/s3-requests.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { postfixUnavailable, startPrivatePostfix, type PrivatePostfix } from './support/postfix.ts';
-import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuTimes } from './support/proc.ts';
+import {
+  cpuProfileArgs,
+  loadAverage,
+  machineLine,
+  parentPid,
+  peakRssMb,
+  treeCpuMs,
+  treeCpuTimes,
+} from './support/proc.ts';
 import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 
 const { values } = parseArgs({
@@ -64,13 +72,14 @@ interface Server {
   pid: number;
 }
 
-const fmt = (r: LoadResult, cpuMsPerMessage: number, kernelMsPerMessage?: number) => {
+const fmt = (r: LoadResult, cpuMsPerMessage: number, kernelMsPerMessage?: number, databaseMsPerMessage?: number) => {
   const latency = `p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms`;
   const failed = r.failed ? `  (${r.failed} FAILED)` : '';
+  const database = databaseMsPerMessage === undefined ? '' : `, PostgreSQL ${databaseMsPerMessage.toFixed(2)}`;
   return (
     `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}  ` +
     `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg` +
-    `${kernelMsPerMessage === undefined ? '' : ` (kernel ${kernelMsPerMessage.toFixed(2)})`}${failed}`
+    `${kernelMsPerMessage === undefined ? '' : ` (kernel ${kernelMsPerMessage.toFixed(2)})`}${database}${failed}`
   );
 };
 
@@ -78,12 +87,17 @@ async function measure(
   server: Server,
   connections: number,
   count: number,
-): Promise<{ result: LoadResult; cpu: number; kernel: number }> {
+): Promise<{ result: LoadResult; cpu: number; kernel: number; database: number }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
-  const before = treeCpuTimes(server.pid);
+  const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
   const result = await runSmtpLoad(server.port, connections, count);
-  const after = treeCpuTimes(server.pid);
-  return { result, cpu: (after.total - before.total) / count, kernel: (after.kernel - before.kernel) / count };
+  const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
+  return {
+    result,
+    cpu: (after.server.total - before.server.total) / count,
+    kernel: (after.server.kernel - before.server.kernel) / count,
+    database: (after.database - before.database) / count,
+  };
 }
 
 const database = await createTestDatabase('bench_ingest');
@@ -216,6 +230,11 @@ const deliveryDatabase = await createTestDatabase('bench_ingest_delivery');
 const delivering = await startExchange(deliveryDatabase.url, cSink?.port ?? barePort);
 const queueDb = new pg.Client({ connectionString: deliveryDatabase.url });
 await queueDb.connect();
+/**
+ * PostgreSQL's postmaster, whose process tree (backends, the WAL writer, the checkpointer) is charged per
+ * message beside the server's own CPU: the database shares the cores with everything else here.
+ */
+const postmaster = parentPid((await queueDb.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid)!;
 /** Envelopes the delivering exchange has accepted and not yet finished with. */
 async function queued(): Promise<number> {
   const { rows } = await queueDb.query<{ count: string }>(
@@ -353,11 +372,11 @@ for (const connections of CONNECTIONS) {
     console.log(`${String(connections).padStart(2)} conn  ${'raw Put + Delete'.padEnd(17)} ${figures}`);
   }
   for (const server of servers) {
-    const { result, cpu, kernel } = await measure(server, connections, count);
+    const { result, cpu, kernel, database } = await measure(server, connections, count);
     results.set(server.name, result);
     const left = server.name === 'sealpost+delivery' ? `  queue left ${await queued()}` : '';
     console.log(
-      `${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu, kernel)}${left}`,
+      `${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu, kernel, database)}${left}`,
     );
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
     // removals may trail the `delivered` status, and they load the same store), so that each run

@@ -40,6 +40,12 @@ function statFields(pid: number): string[] | undefined {
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
+/** The parent of a process (e.g. PostgreSQL's postmaster, from one of its backends), if it still runs. */
+export function parentPid(pid: number): number | undefined {
+  const fields = statFields(pid);
+  return fields ? Number(fields[1]) : undefined;
+}
+
 function children(pid: number): number[] {
   const found: number[] = [];
   for (const name of readdirSync('/proc')) {
