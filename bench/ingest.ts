@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '../test/support/postgres.ts';
 import { freePort } from '../test/support/ports.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
-import { startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
+import { s3Env, startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { DELETE_MANY_MAX, type ObjectStore } from '../src/kernel/objects/index.ts';
@@ -160,15 +160,7 @@ const durable = await startChild(
     durableDir,
   ],
   'stdout',
-  s3
-    ? {
-        S3_ENDPOINT: s3.endpoint,
-        S3_BUCKET: bucket!,
-        S3_REGION: s3.region,
-        S3_ACCESS_KEY_ID: s3.accessKeyId,
-        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      }
-    : undefined,
+  s3 ? s3Env(s3, bucket!) : undefined,
 );
 
 let cSink: Server | undefined;
@@ -199,15 +191,7 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
       ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
-      ...(s3
-        ? {
-            S3_ENDPOINT: s3.endpoint,
-            S3_BUCKET: bucket!,
-            S3_REGION: s3.region,
-            S3_ACCESS_KEY_ID: s3.accessKeyId,
-            S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-          }
-        : {}),
+      ...(s3 ? s3Env(s3, bucket!) : {}),
     },
     { which: 'exchange', nodeArgs: cpuProfileArgs(values.profile, name) },
   );

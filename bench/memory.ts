@@ -20,7 +20,7 @@ import { startClamd, type ClamdTestServer } from '../test/support/clamd.ts';
 import { generatedBytes, uploadFile } from '../test/support/multipart-upload.ts';
 import { freePort } from '../test/support/ports.ts';
 import { createTestDatabase } from '../test/support/postgres.ts';
-import { startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
+import { s3Env, startS3Server, uniqueBucket } from '../test/support/s3-server.ts';
 import { startSealStandIn } from '../test/support/seal-stand-in.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture } from '../test/support/sms-capture.ts';
@@ -179,15 +179,7 @@ async function uploadRun(
       REPLY_MAX_TOTAL_SIZE: limit,
       ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
       ...(clamd ? { ...clamd.env, ATTACHMENTS_REQUIRE_SCAN: 'true' } : {}),
-      ...(s3
-        ? {
-            S3_ENDPOINT: s3.endpoint,
-            S3_BUCKET: bucket!,
-            S3_REGION: s3.region,
-            S3_ACCESS_KEY_ID: s3.accessKeyId,
-            S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-          }
-        : {}),
+      ...(s3 ? s3Env(s3, bucket!) : {}),
     },
     { which: 'auth', built },
   );

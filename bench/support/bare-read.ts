@@ -4,10 +4,8 @@
 // turns with its own GET /v1/message rounds: so the bare reads share the host's moments with Sealpost's,
 // and neither side's client collects the other's garbage.
 import { createHash } from 'node:crypto';
-import { Agent, request as httpRequest } from 'node:http';
-import { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { DecryptStream } from '../../src/seal/crypto/message-cipher.ts';
+import { Agent } from 'node:http';
+import { catDecrypted } from './cat-decrypt.ts';
 
 export interface BareReadSetup {
   /** POST {url}: the proxy's /api/v0/cat of the sealed message's CID. */
@@ -33,24 +31,8 @@ interface Prepared {
 }
 
 function bareRead({ url, authorization, key }: Prepared): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', agent, headers: { authorization } });
-    req.on('response', (res) => {
-      const hash = createHash('sha256');
-      pipeline(
-        res,
-        new DecryptStream(key),
-        new Writable({
-          write(chunk: Buffer, _encoding, done) {
-            hash.update(chunk);
-            done();
-          },
-        }),
-      ).then(() => resolve(), reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const hash = createHash('sha256');
+  return catDecrypted(url, { agent, authorization, key }, (chunk) => hash.update(chunk));
 }
 
 let prepared: Prepared | undefined;

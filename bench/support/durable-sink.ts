@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
 import { createLocalObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
+import { BARE_SMTP_OPTIONS } from './bare-smtp-options.ts';
 
 const [port, databaseUrl, dataDir] = process.argv.slice(2);
 const env = process.env;
@@ -34,12 +35,7 @@ const INSERT = {
 };
 
 const server = new SMTPServer({
-  disableReverseLookup: true,
-  authOptional: true,
-  disabledCommands: ['STARTTLS', 'AUTH'],
-  logger: false,
-  size: 64 * 1024 * 1024,
-  maxClients: 10_000,
+  ...BARE_SMTP_OPTIONS,
   onData(stream, session, callback) {
     const chunks: Buffer[] = [];
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));

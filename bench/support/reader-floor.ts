@@ -6,14 +6,12 @@
 // process, sets it up over IPC (`{ setup }`, answered with `{ port }`) and reads from it in turns with the
 // bare read and Sealpost, so that a run shows how far above the bare read the necessary work itself is.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Agent, createServer, request as httpRequest } from 'node:http';
+import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { simpleParser, type AddressObject } from 'mailparser';
 import pg from 'pg';
-import { DecryptStream } from '../../src/seal/crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret } from '../../src/seal/crypto/secret-box.ts';
+import { catDecrypted } from './cat-decrypt.ts';
 
 export interface ReaderFloorSetup {
   databaseUrl: string;
@@ -32,36 +30,21 @@ const ROW = {
 };
 
 /** The decrypted message, its SHA-256 checked against the row's. */
-function readSealed(setup: ReaderFloorSetup, cid: string, key: Buffer, sha256: string): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const req = httpRequest(`${setup.proxyUrl}/api/v0/cat?arg=${cid}`, {
-      method: 'POST',
-      agent,
-      headers: { authorization: setup.authorization },
-    });
-    req.on('response', (res) => {
-      const hash = createHash('sha256');
-      const chunks: Buffer[] = [];
-      pipeline(
-        res,
-        new DecryptStream(key),
-        new Writable({
-          write(chunk: Buffer, _encoding, done) {
-            hash.update(chunk);
-            chunks.push(chunk);
-            done();
-          },
-        }),
-      ).then(() => {
-        const digest = hash.digest();
-        const expected = Buffer.from(sha256, 'hex');
-        if (digest.length !== expected.length || !timingSafeEqual(digest, expected)) reject(new Error('hash'));
-        else resolve(Buffer.concat(chunks));
-      }, reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+async function readSealed(setup: ReaderFloorSetup, cid: string, key: Buffer, sha256: string): Promise<Buffer> {
+  const hash = createHash('sha256');
+  const chunks: Buffer[] = [];
+  await catDecrypted(
+    `${setup.proxyUrl}/api/v0/cat?arg=${cid}`,
+    { agent, authorization: setup.authorization, key },
+    (chunk) => {
+      hash.update(chunk);
+      chunks.push(chunk);
+    },
+  );
+  const digest = hash.digest();
+  const expected = Buffer.from(sha256, 'hex');
+  if (digest.length !== expected.length || !timingSafeEqual(digest, expected)) throw new Error('hash');
+  return Buffer.concat(chunks);
 }
 
 const addresses = (field: AddressObject | AddressObject[] | undefined) =>

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import { createS3ObjectStore } from '../../src/kernel/objects/s3.ts';
 import { createTestDatabase } from '../support/postgres.ts';
-import { startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
+import { s3Env, startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
 
 export interface ExchangeStage {
@@ -62,11 +62,7 @@ export async function exchangeEnv(
     SEALPOST_DATA_DIR: dataDir,
     ADMIN_TOKEN: 'test-admin-token',
     SERVICE_TOKEN: 'test-service-token',
-    S3_ENDPOINT: s3.endpoint,
-    S3_BUCKET: bucket,
-    S3_REGION: s3.region,
-    S3_ACCESS_KEY_ID: s3.accessKeyId,
-    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    ...s3Env(s3, bucket),
     OUTBOUND_SMTP_URL: sink.url,
     DELIVERY_CONCURRENCY: String(deliveryConcurrency),
     DELIVERY_LEASE: '2s',

@@ -332,3 +332,15 @@ export function uniqueBucket(prefix = 'test'): string {
   const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   return `${clean.slice(0, 63 - suffix.length - 1)}-${suffix}`.padEnd(3, '0');
 }
+
+/** The environment that points a Sealpost process (or a benchmark's helper) at `server`'s `bucket`. */
+export function s3Env(server: S3TestServer, bucket: string): Record<string, string> {
+  return {
+    S3_ENDPOINT: server.endpoint,
+    S3_BUCKET: bucket,
+    S3_REGION: server.region,
+    S3_ACCESS_KEY_ID: server.accessKeyId,
+    S3_SECRET_ACCESS_KEY: server.secretAccessKey,
+    S3_FORCE_PATH_STYLE: 'true',
+  };
+}

@@ -12,7 +12,7 @@ import type { ServiceName } from '../../src/kernel/variables.ts';
 import { createTestDatabase } from './postgres.ts';
 import { captureLogs } from './capture-logs.ts';
 import { freePort } from './ports.ts';
-import { uniqueBucket, type S3TestServer } from './s3-server.ts';
+import { s3Env, uniqueBucket, type S3TestServer } from './s3-server.ts';
 
 export interface ServiceUnderTest {
   config: Config;
@@ -65,16 +65,7 @@ export async function startServiceForTest<Name extends ServiceName>(
     SEAL_PORT: String(await freePort()),
     EXCHANGE_PORT: String(await freePort()),
     INBOUND_SMTP_PORT: String(await freePort()),
-    ...(options.s3
-      ? {
-          S3_ENDPOINT: options.s3.endpoint,
-          S3_BUCKET: bucket!,
-          S3_REGION: options.s3.region,
-          S3_ACCESS_KEY_ID: options.s3.accessKeyId,
-          S3_SECRET_ACCESS_KEY: options.s3.secretAccessKey,
-          S3_FORCE_PATH_STYLE: 'true',
-        }
-      : {}),
+    ...(options.s3 ? s3Env(options.s3, bucket!) : {}),
     ...options.env,
   };
   const config = loadConfig(env);
