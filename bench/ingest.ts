@@ -72,31 +72,38 @@ interface Server {
   pid: number;
 }
 
-const fmt = (r: LoadResult, cpuMsPerMessage: number, kernelMsPerMessage?: number, databaseMsPerMessage?: number) => {
+/** CPU per message, in ms: the server's process tree, its kernel part, and PostgreSQL's. */
+interface CpuPerMessage {
+  total: number;
+  kernel: number;
+  database: number;
+}
+
+/** Throughput and latency of a run, with the server's CPU when it is one of ours to measure. */
+const fmt = (r: LoadResult, cpu?: CpuPerMessage) => {
   const latency = `p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms`;
   const failed = r.failed ? `  (${r.failed} FAILED)` : '';
-  const database = databaseMsPerMessage === undefined ? '' : `, PostgreSQL ${databaseMsPerMessage.toFixed(2)}`;
-  return (
-    `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}  ` +
-    `server CPU ${cpuMsPerMessage.toFixed(2)} ms/msg` +
-    `${kernelMsPerMessage === undefined ? '' : ` (kernel ${kernelMsPerMessage.toFixed(2)})`}${database}${failed}`
-  );
+  const server = cpu ? `  server CPU ${cpu.total.toFixed(2)} ms/msg (kernel ${cpu.kernel.toFixed(2)})` : '';
+  const database = cpu ? `, PostgreSQL ${cpu.database.toFixed(2)}` : '';
+  return `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}${server}${database}${failed}`;
 };
 
 async function measure(
   server: Server,
   connections: number,
   count: number,
-): Promise<{ result: LoadResult; cpu: number; kernel: number; database: number }> {
+): Promise<{ result: LoadResult; cpu: CpuPerMessage }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
   const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
   const result = await runSmtpLoad(server.port, connections, count);
   const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
   return {
     result,
-    cpu: (after.server.total - before.server.total) / count,
-    kernel: (after.server.kernel - before.server.kernel) / count,
-    database: (after.database - before.database) / count,
+    cpu: {
+      total: (after.server.total - before.server.total) / count,
+      kernel: (after.server.kernel - before.server.kernel) / count,
+      database: (after.database - before.database) / count,
+    },
   };
 }
 
@@ -136,32 +143,25 @@ async function waitForPort(port: number): Promise<void> {
   }
   throw new Error(`nothing listens on ${port}`);
 }
+/** One of bench/support's servers, on `port`, ready when it prints its first line. */
+function startSupportServer(script: string, port: number, env?: Record<string, string>): Promise<ChildProcess> {
+  const path = fileURLToPath(new URL(`./support/${script}`, import.meta.url));
+  return startChild(process.execPath, ['--import', 'tsx', path, String(port)], 'stdout', env);
+}
 
 const barePort = await freePort();
-const bare = await startChild(
-  process.execPath,
-  ['--import', 'tsx', fileURLToPath(new URL('./support/bare-sink.ts', import.meta.url)), String(barePort)],
-  'stdout',
-);
+const bare = await startSupportServer('bare-sink.ts', barePort);
 
 // The durable floor: the bare server plus the kernel's object store and one committed row per message, on
-// its own database and folder (or bucket), the store's driver the same as Sealpost's in this run.
+// its own database and folder (or bucket), configured as the run's Sealpost is.
 const durablePort = await freePort();
 const durableDatabase = await createTestDatabase('bench_ingest_durable');
 const durableDir = await mkdtemp(join(tmpdir(), 'bench-durable-'));
-const durable = await startChild(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    fileURLToPath(new URL('./support/durable-sink.ts', import.meta.url)),
-    String(durablePort),
-    durableDatabase.url,
-    durableDir,
-  ],
-  'stdout',
-  s3 ? s3Env(s3, bucket!) : undefined,
-);
+const durable = await startSupportServer('durable-sink.ts', durablePort, {
+  DATABASE_URL: durableDatabase.url,
+  SEALPOST_DATA_DIR: durableDir,
+  ...(s3 ? s3Env(s3, bucket!) : {}),
+});
 
 let cSink: Server | undefined;
 if (SMTP_SINK) {
@@ -346,22 +346,20 @@ for (const connections of CONNECTIONS) {
       const best = results.get('raw PutObject');
       if (!best || result.perSecond > best.perSecond) results.set('raw PutObject', result);
       results.set(clientName, result);
-      const figures = fmt(result, 0).replace(/server CPU.*$/, `(${clientName})`);
+      const figures = `${fmt(result)}  (${clientName})`;
       console.log(`${String(connections).padStart(2)} conn  ${'raw PutObject'.padEnd(17)} ${figures}`);
     }
     // What the store can take when each message costs it a deletion too: the ceiling of intake with delivery.
     const withDeletes = await rawPuts('bare signed client', connections, count, bareStore);
     results.set('raw PutObject + deletes', withDeletes);
-    const figures = fmt(withDeletes, 0).replace(/server CPU.*$/, '(bare signed client, the keys deleted alongside)');
+    const figures = `${fmt(withDeletes)}  (bare signed client, the keys deleted alongside)`;
     console.log(`${String(connections).padStart(2)} conn  ${'raw Put + Delete'.padEnd(17)} ${figures}`);
   }
   for (const server of servers) {
-    const { result, cpu, kernel, database } = await measure(server, connections, count);
+    const { result, cpu } = await measure(server, connections, count);
     results.set(server.name, result);
     const left = server.name === 'sealpost+delivery' ? `  queue left ${await queued()}` : '';
-    console.log(
-      `${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu, kernel, database)}${left}`,
-    );
+    console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}${left}`);
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
     // removals may trail the `delivered` status, and they load the same store), so that each run
     // measures its own load.

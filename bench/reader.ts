@@ -9,7 +9,7 @@
 // figures (bench/RESULTS.md, "The reader's benchmark on the path operators run"); the bare reads run in a
 // process of their own, in turns with Sealpost's. A third side, the floor (support/reader-floor.ts, a process
 // of its own read by this one's client as Sealpost is), does only the work a read needs, in one process: the
-// row, the key, the cat, decryption and hash, mailparser and a JSON answer.
+// row, the key, the cat, decryption and hash, the reader's parse (readMessage) and a JSON answer.
 //
 //   node --import tsx bench/reader.ts [--small 200] [--large 10]   (requests per message size; 0 skips it)
 //   node --import tsx bench/reader.ts --round 50
@@ -20,7 +20,7 @@
 //   node --import tsx bench/reader.ts --trace-gc
 //     runs both services with V8's --trace-gc and prints, per service, its Mark-Compacts and scavenges
 //     (count, total and longest pause, from the start of the process): what makes the p99's tail
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
@@ -169,15 +169,13 @@ interface Timing {
   ownCpu: number;
 }
 
-/** The bare reads' process (bench/support/bare-read.ts), forked once and set up per message. */
-const bareReader = fork(fileURLToPath(new URL('./support/bare-read.ts', import.meta.url)), [], {
-  execArgv: ['--import', 'tsx'],
-});
-stopOnExit(bareReader);
-function askBareReader<T>(message: { setup: BareReadSetup } | { reads: number }): Promise<T> {
-  return ask(bareReader, 'bare read', message);
+/** One of bench/support's processes, forked (it answers over IPC) and stopped with this one. */
+function forkSupport(script: string): ChildProcess {
+  const path = fileURLToPath(new URL(`./support/${script}`, import.meta.url));
+  return stopOnExit(fork(path, [], { execArgv: ['--import', 'tsx'] }));
 }
-function ask<T>(child: ReturnType<typeof fork>, name: string, message: object): Promise<T> {
+/** Sends `message` to a forked process and waits for its answer (an `error` field rejects). */
+function ask<T>(child: ChildProcess, name: string, message: object): Promise<T> {
   return new Promise((resolve, reject) => {
     child.once('message', (answer: T & { error?: string }) =>
       answer.error ? reject(new Error(`${name}: ${answer.error}`)) : resolve(answer),
@@ -186,23 +184,22 @@ function ask<T>(child: ReturnType<typeof fork>, name: string, message: object): 
   });
 }
 
+/** The bare reads' process (bench/support/bare-read.ts), forked once and set up per message. */
+const bareReader = forkSupport('bare-read.ts');
+function askBareReader<T>(message: { setup: BareReadSetup } | { reads: number }): Promise<T> {
+  return ask(bareReader, 'bare read', message);
+}
+
 /** The floor's server (bench/support/reader-floor.ts), forked once; GET {floorUrl}/message/{id}. */
-const floorReader = fork(fileURLToPath(new URL('./support/reader-floor.ts', import.meta.url)), [], {
-  execArgv: ['--import', 'tsx'],
-});
-stopOnExit(floorReader);
-const floorUrl = `http://127.0.0.1:${
-  (
-    await ask<{ port: number }>(floorReader, 'reader floor', {
-      setup: {
-        databaseUrl: database.url,
-        masterKey: TEST_MASTER_KEY,
-        proxyUrl,
-        authorization: basicAuthorization(primary),
-      } satisfies ReaderFloorSetup,
-    })
-  ).port
-}`;
+const floorReader = forkSupport('reader-floor.ts');
+const floorSetup: ReaderFloorSetup = {
+  databaseUrl: database.url,
+  masterKey: TEST_MASTER_KEY,
+  proxyUrl,
+  authorization: basicAuthorization(primary),
+};
+const { port: floorPort } = await ask<{ port: number }>(floorReader, 'reader floor', { setup: floorSetup });
+const floorUrl = `http://127.0.0.1:${floorPort}`;
 
 /**
  * p50/p99 of `count` reads of each kind, one read at a time, in turns of ROUND reads a side: the bare

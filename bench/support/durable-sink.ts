@@ -1,38 +1,32 @@
 // The floor of a durable intake on this stack: a bare smtp-server that, for each message, stores the payload
-// through the kernel's object store (the same driver and settings as Sealpost's) and commits one row to
-// PostgreSQL, the two at the same time, and answers 250 once both are done. The rows of concurrent messages
-// go in one statement and one commit, as Sealpost's do (the kernel's Batcher, with the envelope writer's
-// settings): one statement per message would make the floor lower than what batching reaches, 13-22 % at 8
-// and 32 connections. Nothing else: no policy, no rule, no status history, no log line, no second
-// statement. Sealpost's intake does strictly more, so the ratio of this server to the bare one bounds what
-// Sealpost's can reach with these two writes per message.
-// Run as its own process, like the bare sink: `durable-sink.ts PORT DATABASE_URL DATA_DIR` (local disk), with
-// S3_ENDPOINT, S3_BUCKET, S3_REGION, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY set for S3.
+// through the kernel's object store and commits one row to PostgreSQL, the two at the same time, and answers
+// 250 once both are done. Its database and store are opened as a Sealpost process opens them (the shared
+// configuration from the environment, openStores), and the rows of concurrent messages go in one prepared
+// statement and one commit, as Sealpost's do (the kernel's Batcher, with the envelope writer's settings):
+// one statement per message would make the floor lower than what batching reaches, 13-22 % at 8 and 32
+// connections. Nothing else: no policy, no rule, no status history, no log line, no second statement.
+// Sealpost's intake does strictly more, so the ratio of this server to the bare one bounds what Sealpost's
+// can reach with these two writes per message.
+// Run as its own process, like the bare sink: `durable-sink.ts PORT`, with DATABASE_URL, SEALPOST_DATA_DIR
+// and, for S3, the S3_* variables in the environment, as for `sealpost start`.
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { sql } from 'kysely';
 import { SMTPServer } from 'smtp-server';
 import { Batcher } from '../../src/kernel/batcher.ts';
-import { createLocalObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
+import { loadSharedConfig } from '../../src/kernel/config.ts';
+import { compileOnce } from '../../src/kernel/db/compile-once.ts';
+import { openStores } from '../../src/start.ts';
 import { BARE_SMTP_OPTIONS } from './bare-smtp-options.ts';
 
-const [port, databaseUrl, dataDir] = process.argv.slice(2);
-const env = process.env;
-const store: ObjectStore = env.S3_BUCKET
-  ? (await import('../../src/kernel/objects/s3.ts')).createS3ObjectStore({
-      endpoint: env.S3_ENDPOINT,
-      bucket: env.S3_BUCKET,
-      region: env.S3_REGION ?? 'us-east-1',
-      accessKeyId: env.S3_ACCESS_KEY_ID,
-      secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-      forcePathStyle: true,
-    })
-  : createLocalObjectStore({ dir: dataDir! });
+const problems: string[] = [];
+const config = loadSharedConfig(process.env, problems);
+if (problems.length > 0) throw new Error(problems.join('\n'));
+const { database, objects } = await openStores(config, true);
+const store = objects!;
 
-// As many connections as Sealpost's pool (DATABASE_POOL_MAX's default).
-const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-await pool.query(`create table if not exists durable_sink (
+await sql`create table if not exists durable_sink (
   id uuid primary key, sender text not null, recipients text[] not null, payload_key text not null,
-  size integer not null, received_at timestamptz not null default now())`);
+  size integer not null, received_at timestamptz not null default now())`.execute(database.db);
 interface Row {
   id: string;
   sender: string;
@@ -40,12 +34,26 @@ interface Row {
   payload_key: string;
   size: number;
 }
-const INSERT = `insert into durable_sink (id, sender, recipients, payload_key, size)
-  select * from jsonb_to_recordset($1::jsonb)
-    as r(id uuid, sender text, recipients text[], payload_key text, size integer)`;
+const insert = compileOnce(
+  (rows: string) =>
+    database.db
+      .insertInto('durable_sink')
+      .columns(['id', 'sender', 'recipients', 'payload_key', 'size'])
+      .expression((eb) =>
+        eb
+          .selectFrom(
+            sql`jsonb_to_recordset(${rows}::jsonb)`.as<'r'>(
+              sql`r(id uuid, sender text, recipients text[], payload_key text, size integer)`,
+            ),
+          )
+          .selectAll(),
+      ),
+  '["compile-once placeholder"]',
+  { prepare: true },
+);
 const rows = new Batcher<Row, void>(
   async (batch) => {
-    await pool.query({ name: 'durable-sink-insert', text: INSERT, values: [JSON.stringify(batch)] });
+    await database.db.executeQuery(insert(JSON.stringify(batch)));
     return batch.map(() => undefined);
   },
   { maxBatch: 200, maxConcurrent: 2 },
@@ -72,5 +80,5 @@ const server = new SMTPServer({
     });
   },
 });
-server.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
-process.on('SIGTERM', () => server.close(() => void pool.end().finally(() => process.exit(0))));
+server.listen(Number(process.argv[2]), '127.0.0.1', () => process.stdout.write('ready\n'));
+process.on('SIGTERM', () => server.close(() => void database.close().finally(() => process.exit(0))));

@@ -1,15 +1,15 @@
 // The least a reader's GET can do on this stack, as one process: an HTTP server that, for each request, asks
 // PostgreSQL for the sealed message's row (CID, wrapped key, SHA-256), unwraps the key, reads the ciphertext
-// from the cluster's IPFS proxy, decrypts and checks the hash, parses the MIME message with mailparser and
-// answers its subject, addresses and text as JSON. Sealpost splits that work between two services (auth
-// and seal) and does more (the session, the sanitiser, the attachments' list); bench/reader.ts forks this
+// from the cluster's IPFS proxy, decrypts and checks the hash, parses the MIME message as the reader does
+// (readMessage, mailparser) and answers that view as JSON. Sealpost splits that work between two services
+// (auth and seal) and does more (the session, the seal's record, two HTTP hops); bench/reader.ts forks this
 // process, sets it up over IPC (`{ setup }`, answered with `{ port }`) and reads from it in turns with the
 // bare read and Sealpost, so that a run shows how far above the bare read the necessary work itself is.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { simpleParser, type AddressObject } from 'mailparser';
 import pg from 'pg';
+import { readMessage } from '../../src/auth/message/read.ts';
 import { messageKeyLabel, openSecret } from '../../src/seal/crypto/secret-box.ts';
 import { catDecrypted } from './cat-decrypt.ts';
 
@@ -41,16 +41,10 @@ async function readSealed(setup: ReaderFloorSetup, cid: string, key: Buffer, sha
       chunks.push(chunk);
     },
   );
-  const digest = hash.digest();
-  const expected = Buffer.from(sha256, 'hex');
-  if (digest.length !== expected.length || !timingSafeEqual(digest, expected)) throw new Error('hash');
+  // As the seal service checks it: the record's hex digest.
+  if (hash.digest('hex') !== sha256) throw new Error('the content does not match its SHA-256');
   return Buffer.concat(chunks);
 }
-
-const addresses = (field: AddressObject | AddressObject[] | undefined) =>
-  (field === undefined ? [] : Array.isArray(field) ? field : [field]).flatMap((object) =>
-    object.value.map((entry) => ({ name: entry.name ?? '', address: entry.address ?? '' })),
-  );
 
 function serve(setup: ReaderFloorSetup): Promise<number> {
   const masterKey = Buffer.from(setup.masterKey, 'hex');
@@ -64,18 +58,7 @@ function serve(setup: ReaderFloorSetup): Promise<number> {
       });
       const row = rows[0]!;
       const key = openSecret(masterKey, row.wrapped_key, messageKeyLabel(id));
-      const parsed = await simpleParser(await readSealed(setup, row.cid, key, row.sha256), { skipTextToHtml: true });
-      const body = Buffer.from(
-        JSON.stringify({
-          subject: parsed.subject ?? '',
-          from: addresses(parsed.from),
-          to: addresses(parsed.to),
-          date: parsed.date?.toISOString() ?? null,
-          text: parsed.text ?? null,
-          html: parsed.html || null,
-          attachments: parsed.attachments.map((a) => ({ filename: a.filename, size: a.size })),
-        }),
-      );
+      const body = Buffer.from(JSON.stringify(await readMessage(await readSealed(setup, row.cid, key, row.sha256))));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
     })().catch((error: unknown) => {
       res.writeHead(500).end(String(error));
