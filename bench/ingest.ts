@@ -21,7 +21,8 @@
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
-//                    exchange-delivering.cpuprofile, written to DIR when they stop).
+//                    exchange-delivering.cpuprofile) and the durable floor (floor.cpuprofile), written to DIR
+//                    when they stop.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -72,11 +73,15 @@ interface Server {
   pid: number;
 }
 
-/** CPU per message, in ms: the server's process tree, its kernel part, and PostgreSQL's. */
+/**
+ * Cost per message: CPU in ms (the server's process tree, its kernel part, and PostgreSQL's), and the bytes of
+ * write-ahead log PostgreSQL wrote (what its commits flush, whoever wrote it).
+ */
 interface CpuPerMessage {
   total: number;
   kernel: number;
   database: number;
+  walBytes: number;
 }
 
 /** Throughput and latency of a run, with the server's CPU when it is one of ours to measure. */
@@ -84,7 +89,7 @@ const fmt = (r: LoadResult, cpu?: CpuPerMessage) => {
   const latency = `p50 ${r.p50ms.toFixed(1).padStart(6)} ms  p99 ${r.p99ms.toFixed(1).padStart(6)} ms`;
   const failed = r.failed ? `  (${r.failed} FAILED)` : '';
   const server = cpu ? `  server CPU ${cpu.total.toFixed(2)} ms/msg (kernel ${cpu.kernel.toFixed(2)})` : '';
-  const database = cpu ? `, PostgreSQL ${cpu.database.toFixed(2)}` : '';
+  const database = cpu ? `, PostgreSQL ${cpu.database.toFixed(2)} (WAL ${cpu.walBytes.toFixed(0)} B)` : '';
   return `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}${server}${database}${failed}`;
 };
 
@@ -94,15 +99,16 @@ async function measure(
   count: number,
 ): Promise<{ result: LoadResult; cpu: CpuPerMessage }> {
   await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
-  const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
+  const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
   const result = await runSmtpLoad(server.port, connections, count);
-  const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster) };
+  const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
   return {
     result,
     cpu: {
       total: (after.server.total - before.server.total) / count,
       kernel: (after.server.kernel - before.server.kernel) / count,
       database: (after.database - before.database) / count,
+      walBytes: (after.wal - before.wal) / count,
     },
   };
 }
@@ -144,9 +150,15 @@ async function waitForPort(port: number): Promise<void> {
   throw new Error(`nothing listens on ${port}`);
 }
 /** One of bench/support's servers, on `port`, ready when it prints its first line. */
-function startSupportServer(script: string, port: number, env?: Record<string, string>): Promise<ChildProcess> {
+function startSupportServer(
+  script: string,
+  port: number,
+  env?: Record<string, string>,
+  profile?: string,
+): Promise<ChildProcess> {
   const path = fileURLToPath(new URL(`./support/${script}`, import.meta.url));
-  return startChild(process.execPath, ['--import', 'tsx', path, String(port)], 'stdout', env);
+  const args = [...cpuProfileArgs(profile && values.profile, profile), '--import', 'tsx', path, String(port)];
+  return startChild(process.execPath, args, 'stdout', env);
 }
 
 const barePort = await freePort();
@@ -157,11 +169,16 @@ const bare = await startSupportServer('bare-sink.ts', barePort);
 const durablePort = await freePort();
 const durableDatabase = await createTestDatabase('bench_ingest_durable');
 const durableDir = await mkdtemp(join(tmpdir(), 'bench-durable-'));
-const durable = await startSupportServer('durable-sink.ts', durablePort, {
-  DATABASE_URL: durableDatabase.url,
-  SEALPOST_DATA_DIR: durableDir,
-  ...(s3 ? s3Env(s3, bucket!) : {}),
-});
+const durable = await startSupportServer(
+  'durable-sink.ts',
+  durablePort,
+  {
+    DATABASE_URL: durableDatabase.url,
+    SEALPOST_DATA_DIR: durableDir,
+    ...(s3 ? s3Env(s3, bucket!) : {}),
+  },
+  'floor',
+);
 
 let cSink: Server | undefined;
 if (SMTP_SINK) {
@@ -219,6 +236,14 @@ await queueDb.connect();
  * message beside the server's own CPU: the database shares the cores with everything else here.
  */
 const postmaster = parentPid((await queueDb.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid)!;
+/** Where PostgreSQL's write-ahead log ends, in bytes from its start (for the WAL each message costs). */
+async function walPosition(): Promise<number> {
+  const { rows } = await queueDb.query<{ at: string }>(
+    "select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') as at",
+  );
+  return Number(rows[0]!.at);
+}
+
 /** Envelopes the delivering exchange has accepted and not yet finished with. */
 async function queued(): Promise<number> {
   const { rows } = await queueDb.query<{ count: string }>(
