@@ -1,7 +1,8 @@
+import type { Socket } from 'node:net';
 import type { SMTPServer, SMTPServerSession } from 'smtp-server';
 
 /**
- * smtp-server 3.21 has no option for three things Sealpost's SMTP door needs, so each is added to the
+ * smtp-server 3.21 has no option for four things Sealpost's SMTP door needs, so each is added to the
  * connection (its internal SMTPConnection) when a client connects. They lean on that class's method
  * names; submission.test.ts fails if an upgrade changes them.
  *
@@ -12,9 +13,14 @@ import type { SMTPServer, SMTPServerSession } from 'smtp-server';
  *   in clear is answered `538 5.7.11 Encryption required` (RFC 4954 §6) instead of smtp-server's 5.7.0.
  * - Quoted local parts with spaces (`<"quoted local"@example.org>`, RFC 5321 §4.1.2): smtp-server's
  *   address parser splits the command at whitespace first.
+ * - The replies to a pipelined group in one write (RFC 2920 §3.2, as Postfix's smtpd flushes only once its
+ *   input is read): smtp-server writes each reply to the socket at once, so a client's MAIL FROM, RCPT TO
+ *   and DATA sent together cost a write and a read each; the replies are held until the end of the event
+ *   loop's turn and go out together.
  */
 interface Connection {
   session: SMTPServerSession;
+  _socket: Socket | undefined;
   secure: boolean;
   send(code: number, data?: string | string[], context?: string | false): void;
   handler_EHLO(command: Buffer, callback: () => void): void;
@@ -33,7 +39,7 @@ export function shimConnection(server: SMTPServer, session: SMTPServerSession): 
   );
   if (!connection) throw new Error('smtp-server connection not found for its session (smtp-server internals changed?)');
 
-  const send = connection.send.bind(connection);
+  const send = coalescedReplies(connection);
   connection.send = (code, data, context) =>
     typeof data === 'string' && context !== false && OWN_ENHANCED_CODE.test(data)
       ? send(code, data, false)
@@ -68,5 +74,28 @@ export function shimConnection(server: SMTPServer, session: SMTPServerSession): 
     const parsed = parse.call(this, name, text);
     if (parsed && typeof parsed.address === 'string') parsed.address = parsed.address.replaceAll(SPACE_STAND_IN, ' ');
     return parsed;
+  };
+}
+
+/** Replies that go out together: held (corked) until the end of the event loop's turn that wrote the first. */
+function coalescedReplies(connection: Connection): Connection['send'] {
+  const send = connection.send.bind(connection);
+  let held: Socket | undefined;
+  const flush = () => {
+    const socket = held;
+    held = undefined;
+    socket?.uncork();
+  };
+  return (code, data, context) => {
+    // What comes before a change of the connection goes out at once, after what is held: the greeting
+    // and STARTTLS's 220 (the TLS handshake follows on the same socket), 221 and 421 (the socket closes).
+    if (code === 220 || code === 221 || code === 421) {
+      flush();
+    } else if (!held && connection._socket) {
+      held = connection._socket;
+      held.cork();
+      setImmediate(flush);
+    }
+    send(code, data, context);
   };
 }

@@ -6,6 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import nodemailer from 'nodemailer';
@@ -213,6 +214,17 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       assert.ok(!ehlo.some((line) => line.startsWith('AUTH')), 'no AUTH: inbound is MX-like');
     } finally {
       talk.close();
+    }
+  });
+
+  it('answers a pipelined MAIL FROM, RCPT TO and DATA in one write (RFC 2920), as Postfix does', async () => {
+    const client = fileURLToPath(new URL('../../../test/support/pipelined-group.ts', import.meta.url));
+    // Three rounds: when each reply is written by itself, a client in its own process sees them apart.
+    for (let round = 0; round < 3; round++) {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', client, String(port)]);
+      const chunks = JSON.parse(stdout) as string[];
+      assert.equal(chunks.length, 1, `one write: ${stdout}`);
+      assert.match(chunks[0]!, /^250 [^\r]*\r\n250 [^\r]*\r\n354 [^\r]*\r\n$/);
     }
   });
 
