@@ -39,10 +39,9 @@ export function smtpServerOptions(door: SmtpDoor): SMTPServerOptions {
 /**
  * smtp-server logs every connection at info level; that detail belongs at debug (our own line per
  * message is the info-level record), and a client's broken connection is a warning, not our error.
- * smtpServerOptions gives it to smtp-server, and smtp-server.ts puts it in place of the wrapper smtp-server
- * builds around it (see there).
+ * smtp-server.ts puts it in place of the wrapper smtp-server builds around it (see there).
  */
-export function smtpServerLogger(log: Logger) {
+function smtpServerLogger(log: Logger) {
   const child = log.child({ component: 'smtp-server' });
   const at =
     (level: 'trace' | 'debug' | 'warn' | 'error') =>

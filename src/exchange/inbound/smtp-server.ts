@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SMTPServer } from 'smtp-server';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { listenError } from '../../kernel/listen-error.ts';
 import { SmtpCommands } from './smtp-commands.ts';
 import { shimConnection } from './smtp-connection-shims.ts';
 import { type InboundSmtpOptions, openSmtpDoor, type SmtpDoor } from './smtp-door.ts';
 import { receiveMessage } from './smtp-message.ts';
-import { smtpServerLogger, smtpServerOptions } from './smtp-options.ts';
+import { smtpServerOptions } from './smtp-options.ts';
 
 export type { InboundSmtpOptions } from './smtp-door.ts';
 
@@ -63,8 +63,9 @@ class Transfers {
 
 function createSmtpServer(door: SmtpDoor, transfers: Transfers): SMTPServer {
   const commands = new SmtpCommands(door);
+  const options = smtpServerOptions(door);
   const server: SMTPServer = new SMTPServer({
-    ...smtpServerOptions(door),
+    ...options,
     onConnect(session, callback) {
       shimConnection(server, session);
       callback();
@@ -79,9 +80,9 @@ function createSmtpServer(door: SmtpDoor, transfers: Transfers): SMTPServer {
   });
   // smtp-server wraps its logger in nodemailer's, which copies each call's fields into a new object before
   // the level is even looked at: about a dozen calls per message, 15-20 µs of its CPU with nothing logged
-  // at the info level. Ours takes the same calls directly. Should smtp-server stop reading this property,
-  // its wrapper around the same logger (smtpServerOptions) is used again: nothing is lost but the saving.
-  (server as unknown as { logger: ReturnType<typeof smtpServerLogger> }).logger = smtpServerLogger(door.log);
+  // at the info level. Ours (the options' logger) takes the same calls directly. Should smtp-server stop
+  // reading this property, its wrapper around the same logger is used again: nothing is lost but the saving.
+  (server as unknown as { logger: SMTPServerOptions['logger'] }).logger = options.logger;
   server.on('error', (error) => door.log.warn({ err: error }, 'SMTP connection error'));
   return server;
 }
