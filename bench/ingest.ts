@@ -157,7 +157,13 @@ function startSupportServer(
   profile?: string,
 ): Promise<ChildProcess> {
   const path = fileURLToPath(new URL(`./support/${script}`, import.meta.url));
-  const args = [...cpuProfileArgs(profile && values.profile, profile), '--import', 'tsx', path, String(port)];
+  const args = [
+    ...cpuProfileArgs(profile ? values.profile : undefined, profile),
+    '--import',
+    'tsx',
+    path,
+    String(port),
+  ];
   return startChild(process.execPath, args, 'stdout', env);
 }
 

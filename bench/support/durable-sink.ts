@@ -15,6 +15,7 @@ import { SMTPServer } from 'smtp-server';
 import { Batcher } from '../../src/kernel/batcher.ts';
 import { loadSharedConfig } from '../../src/kernel/config.ts';
 import { compileOnce } from '../../src/kernel/db/compile-once.ts';
+import { INTAKE_BATCHES } from '../../src/exchange/inbound/envelope-writer.ts';
 import { openStores } from '../../src/start.ts';
 import { BARE_SMTP_OPTIONS } from './bare-smtp-options.ts';
 
@@ -51,13 +52,10 @@ const insert = compileOnce(
   '["compile-once placeholder"]',
   { prepare: true },
 );
-const rows = new Batcher<Row, void>(
-  async (batch) => {
-    await database.db.executeQuery(insert(JSON.stringify(batch)));
-    return batch.map(() => undefined);
-  },
-  { maxBatch: 200, maxConcurrent: 2 },
-);
+const rows = new Batcher<Row, void>(async (batch) => {
+  await database.db.executeQuery(insert(JSON.stringify(batch)));
+  return batch.map(() => undefined);
+}, INTAKE_BATCHES);
 
 const server = new SMTPServer({
   ...BARE_SMTP_OPTIONS,

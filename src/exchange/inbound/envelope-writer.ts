@@ -34,6 +34,12 @@ export interface AcknowledgedEnvelope {
   routedDetail: string;
 }
 
+/**
+ * How the intake's statements batch: up to 200 messages a statement, two statements of each kind in flight
+ * (bench/RESULTS.md: four in flight changed nothing); a row PostgreSQL refuses is tried again on its own.
+ */
+export const INTAKE_BATCHES = { maxBatch: 200, maxConcurrent: 2, retryAlone: isDataError };
+
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
   payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
@@ -49,11 +55,10 @@ export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: New
   const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]', {
     prepare: true,
   });
-  const batcher = new Batcher<NewEnvelope, WrittenEnvelope>((batch) => insertEnvelopes(db, statement, batch), {
-    maxBatch: 200,
-    maxConcurrent: 2,
-    retryAlone: isDataError,
-  });
+  const batcher = new Batcher<NewEnvelope, WrittenEnvelope>(
+    (batch) => insertEnvelopes(db, statement, batch),
+    INTAKE_BATCHES,
+  );
   return (envelope) => batcher.submit(envelope);
 }
 
@@ -69,21 +74,18 @@ export function createEnvelopeAcknowledger(
   const statement = compileOnce((rows: string) => acknowledgeStatement(db, rows), '["compile-once placeholder"]', {
     prepare: true,
   });
-  const batcher = new Batcher<AcknowledgedEnvelope, boolean>(
-    async (batch) => {
-      const rows = JSON.stringify(
-        batch.map((e) => ({
-          id: e.id,
-          size: e.size,
-          accepted_detail: e.acceptedDetail,
-          routed_detail: e.routedDetail,
-        })),
-      );
-      const done = new Set((await db.executeQuery(statement(rows))).rows.map((row) => row.id));
-      return batch.map((e) => done.has(e.id));
-    },
-    { maxBatch: 200, maxConcurrent: 2, retryAlone: isDataError },
-  );
+  const batcher = new Batcher<AcknowledgedEnvelope, boolean>(async (batch) => {
+    const rows = JSON.stringify(
+      batch.map((e) => ({
+        id: e.id,
+        size: e.size,
+        accepted_detail: e.acceptedDetail,
+        routed_detail: e.routedDetail,
+      })),
+    );
+    const done = new Set((await db.executeQuery(statement(rows))).rows.map((row) => row.id));
+    return batch.map((e) => done.has(e.id));
+  }, INTAKE_BATCHES);
   return (envelope) => batcher.submit(envelope);
 }
 
