@@ -38,7 +38,7 @@ const hasWrk = (() => {
     execFileSync('wrk', ['--version'], { stdio: 'ignore' });
     return true;
   } catch (error) {
-    return (error as { status?: number }).status !== undefined; // wrk --version exits 1 but exists
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT'; // wrk --version exits 1 but exists
   }
 })();
 

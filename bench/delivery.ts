@@ -5,7 +5,7 @@
 //
 //   node --import tsx bench/delivery.ts [--messages 3000] [--size 10240] [--concurrency 32] [--rate 100]
 //                                       [--sink c|node] [--engines 1,2] [--latency-messages 500]
-//                                       [--cpu-prof DIR]
+//                                       [--warm-up 1000] [--cpu-prof DIR]
 //
 // The sink: Postfix's smtp-sink (C, discards; default when installed) so that the sink is not what is
 // measured, or an smtp-server sink in this process (`--sink node`) that keeps every message and lets the
@@ -14,7 +14,10 @@
 //
 // Throughput: the messages are accepted first (MessageIntake) and held back (next_attempt_at in the
 // future) while the engines start; releasing them all at once starts the clock, the last `delivered`
-// stops it. Latency: messages sent over SMTP to one running engine at a steady --rate, from the 250 to
+// stops it. Each side first sends --warm-up messages that are not counted (the baseline through its own
+// pool, the engines a round of their own), so the figures are those of a running engine rather than of
+// its first seconds, spent compiling: an engine in service runs warm. The warm-up round's own figure is
+// printed too. Latency: messages sent over SMTP to one running engine at a steady --rate, from the 250 to
 // the arrival at an smtp-server sink; once with the default DELIVERY_POLL_INTERVAL (1s) and once with
 // 100ms: mail an engine takes itself is claimed at once, so the poll interval should not show.
 //
@@ -54,6 +57,7 @@ const { values } = parseArgs({
     'latency-messages': { type: 'string', default: '500' },
     sink: { type: 'string', default: SMTP_SINK ? 'c' : 'node' },
     engines: { type: 'string', default: '1,2' },
+    'warm-up': { type: 'string', default: '1000' },
     'cpu-prof': { type: 'string' },
   },
 });
@@ -64,6 +68,7 @@ const RATE = Number(values.rate);
 const LATENCY_MESSAGES = Number(values['latency-messages']);
 const C_SINK = values.sink === 'c';
 const ENGINES = values.engines.split(',').map(Number);
+const WARM_UP = Number(values['warm-up']);
 const CPU_PROF = values['cpu-prof'];
 if (C_SINK && !SMTP_SINK) throw new Error("--sink c needs Postfix's smtp-sink");
 
@@ -180,11 +185,11 @@ async function startEngines(engines: number, pollInterval: string, relay = sinkU
   );
 }
 
-async function acceptAll(tag: string): Promise<void> {
+async function acceptAll(tag: string, messages = MESSAGES): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: 32 }, async () => {
-      while (next < MESSAGES) {
+      while (next < messages) {
         const { raw } = message(tag, next++);
         await intake.accept({
           channel: 'smtp',
@@ -208,18 +213,23 @@ console.log(`   sink: ${sinkKind}; payloads on local disk; PostgreSQL 127.0.0.1`
 // --- Baseline: nodemailer straight to the sink --------------------------------------------------
 const transporter = nodemailer.createTransport({ url: sinkUrl, pool: true, maxConnections: CONCURRENCY });
 let baselinePerSecond: number;
-{
-  const sinkCpu = treeCpuMs(sinkPid);
-  const started = Date.now();
+const sendDirect = async (tag: string, messages: number) => {
   let next = 0;
   await Promise.all(
     Array.from({ length: CONCURRENCY * 2 }, async () => {
-      while (next < MESSAGES) {
-        const { raw } = message('baseline', next++);
+      while (next < messages) {
+        const { raw } = message(tag, next++);
         await transporter.sendMail({ envelope: { from: 'bench@sender.example', to: ['sink@rcpt.example'] }, raw });
       }
     }),
   );
+};
+{
+  await sendDirect('baseline-warm-up', WARM_UP);
+  if (nodeSink) nodeSink.messages.length = 0;
+  const sinkCpu = treeCpuMs(sinkPid);
+  const started = Date.now();
+  await sendDirect('baseline', MESSAGES);
   const seconds = (Date.now() - started) / 1000;
   transporter.close();
   baselinePerSecond = MESSAGES / seconds;
@@ -238,10 +248,30 @@ if (nodeSink) {
 // --- Throughput with 1 and 2 engine processes ------------------------------------------------------
 const throughput: Array<{ engines: number; perSecond: number; cpu: number }> = [];
 for (const engines of ENGINES) {
+  // The warm-up round's messages first, then the measured ones, all held back until every engine is up.
+  await acceptAll(`warm-up${engines}`, WARM_UP);
   await acceptAll(`drain${engines}`);
-  // Hold the accepted messages back until every engine is up, so all start together.
   await db.updateTable('envelopes').set({ next_attempt_at: sql<Date>`now() + interval '1 day'` }).execute();
   const processes = await startEngines(engines, '100ms');
+  if (WARM_UP > 0) {
+    const warmCpu = processes.map((p) => treeCpuMs(p.child.pid!));
+    const warmStarted = Date.now();
+    const warmDelivered = await count('delivered');
+    await db
+      .updateTable('envelopes')
+      .set({ next_attempt_at: sql<Date>`now()` })
+      .where('id', 'in', (eb) => eb.selectFrom('envelopes').select('id').orderBy('created_at').limit(WARM_UP))
+      .execute();
+    await until(async () => (await count('delivered')) - warmDelivered >= WARM_UP, 'the warm-up round delivered');
+    const warmSeconds = (Date.now() - warmStarted) / 1000;
+    await until(async () => (await count('envelopes')) === MESSAGES, 'clean-up of the warm-up round');
+    const warmCpuPerMessage = processes.reduce((sum, p, i) => sum + treeCpuMs(p.child.pid!) - warmCpu[i]!, 0) / WARM_UP;
+    console.log(
+      `warm-up   ${engines} engine process${engines > 1 ? 'es' : '  '} → sink  ` +
+        `${(WARM_UP / warmSeconds).toFixed(0).padStart(6)} msg/s  ` +
+        `(engine CPU ${warmCpuPerMessage.toFixed(2)} ms/msg, a fresh process's first ${WARM_UP}; not counted)`,
+    );
+  }
   const deliveredBefore = await count('delivered');
   if (nodeSink) nodeSink.messages.length = 0;
   const cpuBefore = processes.map((p) => treeCpuMs(p.child.pid!));

@@ -17,9 +17,11 @@
 //   - intake with delivery running in the same process (to Postfix's smtp-sink), next to intake alone,
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
-//   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--profile DIR]
+//   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 50]
+//                                     [--profile DIR]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
+//     --warm-up      messages each server takes before each measured level, not counted (connections, JIT).
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
 //                    exchange-delivering.cpuprofile) and the durable floor (floor.cpuprofile), written to DIR
 //                    when they stop.
@@ -60,9 +62,11 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '2000' },
     connections: { type: 'string', default: '1,8,32' },
     profile: { type: 'string' },
+    'warm-up': { type: 'string', default: '50' },
   },
 });
 const MESSAGES = Number(values.messages);
+const WARM_UP = Number(values['warm-up']);
 const CONNECTIONS = values.connections.split(',').map(Number);
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
 
@@ -98,7 +102,7 @@ async function measure(
   connections: number,
   count: number,
 ): Promise<{ result: LoadResult; cpu: CpuPerMessage }> {
-  await runSmtpLoad(server.port, connections, Math.min(50, count)); // warm-up: connections, JIT
+  await runSmtpLoad(server.port, connections, Math.min(WARM_UP, count)); // warm-up: connections, JIT
   const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
   const result = await runSmtpLoad(server.port, connections, count);
   const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
