@@ -17,7 +17,7 @@
 //   - intake with delivery running in the same process (to Postfix's smtp-sink), next to intake alone,
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
-//   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 50]
+//   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 500]
 //                                     [--profile DIR]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
@@ -62,7 +62,7 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '2000' },
     connections: { type: 'string', default: '1,8,32' },
     profile: { type: 'string' },
-    'warm-up': { type: 'string', default: '50' },
+    'warm-up': { type: 'string', default: '500' },
   },
 });
 const MESSAGES = Number(values.messages);
@@ -101,8 +101,10 @@ async function measure(
   server: Server,
   connections: number,
   count: number,
+  afterWarmUp?: () => Promise<void>,
 ): Promise<{ result: LoadResult; cpu: CpuPerMessage }> {
   await runSmtpLoad(server.port, connections, Math.min(WARM_UP, count)); // warm-up: connections, JIT
+  await afterWarmUp?.();
   const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
   const result = await runSmtpLoad(server.port, connections, count);
   const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
@@ -372,6 +374,11 @@ console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 1
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
+/** Waits (up to a minute) until the delivering exchange has no envelope left, clean-ups included. */
+async function caughtUp(): Promise<void> {
+  for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
 for (const connections of CONNECTIONS) {
   const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
   const results = new Map<string, LoadResult>();
@@ -391,15 +398,16 @@ for (const connections of CONNECTIONS) {
     console.log(`${String(connections).padStart(2)} conn  ${'raw Put + Delete'.padEnd(17)} ${figures}`);
   }
   for (const server of servers) {
-    const { result, cpu } = await measure(server, connections, count);
+    const delivering = server.name === 'sealpost+delivery';
+    // The delivering exchange starts each measured run with the warm-up's messages delivered.
+    const { result, cpu } = await measure(server, connections, count, delivering ? caughtUp : undefined);
     results.set(server.name, result);
-    const left = server.name === 'sealpost+delivery' ? `  queue left ${await queued()}` : '';
+    const left = delivering ? `  queue left ${await queued()}` : '';
     console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}${left}`);
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
     // removals may trail the `delivered` status, and they load the same store), so that each run
     // measures its own load.
-    if (server.name === 'sealpost+delivery')
-      for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    if (delivering) await caughtUp();
   }
   const ours = results.get('sealpost')!.perSecond;
   const ratio = ours / results.get('bare smtp-server')!.perSecond;
