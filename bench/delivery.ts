@@ -245,6 +245,37 @@ if (nodeSink) {
   nodeSink.messages.length = 0;
 }
 
+/**
+ * Releases the `messages` oldest held envelopes to the running engines and waits until they are delivered
+ * (at the smtp-server sink, or by their status) and cleaned up (payload and row deletes may trail the
+ * deliveries; their CPU is part of each message's). Returns the seconds to the last delivery and to the end
+ * of the clean-ups, and the engines' CPU per message.
+ */
+async function deliveryRound(processes: SealpostProcess[], messages: number) {
+  const deliveredBefore = await count('delivered');
+  const envelopesAfter = (await count('envelopes')) - messages;
+  if (nodeSink) nodeSink.messages.length = 0;
+  const cpuBefore = processes.map((p) => treeCpuMs(p.child.pid!));
+  const started = Date.now();
+  await db
+    .updateTable('envelopes')
+    .set({ next_attempt_at: sql<Date>`now()` })
+    .where('id', 'in', (eb) => eb.selectFrom('envelopes').select('id').orderBy('created_at').limit(messages))
+    .execute();
+  await until(
+    async () =>
+      nodeSink ? nodeSink.messages.length >= messages : (await count('delivered')) - deliveredBefore >= messages,
+    `${messages} messages delivered`,
+  );
+  const seconds = (Date.now() - started) / 1000;
+  await until(async () => (await count('envelopes')) === envelopesAfter, 'clean-up of the delivered envelopes');
+  return {
+    seconds,
+    cleanedAfter: (Date.now() - started) / 1000,
+    cpu: processes.reduce((sum, p, i) => sum + treeCpuMs(p.child.pid!) - cpuBefore[i]!, 0) / messages,
+  };
+}
+
 // --- Throughput with 1 and 2 engine processes ------------------------------------------------------
 const throughput: Array<{ engines: number; perSecond: number; cpu: number }> = [];
 for (const engines of ENGINES) {
@@ -254,39 +285,14 @@ for (const engines of ENGINES) {
   await db.updateTable('envelopes').set({ next_attempt_at: sql<Date>`now() + interval '1 day'` }).execute();
   const processes = await startEngines(engines, '100ms');
   if (WARM_UP > 0) {
-    const warmCpu = processes.map((p) => treeCpuMs(p.child.pid!));
-    const warmStarted = Date.now();
-    const warmDelivered = await count('delivered');
-    await db
-      .updateTable('envelopes')
-      .set({ next_attempt_at: sql<Date>`now()` })
-      .where('id', 'in', (eb) => eb.selectFrom('envelopes').select('id').orderBy('created_at').limit(WARM_UP))
-      .execute();
-    await until(async () => (await count('delivered')) - warmDelivered >= WARM_UP, 'the warm-up round delivered');
-    const warmSeconds = (Date.now() - warmStarted) / 1000;
-    await until(async () => (await count('envelopes')) === MESSAGES, 'clean-up of the warm-up round');
-    const warmCpuPerMessage = processes.reduce((sum, p, i) => sum + treeCpuMs(p.child.pid!) - warmCpu[i]!, 0) / WARM_UP;
+    const warm = await deliveryRound(processes, WARM_UP);
     console.log(
       `warm-up   ${engines} engine process${engines > 1 ? 'es' : '  '} → sink  ` +
-        `${(WARM_UP / warmSeconds).toFixed(0).padStart(6)} msg/s  ` +
-        `(engine CPU ${warmCpuPerMessage.toFixed(2)} ms/msg, a fresh process's first ${WARM_UP}; not counted)`,
+        `${(WARM_UP / warm.seconds).toFixed(0).padStart(6)} msg/s  ` +
+        `(engine CPU ${warm.cpu.toFixed(2)} ms/msg, a fresh process's first ${WARM_UP}; not counted)`,
     );
   }
-  const deliveredBefore = await count('delivered');
-  if (nodeSink) nodeSink.messages.length = 0;
-  const cpuBefore = processes.map((p) => treeCpuMs(p.child.pid!));
-  const started = Date.now();
-  await db.updateTable('envelopes').set({ next_attempt_at: sql<Date>`now()` }).execute();
-  await until(
-    async () =>
-      nodeSink ? nodeSink.messages.length >= MESSAGES : (await count('delivered')) - deliveredBefore >= MESSAGES,
-    `${MESSAGES} messages delivered`,
-  );
-  const seconds = (Date.now() - started) / 1000;
-  // Clean-ups (payload and row deletes) may trail the deliveries; their CPU is part of each message's.
-  await until(async () => (await count('envelopes')) === 0, 'clean-up of the last envelopes');
-  const cleanedAfter = (Date.now() - started) / 1000;
-  const cpu = processes.reduce((sum, p, i) => sum + treeCpuMs(p.child.pid!) - cpuBefore[i]!, 0) / MESSAGES;
+  const { seconds, cleanedAfter, cpu } = await deliveryRound(processes, MESSAGES);
   const rssMb = processes.map((p) => peakRssMb(p.child.pid!));
   await Promise.all(processes.map((p) => p.stop()));
   // Exactly once: at the sink by Message-ID (node sink), or one `delivered` row per envelope.

@@ -270,6 +270,11 @@ async function envelopes(): Promise<number> {
   return Number(rows[0]!.count);
 }
 
+/** Waits (up to a minute) until the delivering exchange has no envelope left, clean-ups included. */
+async function caughtUp(): Promise<void> {
+  for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
 /** A bare client's PutObject of one body under a key; close() frees its sockets. */
 interface BarePut {
   put(key: string, body: Buffer): Promise<unknown>;
@@ -374,11 +379,6 @@ console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 1
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
-/** Waits (up to a minute) until the delivering exchange has no envelope left, clean-ups included. */
-async function caughtUp(): Promise<void> {
-  for (let i = 0; i < 600 && (await envelopes()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
-}
-
 for (const connections of CONNECTIONS) {
   const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
   const results = new Map<string, LoadResult>();
