@@ -99,6 +99,15 @@ export const EXCHANGE_VARIABLES = defineVariables({
     default: '1s',
     ...nonNegativeDuration,
   },
+  intakeOverlapLimit: {
+    name: 'INTAKE_OVERLAP_LIMIT',
+    meaning:
+      "a message's payload is stored while its envelope row is written (then acknowledged by a second " +
+      'statement) when at most this many messages are being taken in; above it, the row is written once the ' +
+      'payload is durable, in one statement and one commit; 0: never overlapped',
+    default: '1',
+    ...integer(0, 1000000),
+  },
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
   notifyFrom: {
     name: 'NOTIFY_FROM',

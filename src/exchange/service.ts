@@ -57,7 +57,14 @@ export function createExchangeService(
       // Only an instance that delivers has a use for the bytes of what it accepted.
       const { enabled, payloadCache } = settings.delivery;
       const recentPayloads = enabled && payloadCache > 0 ? new RecentPayloads(payloadCache) : undefined;
-      const intake = new MessageIntake({ db, objects: objectsOf(context), rules, logger, recentPayloads });
+      const intake = new MessageIntake({
+        db,
+        objects: objectsOf(context),
+        rules,
+        logger,
+        recentPayloads,
+        overlapLimit: settings.intakeOverlapLimit,
+      });
 
       // A DKIM key that cannot be used stops start-up before anything listens.
       const dkim = await loadDkimSigner(settings.dkim);

@@ -14,164 +14,274 @@ import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { TestClock } from '../../../test/support/clock.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
 import {
+  eventually,
   payloadCount,
   openExchangeTestDatabase,
   type ExchangeTestDatabase,
 } from '../../../test/support/exchange-delivery.ts';
 import { MessageIntake, payloadKey } from './accept.ts';
 
-describe('MessageIntake with concurrent messages', () => {
+/**
+ * Each test runs with the default INTAKE_OVERLAP_LIMIT (1: a lone message's writes overlap, the others store
+ * first), with every message overlapped, and with none: each way keeps the same promises.
+ */
+for (const [ways, overlapLimit] of [
+  ['the default', undefined],
+  ['every message overlapped', 1000],
+  ['every payload stored first', 0],
+] as const) {
+  describe(`MessageIntake with concurrent messages, ${ways}`, () => {
+    let testDb: ExchangeTestDatabase;
+    let db: Kysely<ExchangeTables>;
+    let dir: string;
+    let objects: ObjectStore;
+    let intake: MessageIntake;
+
+    before(async () => {
+      testDb = await openExchangeTestDatabase(`exchange_accept_${overlapLimit ?? 'default'}`, 4);
+      db = testDb.db;
+      dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
+      objects = createLocalObjectStore({ dir });
+      const rules = new RuleStore(db);
+      await rules.create({
+        name: 'from carol',
+        priority: 1,
+        configuration: { params: { channel: 'smtp', sender: 'Carol@Example.com' }, outbound: ['seal'] },
+      });
+      await rules.create({
+        name: 'all mail',
+        priority: 2,
+        configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] },
+      });
+      intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }), overlapLimit });
+    });
+    after(async () => {
+      await testDb?.close();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('routes each of many messages accepted at once by its own rule, with its first status row', async () => {
+      const senders = Array.from({ length: 40 }, (_, i) =>
+        i % 4 === 0 ? 'CAROL@example.com' : `user${i}@example.com`,
+      );
+      const accepted = await Promise.all(
+        senders.map((sender, i) =>
+          intake.accept({
+            channel: 'smtp',
+            sender,
+            recipients: [`rcpt${i}@example.net`],
+            payload: Buffer.from(`message ${i}`),
+          }),
+        ),
+      );
+      for (const [i, result] of accepted.entries()) {
+        assert.deepEqual(result.outbound, i % 4 === 0 ? ['seal'] : ['smtp', 'seal']);
+        const row = await db
+          .selectFrom('envelopes')
+          .selectAll()
+          .where('id', '=', result.envelopeId)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(row.recipients, [`rcpt${i}@example.net`]);
+        assert.equal(row.size, result.size);
+        assert.equal(row.status, 'accepted');
+        const history = await db
+          .selectFrom('message_status')
+          .select(['status', 'detail'])
+          .where('envelope_id', '=', result.envelopeId)
+          .orderBy('id')
+          .execute();
+        assert.deepEqual(history, [
+          { status: 'accepted', detail: `${result.size} bytes over smtp` },
+          {
+            status: 'routed',
+            detail: i % 4 === 0 ? 'by rule "from carol" to seal' : 'by rule "all mail" to smtp, seal',
+          },
+        ]);
+        assert.ok(await objects.head(payloadKey(result.envelopeId)));
+      }
+    });
+
+    it('a message the database refuses fails alone (503, payload deleted); the rest of its batch passes', async () => {
+      const before = await payloadCount(objects);
+      const results = await Promise.allSettled(
+        ['good1@example.com', 'bad\u0000@example.com', 'good2@example.com'].map((sender) =>
+          intake.accept({ channel: 'smtp', sender, recipients: ['rcpt@example.net'], payload: Buffer.from('hello') }),
+        ),
+      );
+      assert.equal(results[0]!.status, 'fulfilled');
+      assert.equal(results[2]!.status, 'fulfilled');
+      assert.equal(results[1]!.status, 'rejected');
+      const refused = (results[1] as PromiseRejectedResult).reason;
+      assert.ok(refused instanceof AppError && refused.status === 503, String(refused));
+      assert.equal(await payloadCount(objects), before + 2);
+    });
+
+    it('with no matching rule, accepts nothing for that message, keeping no payload; others are accepted', async () => {
+      const before = await payloadCount(objects);
+      const [json, smtp] = await Promise.allSettled([
+        intake.accept({
+          channel: 'json',
+          sender: 'app@example.com',
+          recipients: ['rcpt@example.net'],
+          payload: Buffer.from('json'),
+        }),
+        intake.accept({
+          channel: 'smtp',
+          sender: 'app@example.com',
+          recipients: ['rcpt@example.net'],
+          payload: Buffer.from('smtp'),
+        }),
+      ]);
+      assert.equal(json.status, 'rejected');
+      assert.match(
+        ((json as PromiseRejectedResult).reason as Error).message,
+        /^No delivery rule matches channel json and sender app@example\.com/,
+      );
+      assert.equal(smtp.status, 'fulfilled');
+      assert.equal(await payloadCount(objects), before + 1);
+    });
+
+    it("keeps the payload if the write's outcome is unknown (connection lost), for the orphan sweep", async () => {
+      // An intake with a pool of its own, so that it meets the outage with no connection at hand.
+      const other = await openDatabase({ url: testDb.url, poolSize: 1 });
+      const otherDb = other.db.withSchema('exchange') as Kysely<ExchangeTables>;
+      const cutOff = new MessageIntake({
+        db: otherDb,
+        objects,
+        rules: new RuleStore(otherDb),
+        logger: createLogger({ level: 'silent' }),
+        overlapLimit,
+      });
+      const envelopeId = '00000000-0000-4000-8000-00000000dead';
+      const restore = await refuseConnections(testDb.url);
+      try {
+        await assert.rejects(
+          cutOff.accept({
+            channel: 'smtp',
+            sender: 'x@example.com',
+            recipients: ['rcpt@example.net'],
+            payload: Buffer.from('maybe'),
+            envelopeId,
+          }),
+          (error: unknown) => error instanceof AppError && error.status === 503,
+        );
+      } finally {
+        await restore();
+        await other.close();
+      }
+      assert.ok(await objects.head(payloadKey(envelopeId)), 'payload kept: the row might have been committed');
+      assert.equal(
+        await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(),
+        undefined,
+      );
+
+      const GRACE_MS = 300;
+      const clock = new TestClock();
+      const sweep = new OrphanPayloadSweep({
+        db,
+        objects,
+        graceMs: GRACE_MS,
+        logger: createLogger({ level: 'silent' }),
+        now: () => clock.now(),
+      });
+      assert.equal(await sweep.sweep(), 0, 'first seen without a row: still within its grace');
+      assert.ok(await objects.head(payloadKey(envelopeId)));
+      clock.advance(GRACE_MS + 50);
+      assert.equal(await sweep.sweep(), 1);
+      assert.equal(await objects.head(payloadKey(envelopeId)), undefined, 'deleted by the sweep once its grace passed');
+    });
+  });
+}
+
+describe('MessageIntake chooses how to make a message durable by the messages in flight', () => {
   let testDb: ExchangeTestDatabase;
   let db: Kysely<ExchangeTables>;
   let dir: string;
   let objects: ObjectStore;
+  /** Puts wait here until released, so that a test can look at the rows while payloads are being stored. */
+  const held = new Map<string, { entered: () => void; release: Promise<void> }>();
   let intake: MessageIntake;
 
   before(async () => {
-    testDb = await openExchangeTestDatabase('exchange_accept', 4);
+    testDb = await openExchangeTestDatabase('exchange_accept_ways', 4);
     db = testDb.db;
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
-    objects = createLocalObjectStore({ dir });
-    const rules = new RuleStore(db);
-    await rules.create({
-      name: 'from carol',
-      priority: 1,
-      configuration: { params: { channel: 'smtp', sender: 'Carol@Example.com' }, outbound: ['seal'] },
-    });
-    await rules.create({
+    dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-ways-'));
+    const store = createLocalObjectStore({ dir });
+    objects = {
+      ...store,
+      async put(key, body, options) {
+        const hold = held.get(key);
+        if (hold) {
+          hold.entered();
+          await hold.release;
+        }
+        return store.put(key, body, options);
+      },
+    };
+    await new RuleStore(db).create({
       name: 'all mail',
-      priority: 2,
-      configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] },
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
     });
-    intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
+    intake = new MessageIntake({ db, objects, rules: new RuleStore(db), logger: createLogger({ level: 'silent' }) });
   });
   after(async () => {
     await testDb?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('routes each of many messages accepted at once by its own rule, with its first status row', async () => {
-    const senders = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? 'CAROL@example.com' : `user${i}@example.com`));
-    const accepted = await Promise.all(
-      senders.map((sender, i) =>
-        intake.accept({
-          channel: 'smtp',
-          sender,
-          recipients: [`rcpt${i}@example.net`],
-          payload: Buffer.from(`message ${i}`),
-        }),
-      ),
+  /** Starts accepting a message whose put waits until `release` is called; resolves once the put started. */
+  async function acceptHeld(envelopeId: string) {
+    let release!: () => void;
+    let entered!: () => void;
+    const started = new Promise<void>((resolve) => (entered = resolve));
+    held.set(payloadKey(envelopeId), { entered, release: new Promise<void>((resolve) => (release = resolve)) });
+    const accepted = intake.accept({
+      channel: 'smtp',
+      sender: 'app@example.com',
+      recipients: ['rcpt@example.net'],
+      payload: Buffer.from(`message ${envelopeId}`),
+      envelopeId,
+    });
+    await started;
+    return { accepted, release };
+  }
+  const statusOf = async (id: string) =>
+    (await db.selectFrom('envelopes').select('status').where('id', '=', id).executeTakeFirst())?.status;
+
+  it("writes a lone message's row beside its put, and a second one's only once its payload is durable", async () => {
+    const lone = '00000000-0000-4000-8000-0000000000a1';
+    const second = '00000000-0000-4000-8000-0000000000a2';
+    const first = await acceptHeld(lone);
+    await eventually(
+      "the lone message's row, written beside its put",
+      () => statusOf(lone),
+      (status) => status === 'storing',
     );
-    for (const [i, result] of accepted.entries()) {
-      assert.deepEqual(result.outbound, i % 4 === 0 ? ['seal'] : ['smtp', 'seal']);
-      const row = await db
-        .selectFrom('envelopes')
-        .selectAll()
-        .where('id', '=', result.envelopeId)
-        .executeTakeFirstOrThrow();
-      assert.deepEqual(row.recipients, [`rcpt${i}@example.net`]);
-      assert.equal(row.size, result.size);
-      assert.equal(row.status, 'accepted');
+    const next = await acceptHeld(second);
+    // Given the time its row would take to appear if it were written beside the put as well.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(await statusOf(second), undefined, 'no row for the second message while its payload is stored');
+
+    next.release();
+    await next.accepted;
+    assert.equal(await statusOf(second), 'accepted', 'written accepted once its payload was durable');
+    assert.equal(await statusOf(lone), 'storing', 'the first one still waits for its payload');
+    first.release();
+    await first.accepted;
+    assert.equal(await statusOf(lone), 'accepted');
+    for (const id of [lone, second]) {
       const history = await db
         .selectFrom('message_status')
-        .select(['status', 'detail'])
-        .where('envelope_id', '=', result.envelopeId)
+        .select('status')
+        .where('envelope_id', '=', id)
         .orderBy('id')
         .execute();
-      assert.deepEqual(history, [
-        { status: 'accepted', detail: `${result.size} bytes over smtp` },
-        { status: 'routed', detail: i % 4 === 0 ? 'by rule "from carol" to seal' : 'by rule "all mail" to smtp, seal' },
-      ]);
-      assert.ok(await objects.head(payloadKey(result.envelopeId)));
-    }
-  });
-
-  it('a message the database refuses fails alone (503, payload deleted); the rest of its batch passes', async () => {
-    const before = await payloadCount(objects);
-    const results = await Promise.allSettled(
-      ['good1@example.com', 'bad\u0000@example.com', 'good2@example.com'].map((sender) =>
-        intake.accept({ channel: 'smtp', sender, recipients: ['rcpt@example.net'], payload: Buffer.from('hello') }),
-      ),
-    );
-    assert.equal(results[0]!.status, 'fulfilled');
-    assert.equal(results[2]!.status, 'fulfilled');
-    assert.equal(results[1]!.status, 'rejected');
-    const refused = (results[1] as PromiseRejectedResult).reason;
-    assert.ok(refused instanceof AppError && refused.status === 503, String(refused));
-    assert.equal(await payloadCount(objects), before + 2);
-  });
-
-  it('with no matching rule, accepts nothing for that message, keeping no payload; others are accepted', async () => {
-    const before = await payloadCount(objects);
-    const [json, smtp] = await Promise.allSettled([
-      intake.accept({
-        channel: 'json',
-        sender: 'app@example.com',
-        recipients: ['rcpt@example.net'],
-        payload: Buffer.from('json'),
-      }),
-      intake.accept({
-        channel: 'smtp',
-        sender: 'app@example.com',
-        recipients: ['rcpt@example.net'],
-        payload: Buffer.from('smtp'),
-      }),
-    ]);
-    assert.equal(json.status, 'rejected');
-    assert.match(
-      ((json as PromiseRejectedResult).reason as Error).message,
-      /^No delivery rule matches channel json and sender app@example\.com/,
-    );
-    assert.equal(smtp.status, 'fulfilled');
-    assert.equal(await payloadCount(objects), before + 1);
-  });
-
-  it("keeps the payload if the write's outcome is unknown (connection lost), for the orphan sweep", async () => {
-    // An intake with a pool of its own, so that it meets the outage with no connection at hand.
-    const other = await openDatabase({ url: testDb.url, poolSize: 1 });
-    const otherDb = other.db.withSchema('exchange') as Kysely<ExchangeTables>;
-    const cutOff = new MessageIntake({
-      db: otherDb,
-      objects,
-      rules: new RuleStore(otherDb),
-      logger: createLogger({ level: 'silent' }),
-    });
-    const envelopeId = '00000000-0000-4000-8000-00000000dead';
-    const restore = await refuseConnections(testDb.url);
-    try {
-      await assert.rejects(
-        cutOff.accept({
-          channel: 'smtp',
-          sender: 'x@example.com',
-          recipients: ['rcpt@example.net'],
-          payload: Buffer.from('maybe'),
-          envelopeId,
-        }),
-        (error: unknown) => error instanceof AppError && error.status === 503,
+      assert.deepEqual(
+        history.map((row) => row.status),
+        ['accepted', 'routed'],
+        `${id}: its first status rows`,
       );
-    } finally {
-      await restore();
-      await other.close();
     }
-    assert.ok(await objects.head(payloadKey(envelopeId)), 'payload kept: the row might have been committed');
-    assert.equal(
-      await db.selectFrom('envelopes').select('id').where('id', '=', envelopeId).executeTakeFirst(),
-      undefined,
-    );
-
-    const GRACE_MS = 300;
-    const clock = new TestClock();
-    const sweep = new OrphanPayloadSweep({
-      db,
-      objects,
-      graceMs: GRACE_MS,
-      logger: createLogger({ level: 'silent' }),
-      now: () => clock.now(),
-    });
-    assert.equal(await sweep.sweep(), 0, 'first seen without a row: still within its grace');
-    assert.ok(await objects.head(payloadKey(envelopeId)));
-    clock.advance(GRACE_MS + 50);
-    assert.equal(await sweep.sweep(), 1);
-    assert.equal(await objects.head(payloadKey(envelopeId)), undefined, 'deleted by the sweep once its grace passed');
   });
 });

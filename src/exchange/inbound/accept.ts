@@ -47,13 +47,26 @@ const INTAKE_BUSY_WINDOW_MS = 100;
 
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
 
+/** A message made durable: its payload's size, its bytes when it was read whole, and its strategies. */
+interface Durable {
+  size: number;
+  bytes?: Buffer;
+  outbound: OutboundStrategyName[];
+}
+
 /**
- * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands,
- * with the payload's put and the envelope row's insert overlapped (docs/design.md#durability-of-intake):
- * the row is written in status `storing`, which nothing claims or bounces, while the payload is stored;
- * once both are durable one batched UPDATE makes it `accepted` with its first status rows, and only then
- * does accept() resolve, so the caller acknowledges nothing that is not durable. The delivery rule is
- * matched in the statement that writes the row (see createEnvelopeWriter); with no matching rule nothing
+ * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands.
+ * Two ways to make a message durable (docs/design.md#durability-of-intake), both of which acknowledge
+ * nothing that is not durable and deliver or bounce nothing that was not acknowledged:
+ * - **overlapped**, while at most `overlapLimit` messages are being taken in (a lone message, by default):
+ *   the row is written in status `storing`, which nothing claims or bounces, while the payload is stored;
+ *   once both are durable one batched UPDATE makes it `accepted` with its first status rows;
+ * - **stored first**, when more are: the payload is stored, then one batched statement writes the row
+ *   `accepted` with its status rows. This saves the acknowledgement's statement and commit, which is what
+ *   a busy intake runs short of (PostgreSQL's CPU and WAL per message; bench/RESULTS.md, "One commit per
+ *   message while the intake is busy"), while a lone message waits the same either way.
+ * Only then does accept() resolve, so the caller acknowledges nothing that is not durable. The delivery rule
+ * is matched in the statement that writes the row (see createEnvelopeWriter); with no matching rule nothing
  * is written, the payload is deleted again, and accept() fails with RuleStore.match's 503. A message that
  * fails before its acknowledgement loses its payload and its `storing` row again; what a crash leaves
  * behind is removed by AbandonedIntakeSweep (rows) and OrphanPayloadSweep (payloads). Failures of either
@@ -61,9 +74,13 @@ export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeI
  */
 export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+  private readonly writeStoredEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
   private readonly acceptedListeners: Array<() => void> = [];
+  private readonly overlapLimit: number;
   private lastIntakeAt = Number.NEGATIVE_INFINITY;
+  /** Messages between the start of accept() and its end. */
+  private inFlight = 0;
 
   constructor(
     private readonly deps: {
@@ -73,10 +90,14 @@ export class MessageIntake {
       logger: Logger;
       /** Keeps small accepted payloads for this instance's delivery. */
       recentPayloads?: RecentPayloads;
+      /** INTAKE_OVERLAP_LIMIT: the most messages in flight at which a message's two writes overlap (default 1). */
+      overlapLimit?: number;
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
+    this.writeStoredEnvelope = createEnvelopeWriter(deps.db, { stored: true });
     this.acknowledge = createEnvelopeAcknowledger(deps.db);
+    this.overlapLimit = deps.overlapLimit ?? 1;
   }
 
   /** Whether a message came in during the last INTAKE_BUSY_WINDOW_MS (delivery then keeps to its share). */
@@ -86,24 +107,40 @@ export class MessageIntake {
 
   async accept(message: IncomingMessage): Promise<AcceptedMessage> {
     this.lastIntakeAt = performance.now();
-    const envelopeId = message.envelopeId ?? randomUUID();
-    const key = payloadKey(envelopeId);
     // A stream that already failed (sender gone, size limit passed) would never end for a driver
     // that only starts listening now: report its error instead of waiting for it.
     if (!Buffer.isBuffer(message.payload) && (message.payload.errored || message.payload.destroyed)) {
       throw storageError(message.payload.errored ?? new Error('The message stream was closed before it was stored'));
     }
+    const envelopeId = message.envelopeId ?? randomUUID();
     const envelope: NewEnvelope = {
       id: envelopeId,
       channel: message.channel,
       sender: message.sender,
       senderKey: senderKey(message.sender),
       recipients: message.recipients,
-      payloadKey: key,
+      payloadKey: payloadKey(envelopeId),
       isBounce: message.isBounce ?? false,
       body8bitmime: message.body8bitmime ?? false,
       smtputf8: message.smtputf8 ?? false,
     };
+    this.inFlight++;
+    try {
+      const { size, bytes, outbound } =
+        this.inFlight <= this.overlapLimit
+          ? await this.acceptOverlapped(message, envelope)
+          : await this.acceptStoredFirst(message, envelope);
+      if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
+      for (const listener of this.acceptedListeners) listener();
+      return { envelopeId, size, outbound };
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  /** The payload's put and the `storing` row's insert at the same time, then the acknowledgement. */
+  private async acceptOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
+    const { id: envelopeId, payloadKey: key } = envelope;
     const [stored, row] = await Promise.allSettled([
       this.storePayload(key, message.payload),
       this.writeEnvelope(envelope),
@@ -113,39 +150,8 @@ export class MessageIntake {
       throw stored.reason;
     }
     const { size, bytes } = stored.value;
-    let written: WrittenEnvelope;
-    if (row.status === 'rejected') {
-      // Whether or not the insert was committed, the row is at most `storing`: never claimed, removed with
-      // its payload by AbandonedIntakeSweep. When the outcome is unknown (the connection lost) the payload
-      // stays for that sweep, or for OrphanPayloadSweep if no row came, as it did before the overlap.
-      if (statementRolledBack(row.reason)) await this.deletePayload(key, envelopeId);
-      else
-        this.deps.logger.warn(
-          { err: row.reason, envelopeId, key, step: 'insert' },
-          'envelope write failed with its outcome unknown; the payload stays for the sweeps',
-        );
-      databaseUnavailable(row.reason);
-    }
-    written = row.value;
-    // No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender);
-    // a rule created between the statement and match() gets one more try.
-    if (!written) {
-      try {
-        await this.route(message);
-        written = await this.writeEnvelope(envelope);
-      } catch (error) {
-        await this.deletePayload(key, envelopeId);
-        databaseUnavailable(error);
-      }
-      if (!written) {
-        await this.deletePayload(key, envelopeId);
-        throw new AppError(
-          'unavailable',
-          503,
-          'Delivery rules changed while the message was being accepted; try again later',
-        );
-      }
-    }
+    if (row.status === 'rejected') return this.writeFailed(row.reason, envelope, 'insert');
+    const written = row.value ?? (await this.writeAfterNoRule(message, envelope, this.writeEnvelope));
 
     let acknowledged: boolean;
     try {
@@ -174,9 +180,66 @@ export class MessageIntake {
       await this.deletePayload(key, envelopeId);
       throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
     }
-    if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
-    for (const listener of this.acceptedListeners) listener();
-    return { envelopeId, size, outbound: written.outbound };
+    return { size, bytes, outbound: written.outbound };
+  }
+
+  /** The payload first; once it is durable, the row `accepted` with its status rows, in one statement. */
+  private async acceptStoredFirst(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
+    const { size, bytes } = await this.storePayload(envelope.payloadKey, message.payload);
+    const stored: NewEnvelope = { ...envelope, stored: { size, acceptedDetail: acceptedDetail(message, size) } };
+    let written: WrittenEnvelope;
+    try {
+      written = await this.writeStoredEnvelope(stored);
+    } catch (error) {
+      return this.writeFailed(error, envelope, 'insert');
+    }
+    written ??= await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope);
+    return { size, bytes, outbound: written.outbound };
+  }
+
+  /**
+   * A row's statement failed, its payload stored. Whether or not it was committed, a `storing` row is never
+   * claimed and is removed with its payload by AbandonedIntakeSweep. An `accepted` one is delivered. So the
+   * payload goes only when the statement certainly rolled back; when the outcome is unknown (the
+   * connection lost) it stays for that sweep, or for OrphanPayloadSweep if no row came.
+   */
+  private async writeFailed(error: unknown, envelope: NewEnvelope, step: string): Promise<never> {
+    const { id: envelopeId, payloadKey: key } = envelope;
+    if (statementRolledBack(error)) await this.deletePayload(key, envelopeId);
+    else
+      this.deps.logger.warn(
+        { err: error, envelopeId, key, step },
+        'envelope write failed with its outcome unknown; the payload stays for the sweeps',
+      );
+    databaseUnavailable(error);
+  }
+
+  /**
+   * No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender); a rule
+   * created between the statement and match() gets one more try. The payload goes unless a row is written.
+   */
+  private async writeAfterNoRule(
+    message: IncomingMessage,
+    envelope: NewEnvelope,
+    write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>,
+  ): Promise<NonNullable<WrittenEnvelope>> {
+    let written: WrittenEnvelope;
+    try {
+      await this.route(message);
+      written = await write(envelope);
+    } catch (error) {
+      await this.deletePayload(envelope.payloadKey, envelope.id);
+      databaseUnavailable(error);
+    }
+    if (!written) {
+      await this.deletePayload(envelope.payloadKey, envelope.id);
+      throw new AppError(
+        'unavailable',
+        503,
+        'Delivery rules changed while the message was being accepted; try again later',
+      );
+    }
+    return written;
   }
 
   /**

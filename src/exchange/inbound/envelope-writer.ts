@@ -5,7 +5,7 @@ import { firstMatchingRule } from '../rules/match.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
 import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
 
-/** A message being taken in, whose envelope row is written while its payload is stored. */
+/** A message being taken in: its envelope row is written while its payload is stored, or once it is. */
 export interface NewEnvelope {
   id: string;
   channel: Channel;
@@ -18,11 +18,13 @@ export interface NewEnvelope {
   isBounce: boolean;
   body8bitmime: boolean;
   smtputf8: boolean;
+  /** The payload is durable already (written by a `stored` writer): its size and `accepted` status detail. */
+  stored?: { size: number; acceptedDetail: string };
 }
 
 /**
- * The envelope as written (status `storing`), with what its `routed` status row will say, or undefined
- * when no rule matched it (nothing was written then).
+ * The envelope as written, with what its `routed` status row says, or undefined when no rule matched it
+ * (nothing was written then).
  */
 export type WrittenEnvelope = { outbound: OutboundStrategyName[]; routedDetail: string } | undefined;
 
@@ -43,16 +45,25 @@ export const INTAKE_BATCHES = { maxBatch: 200, maxConcurrent: 2, retryAlone: isD
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
   payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
+/** The same with the size and the `accepted` detail of a payload already stored. */
+const STORED_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
+  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, size bigint, accepted_detail text)`;
 
 /**
- * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher):
- * one statement matches each message to its delivery rule and inserts the envelope in status `storing`,
- * which no worker claims and no one bounces (docs/design.md#durability-of-intake), so a message costs a
+ * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher): one
+ * statement matches each message to its delivery rule and inserts its envelope, so a message costs a
  * fraction of one round trip and one commit. The rule is chosen by firstMatchingRule, as RuleStore.match
- * chooses it. The row is written while the payload is being stored, not after.
+ * chooses it (docs/design.md#durability-of-intake has the two ways):
+ * - by default the row is written while the payload is being stored, in status `storing`, which no worker
+ *   claims and no one bounces; createEnvelopeAcknowledger makes it `accepted` once the payload is durable;
+ * - `stored`: the payload is durable already (NewEnvelope.stored), and the row is written `accepted` with
+ *   its `accepted` and `routed` status rows, in the same statement and commit.
  */
-export function createEnvelopeWriter(db: Kysely<ExchangeTables>): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
-  const statement = compileOnce((rows: string) => insertStatement(db, rows), '["compile-once placeholder"]', {
+export function createEnvelopeWriter(
+  db: Kysely<ExchangeTables>,
+  { stored = false }: { stored?: boolean } = {},
+): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
+  const statement = compileOnce((rows: string) => insertStatement(db, rows, stored), '["compile-once placeholder"]', {
     prepare: true,
   });
   const batcher = new Batcher<NewEnvelope, WrittenEnvelope>(
@@ -158,6 +169,8 @@ async function insertEnvelopes(
       is_bounce: e.isBounce,
       body_8bitmime: e.body8bitmime,
       smtputf8: e.smtputf8,
+      size: e.stored?.size,
+      accepted_detail: e.stored?.acceptedDetail,
     })),
   );
   const written = (await db.executeQuery(statement(rows))).rows;
@@ -168,8 +181,11 @@ async function insertEnvelopes(
   });
 }
 
-/** Matches each incoming message to its rule and writes its envelope, `storing`, its size not known yet. */
-function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
+/**
+ * Matches each incoming message to its rule and writes its envelope: `storing`, its size not known yet; or,
+ * `stored`, `accepted` with its size and its first two status rows.
+ */
+function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boolean) {
   const incoming = sql<{
     id: string;
     channel: Channel;
@@ -180,9 +196,11 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     is_bounce: boolean;
     body_8bitmime: boolean;
     smtputf8: boolean;
-  }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(INCOMING_COLUMNS);
+    size: number;
+    accepted_detail: string;
+  }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(stored ? STORED_COLUMNS : INCOMING_COLUMNS);
 
-  return db
+  const base = db
     .with('routed', (qc) =>
       qc
         .selectFrom(incoming)
@@ -204,6 +222,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.is_bounce',
           'incoming.body_8bitmime',
           'incoming.smtputf8',
+          stored ? sql<number>`incoming.size`.as('size') : sql.lit(0).as('size'),
+          stored ? sql<string>`incoming.accepted_detail`.as('accepted_detail') : sql<string>`''`.as('accepted_detail'),
           'rule.id as rule_id',
           sql<
             OutboundStrategyName[]
@@ -240,18 +260,39 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
               'routed.channel',
               'routed.sender',
               'routed.recipients',
-              sql.lit(0).as('size'),
+              'routed.size',
               'routed.payload_key',
               'routed.rule_id',
               'routed.outbound',
-              sql.lit('storing').as('status'),
+              sql.lit(stored ? 'accepted' : 'storing').as('status'),
               'routed.is_bounce',
               'routed.body_8bitmime',
               'routed.smtputf8',
             ]),
         )
         .returning(['id', 'outbound']),
-    )
+    );
+  // A stored payload's row gets its `accepted` and `routed` status rows here; a `storing` row gets them
+  // with its acknowledgement.
+  const query = !stored
+    ? base
+    : base.with('history', (qc) =>
+        qc
+          .insertInto('message_status')
+          .columns(['envelope_id', 'status', 'detail'])
+          .expression((eb) =>
+            eb
+              .selectFrom('envelope')
+              .innerJoin('routed', 'routed.id', 'envelope.id')
+              .select([
+                'envelope.id',
+                sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
+                sql<string>`unnest(array[routed.accepted_detail, routed.routed_detail])`.as('detail'),
+              ]),
+          )
+          .returning('message_status.id'),
+      );
+  return query
     .selectFrom('envelope')
     .innerJoin('routed', 'routed.id', 'envelope.id')
     .select(['envelope.id', 'envelope.outbound', 'routed.routed_detail']);
