@@ -18,10 +18,12 @@
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
 //   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 500]
-//                                     [--profile DIR]
+//                                     [--profile DIR] [--intake-overlap-limit N]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
 //     --warm-up      messages each server takes before each measured level, not counted (connections, JIT).
+//     --intake-overlap-limit N  Sealpost's INTAKE_OVERLAP_LIMIT (its default when not given): e.g. 0 against
+//                    1000, to compare the intake's two ways (docs/design.md#durability-of-intake).
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
 //                    exchange-delivering.cpuprofile) and the durable floor (floor.cpuprofile), written to DIR
 //                    when they stop.
@@ -63,8 +65,10 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '1,8,32' },
     profile: { type: 'string' },
     'warm-up': { type: 'string', default: '500' },
+    'intake-overlap-limit': { type: 'string' },
   },
 });
+const OVERLAP_LIMIT = values['intake-overlap-limit'];
 const MESSAGES = Number(values.messages);
 const WARM_UP = Number(values['warm-up']);
 const CONNECTIONS = values.connections.split(',').map(Number);
@@ -220,6 +224,7 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
       ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
+      ...(OVERLAP_LIMIT === undefined ? {} : { INTAKE_OVERLAP_LIMIT: OVERLAP_LIMIT }),
       ...(s3 ? s3Env(s3, bucket!) : {}),
     },
     { which: 'exchange', nodeArgs: cpuProfileArgs(values.profile, name) },
@@ -375,7 +380,10 @@ const servers: Server[] = [
 console.log(`== SMTP ingest: 10 KB messages, ${MESSAGES} per run (500 with 1 connection)`);
 console.log(`   ${machineLine()}`);
 const payloadStore = s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)';
-console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`);
+console.log(
+  `   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info` +
+    (OVERLAP_LIMIT === undefined ? '' : `, INTAKE_OVERLAP_LIMIT ${OVERLAP_LIMIT}`),
+);
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
