@@ -150,7 +150,7 @@ export class MessageIntake {
       throw stored.reason;
     }
     const { size, bytes } = stored.value;
-    if (row.status === 'rejected') return this.writeFailed(row.reason, envelope, 'insert');
+    if (row.status === 'rejected') return this.writeFailed(row.reason, envelope);
     const written = row.value ?? (await this.writeAfterNoRule(message, envelope, this.writeEnvelope));
 
     let acknowledged: boolean;
@@ -191,7 +191,7 @@ export class MessageIntake {
     try {
       written = await this.writeStoredEnvelope(stored);
     } catch (error) {
-      return this.writeFailed(error, envelope, 'insert');
+      return this.writeFailed(error, envelope);
     }
     written ??= await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope);
     return { size, bytes, outbound: written.outbound };
@@ -203,12 +203,12 @@ export class MessageIntake {
    * payload goes only when the statement certainly rolled back; when the outcome is unknown (the
    * connection lost) it stays for that sweep, or for OrphanPayloadSweep if no row came.
    */
-  private async writeFailed(error: unknown, envelope: NewEnvelope, step: string): Promise<never> {
+  private async writeFailed(error: unknown, envelope: NewEnvelope): Promise<never> {
     const { id: envelopeId, payloadKey: key } = envelope;
     if (statementRolledBack(error)) await this.deletePayload(key, envelopeId);
     else
       this.deps.logger.warn(
-        { err: error, envelopeId, key, step },
+        { err: error, envelopeId, key, step: 'insert' },
         'envelope write failed with its outcome unknown; the payload stays for the sweeps',
       );
     databaseUnavailable(error);
