@@ -5,6 +5,7 @@ import { AppError } from '../../kernel/errors.ts';
 import { readUpTo } from '../../kernel/read-up-to.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { EXCHANGE_VARIABLES } from '../config.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
@@ -90,14 +91,14 @@ export class MessageIntake {
       logger: Logger;
       /** Keeps small accepted payloads for this instance's delivery. */
       recentPayloads?: RecentPayloads;
-      /** INTAKE_OVERLAP_LIMIT: the most messages in flight at which a message's two writes overlap (default 1). */
+      /** INTAKE_OVERLAP_LIMIT: the most messages in flight at which a message's two writes overlap (its default). */
       overlapLimit?: number;
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
     this.writeStoredEnvelope = createEnvelopeWriter(deps.db, { stored: true });
     this.acknowledge = createEnvelopeAcknowledger(deps.db);
-    this.overlapLimit = deps.overlapLimit ?? 1;
+    this.overlapLimit = deps.overlapLimit ?? Number(EXCHANGE_VARIABLES.intakeOverlapLimit.default);
   }
 
   /** Whether a message came in during the last INTAKE_BUSY_WINDOW_MS (delivery then keeps to its share). */

@@ -42,12 +42,24 @@ export interface AcknowledgedEnvelope {
  */
 export const INTAKE_BATCHES = { maxBatch: 200, maxConcurrent: 2, retryAlone: isDataError };
 
-/** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
+/**
+ * The columns of the statement's input rows (jsonb_to_recordset needs them spelled out); `size` and
+ * `accepted_detail` are null unless the payload is stored already (NewEnvelope.stored).
+ */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
-  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean)`;
-/** The same with the size and the `accepted` detail of a payload already stored. */
-const STORED_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
   payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, size bigint, accepted_detail text)`;
+
+/**
+ * The select list of an envelope's first two status rows, `accepted` then `routed`: unnest emits them in
+ * array order, so their ids (the history's order within one timestamp) follow that order.
+ */
+function firstStatusRows(id: string, acceptedDetail: string, routedDetail: string) {
+  return [
+    sql.ref<string>(id).as('envelope_id'),
+    sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
+    sql<string>`unnest(array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}])`.as('detail'),
+  ];
+}
 
 /**
  * Writes envelope rows for MessageIntake, several concurrent messages per statement (see Batcher): one
@@ -137,13 +149,7 @@ export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
         .expression((eb) =>
           eb
             .selectFrom('changed')
-            // Two rows per envelope, `accepted` then `routed`: unnest emits them in array order, so their
-            // ids (the history's order within one timestamp) follow that order.
-            .select([
-              'changed.id',
-              sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
-              sql<string>`unnest(array[changed.accepted_detail, changed.routed_detail])`.as('detail'),
-            ]),
+            .select(firstStatusRows('changed.id', 'changed.accepted_detail', 'changed.routed_detail')),
         )
         .returning('message_status.id'),
     )
@@ -198,7 +204,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
     smtputf8: boolean;
     size: number;
     accepted_detail: string;
-  }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(stored ? STORED_COLUMNS : INCOMING_COLUMNS);
+  }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(INCOMING_COLUMNS);
 
   const base = db
     .with('routed', (qc) =>
@@ -223,7 +229,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
           'incoming.body_8bitmime',
           'incoming.smtputf8',
           stored ? sql<number>`incoming.size`.as('size') : sql.lit(0).as('size'),
-          stored ? sql<string>`incoming.accepted_detail`.as('accepted_detail') : sql<string>`''`.as('accepted_detail'),
+          'incoming.accepted_detail',
           'rule.id as rule_id',
           sql<
             OutboundStrategyName[]
@@ -284,11 +290,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
             eb
               .selectFrom('envelope')
               .innerJoin('routed', 'routed.id', 'envelope.id')
-              .select([
-                'envelope.id',
-                sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
-                sql<string>`unnest(array[routed.accepted_detail, routed.routed_detail])`.as('detail'),
-              ]),
+              .select(firstStatusRows('envelope.id', 'routed.accepted_detail', 'routed.routed_detail')),
           )
           .returning('message_status.id'),
       );
