@@ -45,6 +45,7 @@ import { startSealpostProcess, type SealpostProcess } from '../test/support/seal
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
+import { inFlight } from './support/workers.ts';
 
 const SMTP_SINK = ['/usr/sbin/smtp-sink', '/usr/lib/postfix/sbin/smtp-sink'].find((path) => existsSync(path));
 const { values } = parseArgs({
@@ -186,18 +187,12 @@ async function startEngines(engines: number, pollInterval: string, relay = sinkU
 }
 
 async function acceptAll(tag: string, messages = MESSAGES): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (next < messages) {
-        const { raw } = message(tag, next++);
-        await intake.accept({
-          channel: 'smtp',
-          sender: 'bench@sender.example',
-          recipients: ['sink@rcpt.example'],
-          payload: raw,
-        });
-      }
+  await inFlight(messages, 32, (i) =>
+    intake.accept({
+      channel: 'smtp',
+      sender: 'bench@sender.example',
+      recipients: ['sink@rcpt.example'],
+      payload: message(tag, i).raw,
     }),
   );
 }
@@ -213,17 +208,13 @@ console.log(`   sink: ${sinkKind}; payloads on local disk; PostgreSQL 127.0.0.1`
 // --- Baseline: nodemailer straight to the sink --------------------------------------------------
 const transporter = nodemailer.createTransport({ url: sinkUrl, pool: true, maxConnections: CONCURRENCY });
 let baselinePerSecond: number;
-const sendDirect = async (tag: string, messages: number) => {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY * 2 }, async () => {
-      while (next < messages) {
-        const { raw } = message(tag, next++);
-        await transporter.sendMail({ envelope: { from: 'bench@sender.example', to: ['sink@rcpt.example'] }, raw });
-      }
+const sendDirect = (tag: string, messages: number) =>
+  inFlight(messages, CONCURRENCY * 2, (i) =>
+    transporter.sendMail({
+      envelope: { from: 'bench@sender.example', to: ['sink@rcpt.example'] },
+      raw: message(tag, i).raw,
     }),
   );
-};
 {
   await sendDirect('baseline-warm-up', WARM_UP);
   if (nodeSink) nodeSink.messages.length = 0;

@@ -57,6 +57,7 @@ import {
   treeCpuTimes,
 } from './support/proc.ts';
 import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
+import { inFlight } from './support/workers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -332,7 +333,6 @@ async function rawPuts(
   const body = Buffer.alloc(10 * 1024, 'x');
   for (let i = 0; i < Math.min(20, count); i++) await client.put(`warm/${i}`, body);
   const latencies: number[] = [];
-  let next = 0;
   let failed = 0;
   const put: string[] = [];
   const deletions: Array<Promise<void>> = [];
@@ -341,17 +341,13 @@ async function rawPuts(
   };
   const deleteTimer = deleting ? setInterval(deleteNow, DELETION_HOLD_MAX_MS) : undefined;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (next < count) {
-        const key = `raw/${connections}/${next++}`;
-        const t = performance.now();
-        await client.put(key, body).catch(() => failed++);
-        latencies.push(performance.now() - t);
-        if (deleting && put.push(key) >= DELETE_MANY_MAX) deleteNow();
-      }
-    }),
-  );
+  await inFlight(count, connections, async (i) => {
+    const key = `raw/${connections}/${i}`;
+    const t = performance.now();
+    await client.put(key, body).catch(() => failed++);
+    latencies.push(performance.now() - t);
+    if (deleting && put.push(key) >= DELETE_MANY_MAX) deleteNow();
+  });
   const seconds = (performance.now() - started) / 1000;
   clearInterval(deleteTimer);
   deleteNow();

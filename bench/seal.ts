@@ -18,6 +18,7 @@ import { basicAuthorization, startRealClusters, type RealCluster } from '../test
 import { rawMessage, startSealWithClusters } from '../test/support/seal.ts';
 import { machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
+import { inFlight } from './support/workers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -101,19 +102,13 @@ async function bareOne(): Promise<void> {
 
 async function measure(name: string, concurrency: number, one: () => Promise<number | void>) {
   const latencies: number[] = [];
-  let next = 0;
   const started = performance.now();
   const cpuBefore = { own: process.cpuUsage(), tree: treeCpuMs(process.pid) };
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < MESSAGES) {
-        next++;
-        const t = performance.now();
-        const own = await one();
-        latencies.push(typeof own === 'number' ? own : performance.now() - t);
-      }
-    }),
-  );
+  await inFlight(MESSAGES, concurrency, async () => {
+    const t = performance.now();
+    const own = await one();
+    latencies.push(typeof own === 'number' ? own : performance.now() - t);
+  });
   const seconds = (performance.now() - started) / 1000;
   // This process holds the load generator and, on Sealpost's side, the seal service; its children are
   // the Kubo and cluster daemons (PostgreSQL is not counted).

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createTransport } from 'nodemailer';
+import { inFlight } from './workers.ts';
 
 export interface LoadResult {
   messages: number;
@@ -54,22 +55,19 @@ export async function runSmtpLoad(port: number, connections: number, messages: n
   );
   const latencies: number[] = [];
   let failed = 0;
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (next < messages) {
-        const raw = bodies[next++]!;
-        const t0 = performance.now();
-        try {
-          await transport.sendMail({ envelope: { from: 'bench@sender.example', to: ['rcpt@recipient.example'] }, raw });
-          latencies.push(performance.now() - t0);
-        } catch {
-          failed++;
-        }
-      }
-    }),
-  );
+  await inFlight(messages, connections, async (i) => {
+    const t0 = performance.now();
+    try {
+      await transport.sendMail({
+        envelope: { from: 'bench@sender.example', to: ['rcpt@recipient.example'] },
+        raw: bodies[i]!,
+      });
+      latencies.push(performance.now() - t0);
+    } catch {
+      failed++;
+    }
+  });
   const seconds = (performance.now() - started) / 1000;
   transport.close();
   latencies.sort((a, b) => a - b);
