@@ -18,10 +18,14 @@
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
 //   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 500]
-//                                     [--profile DIR] [--intake-overlap-limit N]
+//                                     [--rounds 1] [--profile DIR] [--intake-overlap-limit N]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
 //     --warm-up      messages each server takes before each measured level, not counted (connections, JIT).
+//     --rounds N     measures each level N times, every server (and the raw puts) once per round, in turns; the
+//                    summary gives each ratio's median over the rounds and their range. The host's speed drifts
+//                    within minutes, and a ratio of two runs a minute apart carries that drift; in turns, each
+//                    round's ratio is of runs seconds apart, and the median keeps one slow moment from deciding.
 //     --intake-overlap-limit N  Sealpost's INTAKE_OVERLAP_LIMIT (its default when not given): e.g. 0 against
 //                    1000, to compare the intake's two ways (docs/design.md#durability-of-intake).
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
@@ -67,8 +71,10 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     'warm-up': { type: 'string', default: '500' },
     'intake-overlap-limit': { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
+const ROUNDS = Number(values.rounds);
 const OVERLAP_LIMIT = values['intake-overlap-limit'];
 const MESSAGES = Number(values.messages);
 const WARM_UP = Number(values['warm-up']);
@@ -383,8 +389,19 @@ console.log(
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
-for (const connections of CONNECTIONS) {
-  const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
+/** Sealpost's ratios at one level in one round: each a quotient of two runs of that round. */
+interface Ratios {
+  bare: number;
+  floor: number;
+  floorToBare: number;
+  postfix?: number;
+  rawPut?: number;
+  withDelivery: number;
+  storeWithDeletes?: number;
+}
+
+/** One round of one level: the raw puts (S3), then each server; its ratios. */
+async function round(connections: number, count: number): Promise<Ratios> {
   const results = new Map<string, LoadResult>();
   if (s3) {
     for (const clientName of Object.keys(BARE_CLIENTS)) {
@@ -413,23 +430,45 @@ for (const connections of CONNECTIONS) {
     // measures its own load.
     if (delivering) await caughtUp();
   }
-  const ours = results.get('sealpost')!.perSecond;
-  const ratio = ours / results.get('bare smtp-server')!.perSecond;
-  const floor = results.get('durable floor')!.perSecond;
-  const vsFloor = `, ${(ours / floor).toFixed(2)}× the durable floor (itself ${(
-    floor / results.get('bare smtp-server')!.perSecond
-  ).toFixed(2)}× the bare one)`;
-  const vsPostfix = postfix ? `, ${(ours / results.get('Postfix → queue')!.perSecond).toFixed(2)}× Postfix` : '';
-  const vsS3 = s3 ? `, ${(ours / results.get('raw PutObject')!.perSecond).toFixed(2)}× raw PutObject` : '';
-  const withDelivery = results.get('sealpost+delivery')!.perSecond / ours;
-  const storeWithDeletes = s3
-    ? ` (the store's own: puts with deletes ${(
-        results.get('raw PutObject + deletes')!.perSecond / results.get('bare signed client')!.perSecond
-      ).toFixed(2)}× puts alone)`
-    : '';
+  const rate = (name: string) => results.get(name)!.perSecond;
+  const ours = rate('sealpost');
+  return {
+    bare: ours / rate('bare smtp-server'),
+    floor: ours / rate('durable floor'),
+    floorToBare: rate('durable floor') / rate('bare smtp-server'),
+    postfix: postfix ? ours / rate('Postfix → queue') : undefined,
+    rawPut: s3 ? ours / rate('raw PutObject') : undefined,
+    withDelivery: rate('sealpost+delivery') / ours,
+    storeWithDeletes: s3 ? rate('raw PutObject + deletes') / rate('bare signed client') : undefined,
+  };
+}
+
+/** A ratio over the rounds: the median, with the range when there are several. */
+function overRounds(rounds: Ratios[], key: keyof Ratios): string {
+  const values = rounds.map((r) => r[key]!).sort((a, b) => a - b);
+  const middle = values.length >> 1;
+  const median = values.length % 2 ? values[middle]! : (values[middle - 1]! + values[middle]!) / 2;
+  const range = values.length > 1 ? ` (${values[0]!.toFixed(2)}–${values.at(-1)!.toFixed(2)})` : '';
+  return `${median.toFixed(2)}×${range}`;
+}
+
+for (const connections of CONNECTIONS) {
+  const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
+  const rounds: Ratios[] = [];
+  for (let r = 1; r <= ROUNDS; r++) {
+    if (ROUNDS > 1) console.log(`-- ${connections} conn, round ${r} of ${ROUNDS}`);
+    rounds.push(await round(connections, count));
+  }
+  const of = (key: keyof Ratios) => overRounds(rounds, key);
+  const median = ROUNDS > 1 ? `, medians of ${ROUNDS} rounds (range)` : '';
   const line =
-    `${String(connections).padStart(2)} conn  sealpost = ${ratio.toFixed(2)}× the bare smtp-server${vsFloor}` +
-    `${vsPostfix}${vsS3}; with delivery running ${withDelivery.toFixed(2)}× intake alone${storeWithDeletes}`;
+    `${String(connections).padStart(2)} conn  sealpost = ${of('bare')} the bare smtp-server, ` +
+    `${of('floor')} the durable floor (itself ${of('floorToBare')} the bare one)` +
+    (postfix ? `, ${of('postfix')} Postfix` : '') +
+    (s3 ? `, ${of('rawPut')} raw PutObject` : '') +
+    `; with delivery running ${of('withDelivery')} intake alone` +
+    (s3 ? ` (the store's own: puts with deletes ${of('storeWithDeletes')} puts alone)` : '') +
+    median;
   console.log(line);
   summary.push(line);
 }
