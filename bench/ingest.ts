@@ -389,20 +389,28 @@ console.log(
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
-/** Sealpost's ratios at one level in one round: each a quotient of two runs of that round. */
+/**
+ * Sealpost's ratios at one level in one round, each a quotient of two runs of that round, and the floor's to
+ * the same baselines; and the CPU per message of Sealpost's exchange and of the floor (ms).
+ */
 interface Ratios {
   bare: number;
   floor: number;
   floorToBare: number;
   postfix?: number;
+  floorToPostfix?: number;
   rawPut?: number;
+  floorToRawPut?: number;
   withDelivery: number;
   storeWithDeletes?: number;
+  cpu: number;
+  floorCpu: number;
 }
 
 /** One round of one level: the raw puts (S3), then each server; its ratios. */
 async function round(connections: number, count: number): Promise<Ratios> {
   const results = new Map<string, LoadResult>();
+  const cpus = new Map<string, CpuPerMessage>();
   if (s3) {
     for (const clientName of Object.keys(BARE_CLIENTS)) {
       const result = await rawPuts(clientName, connections, count);
@@ -423,6 +431,7 @@ async function round(connections: number, count: number): Promise<Ratios> {
     // The delivering exchange starts each measured run with the warm-up's messages delivered.
     const { result, cpu } = await measure(server, connections, count, delivering ? caughtUp : undefined);
     results.set(server.name, result);
+    cpus.set(server.name, cpu);
     const left = delivering ? `  queue left ${await queued()}` : '';
     console.log(`${String(connections).padStart(2)} conn  ${server.name.padEnd(17)} ${fmt(result, cpu)}${left}`);
     // The next run starts with delivery caught up, its clean-ups included (payload deletes and row
@@ -437,19 +446,23 @@ async function round(connections: number, count: number): Promise<Ratios> {
     floor: ours / rate('durable floor'),
     floorToBare: rate('durable floor') / rate('bare smtp-server'),
     postfix: postfix ? ours / rate('Postfix → queue') : undefined,
+    floorToPostfix: postfix ? rate('durable floor') / rate('Postfix → queue') : undefined,
     rawPut: s3 ? ours / rate('raw PutObject') : undefined,
+    floorToRawPut: s3 ? rate('durable floor') / rate('raw PutObject') : undefined,
     withDelivery: rate('sealpost+delivery') / ours,
     storeWithDeletes: s3 ? rate('raw PutObject + deletes') / rate('bare signed client') : undefined,
+    cpu: cpus.get('sealpost')!.total,
+    floorCpu: cpus.get('durable floor')!.total,
   };
 }
 
-/** A ratio over the rounds: the median, with the range when there are several. */
-function overRounds(rounds: Ratios[], key: keyof Ratios): string {
+/** A figure over the rounds: the median, with the range when there are several. */
+function overRounds(rounds: Ratios[], key: keyof Ratios, unit = '×'): string {
   const values = rounds.map((r) => r[key]!).sort((a, b) => a - b);
   const middle = values.length >> 1;
   const median = values.length % 2 ? values[middle]! : (values[middle - 1]! + values[middle]!) / 2;
   const range = values.length > 1 ? ` (${values[0]!.toFixed(2)}–${values.at(-1)!.toFixed(2)})` : '';
-  return `${median.toFixed(2)}×${range}`;
+  return `${median.toFixed(2)}${unit}${range}`;
 }
 
 for (const connections of CONNECTIONS) {
@@ -460,12 +473,14 @@ for (const connections of CONNECTIONS) {
     rounds.push(await round(connections, count));
   }
   const of = (key: keyof Ratios) => overRounds(rounds, key);
+  const ms = (key: keyof Ratios) => overRounds(rounds, key, ' ms');
   const median = ROUNDS > 1 ? `, medians of ${ROUNDS} rounds (range)` : '';
   const line =
     `${String(connections).padStart(2)} conn  sealpost = ${of('bare')} the bare smtp-server, ` +
     `${of('floor')} the durable floor (itself ${of('floorToBare')} the bare one)` +
-    (postfix ? `, ${of('postfix')} Postfix` : '') +
-    (s3 ? `, ${of('rawPut')} raw PutObject` : '') +
+    (postfix ? `, ${of('postfix')} Postfix (the floor ${of('floorToPostfix')})` : '') +
+    (s3 ? `, ${of('rawPut')} raw PutObject (the floor ${of('floorToRawPut')})` : '') +
+    `; exchange CPU ${ms('cpu')} per message (the floor ${ms('floorCpu')})` +
     `; with delivery running ${of('withDelivery')} intake alone` +
     (s3 ? ` (the store's own: puts with deletes ${of('storeWithDeletes')} puts alone)` : '') +
     median;
