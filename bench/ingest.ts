@@ -21,7 +21,7 @@
 //                                     [--rounds 1] [--profile DIR] [--intake-overlap-limit N]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
-//     --warm-up      messages each server takes before each measured level, not counted (connections, JIT).
+//     --warm-up      messages each server takes before each level's first round, not counted (connections, JIT).
 //     --rounds N     measures each level N times, every server (and the raw puts) once per round, in turns; the
 //                    summary gives each ratio's median over the rounds and their range. The host's speed drifts
 //                    within minutes, and a ratio of two runs a minute apart carries that drift; in turns, each
@@ -60,7 +60,7 @@ import {
   treeCpuMs,
   treeCpuTimes,
 } from './support/proc.ts';
-import { percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
+import { median, percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 import { inFlight } from './support/workers.ts';
 
 const { values } = parseArgs({
@@ -108,14 +108,18 @@ const fmt = (r: LoadResult, cpu?: CpuPerMessage) => {
   return `${r.perSecond.toFixed(0).padStart(6)} msg/s  ${latency}${server}${database}${failed}`;
 };
 
+/** One measured run; with `warmUp`, after that many messages not counted (connections, JIT) and `afterWarmUp`. */
 async function measure(
   server: Server,
   connections: number,
   count: number,
+  warmUp: number,
   afterWarmUp?: () => Promise<void>,
 ): Promise<{ result: LoadResult; cpu: CpuPerMessage }> {
-  await runSmtpLoad(server.port, connections, Math.min(WARM_UP, count)); // warm-up: connections, JIT
-  await afterWarmUp?.();
+  if (warmUp > 0) {
+    await runSmtpLoad(server.port, connections, warmUp);
+    await afterWarmUp?.();
+  }
   const before = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
   const result = await runSmtpLoad(server.port, connections, count);
   const after = { server: treeCpuTimes(server.pid), database: treeCpuMs(postmaster), wal: await walPosition() };
@@ -390,10 +394,10 @@ if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
 /**
- * Sealpost's ratios at one level in one round, each a quotient of two runs of that round, and the floor's to
+ * One round of one level: Sealpost's ratios, each a quotient of two runs of that round, and the floor's to
  * the same baselines; and the CPU per message of Sealpost's exchange and of the floor (ms).
  */
-interface Ratios {
+interface RoundFigures {
   bare: number;
   floor: number;
   floorToBare: number;
@@ -407,8 +411,11 @@ interface Ratios {
   floorCpu: number;
 }
 
-/** One round of one level: the raw puts (S3), then each server; its ratios. */
-async function round(connections: number, count: number): Promise<Ratios> {
+/**
+ * One round of one level: the raw puts (S3), then each server; its figures. Only the first round of a level
+ * warms the servers up: the later ones find them warm, their connections opened before the clock starts.
+ */
+async function round(connections: number, count: number, first: boolean): Promise<RoundFigures> {
   const results = new Map<string, LoadResult>();
   const cpus = new Map<string, CpuPerMessage>();
   if (s3) {
@@ -429,7 +436,8 @@ async function round(connections: number, count: number): Promise<Ratios> {
   for (const server of servers) {
     const delivering = server.name === 'sealpost+delivery';
     // The delivering exchange starts each measured run with the warm-up's messages delivered.
-    const { result, cpu } = await measure(server, connections, count, delivering ? caughtUp : undefined);
+    const warmUp = first ? Math.min(WARM_UP, count) : 0;
+    const { result, cpu } = await measure(server, connections, count, warmUp, delivering ? caughtUp : undefined);
     results.set(server.name, result);
     cpus.set(server.name, cpu);
     const left = delivering ? `  queue left ${await queued()}` : '';
@@ -457,23 +465,21 @@ async function round(connections: number, count: number): Promise<Ratios> {
 }
 
 /** A figure over the rounds: the median, with the range when there are several. */
-function overRounds(rounds: Ratios[], key: keyof Ratios, unit = '×'): string {
+function overRounds(rounds: RoundFigures[], key: keyof RoundFigures, unit = '×'): string {
   const values = rounds.map((r) => r[key]!).sort((a, b) => a - b);
-  const middle = values.length >> 1;
-  const median = values.length % 2 ? values[middle]! : (values[middle - 1]! + values[middle]!) / 2;
   const range = values.length > 1 ? ` (${values[0]!.toFixed(2)}–${values.at(-1)!.toFixed(2)})` : '';
-  return `${median.toFixed(2)}${unit}${range}`;
+  return `${median(values).toFixed(2)}${unit}${range}`;
 }
 
 for (const connections of CONNECTIONS) {
   const count = connections === 1 ? Math.min(MESSAGES, 500) : MESSAGES;
-  const rounds: Ratios[] = [];
+  const rounds: RoundFigures[] = [];
   for (let r = 1; r <= ROUNDS; r++) {
     if (ROUNDS > 1) console.log(`-- ${connections} conn, round ${r} of ${ROUNDS}`);
-    rounds.push(await round(connections, count));
+    rounds.push(await round(connections, count, r === 1));
   }
-  const of = (key: keyof Ratios) => overRounds(rounds, key);
-  const ms = (key: keyof Ratios) => overRounds(rounds, key, ' ms');
+  const of = (key: keyof RoundFigures) => overRounds(rounds, key);
+  const ms = (key: keyof RoundFigures) => overRounds(rounds, key, ' ms');
   const median = ROUNDS > 1 ? `, medians of ${ROUNDS} rounds (range)` : '';
   const line =
     `${String(connections).padStart(2)} conn  sealpost = ${of('bare')} the bare smtp-server, ` +

@@ -26,6 +26,13 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** The middle of a few sorted figures (the mean of the two middle ones for an even count), unlike percentile(). */
+export function median(sorted: number[]): number {
+  if (sorted.length === 0) return NaN;
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /**
  * Sends `messages` messages over `connections` reused SMTP connections (nodemailer's pool), each
  * connection sending one message after the other; latency is MAIL FROM .. final reply of one message.
