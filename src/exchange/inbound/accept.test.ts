@@ -218,12 +218,13 @@ describe('MessageIntake chooses how to make a message durable by the messages in
         return store.put(key, body, options);
       },
     };
-    await new RuleStore(db).create({
+    const rules = new RuleStore(db);
+    await rules.create({
       name: 'all mail',
       priority: 1,
       configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
     });
-    intake = new MessageIntake({ db, objects, rules: new RuleStore(db), logger: createLogger({ level: 'silent' }) });
+    intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
   });
   after(async () => {
     await testDb?.close();

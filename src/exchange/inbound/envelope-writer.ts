@@ -228,7 +228,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
           'incoming.is_bounce',
           'incoming.body_8bitmime',
           'incoming.smtputf8',
-          stored ? sql<number>`incoming.size`.as('size') : sql.lit(0).as('size'),
+          // Not known yet for a `storing` row (its acknowledgement sets it).
+          sql<number>`coalesce(incoming.size, 0)`.as('size'),
           'incoming.accepted_detail',
           'rule.id as rule_id',
           sql<
