@@ -16,7 +16,7 @@ import type { SMTPServer, SMTPServerSession } from 'smtp-server';
  * - The replies to a pipelined group in one write (RFC 2920 §3.2, as Postfix's smtpd flushes only once its
  *   input is read): smtp-server writes each reply to the socket at once, so a client's MAIL FROM, RCPT TO
  *   and DATA sent together cost a write and a read each; the replies are held until the end of the event
- *   loop's turn and go out together.
+ *   loop's turn, or until 354, and go out together.
  */
 interface Connection {
   session: SMTPServerSession;
@@ -97,5 +97,9 @@ function coalescedReplies(connection: Connection): Connection['send'] {
       setImmediate(flush);
     }
     send(code, data, context);
+    // 354 ends a pipelined group (RFC 2920 §3.1: the client waits for it before it sends the message), so
+    // no command is left to read: it goes out at once with what is held, as Postfix's smtpd flushes once its
+    // input is read. Held to the end of the turn, it waited for the work the message starts in that turn.
+    if (code === 354) flush();
   };
 }

@@ -2,6 +2,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -616,18 +617,25 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       assert.equal(envelope.size, stored.length);
     });
 
-    it('on close, stops taking connections but lets a message in transfer finish, then says 421', async () => {
+    /** An SMTP server of its own on the service's stores, with an intake the test may wrap before it starts. */
+    function ownSmtpServer(drainTimeoutMs: number) {
       const pdb = exchangeDb(plain);
       const logger = createLogger({ level: 'silent' });
       const intake = new MessageIntake({ db: pdb, objects: plain.objects, rules: new RuleStore(pdb), logger });
-      const server = await startInboundSmtpServer({
-        config: plain.config,
-        settings: { ...plain.config.exchange, smtpPort: 0 },
-        intake,
-        metrics: createExchangeMetrics(new Registry()),
-        logger,
-        drainTimeoutMs: 20_000,
-      });
+      const start = () =>
+        startInboundSmtpServer({
+          config: plain.config,
+          settings: { ...plain.config.exchange, smtpPort: 0 },
+          intake,
+          metrics: createExchangeMetrics(new Registry()),
+          logger,
+          drainTimeoutMs,
+        });
+      return { intake, start };
+    }
+
+    it('on close, stops taking connections but lets a message in transfer finish, then says 421', async () => {
+      const server = await ownSmtpServer(20_000).start();
       const serverPort = Number(new URL(server.url).port);
       const { talk } = await SmtpTalk.open(serverPort);
       const { talk: idle } = await SmtpTalk.open(serverPort);
@@ -652,7 +660,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
         await talk.closedByServer();
         await idle.closedByServer();
         assert.ok(
-          await pdb.selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
+          await exchangeDb(plain).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
           'the finished message was stored',
         );
         assert.equal(
@@ -662,6 +670,33 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       } finally {
         talk.close();
         idle.close();
+      }
+    });
+    it('sends 354 before it starts on the message, so the body is on its way while the intake sets up', async () => {
+      const { intake, start } = ownSmtpServer(1_000);
+      const dir = await mkdtemp(join(tmpdir(), 'sealpost-354-'));
+      const marker = join(dir, 'got-354');
+      let sawMarker: boolean | undefined;
+      const accept = intake.accept.bind(intake);
+      intake.accept = (message) => {
+        // Holds the event loop, as the message's own work does, until the client (its own process) has had 354,
+        // for at most 5 s: a 354 still held by this process cannot reach it meanwhile.
+        const until = Date.now() + 5_000;
+        while (!existsSync(marker) && Date.now() < until);
+        sawMarker = existsSync(marker);
+        return accept(message);
+      };
+      const server = await start();
+      try {
+        const client = fileURLToPath(new URL('../../../test/support/pipelined-group.ts', import.meta.url));
+        const serverPort = new URL(server.url).port;
+        const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', client, serverPort, marker]);
+        assert.equal((JSON.parse(stdout) as string[]).length, 1, `the group's replies in one write: ${stdout}`);
+        await waitFor(() => sawMarker !== undefined, 'the message to reach the intake');
+        assert.equal(sawMarker, true, 'the client had 354 before the intake started on the message');
+      } finally {
+        await server.close();
+        await rm(dir, { recursive: true, force: true });
       }
     });
   });
