@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadAverage, machineLine } from './support/proc.ts';
 
-const BENCHES = ['ingest', 'delivery', 'auth', 'memory', 'seal', 'reader'];
+const BENCHES = ['ingest', 'delivery', 'auth', 'memory', 'seal', 'reader', 'log-line'];
 const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const BEGIN = '<!-- bench:latest-run -->';
 const END = '<!-- /bench:latest-run -->';
