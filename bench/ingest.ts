@@ -480,7 +480,7 @@ for (const connections of CONNECTIONS) {
   }
   const of = (key: keyof RoundFigures) => overRounds(rounds, key);
   const ms = (key: keyof RoundFigures) => overRounds(rounds, key, ' ms');
-  const median = ROUNDS > 1 ? `, medians of ${ROUNDS} rounds (range)` : '';
+  const overWhat = ROUNDS > 1 ? `, medians of ${ROUNDS} rounds (range)` : '';
   const line =
     `${String(connections).padStart(2)} conn  sealpost = ${of('bare')} the bare smtp-server, ` +
     `${of('floor')} the durable floor (itself ${of('floorToBare')} the bare one)` +
@@ -489,7 +489,7 @@ for (const connections of CONNECTIONS) {
     `; exchange CPU ${ms('cpu')} per message (the floor ${ms('floorCpu')})` +
     `; with delivery running ${of('withDelivery')} intake alone` +
     (s3 ? ` (the store's own: puts with deletes ${of('storeWithDeletes')} puts alone)` : '') +
-    median;
+    overWhat;
   console.log(line);
   summary.push(line);
 }

@@ -26,9 +26,10 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** The middle of a few sorted figures (the mean of the two middle ones for an even count), unlike percentile(). */
-export function median(sorted: number[]): number {
-  if (sorted.length === 0) return NaN;
+/** The middle of a few figures in any order (the mean of the middle two for an even count), unlike percentile(). */
+export function median(figures: number[]): number {
+  if (figures.length === 0) return NaN;
+  const sorted = figures.toSorted((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }

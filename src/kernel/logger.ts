@@ -38,17 +38,18 @@ export const REDACTED_PATHS = [
 ];
 
 /**
- * Blanks SECRET_FIELDS in a line's fields (pino's `formatters.log`, run before its serializers); copies only
- * what it changes. Hand-written rather than `*.password`-style paths for pino's redaction: its library
- * (@pinojs/redact 0.4) applies wildcard paths to every field of every line and parses each path again
- * each time, 12 µs and some 20 KB of garbage per line, 18 % of the exchange's allocations at 8 connections
- * (bench/RESULTS.md, "The log line's redaction"), and it blanked the `code` of every logged error.
+ * Blanks SECRET_FIELDS one level down in a line's fields (pino's `formatters.log`, run before its serializers;
+ * the top level is REDACTED_PATHS'); copies only what it changes. Hand-written rather than `*.password`-style
+ * paths for pino's redaction: its library (@pinojs/redact 0.4) applies wildcard paths to every field of every
+ * line and parses each path again each time, 12 µs and some 20 KB of garbage per line, 18 % of the exchange's
+ * allocations at 8 connections (bench/RESULTS.md, "The log line's redaction"), and it blanked the `code` of
+ * every logged error.
  */
 export function redactSecrets(fields: Record<string, unknown>): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(fields)) {
     const value = fields[key];
-    const redacted = SECRET_FIELDS.has(key) ? REDACTED : redactNested(value);
+    const redacted = redactNested(value);
     if (redacted === value) continue;
     copy ??= { ...fields };
     copy[key] = redacted;
