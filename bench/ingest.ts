@@ -26,8 +26,8 @@
 //                    summary gives each ratio's median over the rounds and their range. The host's speed drifts
 //                    within minutes, and a ratio of two runs a minute apart carries that drift; in turns, each
 //                    round's ratio is of runs seconds apart, and the median keeps one slow moment from deciding.
-//     --intake-overlap-limit N  Sealpost's INTAKE_OVERLAP_LIMIT (its default when not given): e.g. 0 against
-//                    1000, to compare the intake's two ways (docs/design.md#durability-of-intake).
+//     --intake-overlap-limit N  Sealpost's INTAKE_OVERLAP_LIMIT (its default, 0, when not given): e.g. 1000
+//                    against 0, to compare the intake's two ways (docs/design.md#durability-of-intake).
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
 //                    exchange-delivering.cpuprofile) and the durable floor (floor.cpuprofile), written to DIR
 //                    when they stop.

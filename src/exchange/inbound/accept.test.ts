@@ -22,13 +22,13 @@ import {
 import { MessageIntake, payloadKey } from './accept.ts';
 
 /**
- * Each test runs with the default INTAKE_OVERLAP_LIMIT (1: a lone message's writes overlap, the others store
- * first), with every message overlapped, and with none: each way keeps the same promises.
+ * Each test runs with the default INTAKE_OVERLAP_LIMIT (0: every payload stored first), with a lone message
+ * overlapped and the others stored first, and with every message overlapped: each way keeps the same promises.
  */
 for (const [ways, overlapLimit] of [
   ['the default', undefined],
+  ['a lone message overlapped', 1],
   ['every message overlapped', 1000],
-  ['every payload stored first', 0],
 ] as const) {
   describe(`MessageIntake with concurrent messages, ${ways}`, () => {
     let testDb: ExchangeTestDatabase;
@@ -200,7 +200,9 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   let objects: ObjectStore;
   /** Puts wait here until released, so that a test can look at the rows while payloads are being stored. */
   const held = new Map<string, { entered: () => void; release: Promise<void> }>();
+  /** INTAKE_OVERLAP_LIMIT 1: a lone message's writes overlap. */
   let intake: MessageIntake;
+  let defaultIntake: MessageIntake;
 
   before(async () => {
     testDb = await openExchangeTestDatabase('exchange_accept_ways', 4);
@@ -224,7 +226,9 @@ describe('MessageIntake chooses how to make a message durable by the messages in
       priority: 1,
       configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
     });
-    intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
+    const logger = createLogger({ level: 'silent' });
+    intake = new MessageIntake({ db, objects, rules, logger, overlapLimit: 1 });
+    defaultIntake = new MessageIntake({ db, objects, rules, logger });
   });
   after(async () => {
     await testDb?.close();
@@ -232,12 +236,12 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   });
 
   /** Starts accepting a message whose put waits until `release` is called; resolves once the put started. */
-  async function acceptHeld(envelopeId: string) {
+  async function acceptHeld(envelopeId: string, by = intake) {
     let release!: () => void;
     let entered!: () => void;
     const started = new Promise<void>((resolve) => (entered = resolve));
     held.set(payloadKey(envelopeId), { entered, release: new Promise<void>((resolve) => (release = resolve)) });
-    const accepted = intake.accept({
+    const accepted = by.accept({
       channel: 'smtp',
       sender: 'app@example.com',
       recipients: ['rcpt@example.net'],
@@ -250,7 +254,18 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   const statusOf = async (id: string) =>
     (await db.selectFrom('envelopes').select('status').where('id', '=', id).executeTakeFirst())?.status;
 
-  it("writes a lone message's row beside its put, and a second one's only once its payload is durable", async () => {
+  it("by default writes even a lone message's row only once its payload is durable", async () => {
+    const lone = '00000000-0000-4000-8000-0000000000b1';
+    const held = await acceptHeld(lone, defaultIntake);
+    // Given the time its row would take to appear if it were written beside the put.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(await statusOf(lone), undefined, 'no row while its payload is stored');
+    held.release();
+    await held.accepted;
+    assert.equal(await statusOf(lone), 'accepted', 'written accepted once its payload was durable');
+  });
+
+  it("at limit 1 writes a lone message's row beside its put, a second one's once its payload is durable", async () => {
     const lone = '00000000-0000-4000-8000-0000000000a1';
     const second = '00000000-0000-4000-8000-0000000000a2';
     const first = await acceptHeld(lone);
