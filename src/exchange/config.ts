@@ -104,8 +104,8 @@ export const EXCHANGE_VARIABLES = defineVariables({
     meaning:
       "a message's payload is stored while its envelope row is written (then acknowledged by a second " +
       'statement) when at most this many messages are being taken in; above it, the row is written once the ' +
-      'payload is durable, in one statement and one commit; 0: never overlapped, which costs less CPU and ' +
-      'took in as many messages or more, even one at a time',
+      'payload is durable, in one statement and one commit, which costs less and waits no longer; 0: never ' +
+      'overlapped',
     default: '0',
     ...integer(0, 1000000),
   },
