@@ -12,7 +12,7 @@ export const REDACTED = '[redacted]';
  * down (`{ user: { password } }`), whatever the line. One exception: an error's `code` is what an operator
  * reads (ECONNREFUSED, a PostgreSQL SQLSTATE, an S3 error code), never a secret, and stays.
  */
-export const SECRET_FIELDS: ReadonlySet<string> = new Set([
+const SECRET_FIELDS: ReadonlySet<string> = new Set([
   'password',
   'pass',
   'code',

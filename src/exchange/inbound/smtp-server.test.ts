@@ -631,11 +631,12 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
           logger,
           drainTimeoutMs,
         });
-      return { intake, start };
+      return { db: pdb, intake, start };
     }
 
     it('on close, stops taking connections but lets a message in transfer finish, then says 421', async () => {
-      const server = await ownSmtpServer(20_000).start();
+      const { db: pdb, start } = ownSmtpServer(20_000);
+      const server = await start();
       const serverPort = Number(new URL(server.url).port);
       const { talk } = await SmtpTalk.open(serverPort);
       const { talk: idle } = await SmtpTalk.open(serverPort);
@@ -660,7 +661,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
         await talk.closedByServer();
         await idle.closedByServer();
         assert.ok(
-          await exchangeDb(plain).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
+          await pdb.selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
           'the finished message was stored',
         );
         assert.equal(
