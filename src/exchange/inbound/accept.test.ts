@@ -201,7 +201,7 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   /** Puts wait here until released, so that a test can look at the rows while payloads are being stored. */
   const held = new Map<string, { entered: () => void; release: Promise<void> }>();
   /** INTAKE_OVERLAP_LIMIT 1: a lone message's writes overlap. */
-  let intake: MessageIntake;
+  let limitOne: MessageIntake;
   let defaultIntake: MessageIntake;
 
   before(async () => {
@@ -227,7 +227,7 @@ describe('MessageIntake chooses how to make a message durable by the messages in
       configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
     });
     const logger = createLogger({ level: 'silent' });
-    intake = new MessageIntake({ db, objects, rules, logger, overlapLimit: 1 });
+    limitOne = new MessageIntake({ db, objects, rules, logger, overlapLimit: 1 });
     defaultIntake = new MessageIntake({ db, objects, rules, logger });
   });
   after(async () => {
@@ -236,7 +236,7 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   });
 
   /** Starts accepting a message whose put waits until `release` is called; resolves once the put started. */
-  async function acceptHeld(envelopeId: string, by = intake) {
+  async function acceptHeld(envelopeId: string, by: MessageIntake) {
     let release!: () => void;
     let entered!: () => void;
     const started = new Promise<void>((resolve) => (entered = resolve));
@@ -254,34 +254,31 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   const statusOf = async (id: string) =>
     (await db.selectFrom('envelopes').select('status').where('id', '=', id).executeTakeFirst())?.status;
 
-  it("by default writes even a lone message's row only once its payload is durable", async () => {
-    const lone = '00000000-0000-4000-8000-0000000000b1';
-    const held = await acceptHeld(lone, defaultIntake);
+  /** A message stored first: no row while its put is held, then its row written `accepted`. */
+  async function expectStoredFirst(id: string, message: Awaited<ReturnType<typeof acceptHeld>>, which: string) {
     // Given the time its row would take to appear if it were written beside the put.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(await statusOf(lone), undefined, 'no row while its payload is stored');
-    held.release();
-    await held.accepted;
-    assert.equal(await statusOf(lone), 'accepted', 'written accepted once its payload was durable');
+    assert.equal(await statusOf(id), undefined, `no row for ${which} while its payload is stored`);
+    message.release();
+    await message.accepted;
+    assert.equal(await statusOf(id), 'accepted', 'written accepted once its payload was durable');
+  }
+
+  it("by default writes even a lone message's row only once its payload is durable", async () => {
+    const lone = '00000000-0000-4000-8000-0000000000b1';
+    await expectStoredFirst(lone, await acceptHeld(lone, defaultIntake), 'the lone message');
   });
 
   it("at limit 1 writes a lone message's row beside its put, a second one's once its payload is durable", async () => {
     const lone = '00000000-0000-4000-8000-0000000000a1';
     const second = '00000000-0000-4000-8000-0000000000a2';
-    const first = await acceptHeld(lone);
+    const first = await acceptHeld(lone, limitOne);
     await eventually(
       "the lone message's row, written beside its put",
       () => statusOf(lone),
       (status) => status === 'storing',
     );
-    const next = await acceptHeld(second);
-    // Given the time its row would take to appear if it were written beside the put as well.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(await statusOf(second), undefined, 'no row for the second message while its payload is stored');
-
-    next.release();
-    await next.accepted;
-    assert.equal(await statusOf(second), 'accepted', 'written accepted once its payload was durable');
+    await expectStoredFirst(second, await acceptHeld(second, limitOne), 'the second message');
     assert.equal(await statusOf(lone), 'storing', 'the first one still waits for its payload');
     first.release();
     await first.accepted;
