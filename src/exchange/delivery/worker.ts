@@ -133,12 +133,13 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
             'cannot claim envelopes from the delivery queue; trying again every poll interval',
           );
         claimFailing = true;
-        await woken.wait(options.pollIntervalMs);
+        if (!stopping) await woken.wait(options.pollIntervalMs);
         continue;
       }
       backlog = claims.length === free;
       for (const claim of claims) run(claim);
-      if (claims.length < free && wokenSinceClaim === 0) await woken.wait(options.pollIntervalMs);
+      // stop() may have come during the claim, its notify() with no one waiting yet.
+      if (claims.length < free && wokenSinceClaim === 0 && !stopping) await woken.wait(options.pollIntervalMs);
     }
   })();
 
