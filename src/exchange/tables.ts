@@ -19,7 +19,8 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
 
 /**
  * The envelope's life, in order (docs/specification.md#envelope-statuses). `routed` is a history entry
- * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it.
+ * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it, or is
+ * born `delivering` when the intake hands it to a free delivery slot (docs/design.md#delivery).
  * `storing` is a row's only, never a history entry: the intake wrote the row while the payload was still
  * being stored, and nothing was acknowledged yet (docs/design.md#durability-of-intake).
  */

@@ -36,7 +36,7 @@ export function startDeliveryEngine(deps: {
   settings: ExchangeConfig;
   db: Kysely<ExchangeTables>;
   objects: ObjectStore;
-  intake: Pick<MessageIntake, 'accept' | 'onAccepted'> & Partial<Pick<MessageIntake, 'recentlyBusy'>>;
+  intake: Pick<MessageIntake, 'accept' | 'onAccepted'> & Partial<Pick<MessageIntake, 'recentlyBusy' | 'claimAtIntake'>>;
   metrics: ExchangeMetrics;
   logger: Logger;
   /** DKIM_*: signs notifications, bounces and relayed mail whose From is in DKIM_DOMAIN. */
@@ -111,7 +111,9 @@ export function startDeliveryEngine(deps: {
         logger,
       })
     : heldDelivery(logger);
-  // Mail this instance takes (and the bounces it writes) is claimed at once, not at the next poll.
+  // Mail this instance takes (and the bounces it writes) is born claimed while a slot is free, and
+  // otherwise claimed at once, not at the next poll.
+  deps.intake.claimAtIntake?.(() => workers.reserve());
   deps.intake.onAccepted(() => workers.wake());
   // What intakes cut short leave behind (a crash, kill -9): rows never acknowledged, payloads without a row.
   const abandoned = new AbandonedIntakeSweep({ db, objects, graceMs: leaseMs, logger });
@@ -150,5 +152,5 @@ function heldDelivery(logger: Logger): DeliveryWorkers {
     'delivery disabled on this instance (DELIVERY_ENABLED=false): ' +
       'mail is taken and left for the instances that deliver',
   );
-  return { inFlight: 0, wake() {}, async stop() {} };
+  return { inFlight: 0, wake() {}, reserve: () => undefined, async stop() {} };
 }

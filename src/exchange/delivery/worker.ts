@@ -33,8 +33,25 @@ export interface DeliveryWorkers {
    * claims, not one each.
    */
   wake(): void;
+  /**
+   * A slot for a message this instance is taking in, so that its row is written already claimed (born
+   * claimed: status `delivering`, attempt 1, leased until `leaseUntil`) and costs no claim of its own.
+   * Undefined when no slot is free within what delivery keeps to while the intake is busy, or when stopping:
+   * the row is then written `accepted`, and wake() has it claimed as before.
+   */
+  reserve(): SlotReservation | undefined;
   /** Stops claiming and waits for the deliveries in flight. */
   stop(): Promise<void>;
+}
+
+/** A delivery slot held for a message being taken in: exactly one of start() and cancel() must follow. */
+export interface SlotReservation {
+  /** The lease to write on the row. */
+  readonly leaseUntil: Date;
+  /** The row was written claimed: it is delivered in this slot, after the caller's own continuation. */
+  start(claim: Claim): void;
+  /** No claimed row was written: the slot is free again. */
+  cancel(): void;
 }
 
 /**
@@ -59,7 +76,8 @@ export const INTAKE_BUSY_CLAIM_GAP_MS = 50;
  * may be due, so it claims again as soon as a slot frees; a short batch means the queue is drained for
  * now, so it sleeps for the poll interval, or until this instance accepts a message (wake()). While the
  * intake is busy it keeps to INTAKE_BUSY_SHARE of the slots and gathers the mail taken in between claims
- * (INTAKE_BUSY_CLAIM_GAP_MS), unless a backlog or the accepted mail already fills the free slots.
+ * (INTAKE_BUSY_CLAIM_GAP_MS), unless a backlog or the accepted mail already fills the free slots. The
+ * intake takes free slots itself (reserve()) for the rows it writes already claimed; the loop counts them.
  *
  * While deliveries run, their leases are renewed every third of the lease, so a slow relay or a large
  * message never lets a lease run out under a live worker; only a dead worker's envelopes are taken over.
@@ -75,9 +93,14 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const woken = new Signal();
   let stopping = false;
   let claimFailing = false;
+  /** Slots held for messages being taken in (reserve()): counted as busy until started or cancelled. */
+  let reserved = 0;
 
   const run = (claim: Claim) => {
     inFlight.set(claim.id, claim);
+    deliver(claim);
+  };
+  const deliver = (claim: Claim) =>
     options
       .deliver(claim)
       .catch((error: unknown) =>
@@ -91,7 +114,6 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         takenOver.delete(claim.id);
         slotFreed.notify();
       });
-  };
 
   const gapMs = options.busyClaimGapMs ?? INTAKE_BUSY_CLAIM_GAP_MS;
   let lastClaimAt = Number.NEGATIVE_INFINITY;
@@ -103,7 +125,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const loop = (async () => {
     while (!stopping) {
       const busy = options.intakeBusy?.() ?? false;
-      const free = (busy ? busyConcurrency : concurrency) - inFlight.size;
+      const free = (busy ? busyConcurrency : concurrency) - inFlight.size - reserved;
       if (free > 0 && busy && !backlog && wokenSinceClaim < free) {
         const gather = lastClaimAt + gapMs - performance.now();
         if (gather > 0) {
@@ -179,13 +201,39 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       wokenSinceClaim++;
       woken.notify();
     },
+    reserve() {
+      if (stopping) return undefined;
+      const limit = (options.intakeBusy?.() ?? false) ? busyConcurrency : concurrency;
+      if (inFlight.size + reserved >= limit) return undefined;
+      reserved++;
+      let settled = false;
+      const settle = () => {
+        if (settled) throw new Error('a delivery slot reservation was settled twice');
+        settled = true;
+        reserved--;
+      };
+      return {
+        leaseUntil: queue.leaseFromNow(),
+        start(claim) {
+          settle();
+          inFlight.set(claim.id, claim);
+          // After the intake's continuation (its reply to the sender), not inside it.
+          setImmediate(() => deliver(claim));
+        },
+        cancel() {
+          settle();
+          slotFreed.notify();
+        },
+      };
+    },
     async stop() {
       stopping = true;
       woken.notify();
       slotFreed.notify();
       await loop;
       await sweep.stop();
-      while (inFlight.size > 0) await slotFreed.wait();
+      // A reservation still open ends in a delivery or a free slot within one statement of the intake.
+      while (inFlight.size > 0 || reserved > 0) await slotFreed.wait();
       await leaseRenewal.stop();
       logger.info('delivery workers stopped');
     },

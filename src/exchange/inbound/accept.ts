@@ -19,6 +19,8 @@ import {
 } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 import { RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
+import type { Claim } from '../delivery/queue.ts';
+import type { SlotReservation } from '../delivery/worker.ts';
 
 export interface IncomingMessage {
   channel: Channel;
@@ -48,11 +50,15 @@ const INTAKE_BUSY_WINDOW_MS = 100;
 
 export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
 
-/** A message made durable: its payload's size, its bytes when it was read whole, and its strategies. */
+/**
+ * A message made durable: its payload's size, its bytes when it was read whole, its strategies, and its
+ * claim with the slot it is delivered in when its row was born claimed.
+ */
 interface Durable {
   size: number;
   bytes?: Buffer;
   outbound: OutboundStrategyName[];
+  born?: { claim: Claim; slot: SlotReservation };
 }
 
 /**
@@ -63,7 +69,8 @@ interface Durable {
  *   default): the row is written in status `storing`, which nothing claims or bounces, while the payload is
  *   stored; once both are durable one batched UPDATE makes it `accepted` with its first status rows;
  * - **stored first**, when more are: the payload is stored, then one batched statement writes the row
- *   `accepted` with its status rows. This saves the acknowledgement's statement and commit: PostgreSQL's
+ *   `accepted` with its status rows, or born claimed (`delivering`) when this instance's delivery has a slot
+ *   free for it (claimAtIntake). This saves the acknowledgement's statement and commit: PostgreSQL's
  *   CPU and WAL per message, and the exchange's CPU, at 1 connection as at 32, while a message waits the
  *   same either way (bench/RESULTS.md, "One commit per message while the intake is busy" and "A lone
  *   message stored first too").
@@ -79,6 +86,7 @@ export class MessageIntake {
   private readonly writeStoredEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
   private readonly acceptedListeners: Array<() => void> = [];
+  private reserveSlot: () => SlotReservation | undefined = () => undefined;
   private readonly overlapLimit: number;
   private lastIntakeAt = Number.NEGATIVE_INFINITY;
   /** Messages between the start of accept() and its end. */
@@ -128,12 +136,13 @@ export class MessageIntake {
     };
     this.inFlight++;
     try {
-      const { size, bytes, outbound } =
+      const { size, bytes, outbound, born } =
         this.inFlight <= this.overlapLimit
           ? await this.acceptOverlapped(message, envelope)
           : await this.acceptStoredFirst(message, envelope);
       if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
-      for (const listener of this.acceptedListeners) listener();
+      if (born) born.slot.start(born.claim);
+      else for (const listener of this.acceptedListeners) listener();
       return { envelopeId, size, outbound };
     } finally {
       this.inFlight--;
@@ -185,18 +194,34 @@ export class MessageIntake {
     return { size, bytes, outbound: written.outbound };
   }
 
-  /** The payload first; once it is durable, the row `accepted` with its status rows, in one statement. */
+  /**
+   * The payload first; once it is durable, the row `accepted` with its status rows, in one statement. When
+   * this instance's delivery has a slot free, the row is born claimed instead (claimAtIntake).
+   */
   private async acceptStoredFirst(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
     const { size, bytes } = await this.storePayload(envelope.payloadKey, message.payload);
-    const stored: NewEnvelope = { ...envelope, stored: { size, acceptedDetail: acceptedDetail(message, size) } };
+    // Reserved only now: the slot is not held while the payload is being stored.
+    const slot = this.reserveSlot();
+    const stored: NewEnvelope = {
+      ...envelope,
+      stored: { size, acceptedDetail: acceptedDetail(message, size) },
+      bornLeaseUntil: slot?.leaseUntil,
+    };
     let written: WrittenEnvelope;
     try {
-      written = await this.writeStoredEnvelope(stored);
+      try {
+        written = await this.writeStoredEnvelope(stored);
+      } catch (error) {
+        return await this.writeFailed(error, envelope);
+      }
+      written ??= await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope);
     } catch (error) {
-      return this.writeFailed(error, envelope);
+      slot?.cancel();
+      throw error;
     }
-    written ??= await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope);
-    return { size, bytes, outbound: written.outbound };
+    if (slot && !written.claim) slot.cancel();
+    const born = slot && written.claim ? { claim: written.claim, slot } : undefined;
+    return { size, bytes, outbound: written.outbound, born };
   }
 
   /**
@@ -284,9 +309,22 @@ export class MessageIntake {
     });
   }
 
-  /** Called after each message is durable (payload stored, envelope acknowledged), before accept() resolves. */
+  /**
+   * Called after each message is durable (payload stored, envelope acknowledged) and due for a claim, before
+   * accept() resolves; not for one born claimed (claimAtIntake), which is in delivery already.
+   */
   onAccepted(listener: () => void): void {
     this.acceptedListeners.push(listener);
+  }
+
+  /**
+   * This instance's delivery (DeliveryWorkers.reserve): a message stored first is written already claimed
+   * while a slot is free, and delivered in it, which saves its claim, a statement that updates the row and
+   * writes its `delivering` status row (docs/design.md#delivery). What a crash then leaves is what it leaves
+   * of any claim: the lease runs out and another worker takes the envelope over.
+   */
+  claimAtIntake(reserve: () => SlotReservation | undefined): void {
+    this.reserveSlot = reserve;
   }
 
   /**

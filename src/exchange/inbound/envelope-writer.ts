@@ -2,7 +2,8 @@ import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { firstMatchingRule } from '../rules/match.ts';
-import type { Channel, ExchangeTables } from '../tables.ts';
+import type { Claim } from '../delivery/queue.ts';
+import type { Channel, EnvelopeStatus, ExchangeTables } from '../tables.ts';
 import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
 
 /** A message being taken in: its envelope row is written while its payload is stored, or once it is. */
@@ -20,13 +21,18 @@ export interface NewEnvelope {
   smtputf8: boolean;
   /** The payload is durable already (written by a `stored` writer): its size and `accepted` status detail. */
   stored?: { size: number; acceptedDetail: string };
+  /**
+   * With `stored`: this instance's delivery holds a slot for the message (DeliveryWorkers.reserve), so the row
+   * is born claimed: `delivering`, attempt 1, leased until this, with its `delivering` status row.
+   */
+  bornLeaseUntil?: Date;
 }
 
 /**
- * The envelope as written, with what its `routed` status row says, or undefined when no rule matched it
- * (nothing was written then).
+ * The envelope as written, with what its `routed` status row says and, when it was born claimed, its claim;
+ * or undefined when no rule matched it (nothing was written then).
  */
-export type WrittenEnvelope = { outbound: OutboundStrategyName[]; routedDetail: string } | undefined;
+export type WrittenEnvelope = { outbound: OutboundStrategyName[]; routedDetail: string; claim?: Claim } | undefined;
 
 /** A stored envelope whose payload is durable too: what its acknowledgement records. */
 export interface AcknowledgedEnvelope {
@@ -47,17 +53,28 @@ export const INTAKE_BATCHES = { maxBatch: 200, maxConcurrent: 2, retryAlone: isD
  * `accepted_detail` are null unless the payload is stored already (NewEnvelope.stored).
  */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
-  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, size bigint, accepted_detail text)`;
+  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, size bigint, accepted_detail text,
+  lease_until timestamptz)`;
 
 /**
- * The select list of an envelope's first two status rows, `accepted` then `routed`: unnest emits them in
- * array order, so their ids (the history's order within one timestamp) follow that order.
+ * The select list of an envelope's first status rows, `accepted` then `routed`, and `delivering` when it is
+ * born claimed (`bornLeaseUntil` is not null): unnest emits them in array order, so their ids (the history's
+ * order within one timestamp) follow that order. The `delivering` row reads as a claim's first one does.
  */
-function firstStatusRows(id: string, acceptedDetail: string, routedDetail: string) {
-  return [
+function firstStatusRows(id: string, acceptedDetail: string, routedDetail: string, bornLeaseUntil?: string) {
+  const rows = [
     sql.ref<string>(id).as('envelope_id'),
     sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
     sql<string>`unnest(array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}])`.as('detail'),
+  ];
+  if (bornLeaseUntil === undefined) return rows;
+  const born = sql.ref(bornLeaseUntil);
+  return [
+    rows[0]!,
+    sql<string>`unnest(case when ${born} is null then array['accepted', 'routed']
+      else array['accepted', 'routed', 'delivering'] end)`.as('status'),
+    sql<string>`unnest(case when ${born} is null then array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}]
+      else array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}, 'attempt 1'] end)`.as('detail'),
   ];
 }
 
@@ -157,9 +174,18 @@ export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
     .select('changed.id');
 }
 
+/** What the envelope statement returns for each row it wrote. */
+interface WrittenRow {
+  id: string;
+  outbound: OutboundStrategyName[];
+  rule_id: string | null;
+  created_at: Date;
+  routed_detail: string;
+}
+
 async function insertEnvelopes(
   db: Kysely<ExchangeTables>,
-  statement: (rows: string) => CompiledQuery<{ id: string; outbound: OutboundStrategyName[]; routed_detail: string }>,
+  statement: (rows: string) => CompiledQuery<WrittenRow>,
   batch: NewEnvelope[],
 ): Promise<WrittenEnvelope[]> {
   // One jsonb parameter rather than eight per message: the statement's text is the same for any batch,
@@ -177,14 +203,51 @@ async function insertEnvelopes(
       smtputf8: e.smtputf8,
       size: e.stored?.size,
       accepted_detail: e.stored?.acceptedDetail,
+      lease_until: e.bornLeaseUntil,
     })),
   );
   const written = (await db.executeQuery(statement(rows))).rows;
   const byId = new Map(written.map((row) => [row.id, row]));
   return batch.map((e) => {
     const row = byId.get(e.id);
-    return row ? { outbound: row.outbound, routedDetail: row.routed_detail } : undefined;
+    if (!row) return undefined;
+    const { outbound, routed_detail: routedDetail } = row;
+    return {
+      outbound,
+      routedDetail,
+      claim: e.bornLeaseUntil && e.stored ? bornClaim(e, e.stored.size, row) : undefined,
+    };
   });
+}
+
+/**
+ * The claim of a row born claimed, as claimDue would have returned it: what the intake sent, and what the
+ * statement decided (the rule, the strategies) or stamped (the row's time, which a bounce's Arrival-Date gives).
+ */
+function bornClaim(e: NewEnvelope, size: number, row: WrittenRow): Claim {
+  return {
+    id: e.id,
+    channel: e.channel,
+    sender: e.sender,
+    recipients: e.recipients,
+    size,
+    payload_key: e.payloadKey,
+    rule_id: row.rule_id,
+    outbound: row.outbound,
+    done_outbound: [],
+    status: 'delivering',
+    attempts: 1,
+    next_attempt_at: row.created_at,
+    lease_until: e.bornLeaseUntil ?? null,
+    last_error: null,
+    is_bounce: e.isBounce,
+    body_8bitmime: e.body8bitmime,
+    smtputf8: e.smtputf8,
+    bounce_report: null,
+    created_at: row.created_at,
+    updated_at: row.created_at,
+    previous_status: 'accepted',
+  };
 }
 
 /**
@@ -204,6 +267,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
     smtputf8: boolean;
     size: number;
     accepted_detail: string;
+    lease_until: Date | null;
   }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(INCOMING_COLUMNS);
 
   const base = db
@@ -231,6 +295,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
           // Not known yet for a `storing` row (its acknowledgement sets it).
           sql<number>`coalesce(incoming.size, 0)`.as('size'),
           'incoming.accepted_detail',
+          'incoming.lease_until',
           'rule.id as rule_id',
           sql<
             OutboundStrategyName[]
@@ -255,29 +320,35 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
           'rule_id',
           'outbound',
           'status',
+          'attempts',
+          'lease_until',
           'is_bounce',
           'body_8bitmime',
           'smtputf8',
         ])
         .expression((eb) =>
-          eb
-            .selectFrom('routed')
-            .select([
-              'routed.id',
-              'routed.channel',
-              'routed.sender',
-              'routed.recipients',
-              'routed.size',
-              'routed.payload_key',
-              'routed.rule_id',
-              'routed.outbound',
-              sql.lit(stored ? 'accepted' : 'storing').as('status'),
-              'routed.is_bounce',
-              'routed.body_8bitmime',
-              'routed.smtputf8',
-            ]),
+          eb.selectFrom('routed').select([
+            'routed.id',
+            'routed.channel',
+            'routed.sender',
+            'routed.recipients',
+            'routed.size',
+            'routed.payload_key',
+            'routed.rule_id',
+            'routed.outbound',
+            // Born claimed when delivery reserved a slot for it (NewEnvelope.bornLeaseUntil).
+            (stored
+              ? sql<EnvelopeStatus>`case when routed.lease_until is null then 'accepted' else 'delivering' end`
+              : sql.lit<EnvelopeStatus>('storing')
+            ).as('status'),
+            sql<number>`case when routed.lease_until is null then 0 else 1 end`.as('attempts'),
+            'routed.lease_until',
+            'routed.is_bounce',
+            'routed.body_8bitmime',
+            'routed.smtputf8',
+          ]),
         )
-        .returning(['id', 'outbound']),
+        .returning(['id', 'outbound', 'rule_id', 'created_at']),
     );
   // A stored payload's row gets its `accepted` and `routed` status rows here; a `storing` row gets them
   // with its acknowledgement.
@@ -291,12 +362,14 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
             eb
               .selectFrom('envelope')
               .innerJoin('routed', 'routed.id', 'envelope.id')
-              .select(firstStatusRows('envelope.id', 'routed.accepted_detail', 'routed.routed_detail')),
+              .select(
+                firstStatusRows('envelope.id', 'routed.accepted_detail', 'routed.routed_detail', 'routed.lease_until'),
+              ),
           )
           .returning('message_status.id'),
       );
   return query
     .selectFrom('envelope')
     .innerJoin('routed', 'routed.id', 'envelope.id')
-    .select(['envelope.id', 'envelope.outbound', 'routed.routed_detail']);
+    .select(['envelope.id', 'envelope.outbound', 'envelope.rule_id', 'envelope.created_at', 'routed.routed_detail']);
 }
