@@ -105,7 +105,7 @@ describe('a message taken in while delivery has a free slot is born claimed', ()
   const history = (id: string) =>
     db.selectFrom('message_status').select(['status', 'detail']).where('envelope_id', '=', id).orderBy('id').execute();
 
-  it('is written `delivering`, attempt 1, and delivered from the claim it was born with, without a claim', async () => {
+  it('is written `delivering`, attempt 1, with its `delivering` status row, and is never claimed', async () => {
     const { claimed, delivered, accept, release } = await startEngine({ held: true });
     const before = Date.now();
     const { envelopeId } = await accept();
