@@ -95,6 +95,8 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   let claimFailing = false;
   /** Slots held for messages being taken in (reserve()): counted as busy until started or cancelled. */
   let reserved = 0;
+  /** Slots neither delivering nor reserved, of those delivery may use now. */
+  const freeSlots = (intakeBusy: boolean) => (intakeBusy ? busyConcurrency : concurrency) - inFlight.size - reserved;
 
   const run = (claim: Claim) => {
     inFlight.set(claim.id, claim);
@@ -125,7 +127,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const loop = (async () => {
     while (!stopping) {
       const busy = options.intakeBusy?.() ?? false;
-      const free = (busy ? busyConcurrency : concurrency) - inFlight.size - reserved;
+      const free = freeSlots(busy);
       if (free > 0 && busy && !backlog && wokenSinceClaim < free) {
         const gather = lastClaimAt + gapMs - performance.now();
         if (gather > 0) {
@@ -202,9 +204,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       woken.notify();
     },
     reserve() {
-      if (stopping) return undefined;
-      const limit = (options.intakeBusy?.() ?? false) ? busyConcurrency : concurrency;
-      if (inFlight.size + reserved >= limit) return undefined;
+      if (stopping || freeSlots(options.intakeBusy?.() ?? false) <= 0) return undefined;
       reserved++;
       let settled = false;
       const settle = () => {

@@ -207,14 +207,11 @@ export class MessageIntake {
       stored: { size, acceptedDetail: acceptedDetail(message, size) },
       bornLeaseUntil: slot?.leaseUntil,
     };
-    let written: WrittenEnvelope;
+    let written: NonNullable<WrittenEnvelope>;
     try {
-      try {
-        written = await this.writeStoredEnvelope(stored);
-      } catch (error) {
-        return await this.writeFailed(error, envelope);
-      }
-      written ??= await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope);
+      written =
+        (await this.writeStoredEnvelope(stored).catch((error: unknown) => this.writeFailed(error, envelope))) ??
+        (await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope));
     } catch (error) {
       slot?.cancel();
       throw error;

@@ -62,19 +62,15 @@ const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender
  * order within one timestamp) follow that order. The `delivering` row reads as a claim's first one does.
  */
 function firstStatusRows(id: string, acceptedDetail: string, routedDetail: string, bornLeaseUntil?: string) {
-  const rows = [
-    sql.ref<string>(id).as('envelope_id'),
-    sql<string>`unnest(array['accepted', 'routed'])`.as('status'),
-    sql<string>`unnest(array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}])`.as('detail'),
-  ];
-  if (bornLeaseUntil === undefined) return rows;
-  const born = sql.ref(bornLeaseUntil);
+  // How many of the three rows: the same slice of both arrays, so that status and detail stay paired.
+  const rows =
+    bornLeaseUntil === undefined ? sql.lit(2) : sql`case when ${sql.ref(bornLeaseUntil)} is null then 2 else 3 end`;
   return [
-    rows[0]!,
-    sql<string>`unnest(case when ${born} is null then array['accepted', 'routed']
-      else array['accepted', 'routed', 'delivering'] end)`.as('status'),
-    sql<string>`unnest(case when ${born} is null then array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}]
-      else array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}, 'attempt 1'] end)`.as('detail'),
+    sql.ref<string>(id).as('envelope_id'),
+    sql<string>`unnest((array['accepted', 'routed', 'delivering'])[1:${rows}])`.as('status'),
+    sql<string>`unnest((array[${sql.ref(acceptedDetail)}, ${sql.ref(routedDetail)}, 'attempt 1'])[1:${rows}])`.as(
+      'detail',
+    ),
   ];
 }
 
