@@ -4,6 +4,8 @@ import { sql, type Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
+import type { EnvelopeFinisher } from '../../src/exchange/delivery/retention.ts';
+import { startDelivery, type DeliveryOptions, type DeliveryWorkers } from '../../src/exchange/delivery/worker.ts';
 import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
 import { migrations } from '../../src/exchange/migrations/index.ts';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
@@ -40,6 +42,20 @@ export async function openExchangeTestDatabase(prefix: string, poolSize: number)
       await created.drop();
     },
   };
+}
+
+/**
+ * Delivery workers as a test of the claim loop starts them: no retention sweep to run (the finisher is only
+ * asked to sweep) and no log unless the test gives its own logger.
+ */
+export function startTestDelivery(
+  options: Omit<DeliveryOptions, 'finisher' | 'logger'> & Partial<Pick<DeliveryOptions, 'logger'>>,
+): DeliveryWorkers {
+  return startDelivery({
+    finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
+    logger: createLogger({ level: 'silent' }),
+    ...options,
+  });
 }
 
 /** `count` envelopes routed to smtp, due now, `accepted` as the queue's tests start from (or `status`); their ids. */

@@ -12,11 +12,11 @@ import { MessageIntake } from '../inbound/accept.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { type Claim, EnvelopeQueue } from './queue.ts';
-import type { EnvelopeFinisher } from './retention.ts';
-import { INTAKE_BUSY_SHARE, startDelivery, type DeliveryWorkers } from './worker.ts';
+import { INTAKE_BUSY_SHARE, type DeliveryWorkers } from './worker.ts';
 import {
   eventually,
   openExchangeTestDatabase,
+  startTestDelivery,
   type ExchangeTestDatabase,
 } from '../../../test/support/exchange-delivery.ts';
 
@@ -25,43 +25,46 @@ const CONCURRENCY = 8;
 const BUSY_SLOTS = Math.ceil(CONCURRENCY * INTAKE_BUSY_SHARE);
 const LEASE_MS = 60_000;
 
+let testDb: ExchangeTestDatabase;
+let db: Kysely<ExchangeTables>;
+let dir: string;
+let objects: ObjectStore;
+let rules: RuleStore;
+/** The workers a test started; stopped before the next test and at the end. */
+let workers: DeliveryWorkers | undefined;
+
+before(async () => {
+  testDb = await openExchangeTestDatabase('exchange_born_claimed', 4);
+  db = testDb.db;
+  dir = await mkdtemp(join(tmpdir(), 'sealpost-born-claimed-'));
+  objects = createLocalObjectStore({ dir });
+  rules = new RuleStore(db);
+  await rules.create({
+    name: 'relay',
+    priority: 1,
+    configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+  });
+});
+beforeEach(async () => {
+  await workers?.stop();
+  workers = undefined;
+  await db.deleteFrom('envelopes').execute();
+});
+after(async () => {
+  await workers?.stop();
+  await testDb?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const silent = createLogger({ level: 'silent' });
+
 describe('a message taken in while delivery has a free slot is born claimed', () => {
-  let testDb: ExchangeTestDatabase;
-  let db: Kysely<ExchangeTables>;
-  let dir: string;
-  let objects: ObjectStore;
-  let rules: RuleStore;
-  let workers: DeliveryWorkers | undefined;
-
-  before(async () => {
-    testDb = await openExchangeTestDatabase('exchange_born_claimed', 4);
-    db = testDb.db;
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-born-claimed-'));
-    objects = createLocalObjectStore({ dir });
-    rules = new RuleStore(db);
-    await rules.create({
-      name: 'relay',
-      priority: 1,
-      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
-    });
-  });
-  beforeEach(async () => {
-    await workers?.stop();
-    workers = undefined;
-    await db.deleteFrom('envelopes').execute();
-  });
-  after(async () => {
-    await workers?.stop();
-    await testDb?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
   /**
    * An intake wired to delivery workers over the real queue, as the engine wires them, whose deliveries
    * wait for `release` (when held) and are recorded; claimDue's calls are counted.
    */
   async function startEngine({ held = false } = {}) {
-    const intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
+    const intake = new MessageIntake({ db, objects, rules, logger: silent });
     const queue = new EnvelopeQueue(db, LEASE_MS);
     const claimed: Claim[][] = [];
     const claimDue = queue.claimDue.bind(queue);
@@ -73,9 +76,8 @@ describe('a message taken in while delivery has a free slot is born claimed', ()
     const delivered = new Map<string, Claim>();
     let release: () => void = () => {};
     const gate = held ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve();
-    const started = startDelivery({
+    const started = startTestDelivery({
       queue,
-      finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
       deliver: async (claim) => {
         await gate;
         delivered.set(claim.id, claim);
@@ -85,7 +87,6 @@ describe('a message taken in while delivery has a free slot is born claimed', ()
       concurrency: CONCURRENCY,
       pollIntervalMs: 60_000,
       leaseMs: LEASE_MS,
-      logger: createLogger({ level: 'silent' }),
     });
     workers = started;
     intake.claimAtIntake(() => started.reserve());
@@ -174,28 +175,8 @@ describe('a message taken in while delivery has a free slot is born claimed', ()
 });
 
 describe('a born-claimed envelope whose instance died', () => {
-  let testDb: ExchangeTestDatabase;
-  let dir: string;
-
-  before(async () => {
-    testDb = await openExchangeTestDatabase('exchange_born_claimed_died', 2);
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-born-claimed-died-'));
-  });
-  after(async () => {
-    await testDb?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
   it('is taken over by the next claim once its lease has run out, as any claim is', async () => {
-    const { db } = testDb;
-    const rules = new RuleStore(db);
-    await rules.create({
-      name: 'relay',
-      priority: 1,
-      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
-    });
-    const objects = createLocalObjectStore({ dir });
-    const intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }) });
+    const intake = new MessageIntake({ db, objects, rules, logger: silent });
     // The instance dies between the row's commit and its delivery: the slot's start() never runs the claim.
     const expiredLease = new Date(Date.now() - 1_000);
     let started: Claim | undefined;
@@ -234,27 +215,14 @@ describe('a born-claimed envelope whose instance died', () => {
 });
 
 describe('delivery slots reserved for messages being taken in', () => {
-  let testDb: ExchangeTestDatabase;
-  let workers: DeliveryWorkers | undefined;
-
-  before(async () => {
-    testDb = await openExchangeTestDatabase('exchange_slot_reservations', 2);
-  });
-  after(async () => {
-    await workers?.stop();
-    await testDb?.close();
-  });
-
   function start(deliver: (claim: Claim) => Promise<void>, intakeBusy = true) {
-    workers = startDelivery({
-      queue: new EnvelopeQueue(testDb.db, LEASE_MS),
-      finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
+    workers = startTestDelivery({
+      queue: new EnvelopeQueue(db, LEASE_MS),
       deliver,
       intakeBusy: () => intakeBusy,
       concurrency: CONCURRENCY,
       pollIntervalMs: 60_000,
       leaseMs: LEASE_MS,
-      logger: createLogger({ level: 'silent' }),
     });
     return workers;
   }

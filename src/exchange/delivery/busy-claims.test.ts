@@ -2,14 +2,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
-import { createLogger } from '../../kernel/logger.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
-import type { EnvelopeFinisher } from './retention.ts';
-import { INTAKE_BUSY_SHARE, startDelivery, type DeliveryWorkers } from './worker.ts';
+import { INTAKE_BUSY_SHARE, type DeliveryWorkers } from './worker.ts';
 import {
   enqueueEnvelopes,
   openExchangeTestDatabase,
+  startTestDelivery,
   type ExchangeTestDatabase,
 } from '../../../test/support/exchange-delivery.ts';
 
@@ -50,16 +49,14 @@ describe('delivery gathers its claims while the intake is busy', () => {
       return taken;
     };
     const delivered = new Set<string>();
-    workers = startDelivery({
+    workers = startTestDelivery({
       queue,
-      finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
       deliver: async (claim) => void delivered.add(claim.id),
       intakeBusy: () => intakeBusy,
       busyClaimGapMs: GAP_MS,
       concurrency: CONCURRENCY,
       pollIntervalMs: 60_000,
       leaseMs: 60_000,
-      logger: createLogger({ level: 'silent' }),
     });
     for (let i = 0; i < 100 && claims.length === 0; i++) await sleep(10);
     assert.equal(claims.length, 1, 'the claim at start');

@@ -5,11 +5,10 @@ import type { Kysely } from 'kysely';
 import { createLogger } from '../../kernel/logger.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue, type Claim } from './queue.ts';
-import type { EnvelopeFinisher } from './retention.ts';
-import { startDelivery } from './worker.ts';
 import {
   enqueueEnvelopes,
   openExchangeTestDatabase,
+  startTestDelivery,
   type ExchangeTestDatabase,
 } from '../../../test/support/exchange-delivery.ts';
 
@@ -40,9 +39,8 @@ describe('lease-lost warnings of the delivery workers', () => {
     const logger = createLogger({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const queue = new EnvelopeQueue(db, LEASE_MS);
     const done = new Set<string>();
-    const workers = startDelivery({
+    const workers = startTestDelivery({
       queue,
-      finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
       deliver: async (claim) => {
         await deliver(claim, queue);
         done.add(claim.id);

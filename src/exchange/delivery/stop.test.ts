@@ -1,9 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger } from '../../kernel/logger.ts';
 import type { Claim, EnvelopeQueue } from './queue.ts';
-import type { EnvelopeFinisher } from './retention.ts';
-import { startDelivery } from './worker.ts';
+import { startTestDelivery } from '../../../test/support/exchange-delivery.ts';
 
 /** Far longer than the test may take: a stop() that waited for the next poll would hang it. */
 const POLL_INTERVAL_MS = 3_600_000;
@@ -24,14 +22,12 @@ describe('stopping the delivery workers', () => {
         },
         renewLeases: async () => [],
       } as unknown as EnvelopeQueue;
-      const workers = startDelivery({
+      const workers = startTestDelivery({
         queue,
-        finisher: { sweep: async () => {} } as unknown as EnvelopeFinisher,
         deliver: async () => {},
         concurrency: 4,
         pollIntervalMs: POLL_INTERVAL_MS,
         leaseMs: 60_000,
-        logger: createLogger({ level: 'silent' }),
       });
       await claiming;
       let stopped = false;
