@@ -14,7 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -66,9 +66,16 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
+const SWIFT_PROXY = '/usr/bin/swift-proxy-server';
+
+/** Whether OpenStack Swift is installed here (what `.ci/run` installs): startS3Server needs it. */
+export function swiftInstalled(): boolean {
+  return existsSync(SWIFT_PROXY);
+}
+
 /** The Python that has the `swift` module: the one in swift-proxy-server's shebang (not pyenv's). */
 async function swiftPython(): Promise<string> {
-  const head = await readFile('/usr/bin/swift-proxy-server', 'utf8').catch(() => {
+  const head = await readFile(SWIFT_PROXY, 'utf8').catch(() => {
     throw new Error(
       'OpenStack Swift is not installed ' +
         '(apt-get install swift-proxy swift-account swift-container swift-object memcached)',
