@@ -8,28 +8,25 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { swiftInstalled } from '../test/support/s3-server.ts';
+import { swiftUnavailable } from '../test/support/s3-server.ts';
 import { loadAverage, machineLine } from './support/proc.ts';
 
 /**
- * Each benchmark's script and arguments. The ingest runs twice: on local disk (the embedded default) and
- * with payloads in S3, the path operators run, whose goals are set against raw PutObject calls; the S3 one
- * needs the real S3 server of the tests (OpenStack Swift, which .ci/run installs) and says so when it is
- * missing, rather than failing the whole run on a machine that only ran `npm ci`.
+ * The benchmarks, each `bench/<name>.ts` unless it names another script and its arguments. The ingest runs
+ * twice: on local disk (the embedded default) and with payloads in S3, the path operators run, whose goals
+ * are set against raw PutObject calls; the S3 one needs the real S3 server of the tests (OpenStack Swift,
+ * which .ci/run installs) and says so when it is missing, rather than failing the whole run on a machine
+ * that only ran `npm ci`.
  */
-const BENCH_SCRIPTS: Record<string, { script: string; args?: string[]; missing?: () => string | undefined }> = {
-  ingest: { script: 'ingest' },
-  'ingest-s3': {
-    script: 'ingest',
-    args: ['--s3'],
-    missing: () => (swiftInstalled() ? undefined : 'OpenStack Swift is not installed (.ci/run installs it)'),
-  },
-  delivery: { script: 'delivery' },
-  auth: { script: 'auth' },
-  memory: { script: 'memory' },
-  seal: { script: 'seal' },
-  reader: { script: 'reader' },
-  'log-line': { script: 'log-line' },
+const BENCH_SCRIPTS: Record<string, { script?: string; args?: string[]; unavailable?: () => string | undefined }> = {
+  ingest: {},
+  'ingest-s3': { script: 'ingest', args: ['--s3'], unavailable: swiftUnavailable },
+  delivery: {},
+  auth: {},
+  memory: {},
+  seal: {},
+  reader: {},
+  'log-line': {},
 };
 const BENCHES = Object.keys(BENCH_SCRIPTS);
 const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
@@ -55,7 +52,7 @@ for (const name of chosen)
 const selected = chosen.length > 0 ? BENCHES.filter((name) => chosen.includes(name)) : BENCHES;
 
 function run(name: string): Promise<{ output: string; code: number | null; seconds: number }> {
-  const { script, args = [] } = BENCH_SCRIPTS[name]!;
+  const { script = name, args = [] } = BENCH_SCRIPTS[name]!;
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn(
@@ -91,7 +88,7 @@ console.log(`Sealpost benchmarks: ${selected.join(', ')}\n${header}\n`);
 const sections: string[] = [];
 let failed = 0;
 for (const name of selected) {
-  const missing = BENCH_SCRIPTS[name]!.missing?.();
+  const missing = BENCH_SCRIPTS[name]!.unavailable?.();
   if (missing) {
     console.log(`${name}: skipped, ${missing}\n`);
     sections.push(`### ${name} — skipped: ${missing}`);

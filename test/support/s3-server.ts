@@ -68,19 +68,20 @@ async function freePort(): Promise<number> {
 
 const SWIFT_PROXY = '/usr/bin/swift-proxy-server';
 
-/** Whether OpenStack Swift is installed here (what `.ci/run` installs): startS3Server needs it. */
-export function swiftInstalled(): boolean {
-  return existsSync(SWIFT_PROXY);
+/** Why startS3Server cannot run here (OpenStack Swift is missing; `.ci/run` installs it), or undefined. */
+export function swiftUnavailable(): string | undefined {
+  if (existsSync(SWIFT_PROXY)) return undefined;
+  return (
+    'OpenStack Swift is not installed ' +
+    '(apt-get install swift-proxy swift-account swift-container swift-object memcached)'
+  );
 }
 
 /** The Python that has the `swift` module: the one in swift-proxy-server's shebang (not pyenv's). */
 async function swiftPython(): Promise<string> {
-  const head = await readFile(SWIFT_PROXY, 'utf8').catch(() => {
-    throw new Error(
-      'OpenStack Swift is not installed ' +
-        '(apt-get install swift-proxy swift-account swift-container swift-object memcached)',
-    );
-  });
+  const missing = swiftUnavailable();
+  if (missing) throw new Error(missing);
+  const head = await readFile(SWIFT_PROXY, 'utf8');
   return /^#!\s*(\S+)/.exec(head)?.[1] ?? '/usr/bin/python3';
 }
 

@@ -6,15 +6,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { AppError } from '../../kernel/errors.ts';
-import { createLogger } from '../../kernel/logger.ts';
 import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/index.ts';
-import { MessageIntake } from '../inbound/accept.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { type Claim, EnvelopeQueue } from './queue.ts';
 import { INTAKE_BUSY_SHARE, type DeliveryWorkers } from './worker.ts';
 import {
   eventually,
+  intakeOn,
   openExchangeTestDatabase,
   startTestDelivery,
   type ExchangeTestDatabase,
@@ -29,7 +28,6 @@ let testDb: ExchangeTestDatabase;
 let db: Kysely<ExchangeTables>;
 let dir: string;
 let objects: ObjectStore;
-let rules: RuleStore;
 /** The workers a test started; stopped before the next test and at the end. */
 let workers: DeliveryWorkers | undefined;
 
@@ -38,8 +36,7 @@ before(async () => {
   db = testDb.db;
   dir = await mkdtemp(join(tmpdir(), 'sealpost-born-claimed-'));
   objects = createLocalObjectStore({ dir });
-  rules = new RuleStore(db);
-  await rules.create({
+  await new RuleStore(db).create({
     name: 'relay',
     priority: 1,
     configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
@@ -56,15 +53,13 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const silent = createLogger({ level: 'silent' });
-
 describe('a message taken in while delivery has a free slot is born claimed', () => {
   /**
    * An intake wired to delivery workers over the real queue, as the engine wires them, whose deliveries
    * wait for `release` (when held) and are recorded; claimDue's calls are counted.
    */
   async function startEngine({ held = false } = {}) {
-    const intake = new MessageIntake({ db, objects, rules, logger: silent });
+    const intake = intakeOn(db, objects);
     const queue = new EnvelopeQueue(db, LEASE_MS);
     const claimed: Claim[][] = [];
     const claimDue = queue.claimDue.bind(queue);
@@ -176,7 +171,7 @@ describe('a message taken in while delivery has a free slot is born claimed', ()
 
 describe('a born-claimed envelope whose instance died', () => {
   it('is taken over by the next claim once its lease has run out, as any claim is', async () => {
-    const intake = new MessageIntake({ db, objects, rules, logger: silent });
+    const intake = intakeOn(db, objects);
     // The instance dies between the row's commit and its delivery: the slot's start() never runs the claim.
     const expiredLease = new Date(Date.now() - 1_000);
     let started: Claim | undefined;

@@ -95,8 +95,9 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   let claimFailing = false;
   /** Slots held for messages being taken in (reserve()): counted as busy until started or cancelled. */
   let reserved = 0;
+  const intakeBusy = () => options.intakeBusy?.() ?? false;
   /** Slots neither delivering nor reserved, of those delivery may use now. */
-  const freeSlots = (intakeBusy: boolean) => (intakeBusy ? busyConcurrency : concurrency) - inFlight.size - reserved;
+  const freeSlots = (busy: boolean) => (busy ? busyConcurrency : concurrency) - inFlight.size - reserved;
 
   const run = (claim: Claim) => {
     inFlight.set(claim.id, claim);
@@ -126,7 +127,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
 
   const loop = (async () => {
     while (!stopping) {
-      const busy = options.intakeBusy?.() ?? false;
+      const busy = intakeBusy();
       const free = freeSlots(busy);
       if (free > 0 && busy && !backlog && wokenSinceClaim < free) {
         const gather = lastClaimAt + gapMs - performance.now();
@@ -204,7 +205,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       woken.notify();
     },
     reserve() {
-      if (stopping || freeSlots(options.intakeBusy?.() ?? false) <= 0) return undefined;
+      if (stopping || freeSlots(intakeBusy()) <= 0) return undefined;
       reserved++;
       let settled = false;
       const settle = () => {
