@@ -64,6 +64,11 @@ export function createExchangeService(
         logger,
         recentPayloads,
         overlapLimit: settings.intakeOverlapLimit,
+        // Within the lease: a row born claimed is not taken over before its intake has answered.
+        beside:
+          settings.intakeBesidePutGrace > 0
+            ? { graceMs: Math.min(settings.intakeBesidePutGrace, settings.delivery.lease) }
+            : undefined,
       });
 
       // A DKIM key that cannot be used stops start-up before anything listens.

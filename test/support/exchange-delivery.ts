@@ -132,8 +132,15 @@ export function intakeFor(service: ServiceUnderTest) {
   return intakeOn(exchangeDb(service), service.objects);
 }
 
-export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore) {
-  return new MessageIntake({ db, objects, rules: new RuleStore(db), logger: createLogger({ level: 'silent' }) });
+/** `beside`: rows written beside their payload's put (INTAKE_ROW_BESIDE_PUT), with this grace; else stored first. */
+export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore, beside?: { graceMs: number }) {
+  return new MessageIntake({
+    db,
+    objects,
+    rules: new RuleStore(db),
+    logger: createLogger({ level: 'silent' }),
+    beside,
+  });
 }
 
 export interface StatusEntry {

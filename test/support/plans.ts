@@ -19,7 +19,9 @@ export async function planNodes(db: Kysely<unknown>, compiled: CompiledQuery, mo
   return db.transaction().execute(async (trx) => {
     await sql`select set_config('plan_cache_mode', ${mode}, true)`.execute(trx);
     await trx.executeQuery(CompiledQuery.raw(`prepare planned as ${compiled.sql}`));
-    const values = compiled.parameters.map((value) => sql.lit(value instanceof Date ? value.toISOString() : value));
+    const values = compiled.parameters.map((value) =>
+      sql.lit(value instanceof Date ? value.toISOString() : Array.isArray(value) ? `{${value.join(',')}}` : value),
+    );
     const explained = await sql<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>`explain (format json) execute
       planned(${sql.join(values)})`.execute(trx);
     await sql`deallocate planned`.execute(trx);

@@ -53,121 +53,131 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('a message taken in while delivery has a free slot is born claimed', () => {
-  /**
-   * An intake wired to delivery workers over the real queue, as the engine wires them, whose deliveries
-   * wait for `release` (when held) and are recorded; claimDue's calls are counted.
-   */
-  async function startEngine({ held = false } = {}) {
-    const intake = intakeOn(db, objects);
-    const queue = new EnvelopeQueue(db, LEASE_MS);
-    const claimed: Claim[][] = [];
-    const claimDue = queue.claimDue.bind(queue);
-    queue.claimDue = async (limit: number) => {
-      const taken = await claimDue(limit);
-      claimed.push(taken);
-      return taken;
-    };
-    const delivered = new Map<string, Claim>();
-    let release: () => void = () => {};
-    const gate = held ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve();
-    const started = startTestDelivery({
-      queue,
-      deliver: async (claim) => {
-        await gate;
-        delivered.set(claim.id, claim);
-      },
-      intakeBusy: () => intake.recentlyBusy(),
-      busyClaimGapMs: 0,
-      concurrency: CONCURRENCY,
-      pollIntervalMs: 60_000,
-      leaseMs: LEASE_MS,
-    });
-    workers = started;
-    intake.claimAtIntake(() => started.reserve());
-    intake.onAccepted(() => started.wake());
-    await eventually(
-      'the claim at start',
-      async () => claimed.length,
-      (n) => n === 1,
-      5_000,
-    );
-    const accept = (sender = 'alice@example.com') =>
-      intake.accept({ channel: 'smtp', sender, recipients: ['bob@example.net'], payload: Buffer.from('hello\r\n') });
-    return { intake, queue, workers: started, claimed, delivered, accept, release: () => release() };
-  }
-
-  const row = (id: string) => db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  const history = (id: string) =>
-    db.selectFrom('message_status').select(['status', 'detail']).where('envelope_id', '=', id).orderBy('id').execute();
-
-  it('is written `delivering`, attempt 1, with its `delivering` status row, and is never claimed', async () => {
-    const { claimed, delivered, accept, release } = await startEngine({ held: true });
-    const before = Date.now();
-    const { envelopeId } = await accept();
-    const stored = await row(envelopeId);
-    assert.equal(stored.status, 'delivering');
-    assert.equal(stored.attempts, 1);
-    const lease = stored.lease_until!.getTime() - before;
-    assert.ok(lease >= LEASE_MS - 1_000 && lease <= LEASE_MS + 5_000, `leased for ${lease} ms`);
-    assert.deepEqual(await history(envelopeId), [
-      { status: 'accepted', detail: '7 bytes over smtp' },
-      { status: 'routed', detail: 'by rule "relay" to smtp' },
-      { status: 'delivering', detail: 'attempt 1' },
-    ]);
-    await sleep(200);
-    assert.equal(claimed.length, 1, 'no claim beyond the one at start');
-    assert.equal(delivered.size, 0, 'its delivery holds its slot (held here)');
-    release();
-    await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
-  });
-
-  it('hands delivery the claim that claimDue would have returned for its row', async () => {
-    const { claimed, delivered, accept } = await startEngine();
-    const { envelopeId } = await accept();
-    await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
-    const { previous_status, ...claim } = delivered.get(envelopeId)!;
-    assert.equal(previous_status, 'accepted');
-    assert.deepEqual(claim, await row(envelopeId));
-    assert.equal(claimed.length, 1, 'no claim beyond the one at start');
-  });
-
-  it('keeps to the slots delivery keeps while busy; the next message is written `accepted` and claimed', async () => {
-    const { claimed, delivered, accept, release } = await startEngine({ held: true });
-    const born = await Promise.all(Array.from({ length: BUSY_SLOTS }, () => accept()));
-    const next = await accept();
-    for (const { envelopeId } of born) assert.equal((await row(envelopeId)).status, 'delivering');
-    assert.equal((await row(next.envelopeId)).status, 'accepted', 'no slot was free for it');
-    release();
-    await eventually(
-      'every delivery',
-      async () => delivered.size,
-      (n) => n === BUSY_SLOTS + 1,
-      10_000,
-    );
-    assert.deepEqual(
-      claimed.flat().map((claim) => claim.id),
-      [next.envelopeId],
-      'only the message written `accepted` was claimed',
-    );
-    assert.equal(delivered.get(next.envelopeId)!.attempts, 1);
-  });
-
-  it('gives the slot back when no row is written for the message', async () => {
-    const { workers: started, delivered, accept, release } = await startEngine({ held: true });
-    // A sender the database refuses: the statement fails for this message alone.
-    for (let i = 0; i < BUSY_SLOTS + 2; i++)
-      await assert.rejects(
-        accept('bad\u0000@example.com'),
-        (error) => error instanceof AppError && error.status === 503,
+for (const [way, beside] of [
+  ['stored first', undefined],
+  ['beside the put (the default)', { graceMs: LEASE_MS }],
+] as const)
+  describe(`a message taken in while delivery has a free slot is born claimed, its row written ${way}`, () => {
+    /**
+     * An intake wired to delivery workers over the real queue, as the engine wires them, whose deliveries
+     * wait for `release` (when held) and are recorded; claimDue's calls are counted.
+     */
+    async function startEngine({ held = false } = {}) {
+      const intake = intakeOn(db, objects, beside);
+      const queue = new EnvelopeQueue(db, LEASE_MS);
+      const claimed: Claim[][] = [];
+      const claimDue = queue.claimDue.bind(queue);
+      queue.claimDue = async (limit: number, mine?: string[]) => {
+        const taken = await claimDue(limit, mine);
+        claimed.push(taken);
+        return taken;
+      };
+      const delivered = new Map<string, Claim>();
+      let release: () => void = () => {};
+      const gate = held ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve();
+      const started = startTestDelivery({
+        queue,
+        deliver: async (claim) => {
+          await gate;
+          delivered.set(claim.id, claim);
+        },
+        intakeBusy: () => intake.recentlyBusy(),
+        busyClaimGapMs: 0,
+        concurrency: CONCURRENCY,
+        pollIntervalMs: 60_000,
+        leaseMs: LEASE_MS,
+      });
+      workers = started;
+      intake.claimAtIntake(() => started.reserve());
+      intake.onAccepted((besideRow) => started.wake(besideRow));
+      await eventually(
+        'the claim at start',
+        async () => claimed.length,
+        (n) => n === 1,
+        5_000,
       );
-    const { envelopeId } = await accept();
-    assert.equal((await row(envelopeId)).status, 'delivering', 'a slot was still free');
-    assert.equal(started.inFlight, 1);
-    release();
-    await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
+      const accept = (sender = 'alice@example.com') =>
+        intake.accept({ channel: 'smtp', sender, recipients: ['bob@example.net'], payload: Buffer.from('hello\r\n') });
+      return { intake, queue, workers: started, claimed, delivered, accept, release: () => release() };
+    }
+
+    const row = (id: string) => db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const history = (id: string) =>
+      db
+        .selectFrom('message_status')
+        .select(['status', 'detail'])
+        .where('envelope_id', '=', id)
+        .orderBy('id')
+        .execute();
+
+    it('is written `delivering`, attempt 1, with its `delivering` status row, and is never claimed', async () => {
+      const { claimed, delivered, accept, release } = await startEngine({ held: true });
+      const before = Date.now();
+      const { envelopeId } = await accept();
+      const stored = await row(envelopeId);
+      assert.equal(stored.status, 'delivering');
+      assert.equal(stored.attempts, 1);
+      assert.equal(stored.payload_pending, beside !== undefined, 'written beside its put or not');
+      const lease = stored.lease_until!.getTime() - before;
+      assert.ok(lease >= LEASE_MS - 1_000 && lease <= LEASE_MS + 5_000, `leased for ${lease} ms`);
+      assert.deepEqual(await history(envelopeId), [
+        { status: 'accepted', detail: '7 bytes over smtp' },
+        { status: 'routed', detail: 'by rule "relay" to smtp' },
+        { status: 'delivering', detail: 'attempt 1' },
+      ]);
+      await sleep(200);
+      assert.equal(claimed.length, 1, 'no claim beyond the one at start');
+      assert.equal(delivered.size, 0, 'its delivery holds its slot (held here)');
+      release();
+      await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
+    });
+
+    it('hands delivery the claim that claimDue would have returned for its row', async () => {
+      const { claimed, delivered, accept } = await startEngine();
+      const { envelopeId } = await accept();
+      await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
+      const { previous_status, ...claim } = delivered.get(envelopeId)!;
+      assert.equal(previous_status, 'accepted');
+      assert.deepEqual(claim, await row(envelopeId));
+      assert.equal(claimed.length, 1, 'no claim beyond the one at start');
+    });
+
+    it('keeps to the slots delivery keeps while busy; the next message is written `accepted` and claimed', async () => {
+      const { claimed, delivered, accept, release } = await startEngine({ held: true });
+      const born = await Promise.all(Array.from({ length: BUSY_SLOTS }, () => accept()));
+      const next = await accept();
+      for (const { envelopeId } of born) assert.equal((await row(envelopeId)).status, 'delivering');
+      assert.equal((await row(next.envelopeId)).status, 'accepted', 'no slot was free for it');
+      release();
+      await eventually(
+        'every delivery',
+        async () => delivered.size,
+        (n) => n === BUSY_SLOTS + 1,
+        10_000,
+      );
+      assert.deepEqual(
+        claimed.flat().map((claim) => claim.id),
+        [next.envelopeId],
+        'only the message written `accepted` was claimed',
+      );
+      assert.equal(delivered.get(next.envelopeId)!.attempts, 1);
+    });
+
+    it('gives the slot back when no row is written for the message', async () => {
+      const { workers: started, delivered, accept, release } = await startEngine({ held: true });
+      // A sender the database refuses: the statement fails for this message alone.
+      for (let i = 0; i < BUSY_SLOTS + 2; i++)
+        await assert.rejects(
+          accept('bad\u0000@example.com'),
+          (error) => error instanceof AppError && error.status === 503,
+        );
+      const { envelopeId } = await accept();
+      assert.equal((await row(envelopeId)).status, 'delivering', 'a slot was still free');
+      assert.equal(started.inFlight, 1);
+      release();
+      await eventually('the delivery', async () => delivered.has(envelopeId), Boolean, 5_000);
+    });
   });
-});
 
 describe('a born-claimed envelope whose instance died', () => {
   it('is taken over by the next claim once its lease has run out, as any claim is', async () => {

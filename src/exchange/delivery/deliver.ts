@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
 import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../inbound/recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
@@ -67,6 +67,7 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
   const openPayload = claimPayload(claim, deps);
+  if (claim.payload_pending && (await payloadNeverStored(claim, openPayload, deps))) return;
   for (const [i, strategy] of pending.entries()) {
     let result;
     try {
@@ -99,6 +100,30 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
   logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
   finish(claim, { bounce_report: finalReport }, deps);
+}
+
+/**
+ * A row written beside its payload's put and never released (docs/design.md#durability-of-intake): claimed
+ * after its grace, after a crash or a failed intake. With no payload, its put never ended, so its sender was
+ * never told 250/202: the row goes without a bounce (true). Any other answer is left to the strategies.
+ */
+async function payloadNeverStored(claim: Claim, openPayload: OpenPayload, deps: DeliverDeps): Promise<boolean> {
+  try {
+    await openPayload.bytes();
+    return false;
+  } catch (error) {
+    if (!(error instanceof ObjectNotFoundError)) return false;
+  }
+  const about = { envelopeId: claim.id, attempt: claim.attempts };
+  if (!(await deps.queue.dropNeverStored(claim))) {
+    deps.logger.warn(about, LEASE_LOST);
+    return true;
+  }
+  deps.logger.warn(
+    { ...about, key: claim.payload_key },
+    'removed an envelope whose payload was never stored (its intake was cut short and never acknowledged); no bounce',
+  );
+  return true;
 }
 
 async function fail(

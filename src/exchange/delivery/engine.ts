@@ -114,7 +114,7 @@ export function startDeliveryEngine(deps: {
   // Mail this instance takes (and the bounces it writes) is born claimed while a slot is free, and
   // otherwise claimed at once, not at the next poll.
   deps.intake.claimAtIntake?.(() => workers.reserve());
-  deps.intake.onAccepted(() => workers.wake());
+  deps.intake.onAccepted((besideRow) => workers.wake(besideRow));
   // What intakes cut short leave behind (a crash, kill -9): rows never acknowledged, payloads without a row.
   const abandoned = new AbandonedIntakeSweep({ db, objects, graceMs: leaseMs, logger });
   const orphans = new OrphanPayloadSweep({ db, objects, graceMs: leaseMs, logger });

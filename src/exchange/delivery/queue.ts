@@ -26,6 +26,7 @@ const ENVELOPE_COLUMNS = everyColumn<Envelope>()([
   'body_8bitmime',
   'smtputf8',
   'bounce_report',
+  'payload_pending',
   'created_at',
   'updated_at',
 ]);
@@ -66,13 +67,15 @@ export class EnvelopeQueue {
   }
 
   /**
-   * Takes up to `limit` due envelopes: those of crashed workers first, then waiting ones in the order
-   * they fell due. Two locking scans rather than one with OR, so that each walks its partial index in
-   * order and stops after `limit` rows: the cost stays flat however long the backlog grows (one scan
-   * with OR had to read and sort every due row, ~45 ms per claim at 100,000 waiting envelopes).
+   * Takes up to `limit` due envelopes: those of crashed workers first, then `mine`, then waiting ones in the
+   * order they fell due. Locking scans of their own rather than one with OR, so that each walks its partial
+   * index in order (or looks its rows up by key) and stops after `limit` rows: the cost stays flat however
+   * long the backlog grows (one scan with OR had to read and sort every due row, ~45 ms per claim at 100,000
+   * waiting envelopes). `mine` are rows this instance wrote beside their put and knows durable, due for
+   * others only after their grace (docs/design.md#durability-of-intake): claimed by id while still `accepted`.
    */
-  async claimDue(limit: number): Promise<Claim[]> {
-    const statement = this.claimStatement({ now: this.at(0), leaseUntil: this.at(this.leaseMs), limit });
+  async claimDue(limit: number, mine: string[] = []): Promise<Claim[]> {
+    const statement = this.claimStatement({ now: this.at(0), leaseUntil: this.at(this.leaseMs), limit, mine });
     return (await this.db.executeQuery(statement)).rows as Claim[];
   }
 
@@ -81,7 +84,7 @@ export class EnvelopeQueue {
    * connection; the statuses that pick the partial indexes are literals, so the generic plan uses them too.
    */
   private readonly claimStatement = compileOnceWith(
-    ({ now, leaseUntil, limit }: { now: Date; leaseUntil: Date; limit: number }) =>
+    ({ now, leaseUntil, limit, mine }: { now: Date; leaseUntil: Date; limit: number; mine: string[] }) =>
       this.db
         .with('expired', (db) =>
           db
@@ -108,10 +111,21 @@ export class EnvelopeQueue {
             .forUpdate()
             .skipLocked(),
         )
+        .with('mine', (db) =>
+          db
+            .selectFrom('envelopes')
+            .select(['id', 'status as previous_status'])
+            .where('id', '=', sql<string>`any(${mine}::uuid[])`)
+            .where('status', '=', sql.lit<EnvelopeStatus>('accepted'))
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
         .with('due', (db) =>
           db
             .selectFrom('expired')
             .select(['id', 'previous_status'])
+            .unionAll(db.selectFrom('mine').select(['id', 'previous_status']))
             .unionAll(db.selectFrom('waiting').select(['id', 'previous_status']))
             .limit(limit),
         )
@@ -145,7 +159,7 @@ export class EnvelopeQueue {
         )
         .selectFrom('claimed')
         .selectAll(),
-    { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER },
+    { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER, mine: MINE_PLACEHOLDER },
     { prepare: true },
   );
 
@@ -274,6 +288,33 @@ export class EnvelopeQueue {
     return row !== undefined;
   }
 
+  /**
+   * Deletes a claimed row written beside its payload whose payload never came (deliver.ts), with its status
+   * rows: its sender was never told 250/202, so it leaves no trace. False when the lease was lost.
+   */
+  async dropNeverStored(claim: Claim): Promise<boolean> {
+    const result = await this.db
+      .with('gone', (qc) =>
+        qc
+          .deleteFrom('envelopes')
+          .where('id', '=', claim.id)
+          .where('status', '=', 'delivering')
+          .where('attempts', '=', claim.attempts)
+          .where('payload_pending', '=', true)
+          .returning('id'),
+      )
+      .with('history', (qc) =>
+        qc
+          .deleteFrom('message_status')
+          .where('envelope_id', 'in', (sub) => sub.selectFrom('gone').select('gone.id'))
+          .returning('message_status.id'),
+      )
+      .selectFrom('gone')
+      .select('gone.id')
+      .execute();
+    return result.length > 0;
+  }
+
   /** Deletes a finished envelope's row (its payload is already gone); status history stays. */
   async remove(envelopeId: string): Promise<void> {
     await this.removeBatch.submit(envelopeId);
@@ -357,6 +398,8 @@ export class EnvelopeQueue {
 
 /** Stands for claimDue's limit while its statement is compiled: a value no other parameter has. */
 const CLAIM_LIMIT_PLACEHOLDER = 2 ** 31 - 7;
+/** Stands for claimDue's `mine` while its statement is compiled: an array no other parameter is. */
+const MINE_PLACEHOLDER: string[] = [];
 
 /** One markDelivered call, as the batched statement reads it. */
 interface DeliveredItem {

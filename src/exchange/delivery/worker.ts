@@ -30,9 +30,10 @@ export interface DeliveryWorkers {
   /**
    * New mail is due: an idle loop claims at once instead of at its next poll. Wakes that arrive while
    * a claim is running make one more claim after it, so a burst of accepted messages costs a few
-   * claims, not one each.
+   * claims, not one each. `besideRow`: the message's row was written beside its put, due for others only
+   * after its grace; the next claims ask for it by id (EnvelopeQueue.claimDue's `mine`).
    */
-  wake(): void;
+  wake(besideRow?: string): void;
   /**
    * A slot for a message this instance is taking in, so that its row is written already claimed (born
    * claimed: status `delivering`, attempt 1, leased until `leaseUntil`) and costs no claim of its own.
@@ -69,6 +70,13 @@ export const INTAKE_BUSY_SHARE = 0.25;
  * "Delivery gathers its claims while the intake is busy"). The delay is at most this, once per group.
  */
 export const INTAKE_BUSY_CLAIM_GAP_MS = 50;
+
+/**
+ * Rows written beside their put that this instance took and has not claimed yet, asked for by id, at most.
+ * Past it the oldest are left to the claims that find them once their grace is over, a few seconds later:
+ * only a backlog that deep makes that happen, and it is not drained sooner by claiming them first.
+ */
+const MINE_WAITING_MAX = 10_000;
 
 /**
  * The delivery workers of one engine instance: a single claim loop keeps up to `concurrency`
@@ -124,6 +132,8 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   let wokenSinceClaim = 0;
   /** The last claim filled every slot it asked for: more is due, so no gathering until it is drained. */
   let backlog = false;
+  /** Rows written beside their put, this instance's to claim by id, oldest first (wake(besideRow)). */
+  let mine: string[] = [];
 
   const loop = (async () => {
     while (!stopping) {
@@ -148,7 +158,12 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       lastClaimAt = performance.now();
       wokenSinceClaim = 0;
       try {
-        claims = await queue.claimDue(free);
+        const asked = mine.slice(0, free);
+        claims = await queue.claimDue(free, asked);
+        // Asked for and not claimed with slots to spare: no longer `accepted` (delivered, or removed).
+        const claimed = new Set(claims.map((claim) => claim.id));
+        const settled = new Set(claims.length < free ? asked : asked.filter((id) => claimed.has(id)));
+        if (settled.size > 0) mine = mine.filter((id) => !settled.has(id));
         if (claimFailing) logger.info('delivery queue reachable again');
         claimFailing = false;
       } catch (error) {
@@ -200,7 +215,11 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
     get inFlight() {
       return inFlight.size;
     },
-    wake() {
+    wake(besideRow) {
+      if (besideRow !== undefined) {
+        mine.push(besideRow);
+        if (mine.length > MINE_WAITING_MAX) mine.shift();
+      }
       wokenSinceClaim++;
       woken.notify();
     },

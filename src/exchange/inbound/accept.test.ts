@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { openDatabase } from '../../kernel/db/index.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { createLogger } from '../../kernel/logger.ts';
@@ -21,14 +21,19 @@ import {
 } from '../../../test/support/exchange-delivery.ts';
 import { MessageIntake, payloadKey } from './accept.ts';
 
+/** Rows written beside the put, others may claim a minute after they were written (the service: DELIVERY_LEASE). */
+const BESIDE = { graceMs: 60_000 };
+
 /**
- * Each test runs with the default INTAKE_OVERLAP_LIMIT (0: every payload stored first), with a lone message
- * overlapped and the others stored first, and with every message overlapped: each way keeps the same promises.
+ * Each test runs with every payload stored first (INTAKE_ROW_BESIDE_PUT off, INTAKE_OVERLAP_LIMIT 0), with every
+ * row written beside its put (the default), with a lone message overlapped and the others beside their put,
+ * and with every message overlapped: each way keeps the same promises.
  */
-for (const [ways, overlapLimit] of [
-  ['the default', undefined],
-  ['a lone message overlapped', 1],
-  ['every message overlapped', 1000],
+for (const [ways, overlapLimit, beside] of [
+  ['every payload stored first', undefined, undefined],
+  ['every row beside its put (the default)', undefined, BESIDE],
+  ['a lone message overlapped', 1, BESIDE],
+  ['every message overlapped', 1000, BESIDE],
 ] as const) {
   describe(`MessageIntake with concurrent messages, ${ways}`, () => {
     let testDb: ExchangeTestDatabase;
@@ -36,9 +41,11 @@ for (const [ways, overlapLimit] of [
     let dir: string;
     let objects: ObjectStore;
     let intake: MessageIntake;
+    /** The ids onAccepted handed over: rows written beside their put. */
+    const besideRows: string[] = [];
 
     before(async () => {
-      testDb = await openExchangeTestDatabase(`exchange_accept_${overlapLimit ?? 'default'}`, 4);
+      testDb = await openExchangeTestDatabase(`exchange_accept_${overlapLimit ?? 0}_${beside ? 'beside' : 'first'}`, 4);
       db = testDb.db;
       dir = await mkdtemp(join(tmpdir(), 'sealpost-accept-'));
       objects = createLocalObjectStore({ dir });
@@ -53,7 +60,15 @@ for (const [ways, overlapLimit] of [
         priority: 2,
         configuration: { params: { channel: 'smtp' }, outbound: ['smtp', 'seal'] },
       });
-      intake = new MessageIntake({ db, objects, rules, logger: createLogger({ level: 'silent' }), overlapLimit });
+      intake = new MessageIntake({
+        db,
+        objects,
+        rules,
+        logger: createLogger({ level: 'silent' }),
+        overlapLimit,
+        beside,
+      });
+      intake.onAccepted((row) => row && besideRows.push(row));
     });
     after(async () => {
       await testDb?.close();
@@ -99,6 +114,12 @@ for (const [ways, overlapLimit] of [
         ]);
         assert.ok(await objects.head(payloadKey(result.envelopeId)));
       }
+      // Due for a claim, every one: a row written beside its put is handed to this instance's delivery by
+      // its id, being due for others only after its grace.
+      const ids = accepted.map((result) => result.envelopeId);
+      const handedOver = ids.filter((id) => besideRows.includes(id));
+      if (overlapLimit === undefined) assert.deepEqual(handedOver, beside ? ids : [], 'every row beside its put');
+      if (overlapLimit === 1000) assert.deepEqual(handedOver, [], 'no row beside its put: every one overlapped');
     });
 
     it('a message the database refuses fails alone (503, payload deleted); the rest of its batch passes', async () => {
@@ -151,6 +172,7 @@ for (const [ways, overlapLimit] of [
         rules: new RuleStore(otherDb),
         logger: createLogger({ level: 'silent' }),
         overlapLimit,
+        beside,
       });
       const envelopeId = '00000000-0000-4000-8000-00000000dead';
       const restore = await refuseConnections(testDb.url);
@@ -200,9 +222,14 @@ describe('MessageIntake chooses how to make a message durable by the messages in
   let objects: ObjectStore;
   /** Puts wait here until released, so that a test can look at the rows while payloads are being stored. */
   const held = new Map<string, { entered: () => void; release: Promise<void> }>();
+  /** Puts of these keys fail once they are released. */
+  const failing = new Set<string>();
   /** INTAKE_OVERLAP_LIMIT 1: a lone message's writes overlap. */
   let limitOne: MessageIntake;
-  let defaultIntake: MessageIntake;
+  let storedFirst: MessageIntake;
+  /** Rows beside the put (the default), and the same with a grace of 100 ms. */
+  let beside: MessageIntake;
+  let besideShortGrace: MessageIntake;
 
   before(async () => {
     testDb = await openExchangeTestDatabase('exchange_accept_ways', 4);
@@ -217,6 +244,7 @@ describe('MessageIntake chooses how to make a message durable by the messages in
           hold.entered();
           await hold.release;
         }
+        if (failing.has(key)) throw new Error('the disk is full');
         return store.put(key, body, options);
       },
     };
@@ -228,7 +256,9 @@ describe('MessageIntake chooses how to make a message durable by the messages in
     });
     const logger = createLogger({ level: 'silent' });
     limitOne = new MessageIntake({ db, objects, rules, logger, overlapLimit: 1 });
-    defaultIntake = new MessageIntake({ db, objects, rules, logger });
+    storedFirst = new MessageIntake({ db, objects, rules, logger });
+    beside = new MessageIntake({ db, objects, rules, logger, beside: BESIDE });
+    besideShortGrace = new MessageIntake({ db, objects, rules, logger, beside: { graceMs: 100 } });
   });
   after(async () => {
     await testDb?.close();
@@ -264,9 +294,62 @@ describe('MessageIntake chooses how to make a message durable by the messages in
     assert.equal(await statusOf(id), 'accepted', 'written accepted once its payload was durable');
   }
 
-  it("by default writes even a lone message's row only once its payload is durable", async () => {
+  it("stored first, writes even a lone message's row only once its payload is durable", async () => {
     const lone = '00000000-0000-4000-8000-0000000000b1';
-    await expectStoredFirst(lone, await acceptHeld(lone, defaultIntake), 'the lone message');
+    await expectStoredFirst(lone, await acceptHeld(lone, storedFirst), 'the lone message');
+  });
+
+  const rowOf = (id: string) =>
+    db
+      .selectFrom('envelopes')
+      .select(['status', 'payload_pending', sql<number>`extract(epoch from next_attempt_at - now())`.as('dueIn')])
+      .where('id', '=', id)
+      .executeTakeFirst();
+  const historyOf = async (id: string) =>
+    (await db.selectFrom('message_status').select('status').where('envelope_id', '=', id).orderBy('id').execute()).map(
+      (row) => row.status,
+    );
+
+  it('beside the put, writes the row `accepted` while the payload is stored, ours once durable', async () => {
+    const id = '00000000-0000-4000-8000-0000000000c1';
+    const handedOver: Array<string | undefined> = [];
+    beside.onAccepted((row) => handedOver.push(row));
+    const message = await acceptHeld(id, beside);
+    const pending = await eventually('the row, written beside the put', () => rowOf(id), Boolean);
+    assert.equal(pending!.status, 'accepted');
+    assert.equal(pending!.payload_pending, true);
+    assert.ok(pending!.dueIn > 55, `due only after the grace (in ${pending!.dueIn} s), so nobody claims it yet`);
+    assert.deepEqual(await historyOf(id), ['accepted', 'routed']);
+    assert.deepEqual(handedOver, [], 'not handed to delivery while its put runs');
+    message.release();
+    await message.accepted;
+    assert.deepEqual(handedOver, [id], "handed to this instance's delivery, by its id, once durable");
+    const accepted = await rowOf(id);
+    assert.ok(accepted!.dueIn > 55, 'still due for other instances only after the grace: no second statement');
+  });
+
+  it('beside the put, removes the row and its status rows again when the put fails (503)', async () => {
+    const id = '00000000-0000-4000-8000-0000000000c2';
+    failing.add(payloadKey(id));
+    const message = await acceptHeld(id, beside);
+    await eventually('the row, written beside the put', () => rowOf(id), Boolean);
+    message.release();
+    await assert.rejects(message.accepted, (error) => error instanceof AppError && error.status === 503);
+    assert.equal(await rowOf(id), undefined);
+    assert.deepEqual(await historyOf(id), []);
+  });
+
+  it('beside the put, refuses a message whose put outlasted the grace (503), keeping no row, no payload', async () => {
+    const id = '00000000-0000-4000-8000-0000000000c3';
+    const message = await acceptHeld(id, besideShortGrace);
+    await eventually('the row, written beside the put', () => rowOf(id), Boolean);
+    // Past the grace another instance may have claimed the row, found no payload and dropped it.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    message.release();
+    await assert.rejects(message.accepted, (error) => error instanceof AppError && error.status === 503);
+    assert.equal(await rowOf(id), undefined);
+    assert.deepEqual(await historyOf(id), []);
+    assert.equal(await objects.head(payloadKey(id)), undefined);
   });
 
   it("at limit 1 writes a lone message's row beside its put, a second one's once its payload is durable", async () => {

@@ -59,33 +59,40 @@ interface Durable {
   bytes?: Buffer;
   outbound: OutboundStrategyName[];
   born?: { claim: Claim; slot: SlotReservation };
+  /** A row written beside its payload and not born claimed: only this instance may claim it before its grace. */
+  beside?: boolean;
 }
 
 /**
  * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands.
- * Two ways to make a message durable (docs/design.md#durability-of-intake), both of which acknowledge
- * nothing that is not durable and deliver or bounce nothing that was not acknowledged:
+ * Three ways to make a message durable (docs/design.md#durability-of-intake), all of which acknowledge
+ * nothing that is not durable and deliver or bounce nothing whose put never ended:
  * - **overlapped**, while at most `overlapLimit` messages are being taken in (INTAKE_OVERLAP_LIMIT; none by
  *   default): the row is written in status `storing`, which nothing claims or bounces, while the payload is
  *   stored; once both are durable one batched UPDATE makes it `accepted` with its first status rows;
- * - **stored first**, when more are: the payload is stored, then one batched statement writes the row
- *   `accepted` with its status rows, or born claimed (`delivering`) when this instance's delivery has a slot
- *   free for it (claimAtIntake). This saves the acknowledgement's statement and commit: PostgreSQL's
- *   CPU and WAL per message, and the exchange's CPU, at 1 connection as at 32, while a message waits the
- *   same either way (bench/RESULTS.md, "One commit per message while the intake is busy" and "A lone
- *   message stored first too").
- * Only then does accept() resolve, so the caller acknowledges nothing that is not durable. The delivery rule
- * is matched in the statement that writes the row (see createEnvelopeWriter); with no matching rule nothing
- * is written, the payload is deleted again, and accept() fails with RuleStore.match's 503. A message that
- * fails before its acknowledgement loses its payload and its `storing` row again; what a crash leaves
- * behind is removed by AbandonedIntakeSweep (rows) and OrphanPayloadSweep (payloads). Failures of either
- * store are 503 AppErrors (the SMTP handler turns them into 451).
+ * - **beside the put**, when more are and the message was read whole (INTAKE_BESIDE_PUT_GRACE, 5 s by
+ *   default): one batched statement writes the row `accepted` (or born claimed) and `payload_pending` while
+ *   the payload is stored; no other instance may claim it until the grace is over, and this instance's
+ *   delivery claims it once both are durable (acceptBeside). A message then waits for the slower of its two
+ *   writes, not for both one after the other;
+ * - **stored first**, otherwise: the payload is stored, then one batched statement writes the row
+ *   `accepted` with its status rows. This saves the acknowledgement's statement and commit against the
+ *   overlapped way (bench/RESULTS.md, "One commit per message while the intake is busy").
+ * Beside the put and stored first, the row is born claimed (`delivering`) when this instance's delivery has
+ * a slot free for it (claimAtIntake). Only then does accept() resolve, so the caller acknowledges nothing
+ * that is not durable. The delivery rule is matched in the statement that writes the row (see
+ * createEnvelopeWriter); with no matching rule nothing is written, the payload is deleted again, and
+ * accept() fails with RuleStore.match's 503. A message that fails before its acknowledgement loses its
+ * payload and its row again; what a crash leaves behind is removed by AbandonedIntakeSweep (`storing` rows),
+ * OrphanPayloadSweep (payloads) and the claim of a row whose payload never came (deliver.ts). Failures of
+ * either store are 503 AppErrors (the SMTP handler turns them into 451).
  */
 export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly writeStoredEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
-  private readonly acceptedListeners: Array<() => void> = [];
+  private readonly writeBesideEnvelope?: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+  private readonly acceptedListeners: Array<(besideRow?: string) => void> = [];
   private reserveSlot: () => SlotReservation | undefined = () => undefined;
   private readonly overlapLimit: number;
   private lastIntakeAt = Number.NEGATIVE_INFINITY;
@@ -102,10 +109,16 @@ export class MessageIntake {
       recentPayloads?: RecentPayloads;
       /** INTAKE_OVERLAP_LIMIT: the most messages in flight at which a message's two writes overlap (its default). */
       overlapLimit?: number;
+      /**
+       * Write a message's row beside its payload's put (the way `beside`): others may claim the row `graceMs`
+       * after it was written, and an intake slower than that answers 451. Stored first when absent.
+       */
+      beside?: { graceMs: number };
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
     this.writeStoredEnvelope = createEnvelopeWriter(deps.db, { stored: true });
+    if (deps.beside) this.writeBesideEnvelope = createEnvelopeWriter(deps.db, { beside: deps.beside });
     this.acknowledge = createEnvelopeAcknowledger(deps.db);
     this.overlapLimit = deps.overlapLimit ?? Number(EXCHANGE_VARIABLES.intakeOverlapLimit.default);
   }
@@ -136,24 +149,32 @@ export class MessageIntake {
     };
     this.inFlight++;
     try {
-      const { size, bytes, outbound, born } =
+      const { size, bytes, outbound, born, beside } =
         this.inFlight <= this.overlapLimit
           ? await this.acceptOverlapped(message, envelope)
-          : await this.acceptStoredFirst(message, envelope);
+          : await this.acceptNotOverlapped(message, envelope);
       if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
       if (born) born.slot.start(born.claim);
-      else for (const listener of this.acceptedListeners) listener();
+      else for (const listener of this.acceptedListeners) listener(beside ? envelopeId : undefined);
       return { envelopeId, size, outbound };
     } finally {
       this.inFlight--;
     }
   }
 
+  /** Beside the put when that way is on and the message was read whole; else stored first. */
+  private async acceptNotOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
+    const body = await crlfBody(message.payload);
+    return Buffer.isBuffer(body) && this.writeBesideEnvelope && this.deps.beside
+      ? this.acceptBeside(message, envelope, body, this.writeBesideEnvelope, this.deps.beside.graceMs)
+      : this.acceptStoredFirst(message, envelope, body);
+  }
+
   /** The payload's put and the `storing` row's insert at the same time, then the acknowledgement. */
   private async acceptOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
     const { id: envelopeId, payloadKey: key } = envelope;
     const [stored, row] = await Promise.allSettled([
-      this.storePayload(key, message.payload),
+      crlfBody(message.payload).then((body) => this.storePayload(key, body)),
       this.writeEnvelope(envelope),
     ]);
     if (stored.status === 'rejected') {
@@ -198,8 +219,12 @@ export class MessageIntake {
    * The payload first; once it is durable, the row `accepted` with its status rows, in one statement. When
    * this instance's delivery has a slot free, the row is born claimed instead (claimAtIntake).
    */
-  private async acceptStoredFirst(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
-    const { size, bytes } = await this.storePayload(envelope.payloadKey, message.payload);
+  private async acceptStoredFirst(
+    message: IncomingMessage,
+    envelope: NewEnvelope,
+    body: Readable | Buffer,
+  ): Promise<Durable> {
+    const { size, bytes } = await this.storePayload(envelope.payloadKey, body);
     // Reserved only now: the slot is not held while the payload is being stored.
     const slot = this.reserveSlot();
     const stored: NewEnvelope = {
@@ -219,6 +244,60 @@ export class MessageIntake {
     if (slot && !written.claim) slot.cancel();
     const born = slot && written.claim ? { claim: written.claim, slot } : undefined;
     return { size, bytes, outbound: written.outbound, born };
+  }
+
+  /**
+   * The payload's put and, beside it, the row's statement, written `accepted` (or born claimed when a slot is
+   * free) and `payload_pending`: due only `graceMs` after it was written, so that no other instance claims it
+   * while the put may still be under way. Once both are durable within the grace, the sender may be told
+   * 250/202, and the row is claimed by this instance's delivery (onAccepted, with its id) or delivered in its
+   * slot: no second statement. When the put fails or takes longer
+   * than the grace, the row goes again (a claim after the grace that finds no payload drops it too, never
+   * bouncing it) and the sender gets 451/503.
+   */
+  private async acceptBeside(
+    message: IncomingMessage,
+    envelope: NewEnvelope,
+    body: Buffer,
+    write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>,
+    graceMs: number,
+  ): Promise<Durable> {
+    const { id: envelopeId, payloadKey: key } = envelope;
+    const size = body.length;
+    // Before the slot's lease is taken and before the row's now(): both then end no sooner than the grace.
+    const started = performance.now();
+    const slot = this.reserveSlot();
+    const row: NewEnvelope = {
+      ...envelope,
+      stored: { size, acceptedDetail: acceptedDetail(message, size) },
+      bornLeaseUntil: slot?.leaseUntil,
+    };
+    const [stored, written] = await Promise.allSettled([this.storePayload(key, body), write(row)]);
+    const claim = written.status === 'fulfilled' ? written.value?.claim : undefined;
+    const inTime = performance.now() - started < graceMs;
+    if (slot && !(claim && stored.status === 'fulfilled' && inTime)) slot.cancel();
+    if (stored.status === 'rejected') {
+      if (written.status === 'fulfilled' && written.value) await this.forgetPendingRow(envelopeId);
+      throw stored.reason;
+    }
+    if (written.status === 'rejected') return this.writeFailed(written.reason, envelope);
+    if (!inTime) {
+      // Another instance may have claimed the row, found no payload yet and dropped it: nothing is promised.
+      await Promise.all([this.deletePayload(key, envelopeId), this.forgetPendingRow(envelopeId)]);
+      throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
+    }
+    if (!written.value) {
+      // No rule matched; the payload is durable now, so a second try writes the row as stored first does.
+      const again = await this.writeAfterNoRule(
+        message,
+        { ...row, bornLeaseUntil: undefined },
+        this.writeStoredEnvelope,
+      );
+      return { size, bytes: body, outbound: again.outbound };
+    }
+    const { outbound } = written.value;
+    if (slot && claim) return { size, bytes: body, outbound, born: { claim, slot } };
+    return { size, bytes: body, outbound, beside: true };
   }
 
   /**
@@ -267,13 +346,12 @@ export class MessageIntake {
   }
 
   /**
-   * Stores the payload with CRLF line ends; its size, and its bytes when it was small enough to be read
-   * whole (one PutObject then, and RecentPayloads keeps it for delivery). On failure nothing is left
-   * (best effort) and the error is a 503 AppError, or the stream's own.
+   * Stores the payload, its line ends CRLF already (withCrlfLineEnds); its size, and its bytes when it was
+   * small enough to be read whole (one PutObject then, and RecentPayloads keeps it for delivery). On failure
+   * nothing is left (best effort) and the error is a 503 AppError, or the stream's own.
    */
-  private async storePayload(key: string, payload: Readable | Buffer): Promise<{ size: number; bytes?: Buffer }> {
+  private async storePayload(key: string, body: Readable | Buffer): Promise<{ size: number; bytes?: Buffer }> {
     try {
-      const body = await withCrlfLineEnds(payload);
       const { size } = await this.deps.objects.put(key, body, { contentType: 'message/rfc822' });
       return { size, bytes: Buffer.isBuffer(body) ? body : undefined };
     } catch (error) {
@@ -297,6 +375,26 @@ export class MessageIntake {
       });
   }
 
+  /**
+   * Removes the row (and its status rows) of an intake beside its put that failed or was too slow, while it is
+   * still `payload_pending`; if that fails, a claim after the grace finds no payload and drops it.
+   */
+  private async forgetPendingRow(envelopeId: string): Promise<void> {
+    await this.deps.db
+      .with('gone', (qc) =>
+        qc.deleteFrom('envelopes').where('id', '=', envelopeId).where('payload_pending', '=', true).returning('id'),
+      )
+      .deleteFrom('message_status')
+      .where('envelope_id', 'in', (qc) => qc.selectFrom('gone').select('gone.id'))
+      .execute()
+      .catch((error: unknown) => {
+        this.deps.logger.warn(
+          { err: error, envelopeId },
+          'could not delete the row of an intake that failed; a claim after its grace will',
+        );
+      });
+  }
+
   private async deletePayload(key: string, envelopeId: string): Promise<void> {
     await this.deps.objects.delete(key).catch((cleanupError: unknown) => {
       this.deps.logger.error(
@@ -308,9 +406,11 @@ export class MessageIntake {
 
   /**
    * Called after each message is durable (payload stored, envelope acknowledged) and due for a claim, before
-   * accept() resolves; not for one born claimed (claimAtIntake), which is in delivery already.
+   * accept() resolves; not for one born claimed (claimAtIntake), which is in delivery already. A row written
+   * beside its put comes with its id: due for this instance's claim (EnvelopeQueue.claimDue's `mine`), and
+   * for others' only after its grace.
    */
-  onAccepted(listener: () => void): void {
+  onAccepted(listener: (besideRow?: string) => void): void {
     this.acceptedListeners.push(listener);
   }
 
@@ -360,6 +460,15 @@ function statementRolledBack(error: unknown): boolean {
 function storageError(error: unknown): unknown {
   if (error instanceof AppError && error.status !== 503) return error;
   return new AppError('unavailable', 503, 'Message storage is unavailable; try again later', { cause: error });
+}
+
+/** withCrlfLineEnds; its failure (the sender gone, the size limit) reported as a put's is: nothing is stored yet. */
+async function crlfBody(payload: Readable | Buffer): Promise<Readable | Buffer> {
+  try {
+    return await withCrlfLineEnds(payload);
+  } catch (error) {
+    throw storageError(error);
+  }
 }
 
 /** The `accepted` status row's detail. */

@@ -82,17 +82,21 @@ function firstStatusRows(id: string, acceptedDetail: string, routedDetail: strin
  * - by default the row is written while the payload is being stored, in status `storing`, which no worker
  *   claims and no one bounces; createEnvelopeAcknowledger makes it `accepted` once the payload is durable;
  * - `stored`: the payload is durable already (NewEnvelope.stored), and the row is written `accepted` with
- *   its `accepted` and `routed` status rows, in the same statement and commit.
+ *   its `accepted` and `routed` status rows, in the same statement and commit;
+ * - `beside`: as `stored`, but written while the payload is being stored (its size is known, its bytes
+ *   held): the row is `payload_pending` and due only `graceMs` from now, so that no other instance claims
+ *   it before its intake knows the payload durable; the intake's own instance claims it then by its id
+ *   (EnvelopeQueue.claimDue's `mine`).
  */
 export function createEnvelopeWriter(
   db: Kysely<ExchangeTables>,
-  { stored = false }: { stored?: boolean } = {},
+  way: WriterWay = { stored: false },
 ): (envelope: NewEnvelope) => Promise<WrittenEnvelope> {
-  const statement = compileOnce((rows: string) => insertStatement(db, rows, stored), '["compile-once placeholder"]', {
+  const statement = compileOnce((rows: string) => insertStatement(db, rows, way), '["compile-once placeholder"]', {
     prepare: true,
   });
   const batcher = new Batcher<NewEnvelope, WrittenEnvelope>(
-    (batch) => insertEnvelopes(db, statement, batch),
+    (batch) => insertEnvelopes(db, statement, batch, way.beside !== undefined),
     INTAKE_BATCHES,
   );
   return (envelope) => batcher.submit(envelope);
@@ -170,6 +174,9 @@ export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
     .select('changed.id');
 }
 
+/** How createEnvelopeWriter writes: `storing`, `stored` after the put, or `beside` the put. */
+export type WriterWay = { stored: boolean; beside?: undefined } | { stored?: undefined; beside: { graceMs: number } };
+
 /** What the envelope statement returns for each row it wrote. */
 interface WrittenRow {
   id: string;
@@ -183,6 +190,7 @@ async function insertEnvelopes(
   db: Kysely<ExchangeTables>,
   statement: (rows: string) => CompiledQuery<WrittenRow>,
   batch: NewEnvelope[],
+  pending: boolean,
 ): Promise<WrittenEnvelope[]> {
   // One jsonb parameter rather than eight per message: the statement's text is the same for any batch,
   // so it is compiled once (compileOnce).
@@ -211,7 +219,7 @@ async function insertEnvelopes(
     return {
       outbound,
       routedDetail,
-      claim: e.bornLeaseUntil && e.stored ? bornClaim(e, e.stored.size, row) : undefined,
+      claim: e.bornLeaseUntil && e.stored ? bornClaim(e, e.stored.size, row, pending) : undefined,
     };
   });
 }
@@ -220,7 +228,7 @@ async function insertEnvelopes(
  * The claim of a row born claimed, as claimDue would have returned it: what the intake sent, and what the
  * statement decided (the rule, the strategies) or stamped (the row's time, which a bounce's Arrival-Date gives).
  */
-function bornClaim(e: NewEnvelope, size: number, row: WrittenRow): Claim {
+function bornClaim(e: NewEnvelope, size: number, row: WrittenRow, pending: boolean): Claim {
   return {
     id: e.id,
     channel: e.channel,
@@ -240,6 +248,7 @@ function bornClaim(e: NewEnvelope, size: number, row: WrittenRow): Claim {
     body_8bitmime: e.body8bitmime,
     smtputf8: e.smtputf8,
     bounce_report: null,
+    payload_pending: pending,
     created_at: row.created_at,
     updated_at: row.created_at,
     previous_status: 'accepted',
@@ -248,9 +257,16 @@ function bornClaim(e: NewEnvelope, size: number, row: WrittenRow): Claim {
 
 /**
  * Matches each incoming message to its rule and writes its envelope: `storing`, its size not known yet; or,
- * `stored`, `accepted` with its size and its first two status rows.
+ * `stored` or `beside`, `accepted` with its size and its first two status rows.
  */
-function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boolean) {
+function insertStatement(db: Kysely<ExchangeTables>, rows: string, way: WriterWay) {
+  const stored = way.stored === true || way.beside !== undefined;
+  // Beside the put, a row not born claimed is due only after the grace: until its intake releases it, or
+  // after a crash, when a claim decides by whether its payload is there.
+  const due = way.beside
+    ? sql<Date>`case when routed.lease_until is null
+        then now() + make_interval(secs => ${sql.lit(way.beside.graceMs / 1000)}) else now() end`
+    : sql<Date>`now()`;
   const incoming = sql<{
     id: string;
     channel: Channel;
@@ -318,6 +334,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
           'status',
           'attempts',
           'lease_until',
+          'next_attempt_at',
+          'payload_pending',
           'is_bounce',
           'body_8bitmime',
           'smtputf8',
@@ -339,6 +357,8 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string, stored: boole
             ).as('status'),
             sql<number>`case when routed.lease_until is null then 0 else 1 end`.as('attempts'),
             'routed.lease_until',
+            due.as('next_attempt_at'),
+            sql.lit(way.beside !== undefined).as('payload_pending'),
             'routed.is_bounce',
             'routed.body_8bitmime',
             'routed.smtputf8',
