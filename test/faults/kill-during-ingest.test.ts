@@ -6,7 +6,7 @@ import type { ExchangeTables } from '../../src/exchange/tables.ts';
 import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
 import { exchangeEnv, useExchangeStage } from './exchange-stage.ts';
-import { arrivals, numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
+import { arrivals, envelopeIdOf, numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
 
 /** The issue's figure: the ingest the kill interrupts. */
 const MESSAGES = 2000;
@@ -70,9 +70,23 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       // Payloads the kill left without their envelope row (stored, row not yet committed), counted while
       // no process runs; the restarted engine must remove them.
       const envelopeIds = new Set((await db.selectFrom('envelopes').select('id').execute()).map((row) => row.id));
-      const orphansAtKill = (await payloadKeys(objects)).filter(
+      const keysAtKill = new Set(await payloadKeys(objects));
+      const orphansAtKill = [...keysAtKill].filter(
         (key) => !envelopeIds.has(key.slice('exchange/payloads/'.length)),
       ).length;
+      // Rows written beside their put (the default) whose put the kill cut short: never acknowledged, so
+      // never to be delivered, bounced or shown. A row born claimed stays `payload_pending`: with its payload
+      // it is mail in delivery, and once delivered its payload may go before its row.
+      const neverStored = (
+        await db
+          .selectFrom('envelopes')
+          .select(['id', 'payload_key'])
+          .where('payload_pending', '=', true)
+          .where('status', 'in', ['accepted', 'delivering'])
+          .execute()
+      )
+        .filter((row) => !keysAtKill.has(row.payload_key))
+        .map((row) => row.id);
 
       // The same database and bucket, a new process; the client does not retry what got no 250.
       restarted = await startSealpostProcess(env, { which: 'exchange' });
@@ -84,6 +98,27 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       );
 
       const byId = arrivals(sink.messages);
+      const deliveredEnvelopes = new Set(sink.messages.map(envelopeIdOf));
+      assert.deepEqual(
+        neverStored.filter((id) => deliveredEnvelopes.has(id)),
+        [],
+        'no row whose put the kill cut short was delivered',
+      );
+      const traces =
+        neverStored.length === 0
+          ? []
+          : await db
+              .selectFrom('message_status')
+              .select('envelope_id')
+              .where('envelope_id', 'in', neverStored)
+              .execute();
+      assert.deepEqual(traces, [], 'no row whose put the kill cut short has a status left');
+      const failed = await db
+        .selectFrom('message_status')
+        .select(['envelope_id', 'status'])
+        .where('status', 'in', ['failed', 'bounced'])
+        .execute();
+      assert.deepEqual(failed, [], 'no envelope failed or bounced');
       const queued = sent.filter((m) => m.outcome === 'queued');
       const missing = queued.filter((m) => !byId.has(m.messageId));
       assert.deepEqual(
@@ -146,7 +181,8 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
           `delivered before the kill ${deliveredBeforeKill}; ` +
           `sink ${sink.messages.length} messages, ${byId.size} distinct; duplicates ${extraCopies}; ` +
           `delivered without a 250 ${unansweredDelivered}; ` +
-          `payloads without an envelope after the kill ${orphansAtKill}, all removed`,
+          `payloads without an envelope after the kill ${orphansAtKill}, all removed; ` +
+          `rows beside a put cut short ${neverStored.length}, none delivered, none with a status`,
       );
     } finally {
       await engine?.stop('SIGKILL');

@@ -135,3 +135,10 @@ export function arrivals(received: Array<{ messageId: string | undefined }>): Ma
   for (const { messageId } of received) if (messageId) counts.set(messageId, (counts.get(messageId) ?? 0) + 1);
   return counts;
 }
+
+/** The `Received` header's `id` is the envelope id (received-header.ts). */
+const RECEIVED_ID = /\(Sealpost\) with E?SMTPS? id ([0-9a-f-]{36})/;
+
+/** The envelope id a relayed message carries in Sealpost's `Received` header. */
+export const envelopeIdOf = (message: { raw: Buffer }): string | undefined =>
+  RECEIVED_ID.exec(message.raw.toString('latin1'))?.[1];

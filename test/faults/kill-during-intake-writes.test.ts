@@ -1,0 +1,208 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { openDatabase, type Database } from '../../src/kernel/db/index.ts';
+import type { ExchangeTables } from '../../src/exchange/tables.ts';
+import type { ObjectStore } from '../../src/kernel/objects/index.ts';
+import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
+import { startDelayingProxy } from '../support/delaying-proxy.ts';
+import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
+import { exchangeEnv, useExchangeStage } from './exchange-stage.ts';
+import { arrivals, envelopeIdOf, numberedMessage, sendOverSmtp, tally, type SentMessage } from './smtp-senders.ts';
+
+/**
+ * Many clients at once, so that many intakes are between their row and their acknowledgement (the row
+ * `storing` or `payload_pending`, the payload on its way to S3) when the process dies.
+ */
+const CONNECTIONS = 16;
+/** What the store's network adds to each request, one way. */
+const STORE_DELAY_MS = 40;
+/** Kills, each after this many 250s of its own process; a restart in between takes the mail on. */
+const KILL_AFTER_QUEUED = [150, 300, 200];
+/** The senders of one process send at most this many; a process that is not killed ends its round. */
+const MESSAGES_PER_ROUND = 600;
+const DELIVERY_CONCURRENCY = 8;
+
+/**
+ * The two ways that write a message's row while its payload is stored (docs/design.md#durability-of-intake),
+ * and the rows a kill catches in each before the sender's 250: `storing` rows of the overlapped way, and rows
+ * written beside a put that never ended.
+ */
+const WAYS: Array<{
+  name: string;
+  env: Record<string, string>;
+  caught: (db: Kysely<ExchangeTables>, objects: ObjectStore) => Promise<string[]>;
+}> = [
+  {
+    name: 'overlapped (the row `storing`, then acknowledged)',
+    // Every message overlapped, however many are in flight (by default none is).
+    env: { INTAKE_OVERLAP_LIMIT: String(CONNECTIONS) },
+    caught: async (db: Kysely<ExchangeTables>) =>
+      (await db.selectFrom('envelopes').select('id').where('status', '=', 'storing').execute()).map((row) => row.id),
+  },
+  {
+    name: 'beside the put (the default: the row `accepted` and `payload_pending`)',
+    env: {},
+    caught: async (db: Kysely<ExchangeTables>, objects: ObjectStore) => {
+      const stored = new Set(await payloadKeys(objects));
+      // A row born claimed stays `payload_pending`: with its payload it is mail in delivery, and once
+      // delivered its payload may go before its row.
+      const pending = await db
+        .selectFrom('envelopes')
+        .select(['id', 'payload_key'])
+        .where('payload_pending', '=', true)
+        .where('status', 'in', ['accepted', 'delivering'])
+        .execute();
+      return pending.filter((row) => !stored.has(row.payload_key)).map((row) => row.id);
+    },
+  },
+];
+
+for (const [index, way] of WAYS.entries())
+  describe(`kill -9 of the exchange engine during intake, its row written ${way.name}`, {
+    timeout: 240_000,
+  }, () => {
+    const stage = useExchangeStage(`faults-kill-intake-${index}`);
+
+    it('loses no acknowledged message; never delivers or bounces one whose intake was not acknowledged', async (t) => {
+      const { sink, database } = stage;
+      const { env: stageEnv, objects } = await exchangeEnv(stage, 'faults-intake', DELIVERY_CONCURRENCY);
+      // The store behind a slower network than the database: its puts end well after the rows are written,
+      // so that the kills catch rows whose put has not ended (the test S3 server would otherwise finish the
+      // puts a dead process had sent whole). test/faults/kill-during-ingest.test.ts kills the default without.
+      const s3 = new URL(stageEnv.S3_ENDPOINT!);
+      const slowStore = await startDelayingProxy({ host: s3.hostname, port: Number(s3.port) }, STORE_DELAY_MS);
+      const env = { ...stageEnv, ...way.env, S3_ENDPOINT: slowStore.url };
+      const processes: SealpostProcess[] = [];
+      let check: Database | undefined;
+      try {
+        check = await openDatabase({ url: database.url, poolSize: 2 });
+        const db = check.db.withSchema('exchange') as Kysely<ExchangeTables>;
+        const sent: SentMessage[] = [];
+        /** Rows a kill caught before their intake's acknowledgement: intakes that were never acknowledged. */
+        const caughtAtKill = new Set<string>();
+        let index = 0;
+        for (const [round, killAfter] of KILL_AFTER_QUEUED.entries()) {
+          const engine = await startSealpostProcess(env, { which: 'exchange' });
+          processes.push(engine);
+          if (round === 0) {
+            const rule = await fetch(`${engine.urls.exchange}/v1/config`, {
+              method: 'POST',
+              headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
+              body: JSON.stringify({
+                name: 'relay',
+                priority: 1,
+                configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+              }),
+            });
+            assert.equal(rule.status, 201, await rule.text());
+          }
+          let queued = 0;
+          let kill: Promise<unknown> | undefined;
+          const batch = Array.from({ length: MESSAGES_PER_ROUND }, () => numberedMessage('overlap', index++));
+          sent.push(
+            ...(await sendOverSmtp({
+              port: engine.ports.smtp,
+              connections: CONNECTIONS,
+              messages: batch,
+              onReply: (message) => {
+                if (message.outcome === 'queued' && ++queued === killAfter) kill = engine.stop('SIGKILL');
+              },
+            })),
+          );
+          await kill;
+          assert.ok(kill, `round ${round}: the kill happened`);
+          // Counted while no process runs, once the store has finished what it still had under way: rows the
+          // kill caught between their row and their acknowledgement.
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          for (const id of await way.caught(db, objects)) caughtAtKill.add(id);
+        }
+
+        assert.ok(caughtAtKill.size > 0, 'the kills caught intakes between their row and their acknowledgement');
+        const counts = tally(sent);
+        assert.equal(counts.refused, 0, `no message was refused: ${sent.find((m) => m.outcome === 'refused')?.reply}`);
+        const restarted = await startSealpostProcess(env, { which: 'exchange' });
+        processes.push(restarted);
+        await eventually(
+          'every envelope delivered, or removed as abandoned',
+          () => envelopeCount(db),
+          (n) => n === 0,
+          90_000,
+        );
+        await eventually(
+          'no payload left in the bucket',
+          () => payloadKeys(objects),
+          (keys) => keys.length === 0,
+          30_000,
+        );
+
+        // 0 acknowledged messages lost.
+        const byMessageId = arrivals(sink.messages);
+        const missing = sent.filter((m) => m.outcome === 'queued' && !byMessageId.has(m.messageId));
+        assert.deepEqual(
+          missing.map((m) => m.messageId),
+          [],
+          'every message answered 250 was delivered',
+        );
+
+        // No bounce: the sink got nothing but the messages sent, and no envelope failed or bounced.
+        const known = new Set(sent.map((m) => m.messageId));
+        assert.deepEqual(
+          [...byMessageId.keys()].filter((id) => !known.has(id)),
+          [],
+          'the sink got nothing but the messages sent',
+        );
+        const failed = await db
+          .selectFrom('message_status')
+          .select(['envelope_id', 'status'])
+          .where('status', 'in', ['failed', 'bounced', 'retrying'])
+          .execute();
+        assert.deepEqual(failed, [], 'no envelope failed, bounced or even retried');
+
+        // Intakes caught before their acknowledgement: never delivered, and not a single status row (the
+        // overlapped way writes none before its acknowledgement; a row beside its put goes with its status rows).
+        const deliveredEnvelopes = new Set(sink.messages.map(envelopeIdOf));
+        const deliveredUnacknowledged = [...caughtAtKill].filter((id) => deliveredEnvelopes.has(id));
+        assert.deepEqual(deliveredUnacknowledged, [], 'no envelope caught at a kill was delivered');
+        const history =
+          caughtAtKill.size === 0
+            ? []
+            : await db
+                .selectFrom('message_status')
+                .select(['envelope_id', 'status'])
+                .where('envelope_id', 'in', [...caughtAtKill])
+                .execute();
+        assert.deepEqual(history, [], 'no envelope caught at a kill has any status');
+        // Messages the client sent no 250 for are delivered only if their acknowledgement was committed
+        // before the kill (the 250 then died with the connection: the window every MTA has between its
+        // commit and its reply); at most one per connection and kill.
+        const unansweredDelivered = sent.filter(
+          (m) => m.outcome === 'unanswered' && byMessageId.has(m.messageId),
+        ).length;
+        assert.ok(
+          unansweredDelivered <= CONNECTIONS * KILL_AFTER_QUEUED.length,
+          `${unansweredDelivered} unanswered messages delivered`,
+        );
+        assert.equal(
+          sent.filter((m) => m.outcome === 'unsent' && byMessageId.has(m.messageId)).length,
+          0,
+          'nothing unsent was delivered',
+        );
+        // At-least-once delivery: only deliveries in flight at a kill may arrive twice.
+        const extraCopies = [...byMessageId.values()].reduce((sum, n) => sum + n - 1, 0);
+        assert.ok(extraCopies <= DELIVERY_CONCURRENCY * KILL_AFTER_QUEUED.length, `${extraCopies} duplicates`);
+
+        t.diagnostic(
+          `${KILL_AFTER_QUEUED.length} kills: sent ${JSON.stringify(counts)}; ` +
+            `rows caught at the kills ${caughtAtKill.size} (none delivered, none with a status); ` +
+            `sink ${sink.messages.length} messages, ${byMessageId.size} distinct; duplicates ${extraCopies}; ` +
+            `delivered without a 250 ${unansweredDelivered}`,
+        );
+      } finally {
+        for (const engine of processes) await engine.stop('SIGKILL').catch(() => undefined);
+        await check?.close();
+        await objects.close();
+        await slowStore.close();
+      }
+    });
+  });
