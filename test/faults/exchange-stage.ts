@@ -4,6 +4,7 @@
  * and the environment of an exchange process that uses them, with a fresh bucket.
  */
 import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { createS3ObjectStore } from '../../src/kernel/objects/s3.ts';
 import { createTestDatabase } from '../support/postgres.ts';
 import { s3Env, startS3Server, uniqueBucket, type S3TestServer } from '../support/s3-server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+import type { SentMessage } from './smtp-senders.ts';
 
 export interface ExchangeStage {
   s3: S3TestServer;
@@ -70,4 +72,34 @@ export async function exchangeEnv(
     DELIVERY_RETRY_BASE: '100ms',
   };
   return { env, objects };
+}
+
+/** The delivery rule the kill tests relay by: all SMTP mail to the sink. */
+export async function createRelayRule(exchangeUrl: string): Promise<void> {
+  const rule = await fetch(`${exchangeUrl}/v1/config`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'relay',
+      priority: 1,
+      configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
+    }),
+  });
+  assert.equal(rule.status, 201, await rule.text());
+}
+
+/** 0 acknowledged messages lost, and the sink got nothing but the messages sent (`arrived`: arrivals()). */
+export function assertAcknowledgedArrived(sent: SentMessage[], arrived: Map<string, number>): void {
+  const missing = sent.filter((m) => m.outcome === 'queued' && !arrived.has(m.messageId));
+  assert.deepEqual(
+    missing.map((m) => m.messageId),
+    [],
+    'every message answered 250 was delivered',
+  );
+  const known = new Set(sent.map((m) => m.messageId));
+  assert.deepEqual(
+    [...arrived.keys()].filter((id) => !known.has(id)),
+    [],
+    'the sink got nothing but the messages sent',
+  );
 }

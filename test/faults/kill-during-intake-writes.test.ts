@@ -7,7 +7,7 @@ import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
 import { startDelayingProxy } from '../support/delaying-proxy.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
-import { exchangeEnv, useExchangeStage } from './exchange-stage.ts';
+import { assertAcknowledgedArrived, createRelayRule, exchangeEnv, useExchangeStage } from './exchange-stage.ts';
 import { arrivals, envelopeIdOf, numberedMessage, sendOverSmtp, tally, type SentMessage } from './smtp-senders.ts';
 
 /**
@@ -86,16 +86,7 @@ for (const [index, way] of WAYS.entries())
           const engine = await startSealpostProcess(env, { which: 'exchange' });
           processes.push(engine);
           if (round === 0) {
-            const rule = await fetch(`${engine.urls.exchange}/v1/config`, {
-              method: 'POST',
-              headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
-              body: JSON.stringify({
-                name: 'relay',
-                priority: 1,
-                configuration: { params: { channel: 'smtp' }, outbound: ['smtp'] },
-              }),
-            });
-            assert.equal(rule.status, 201, await rule.text());
+            await createRelayRule(engine.urls.exchange);
           }
           let queued = 0;
           let kill: Promise<unknown> | undefined;
@@ -136,22 +127,10 @@ for (const [index, way] of WAYS.entries())
           30_000,
         );
 
-        // 0 acknowledged messages lost.
+        // 0 acknowledged messages lost; no bounce: the sink got nothing but the messages sent, and no
+        // envelope failed or bounced.
         const byMessageId = arrivals(sink.messages);
-        const missing = sent.filter((m) => m.outcome === 'queued' && !byMessageId.has(m.messageId));
-        assert.deepEqual(
-          missing.map((m) => m.messageId),
-          [],
-          'every message answered 250 was delivered',
-        );
-
-        // No bounce: the sink got nothing but the messages sent, and no envelope failed or bounced.
-        const known = new Set(sent.map((m) => m.messageId));
-        assert.deepEqual(
-          [...byMessageId.keys()].filter((id) => !known.has(id)),
-          [],
-          'the sink got nothing but the messages sent',
-        );
+        assertAcknowledgedArrived(sent, byMessageId);
         const failed = await db
           .selectFrom('message_status')
           .select(['envelope_id', 'status'])
