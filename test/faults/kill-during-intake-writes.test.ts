@@ -15,8 +15,12 @@ import { arrivals, envelopeIdOf, numberedMessage, sendOverSmtp, tally, type Sent
  * `storing` or `payload_pending`, the payload on its way to S3) when the process dies.
  */
 const CONNECTIONS = 16;
-/** What the store's network adds to each request, one way. */
-const STORE_DELAY_MS = 40;
+/**
+ * What the store's network adds to each request, one way: long beside a row's statement, however slow the
+ * database, so that each kill finds the rows of the intakes in flight written and their puts not ended.
+ * With 40 ms, one run of three kills in a clean-clone CI caught none.
+ */
+const STORE_DELAY_MS = 200;
 /** Kills, each after this many 250s of its own process; a restart in between takes the mail on. */
 const KILL_AFTER_QUEUED = [150, 300, 200];
 /** The senders of one process send at most this many; a process that is not killed ends its round. */
@@ -112,7 +116,11 @@ for (const [index, way] of WAYS.entries())
         assert.ok(caughtAtKill.size > 0, 'the kills caught intakes between their row and their acknowledgement');
         const counts = tally(sent);
         assert.equal(counts.refused, 0, `no message was refused: ${sent.find((m) => m.outcome === 'refused')?.reply}`);
-        const restarted = await startSealpostProcess(env, { which: 'exchange' });
+        // The store at its own speed again, for the deliveries that follow.
+        const restarted = await startSealpostProcess(
+          { ...env, S3_ENDPOINT: stageEnv.S3_ENDPOINT! },
+          { which: 'exchange' },
+        );
         processes.push(restarted);
         await eventually(
           'every envelope delivered, or removed as abandoned',
