@@ -74,7 +74,7 @@ export interface EnvelopesTable {
   /** Recipients that failed for good, with their DSN status, once known; a bounce is built from it. */
   bounce_report: ColumnType<BounceReport | null, never, BounceReport | null>;
   /**
-   * Written beside its payload's put, and not yet released by its intake: a claim that finds no payload
+   * Written beside its payload's put, before the payload was known durable: a claim that finds no payload
    * removes the row without a bounce (docs/design.md#durability-of-intake).
    */
   payload_pending: ColumnType<boolean, boolean | undefined, boolean>;

@@ -5,8 +5,15 @@ import { openDatabase, type Database } from '../../src/kernel/db/index.ts';
 import type { ExchangeTables } from '../../src/exchange/tables.ts';
 import { envelopeCount, eventually, payloadKeys } from '../support/exchange-delivery.ts';
 import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
-import { assertAcknowledgedArrived, createRelayRule, exchangeEnv, useExchangeStage } from './exchange-stage.ts';
-import { arrivals, envelopeIdOf, numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
+import {
+  assertAcknowledgedArrived,
+  assertNeverDeliveredNorShown,
+  createRelayRule,
+  exchangeEnv,
+  rowsBesideAPutCutShort,
+  useExchangeStage,
+} from './exchange-stage.ts';
+import { arrivals, numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
 
 /** The issue's figure: the ingest the kill interrupts. */
 const MESSAGES = 2000;
@@ -65,19 +72,8 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       const orphansAtKill = [...keysAtKill].filter(
         (key) => !envelopeIds.has(key.slice('exchange/payloads/'.length)),
       ).length;
-      // Rows written beside their put (the default) whose put the kill cut short: never acknowledged, so
-      // never to be delivered, bounced or shown. A row born claimed stays `payload_pending`: with its payload
-      // it is mail in delivery, and once delivered its payload may go before its row.
-      const neverStored = (
-        await db
-          .selectFrom('envelopes')
-          .select(['id', 'payload_key'])
-          .where('payload_pending', '=', true)
-          .where('status', 'in', ['accepted', 'delivering'])
-          .execute()
-      )
-        .filter((row) => !keysAtKill.has(row.payload_key))
-        .map((row) => row.id);
+      // Rows written beside their put whose put the kill cut short: never to be delivered, bounced or shown.
+      const neverStored = await rowsBesideAPutCutShort(db, keysAtKill);
 
       // The same database and bucket, a new process; the client does not retry what got no 250.
       restarted = await startSealpostProcess(env, { which: 'exchange' });
@@ -89,21 +85,7 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       );
 
       const byId = arrivals(sink.messages);
-      const deliveredEnvelopes = new Set(sink.messages.map(envelopeIdOf));
-      assert.deepEqual(
-        neverStored.filter((id) => deliveredEnvelopes.has(id)),
-        [],
-        'no row whose put the kill cut short was delivered',
-      );
-      const traces =
-        neverStored.length === 0
-          ? []
-          : await db
-              .selectFrom('message_status')
-              .select('envelope_id')
-              .where('envelope_id', 'in', neverStored)
-              .execute();
-      assert.deepEqual(traces, [], 'no row whose put the kill cut short has a status left');
+      await assertNeverDeliveredNorShown(db, sink.messages, neverStored);
       const failed = await db
         .selectFrom('message_status')
         .select(['envelope_id', 'status'])

@@ -132,7 +132,7 @@ export function intakeFor(service: ServiceUnderTest) {
   return intakeOn(exchangeDb(service), service.objects);
 }
 
-/** `beside`: rows written beside their payload's put (INTAKE_ROW_BESIDE_PUT), with this grace; else stored first. */
+/** `beside`: rows written beside their payload's put (INTAKE_BESIDE_PUT_GRACE), with this grace; else stored first. */
 export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore, beside?: { graceMs: number }) {
   return new MessageIntake({
     db,

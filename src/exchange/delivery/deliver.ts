@@ -103,9 +103,10 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
 }
 
 /**
- * A row written beside its payload's put and never released (docs/design.md#durability-of-intake): claimed
- * after its grace, after a crash or a failed intake. With no payload, its put never ended, so its sender was
- * never told 250/202: the row goes without a bounce (true). Any other answer is left to the strategies.
+ * A row written beside its payload's put (docs/design.md#durability-of-intake). Claimed by another instance
+ * after its grace (its own died, or its intake failed) and with no payload, its put never ended, so its
+ * sender was never told 250/202: the row goes without a bounce (true). Any other answer is left to the
+ * strategies. The payload is read once for the attempt (claimPayload), or is held already.
  */
 async function payloadNeverStored(claim: Claim, openPayload: OpenPayload, deps: DeliverDeps): Promise<boolean> {
   try {

@@ -319,8 +319,8 @@ describe('delivery through the smtp strategy', () => {
   });
 
   /**
-   * A row as an intake beside its put leaves it when it dies before releasing it: `payload_pending`, due once
-   * its grace (here 300 ms) is over; its payload put too when `payload` is given.
+   * A row as an intake beside its put leaves it when its instance dies before claiming it: `payload_pending`,
+   * due once its grace (here 300 ms) is over; its payload put too when `payload` is given.
    */
   async function rowLeftBesideItsPut(sender: string, recipient: string, payload?: Buffer): Promise<string> {
     const id = randomUUID();
@@ -357,7 +357,7 @@ describe('delivery through the smtp strategy', () => {
     assert.equal(sink.messages.filter((m) => m.to.includes('never@rcpt.example')).length, 0);
   });
 
-  it('delivers a row written beside its put and never released, after its grace, its payload there', async () => {
+  it('delivers a row written beside its put and left by its instance, after its grace, its payload there', async () => {
     const id = await rowLeftBesideItsPut(
       'released-never@sender.example',
       'late@rcpt.example',

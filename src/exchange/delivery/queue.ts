@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
 import { everyColumn } from '../../kernel/db/prepared.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
+import { deleteNeverAcknowledged } from '../inbound/envelope-writer.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 
 /** Every column of an envelope, named: the claim is a prepared statement, so never `envelopes.*` (everyColumn). */
@@ -293,26 +294,7 @@ export class EnvelopeQueue {
    * rows: its sender was never told 250/202, so it leaves no trace. False when the lease was lost.
    */
   async dropNeverStored(claim: Claim): Promise<boolean> {
-    const result = await this.db
-      .with('gone', (qc) =>
-        qc
-          .deleteFrom('envelopes')
-          .where('id', '=', claim.id)
-          .where('status', '=', 'delivering')
-          .where('attempts', '=', claim.attempts)
-          .where('payload_pending', '=', true)
-          .returning('id'),
-      )
-      .with('history', (qc) =>
-        qc
-          .deleteFrom('message_status')
-          .where('envelope_id', 'in', (sub) => sub.selectFrom('gone').select('gone.id'))
-          .returning('message_status.id'),
-      )
-      .selectFrom('gone')
-      .select('gone.id')
-      .execute();
-    return result.length > 0;
+    return deleteNeverAcknowledged(this.db, claim.id, claim.attempts);
   }
 
   /** Deletes a finished envelope's row (its payload is already gone); status history stays. */

@@ -25,7 +25,7 @@ import { MessageIntake, payloadKey } from './accept.ts';
 const BESIDE = { graceMs: 60_000 };
 
 /**
- * Each test runs with every payload stored first (INTAKE_ROW_BESIDE_PUT off, INTAKE_OVERLAP_LIMIT 0), with every
+ * Each test runs with every payload stored first (INTAKE_BESIDE_PUT_GRACE 0s, INTAKE_OVERLAP_LIMIT 0), with every
  * row written beside its put (the default), with a lone message overlapped and the others beside their put,
  * and with every message overlapped: each way keeps the same promises.
  */

@@ -13,6 +13,7 @@ import type { OutboundStrategyName } from '../outbound/registry.ts';
 import {
   createEnvelopeAcknowledger,
   createEnvelopeWriter,
+  deleteNeverAcknowledged,
   type AcknowledgedEnvelope,
   type NewEnvelope,
   type WrittenEnvelope,
@@ -91,7 +92,8 @@ export class MessageIntake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly writeStoredEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
   private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
-  private readonly writeBesideEnvelope?: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
+  /** INTAKE_BESIDE_PUT_GRACE above 0: the writer of rows beside their put, and the grace others wait. */
+  private readonly beside?: { write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>; graceMs: number };
   private readonly acceptedListeners: Array<(besideRow?: string) => void> = [];
   private reserveSlot: () => SlotReservation | undefined = () => undefined;
   private readonly overlapLimit: number;
@@ -118,7 +120,8 @@ export class MessageIntake {
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
     this.writeStoredEnvelope = createEnvelopeWriter(deps.db, { stored: true });
-    if (deps.beside) this.writeBesideEnvelope = createEnvelopeWriter(deps.db, { beside: deps.beside });
+    if (deps.beside)
+      this.beside = { write: createEnvelopeWriter(deps.db, { beside: deps.beside }), graceMs: deps.beside.graceMs };
     this.acknowledge = createEnvelopeAcknowledger(deps.db);
     this.overlapLimit = deps.overlapLimit ?? Number(EXCHANGE_VARIABLES.intakeOverlapLimit.default);
   }
@@ -165,8 +168,8 @@ export class MessageIntake {
   /** Beside the put when that way is on and the message was read whole; else stored first. */
   private async acceptNotOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
     const body = await crlfBody(message.payload);
-    return Buffer.isBuffer(body) && this.writeBesideEnvelope && this.deps.beside
-      ? this.acceptBeside(message, envelope, body, this.writeBesideEnvelope, this.deps.beside.graceMs)
+    return Buffer.isBuffer(body) && this.beside
+      ? this.acceptBeside(message, envelope, body, this.beside)
       : this.acceptStoredFirst(message, envelope, body);
   }
 
@@ -251,16 +254,14 @@ export class MessageIntake {
    * free) and `payload_pending`: due only `graceMs` after it was written, so that no other instance claims it
    * while the put may still be under way. Once both are durable within the grace, the sender may be told
    * 250/202, and the row is claimed by this instance's delivery (onAccepted, with its id) or delivered in its
-   * slot: no second statement. When the put fails or takes longer
-   * than the grace, the row goes again (a claim after the grace that finds no payload drops it too, never
-   * bouncing it) and the sender gets 451/503.
+   * slot: no second statement. When the put fails or takes longer than the grace, the row goes again (a claim
+   * after the grace that finds no payload drops it too, never bouncing it) and the sender gets 451/503.
    */
   private async acceptBeside(
     message: IncomingMessage,
     envelope: NewEnvelope,
     body: Buffer,
-    write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>,
-    graceMs: number,
+    { write, graceMs }: NonNullable<MessageIntake['beside']>,
   ): Promise<Durable> {
     const { id: envelopeId, payloadKey: key } = envelope;
     const size = body.length;
@@ -380,19 +381,12 @@ export class MessageIntake {
    * still `payload_pending`; if that fails, a claim after the grace finds no payload and drops it.
    */
   private async forgetPendingRow(envelopeId: string): Promise<void> {
-    await this.deps.db
-      .with('gone', (qc) =>
-        qc.deleteFrom('envelopes').where('id', '=', envelopeId).where('payload_pending', '=', true).returning('id'),
-      )
-      .deleteFrom('message_status')
-      .where('envelope_id', 'in', (qc) => qc.selectFrom('gone').select('gone.id'))
-      .execute()
-      .catch((error: unknown) => {
-        this.deps.logger.warn(
-          { err: error, envelopeId },
-          'could not delete the row of an intake that failed; a claim after its grace will',
-        );
-      });
+    await deleteNeverAcknowledged(this.deps.db, envelopeId).catch((error: unknown) => {
+      this.deps.logger.warn(
+        { err: error, envelopeId },
+        'could not delete the row of an intake that failed; a claim after its grace will',
+      );
+    });
   }
 
   private async deletePayload(key: string, envelopeId: string): Promise<void> {

@@ -174,6 +174,35 @@ export function acknowledgeStatement(db: Kysely<ExchangeTables>, rows: string) {
     .select('changed.id');
 }
 
+/**
+ * Deletes a row written beside its put whose payload never came, or may not come (its put failed or outlasted
+ * the grace), with its status rows: its sender was never told 250/202, so it leaves no trace. With `attempt`,
+ * only while the claim of that attempt still owns the row. True when a row went.
+ */
+export async function deleteNeverAcknowledged(
+  db: Kysely<ExchangeTables>,
+  envelopeId: string,
+  attempt?: number,
+): Promise<boolean> {
+  const gone = await db
+    .with('gone', (qc) => {
+      const row = qc.deleteFrom('envelopes').where('id', '=', envelopeId).where('payload_pending', '=', true);
+      const owned =
+        attempt === undefined ? row : row.where('status', '=', 'delivering').where('attempts', '=', attempt);
+      return owned.returning('id');
+    })
+    .with('history', (qc) =>
+      qc
+        .deleteFrom('message_status')
+        .where('envelope_id', 'in', (sub) => sub.selectFrom('gone').select('gone.id'))
+        .returning('message_status.id'),
+    )
+    .selectFrom('gone')
+    .select('gone.id')
+    .execute();
+  return gone.length > 0;
+}
+
 /** How createEnvelopeWriter writes: `storing`, `stored` after the put, or `beside` the put. */
 export type WriterWay = { stored: boolean; beside?: undefined } | { stored?: undefined; beside: { graceMs: number } };
 
@@ -261,8 +290,9 @@ function bornClaim(e: NewEnvelope, size: number, row: WrittenRow, pending: boole
  */
 function insertStatement(db: Kysely<ExchangeTables>, rows: string, way: WriterWay) {
   const stored = way.stored === true || way.beside !== undefined;
-  // Beside the put, a row not born claimed is due only after the grace: until its intake releases it, or
-  // after a crash, when a claim decides by whether its payload is there.
+  // Beside the put, a row not born claimed is due for others only after the grace: its own instance claims
+  // it by id before then (EnvelopeQueue.claimDue's `mine`); after a crash a claim decides by whether its
+  // payload is there.
   const due = way.beside
     ? sql<Date>`case when routed.lease_until is null
         then now() + make_interval(secs => ${sql.lit(way.beside.graceMs / 1000)}) else now() end`
