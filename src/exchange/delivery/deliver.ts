@@ -99,7 +99,7 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   // Debug, not info: the status history and delivered_messages_total have every delivery, and a line per
   // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
   logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
-  finish(claim, { bounce_report: finalReport }, deps);
+  finish(claim, { bounce_report: finalReport }, deps, finalReport === null);
 }
 
 /**
@@ -168,11 +168,11 @@ async function fail(
 /**
  * Bounce if called for, then delete payload and row — in the background (EnvelopeFinisher.finishSoon):
  * the outcome is recorded, so the worker's slot is free for the next message. An error here is left to
- * the retention sweep.
+ * the retention sweep, or, where the `delivered` mark removed the row (`rowRemoved`), to the orphan sweep.
  */
-function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps): void {
+function finish(claim: Claim, changes: Partial<Claim>, deps: DeliverDeps, rowRemoved = false): void {
   deps.recentPayloads?.forget(claim.id);
-  deps.finisher.finishSoon({ ...claim, ...changes });
+  deps.finisher.finishSoon({ ...claim, ...changes }, rowRemoved);
 }
 
 /**

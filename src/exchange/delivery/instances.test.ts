@@ -91,9 +91,10 @@ describe('several engine instances on one database', () => {
       });
 
       const ids = await acceptMany(intakeFor(first), 1000, 'pair');
+      // A delivered envelope's row goes with its `delivered` mark, its payload right after.
       await eventually(
-        'every envelope delivered and removed',
-        () => envelopeCount(exchangeDb(first!)),
+        'every envelope delivered and removed, with its payload',
+        async () => (await envelopeCount(exchangeDb(first!))) + (await payloadCount(first!.objects)),
         (n) => n === 0,
         60_000,
       );
@@ -102,7 +103,6 @@ describe('several engine instances on one database', () => {
       assert.equal(new Set(received).size, 1000, 'every message arrived');
       assert.equal(received.length, 1000, 'no message arrived twice');
       assert.deepEqual(new Set(received), new Set(ids));
-      assert.equal(await payloadCount(first.objects), 0, 'no payload left behind');
 
       const byFirst = await metric(first, 'delivered_messages_total', { strategy: 'smtp' });
       const bySecond = await metric(second, 'delivered_messages_total', { strategy: 'smtp' });
@@ -186,8 +186,8 @@ describe('several engine instances on one database', () => {
         env: { ...s3Env, ...deliveryEnv },
       });
       await eventually(
-        'every envelope delivered and removed',
-        () => envelopeCount(db),
+        'every envelope delivered and removed, with its payload',
+        async () => (await envelopeCount(db)) + (await payloadCount(objects!)),
         (n) => n === 0,
         30_000,
       );
@@ -199,7 +199,6 @@ describe('several engine instances on one database', () => {
       assert.deepEqual(new Set(received), new Set(ids), 'every message delivered');
       const duplicates = received.length - new Set(received).size;
       assert.ok(duplicates <= inFlight, `duplicates (${duplicates}) only among the ${inFlight} in flight`);
-      assert.equal(await payloadCount(objects), 0);
 
       // The envelopes the dead process held show the takeover in their history.
       const envelopesTakenOver = await db

@@ -13,6 +13,7 @@ import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
 import { OrphanPayloadSweep } from './orphans.ts';
+import { EnvelopeQueue } from './queue.ts';
 import { intakeOn, payloadKeys } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 
@@ -97,6 +98,32 @@ describe('the orphan payload sweep', () => {
       await keys(),
       [payloadKey(withEnvelope), payloadKey(late), 'exchange/payloads/not-an-envelope'].sort(),
     );
+  });
+
+  it('deletes the payload of a delivered message whose row went with its mark before the clean-up ran', async () => {
+    let clock = 0;
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock,
+    });
+    const delivered = randomUUID();
+    const waiting = randomUUID();
+    await accept(delivered);
+    await accept(waiting);
+    // As a delivery worker killed between its `delivered` mark and the payload's deletion leaves it.
+    const queue = new EnvelopeQueue(db, GRACE_MS);
+    const claim = (await queue.claimDue(10, [delivered])).find((c) => c.id === delivered)!;
+    assert.ok(await queue.markDelivered(claim, 'relayed', null));
+
+    assert.equal(await sweep.sweep(), 0, 'the first sighting deletes nothing');
+    clock += GRACE_MS;
+    assert.equal(await sweep.sweep(), 1);
+    const left = await keys();
+    assert.equal(left.includes(payloadKey(delivered)), false, 'the delivered payload went');
+    assert.equal(left.includes(payloadKey(waiting)), true, 'the queued one stayed');
   });
 
   it('forgets a suspect that disappears, so a payload written again under its key gets a full grace', async () => {

@@ -13,7 +13,9 @@ const BATCH = 1000;
  * its message). MessageIntake stores the payload while it writes the row; when the process dies, or the
  * row's insert fails, or AbandonedIntakeSweep removes a `storing` row while its put is still running,
  * the object can stay in the bucket without a row for ever. accept() deletes it itself on every failure
- * it lives to see; this is for the rest.
+ * it lives to see; this is for the rest. So is the payload of a delivered message whose row went with its
+ * `delivered` mark (EnvelopeQueue.markDelivered) when the process died before the payload's deletion, or
+ * its clean-up was left behind (EnvelopeFinisher.finishSoon past CLEANUPS_WAITING_MAX).
  *
  * A payload is an orphan when it had no row at one sweep and still has none at a sweep at least
  * `graceMs` (DELIVERY_LEASE) later. The object was complete when first listed, and an intake's row is
@@ -56,7 +58,10 @@ export class OrphanPayloadSweep {
     // Suspects no longer listed are gone; those that got their row were dropped by checkPage.
     this.suspects = seen;
     if (deleted > 0)
-      this.deps.logger.warn({ deleted }, 'deleted payloads without an envelope (left by an intake that was cut short)');
+      this.deps.logger.warn(
+        { deleted },
+        'deleted payloads without an envelope (left by an intake or a delivery that was cut short)',
+      );
     return deleted;
   }
 

@@ -15,6 +15,15 @@ describe('the delivery queue', () => {
   let db: Kysely<ExchangeTables>;
 
   const enqueue = (count: number) => enqueueEnvelopes(db, count);
+  /** The status rows written after the claim. */
+  const history = (id: string) =>
+    db
+      .selectFrom('message_status')
+      .select(['status', 'detail'])
+      .where('envelope_id', '=', id)
+      .where('status', 'not in', ['accepted', 'routed', 'delivering'])
+      .orderBy('id')
+      .execute();
 
   before(async () => {
     testDb = await openExchangeTestDatabase('exchange_queue', 12);
@@ -70,12 +79,44 @@ describe('the delivery queue', () => {
     assert.equal(await queue.markStrategyDone(stale!, 'smtp', null), false);
     assert.deepEqual(await queue.renewLeases([stale!]), [id], 'the old owner learns it lost the lease');
     assert.equal(await queue.markDelivered(fresh!, 'done', null), true);
-    const row = await db
-      .selectFrom('envelopes')
-      .select(['status', 'done_outbound'])
-      .where('id', '=', id!)
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { status: 'delivered', done_outbound: ['smtp'] });
+    assert.deepEqual(
+      await history(id!),
+      [{ status: 'delivered', detail: 'done' }],
+      'one delivered row, the new owner’s',
+    );
+  });
+
+  it('removes a delivered row with its mark, and keeps one with refused recipients for the bounce', async () => {
+    const [plain, refused, lost] = await enqueue(3);
+    const queue = new EnvelopeQueue(db, 60_000);
+    const claims = new Map((await queue.claimDue(3)).map((claim) => [claim.id, claim]));
+    const report = {
+      reason: 'Some recipients were refused.',
+      recipients: [{ recipient: 'x@rcpt.example', status: '5.1.1' }],
+    };
+    await db.updateTable('envelopes').set({ attempts: 9 }).where('id', '=', lost!).execute();
+
+    // Marked together, so that one statement does all three.
+    const marked = await Promise.all([
+      queue.markDelivered(claims.get(plain!)!, 'relayed', null),
+      queue.markDelivered(claims.get(refused!)!, 'relayed; refused: x@rcpt.example', report),
+      queue.markDelivered(claims.get(lost!)!, 'relayed too late', null),
+    ]);
+
+    assert.deepEqual(marked, [true, true, false]);
+    const rows = await db.selectFrom('envelopes').select(['id', 'status', 'bounce_report']).orderBy('id').execute();
+    assert.deepEqual(
+      rows.map(({ id, status }) => [id, status]),
+      [
+        [refused, 'delivered'],
+        [lost, 'delivering'],
+      ].sort(),
+      'the plain envelope’s row is gone; the one whose lease was lost is untouched',
+    );
+    assert.deepEqual(rows.find((row) => row.id === refused)!.bounce_report, report);
+    assert.deepEqual(await history(plain!), [{ status: 'delivered', detail: 'relayed' }], 'its history stays');
+    assert.deepEqual(await history(refused!), [{ status: 'delivered', detail: 'relayed; refused: x@rcpt.example' }]);
+    assert.deepEqual(await history(lost!), []);
   });
 
   it('renews the leases of deliveries in progress', async () => {

@@ -48,9 +48,9 @@ export interface Claim extends Envelope {
  * lease (stalled past it, and another worker took the envelope) changes nothing. Each status change
  * writes its message_status row in the same statement.
  *
- * The two writes every message needs — `delivered` and the removal of the finished row — are batched
- * across the deliveries that finish at the same time (see Batcher): one statement for many envelopes,
- * each still fenced on its own.
+ * The write every delivered message needs — `delivered`, which for an envelope with no refused recipient
+ * also removes its row — is batched across the deliveries that finish at the same time (see Batcher): one
+ * statement for many envelopes, each still fenced on its own. So is the removal of the other finished rows.
  */
 export class EnvelopeQueue {
   private readonly deliveredBatch: Batcher<DeliveredItem, boolean>;
@@ -207,7 +207,13 @@ export class EnvelopeQueue {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Every strategy done: records the status, the strategies and the refused recipients (if any) at once. */
+  /**
+   * Every strategy done: records the status with its history row, at once. Without refused recipients
+   * (`report` null) the envelope's row is deleted in the same statement: nothing is left to do for it but
+   * its payload's deletion (EnvelopeFinisher), and a payload whose row is gone is the orphan sweep's after a
+   * crash. With them, the row stays `delivered` with its report until the bounce is queued. False when the
+   * lease was lost.
+   */
   async markDelivered(claim: Claim, detail: string, report: BounceReport | null): Promise<boolean> {
     return this.deliveredBatch.submit({
       id: claim.id,
@@ -224,20 +230,40 @@ export class EnvelopeQueue {
     return items.map((item) => kept.has(item.id));
   }
 
-  /** `delivered` for a batch, each envelope fenced on its own, with its history row (compiled once). */
+  /**
+   * `delivered` for a batch, each envelope fenced on its own, with its history row (compiled once). An
+   * envelope with no refused recipient (no report) has nothing left to do but its payload's deletion, so its
+   * row is deleted here rather than updated and deleted again by the clean-up; one with a report stays
+   * `delivered` for its bounce.
+   */
   private readonly deliveredStatement = compileOnce(
     (items: string) =>
       this.db
-        .with('changed', (qc) =>
+        .with('done', (qc) =>
           qc
-            .updateTable('envelopes')
-            .from(
+            .selectFrom(
               sql<DeliveredItem>`jsonb_to_recordset(${items}::jsonb)`.as<'done'>(
                 sql`done(id uuid, attempts integer, outbound text[], detail text, report jsonb)`,
               ),
             )
+            .selectAll(),
+        )
+        .with('removed', (qc) =>
+          qc
+            .deleteFrom('envelopes')
+            .using('done')
+            .whereRef('envelopes.id', '=', 'done.id')
+            .whereRef('envelopes.attempts', '=', 'done.attempts')
+            .where('envelopes.status', '=', sql.lit('delivering'))
+            .where('done.report', 'is', null)
+            .returning(['envelopes.id', 'done.detail']),
+        )
+        .with('changed', (qc) =>
+          qc
+            .updateTable('envelopes')
+            .from('done')
             .set({
-              status: 'delivered',
+              status: sql.lit('delivered'),
               done_outbound: sql<OutboundStrategyName[]>`done.outbound`,
               last_error: null,
               bounce_report: sql<BounceReport | null>`done.report`,
@@ -248,19 +274,26 @@ export class EnvelopeQueue {
             .whereRef('envelopes.attempts', '=', 'done.attempts')
             // A literal, as in the claim: the generic plan of the prepared statement uses envelopes_lease.
             .where('envelopes.status', '=', sql.lit('delivering'))
+            .where('done.report', 'is not', null)
             .returning(['envelopes.id', 'done.detail']),
+        )
+        .with('finished', (qc) =>
+          qc
+            .selectFrom('removed')
+            .select(['removed.id', 'removed.detail'])
+            .unionAll(qc.selectFrom('changed').select(['changed.id', 'changed.detail'])),
         )
         .with('history', (qc) =>
           qc
             .insertInto('message_status')
             .columns(['envelope_id', 'status', 'detail'])
             .expression((eb) =>
-              eb.selectFrom('changed').select(['changed.id', sql.lit('delivered').as('status'), 'changed.detail']),
+              eb.selectFrom('finished').select(['finished.id', sql.lit('delivered').as('status'), 'finished.detail']),
             )
             .returning('message_status.id'),
         )
-        .selectFrom('changed')
-        .select('changed.id'),
+        .selectFrom('finished')
+        .select('finished.id'),
     '["compile-once placeholder"]',
     { prepare: true },
   );
@@ -297,7 +330,10 @@ export class EnvelopeQueue {
     return deleteNeverAcknowledged(this.db, claim.id, claim.attempts);
   }
 
-  /** Deletes a finished envelope's row (its payload is already gone); status history stays. */
+  /**
+   * Deletes a finished envelope's row (its payload is already gone); status history stays. A delivered one
+   * without refused recipients has none left (markDelivered removed it).
+   */
   async remove(envelopeId: string): Promise<void> {
     await this.removeBatch.submit(envelopeId);
   }

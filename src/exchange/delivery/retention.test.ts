@@ -45,6 +45,13 @@ describe('finishing delivered envelopes', () => {
     assert.deepEqual(removed.sort(), envelopes.map((e) => e.id).sort(), 'every row removed, after its payload');
   });
 
+  it('deletes only the payload of an envelope whose row went with its `delivered` mark', async () => {
+    const { finisher, bulk, removed } = recordingFinisher();
+    await Promise.all([finisher.finish(envelope(1), true), finisher.finish(envelope(2))]);
+    assert.deepEqual(bulk.flat().sort(), ['exchange/payloads/e1', 'exchange/payloads/e2']);
+    assert.deepEqual(removed, ['e2'], 'no second deletion of the row that is gone');
+  });
+
   it('holds payload deletions while the intake is busy and sends them in one call when it goes quiet', async () => {
     let busy = true;
     const { finisher, bulk, removed } = recordingFinisher({ intakeBusy: () => busy });

@@ -30,6 +30,9 @@ export interface FinisherDeps {
 /** Whether a finished envelope's report calls for a bounce. */
 const needsBounce = (envelope: Pick<Envelope, 'bounce_report'>) => (envelope.bounce_report?.recipients.length ?? 0) > 0;
 
+/** What a clean-up deletes: the payload, then the row unless the `delivered` mark removed it already. */
+type Cleanup = Pick<Envelope, 'id' | 'payload_key'> & { rowRemoved: boolean };
+
 /** Clean-ups that may wait in memory behind those under way (an id and a key each: a few MB at most). */
 export const CLEANUPS_WAITING_MAX = 20_000;
 
@@ -39,13 +42,16 @@ export const DELETION_HOLD_MAX_MS = 5000;
 /**
  * What happens to an envelope once it is `delivered` or `failed` (docs/specification.md#retention, rules 1
  * and 2): the bounce, if its report calls for one, then the payload is deleted from the object store and the
- * envelope row from the database; the status history stays.
+ * envelope row from the database; the status history stays. A delivered envelope with no refused recipient
+ * has lost its row already, in the statement that marked it `delivered` (EnvelopeQueue.markDelivered): only
+ * its payload is left to delete (`rowRemoved`).
  *
  * Each step can be repeated safely, so an envelope whose finishing was cut short (a crash, an
- * object-store outage) is finished later by sweep(): the payload goes before the row, so a row is
- * never missing while its payload remains, and a `bounced` history row records that the bounce was
- * queued. A crash between queueing the bounce and writing that row can send the bounce twice; none
- * is ever lost.
+ * object-store outage) is finished later: where the row is still there, by sweep(), which finds it
+ * `delivered` or `failed` (the payload goes before the row, so such a row is never missing while its
+ * payload remains, and a `bounced` history row records that the bounce was queued); where the row went
+ * with `delivered`, by the orphan sweep (OrphanPayloadSweep), which deletes a payload that has no row. A
+ * crash between queueing the bounce and writing that row can send the bounce twice; none is ever lost.
  *
  * The bounce goes through MessageIntake as a new envelope (null sender, is_bounce, routed to smtp),
  * so it gets durable retries of its own, and, being a bounce, never bounces itself.
@@ -56,7 +62,7 @@ export class EnvelopeFinisher {
   /** Clean-ups started and not done yet (at most `maxRunning`, bounces aside). */
   private readonly running = new Set<Promise<void>>();
   /** Clean-ups of delivered envelopes waiting for one of those to end (see finishSoon). */
-  private waiting: Array<Pick<Envelope, 'id' | 'payload_key'>> = [];
+  private waiting: Cleanup[] = [];
   /** Clean-ups that went through `waiting` since it was last empty, and those left to sweep() past it. */
   private behind = { waited: 0, leftToSweep: 0 };
   /**
@@ -86,9 +92,10 @@ export class EnvelopeFinisher {
     );
   }
 
-  async finish(envelope: Envelope): Promise<void> {
+  /** `rowRemoved`: the `delivered` mark deleted the row already (no refused recipient, so no bounce). */
+  async finish(envelope: Envelope, rowRemoved = false): Promise<void> {
     if (needsBounce(envelope)) await this.bounce(envelope);
-    await this.clean(envelope);
+    await this.clean({ id: envelope.id, payload_key: envelope.payload_key, rowRemoved });
   }
 
   /**
@@ -98,14 +105,15 @@ export class EnvelopeFinisher {
    *
    * A clean-up never holds a delivery up. Past `maxRunning` clean-ups under way, a delivered envelope's
    * clean-up waits in memory (its id and payload key, up to CLEANUPS_WAITING_MAX) and starts when one ends;
-   * past that too, its row stays `delivered` or `failed` and sweep() finishes it within two DELIVERY_LEASE
-   * periods, as after a crash. A store that cannot take the deletions as fast as the deliveries (a burst of
-   * deliveries, or the intake's puts keeping it busy) thus delays the deletions, never the deliveries,
-   * and the memory the clean-ups hold stays bounded. A bounce is written at once, whatever the count.
+   * past that too, it is left as after a crash: sweep() finishes a row still `delivered` or `failed`, and
+   * the orphan sweep deletes a payload whose row is gone, each within two DELIVERY_LEASE periods. A store
+   * that cannot take the deletions as fast as the deliveries (a burst of deliveries, or the intake's puts
+   * keeping it busy) thus delays the deletions, never the deliveries, and the memory the clean-ups hold
+   * stays bounded. A bounce is written at once, whatever the count.
    */
-  finishSoon(envelope: Envelope): void {
+  finishSoon(envelope: Envelope, rowRemoved = false): void {
     if (this.running.size < this.maxRunning || needsBounce(envelope)) {
-      this.start(envelope.id, () => this.finish(envelope));
+      this.start(envelope.id, () => this.finish(envelope, rowRemoved));
       return;
     }
     // Said once per stretch behind: the counts are reset when the waiting clean-ups have all started.
@@ -116,7 +124,7 @@ export class EnvelopeFinisher {
       );
     }
     if (this.waiting.length < CLEANUPS_WAITING_MAX && !this.draining) {
-      this.waiting.push({ id: envelope.id, payload_key: envelope.payload_key });
+      this.waiting.push({ id: envelope.id, payload_key: envelope.payload_key, rowRemoved });
       this.behind.waited++;
     } else {
       this.behind.leftToSweep++;
@@ -148,9 +156,9 @@ export class EnvelopeFinisher {
   }
 
   /** The payload, then the row: a row is never missing while its payload remains. */
-  private async clean(envelope: Pick<Envelope, 'id' | 'payload_key'>): Promise<void> {
-    await this.deletions.submit(envelope.payload_key);
-    await this.deps.queue.remove(envelope.id);
+  private async clean(cleanup: Cleanup): Promise<void> {
+    await this.deletions.submit(cleanup.payload_key);
+    if (!cleanup.rowRemoved) await this.deps.queue.remove(cleanup.id);
   }
 
   /**
