@@ -6,7 +6,7 @@ import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { EnvelopeFinisher } from '../../src/exchange/delivery/retention.ts';
 import { startDelivery, type DeliveryOptions, type DeliveryWorkers } from '../../src/exchange/delivery/worker.ts';
-import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
+import { MessageIntake, payloadKey } from '../../src/exchange/inbound/accept.ts';
 import { migrations } from '../../src/exchange/migrations/index.ts';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
 import type { EnvelopeStatus, ExchangeTables } from '../../src/exchange/tables.ts';
@@ -185,11 +185,13 @@ export async function settled(
   id: string,
   final: 'delivered' | 'failed',
 ): Promise<StatusEntry[]> {
+  // A message delivered to every recipient loses its row first and its payload right after; any other
+  // keeps its row until its payload is gone: both gone is the end of either.
   await eventually(
-    `envelope ${id} finished and removed`,
+    `envelope ${id} finished and removed, with its payload`,
     async () =>
       (await exchangeDb(service).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst()) ===
-      undefined,
+        undefined && (await service.objects.head(payloadKey(id))) === undefined,
     (gone) => gone,
   );
   const history = await statusHistory(service, id);

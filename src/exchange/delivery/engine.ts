@@ -117,7 +117,13 @@ export function startDeliveryEngine(deps: {
   deps.intake.onAccepted((besideRow) => workers.wake(besideRow));
   // What intakes cut short leave behind (a crash, kill -9): rows never acknowledged, payloads without a row.
   const abandoned = new AbandonedIntakeSweep({ db, objects, graceMs: leaseMs, logger });
-  const orphans = new OrphanPayloadSweep({ db, objects, graceMs: leaseMs, logger });
+  const orphans = new OrphanPayloadSweep({
+    db,
+    objects,
+    graceMs: leaseMs,
+    logger,
+    deleting: (key) => finisher.deleting(key),
+  });
   const orphanSweep = every(leaseMs, async () => {
     try {
       await abandoned.sweep();

@@ -126,6 +126,32 @@ describe('the orphan payload sweep', () => {
     assert.equal(left.includes(payloadKey(waiting)), true, 'the queued one stayed');
   });
 
+  it('leaves alone a payload whose deletion its instance still holds, however long it waits', async () => {
+    let clock = 0;
+    let held = true;
+    const id = randomUUID();
+    const sweep = new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock,
+      deleting: (key) => held && key === payloadKey(id),
+    });
+    await objects.put(payloadKey(id), 'delivered, its row gone, its deletion held');
+    assert.equal(await sweep.sweep(), 0);
+    clock += GRACE_MS;
+    assert.equal(await sweep.sweep(), 0, 'not an orphan while its deletion is held');
+    assert.ok(await objects.head(payloadKey(id)));
+    // Its deletion failed, say: from now on it is the sweep's, after a full grace.
+    held = false;
+    clock += GRACE_MS;
+    assert.equal(await sweep.sweep(), 0, 'first seen without a row now');
+    clock += GRACE_MS;
+    assert.equal(await sweep.sweep(), 1);
+    assert.equal(await objects.head(payloadKey(id)), undefined);
+  });
+
   it('forgets a suspect that disappears, so a payload written again under its key gets a full grace', async () => {
     let clock = 0;
     const sweep = new OrphanPayloadSweep({

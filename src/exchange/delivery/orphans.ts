@@ -34,6 +34,11 @@ export class OrphanPayloadSweep {
       objects: ObjectStore;
       graceMs: number;
       logger: Logger;
+      /**
+       * Whether a payload's deletion is under way or waiting in this instance (EnvelopeFinisher.deleting): a
+       * delivered message's row goes before its payload, whose deletion may wait seconds for the intake.
+       */
+      deleting?: (key: string) => boolean;
       /** A monotonic clock in ms (tests pass their own). */
       now?: () => number;
     },
@@ -73,7 +78,7 @@ export class OrphanPayloadSweep {
     const now = (this.deps.now ?? performance.now.bind(performance))();
     let deleted = 0;
     for (const key of keys) {
-      if (withRow.has(key.slice(PREFIX.length))) continue;
+      if (withRow.has(key.slice(PREFIX.length)) || this.deps.deleting?.(key)) continue;
       const since = this.suspects.get(key) ?? now;
       if (now - since < graceMs) {
         seen.set(key, since);

@@ -52,6 +52,25 @@ describe('finishing delivered envelopes', () => {
     assert.deepEqual(removed, ['e2'], 'no second deletion of the row that is gone');
   });
 
+  it('tells the orphan sweep which payloads without a row it is still deleting, waiting ones included', async () => {
+    let busy = true;
+    const { finisher, bulk } = recordingFinisher({ intakeBusy: () => busy, maxRunning: 1 });
+    finisher.finishSoon(envelope(1), true);
+    finisher.finishSoon(envelope(2), true);
+    finisher.finishSoon(envelope(3));
+    await sleep(30);
+    assert.equal(bulk.length, 0, 'held while the intake is busy');
+    assert.deepEqual(
+      [1, 2, 3].map((i) => finisher.deleting(`exchange/payloads/e${i}`)),
+      [true, true, false],
+      'the held one and the one waiting behind it, not the one whose row is still there',
+    );
+    busy = false;
+    for (let i = 0; i < 50 && bulk.flat().length < 3; i++) await sleep(20);
+    assert.deepEqual(bulk.flat().sort(), ['exchange/payloads/e1', 'exchange/payloads/e2', 'exchange/payloads/e3']);
+    assert.equal(finisher.deleting('exchange/payloads/e1') || finisher.deleting('exchange/payloads/e2'), false);
+  });
+
   it('holds payload deletions while the intake is busy and sends them in one call when it goes quiet', async () => {
     let busy = true;
     const { finisher, bulk, removed } = recordingFinisher({ intakeBusy: () => busy });

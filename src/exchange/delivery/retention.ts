@@ -66,6 +66,11 @@ export class EnvelopeFinisher {
   /** Clean-ups that went through `waiting` since it was last empty, and those left to sweep() past it. */
   private behind = { waited: 0, leftToSweep: 0 };
   /**
+   * Payload keys of envelopes whose row the `delivered` mark removed, from finishSoon() until their deletion
+   * is over: held or waiting, they have no row, and the orphan sweep must not take them for orphans.
+   */
+  private readonly rowless = new Set<string>();
+  /**
    * Payload deletions of envelopes finished at about the same time go out together: one DeleteObjects call
    * for up to 1,000 keys on S3 instead of a DELETE each (a store round trip per delivered message saved).
    * While the intake is busy they wait (up to 1,000 keys or DELETION_HOLD_MAX_MS): a deletion promises no
@@ -98,6 +103,11 @@ export class EnvelopeFinisher {
     await this.clean({ id: envelope.id, payload_key: envelope.payload_key, rowRemoved });
   }
 
+  /** Whether this payload's deletion is under way or waiting here while its row is gone (see `rowless`). */
+  deleting(payloadKey: string): boolean {
+    return this.rowless.has(payloadKey);
+  }
+
   /**
    * Starts finish() and returns before it is done, so that a delivery worker can take the next message
    * while the payload and row of the last one are deleted (the status is already recorded). A failure
@@ -112,6 +122,7 @@ export class EnvelopeFinisher {
    * stays bounded. A bounce is written at once, whatever the count.
    */
   finishSoon(envelope: Envelope, rowRemoved = false): void {
+    if (rowRemoved) this.rowless.add(envelope.payload_key);
     if (this.running.size < this.maxRunning || needsBounce(envelope)) {
       this.start(envelope.id, () => this.finish(envelope, rowRemoved));
       return;
@@ -128,6 +139,7 @@ export class EnvelopeFinisher {
       this.behind.waited++;
     } else {
       this.behind.leftToSweep++;
+      this.rowless.delete(envelope.payload_key);
     }
   }
 
@@ -157,13 +169,19 @@ export class EnvelopeFinisher {
 
   /** The payload, then the row: a row is never missing while its payload remains. */
   private async clean(cleanup: Cleanup): Promise<void> {
-    await this.deletions.submit(cleanup.payload_key);
+    if (cleanup.rowRemoved) this.rowless.add(cleanup.payload_key);
+    try {
+      await this.deletions.submit(cleanup.payload_key);
+    } finally {
+      if (cleanup.rowRemoved) this.rowless.delete(cleanup.payload_key);
+    }
     if (!cleanup.rowRemoved) await this.deps.queue.remove(cleanup.id);
   }
 
   /**
    * At shutdown: waits for the clean-ups under way, holding no deletion back. Those still waiting are left
-   * to the retention sweep (their rows say what is left to do), so that stopping does not wait for them.
+   * to the retention sweep (their rows say what is left to do), or to the orphan sweep where the row is gone,
+   * so that stopping does not wait for them.
    */
   async drain(): Promise<void> {
     this.draining = true;
@@ -173,6 +191,7 @@ export class EnvelopeFinisher {
         'stopping: the clean-ups still waiting are left to the retention sweep',
       );
     }
+    for (const cleanup of this.waiting) this.rowless.delete(cleanup.payload_key);
     this.waiting = [];
     this.behind = { waited: 0, leftToSweep: 0 };
     this.deletions.flush();
