@@ -49,6 +49,16 @@ describe('the orphan payload sweep', () => {
   });
 
   const keys = async () => (await payloadKeys(objects)).sort();
+  /** A sweep on the test's clock, with what the instance is still deleting when given. */
+  const sweepOn = (clock: { now: number }, deleting?: (key: string) => boolean) =>
+    new OrphanPayloadSweep({
+      db,
+      objects,
+      graceMs: GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
+      now: () => clock.now,
+      deleting,
+    });
   const accept = (envelopeId: string) =>
     intakeOn(db, objects).accept({
       channel: 'smtp',
@@ -59,14 +69,8 @@ describe('the orphan payload sweep', () => {
     });
 
   it('deletes a payload that had no envelope at two sweeps a grace period apart, and nothing else', async () => {
-    let clock = 0;
-    const sweep = new OrphanPayloadSweep({
-      db,
-      objects,
-      graceMs: GRACE_MS,
-      logger: createLogger({ level: 'silent' }),
-      now: () => clock,
-    });
+    const clock = { now: 0 };
+    const sweep = sweepOn(clock);
     const [withEnvelope, orphan, late, fresh] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     await accept(withEnvelope);
     // Stored by intakes that never wrote their row (yet): an interrupted one, and a slow one.
@@ -78,10 +82,10 @@ describe('the orphan payload sweep', () => {
     assert.equal(await sweep.sweep(), 0, 'the first sighting deletes nothing');
     await accept(late); // The slow intake's row comes after all.
     await objects.put(payloadKey(fresh), 'fresh');
-    clock += GRACE_MS - 1;
+    clock.now += GRACE_MS - 1;
     assert.equal(await sweep.sweep(), 0, 'within the grace period nothing is deleted');
 
-    clock += 1;
+    clock.now += 1;
     assert.equal(await sweep.sweep(), 1);
     assert.deepEqual(
       await keys(),
@@ -90,9 +94,9 @@ describe('the orphan payload sweep', () => {
     );
 
     // `fresh` was first seen one sweep after the others: it goes a grace period after that sweep.
-    clock += GRACE_MS - 2;
+    clock.now += GRACE_MS - 2;
     assert.equal(await sweep.sweep(), 0);
-    clock += 1;
+    clock.now += 1;
     assert.equal(await sweep.sweep(), 1);
     assert.deepEqual(
       await keys(),
@@ -101,14 +105,8 @@ describe('the orphan payload sweep', () => {
   });
 
   it('deletes the payload of a delivered message whose row went with its mark before the clean-up ran', async () => {
-    let clock = 0;
-    const sweep = new OrphanPayloadSweep({
-      db,
-      objects,
-      graceMs: GRACE_MS,
-      logger: createLogger({ level: 'silent' }),
-      now: () => clock,
-    });
+    const clock = { now: 0 };
+    const sweep = sweepOn(clock);
     const delivered = randomUUID();
     const waiting = randomUUID();
     await accept(delivered);
@@ -119,7 +117,7 @@ describe('the orphan payload sweep', () => {
     assert.ok(await queue.markDelivered(claim, 'relayed', null));
 
     assert.equal(await sweep.sweep(), 0, 'the first sighting deletes nothing');
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 1);
     const left = await keys();
     assert.equal(left.includes(payloadKey(delivered)), false, 'the delivered payload went');
@@ -127,48 +125,35 @@ describe('the orphan payload sweep', () => {
   });
 
   it('leaves alone a payload whose deletion its instance still holds, however long it waits', async () => {
-    let clock = 0;
+    const clock = { now: 0 };
     let held = true;
     const id = randomUUID();
-    const sweep = new OrphanPayloadSweep({
-      db,
-      objects,
-      graceMs: GRACE_MS,
-      logger: createLogger({ level: 'silent' }),
-      now: () => clock,
-      deleting: (key) => held && key === payloadKey(id),
-    });
+    const sweep = sweepOn(clock, (key) => held && key === payloadKey(id));
     await objects.put(payloadKey(id), 'delivered, its row gone, its deletion held');
     assert.equal(await sweep.sweep(), 0);
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 0, 'not an orphan while its deletion is held');
     assert.ok(await objects.head(payloadKey(id)));
     // Its deletion failed, say: from now on it is the sweep's, after a full grace.
     held = false;
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 0, 'first seen without a row now');
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 1);
     assert.equal(await objects.head(payloadKey(id)), undefined);
   });
 
   it('forgets a suspect that disappears, so a payload written again under its key gets a full grace', async () => {
-    let clock = 0;
-    const sweep = new OrphanPayloadSweep({
-      db,
-      objects,
-      graceMs: GRACE_MS,
-      logger: createLogger({ level: 'silent' }),
-      now: () => clock,
-    });
+    const clock = { now: 0 };
+    const sweep = sweepOn(clock);
     const id = randomUUID();
     await objects.put(payloadKey(id), 'first');
     assert.equal(await sweep.sweep(), 0);
     await objects.delete(payloadKey(id));
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 0);
     await objects.put(payloadKey(id), 'again');
-    clock += GRACE_MS;
+    clock.now += GRACE_MS;
     assert.equal(await sweep.sweep(), 0, 'seen once only since it came back');
     assert.ok(await objects.head(payloadKey(id)));
     await objects.delete(payloadKey(id));
