@@ -66,8 +66,8 @@ export class EnvelopeFinisher {
   /** Clean-ups that went through `waiting` since it was last empty, and those left to sweep() past it. */
   private behind = { waited: 0, leftToSweep: 0 };
   /**
-   * Payload keys of envelopes whose row the `delivered` mark removed, from finishSoon() until their deletion
-   * is over: held or waiting, they have no row, and the orphan sweep must not take them for orphans.
+   * Payload keys of envelopes whose row the `delivered` mark removed, while their clean-up waits or runs
+   * (until the deletion is over): they have no row, and the orphan sweep must not take them for orphans.
    */
   private readonly rowless = new Set<string>();
   /**
@@ -122,7 +122,6 @@ export class EnvelopeFinisher {
    * stays bounded. A bounce is written at once, whatever the count.
    */
   finishSoon(envelope: Envelope, rowRemoved = false): void {
-    if (rowRemoved) this.rowless.add(envelope.payload_key);
     if (this.running.size < this.maxRunning || needsBounce(envelope)) {
       this.start(envelope.id, () => this.finish(envelope, rowRemoved));
       return;
@@ -136,10 +135,10 @@ export class EnvelopeFinisher {
     }
     if (this.waiting.length < CLEANUPS_WAITING_MAX && !this.draining) {
       this.waiting.push({ id: envelope.id, payload_key: envelope.payload_key, rowRemoved });
+      if (rowRemoved) this.rowless.add(envelope.payload_key);
       this.behind.waited++;
     } else {
       this.behind.leftToSweep++;
-      this.rowless.delete(envelope.payload_key);
     }
   }
 
@@ -167,7 +166,10 @@ export class EnvelopeFinisher {
     }
   }
 
-  /** The payload, then the row: a row is never missing while its payload remains. */
+  /**
+   * The payload, then the row (unless it went with `delivered`): a row is never missing while its payload
+   * remains, and a payload without a row is in `rowless` until its deletion is over.
+   */
   private async clean(cleanup: Cleanup): Promise<void> {
     if (cleanup.rowRemoved) this.rowless.add(cleanup.payload_key);
     try {
