@@ -1,9 +1,10 @@
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { loadConfig } from '../config.ts';
 import { ConfigError } from './config.ts';
 import { DkimSigner } from './dkim.ts';
@@ -94,6 +95,54 @@ describe('DKIM configuration', () => {
         ),
         [true, true, true, false, false, false],
       );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+  it('signs with one signing time, so a signature made while the clock moves still verifies', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sealpost-dkim-key-'));
+    try {
+      const keys = {
+        rsa: generateKeyPairSync('rsa', { modulusLength: 2048 }),
+        ed25519: generateKeyPairSync('ed25519'),
+      };
+      for (const [kind, { privateKey, publicKey }] of Object.entries(keys)) {
+        await writeFile(join(dir, `${kind}.pem`), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+        const signer = await DkimSigner.load({
+          domain: 'example.org',
+          selector: 's',
+          keyFile: join(dir, `${kind}.pem`),
+        });
+        const message = Buffer.from(
+          'From: a@example.org\r\nTo: b@example.com\r\nSubject: Hi\r\n' +
+            'Date: Mon, 7 Dec 2026 03:00:00 +0000\r\n\r\nHello\r\n',
+        );
+        // Every reading of Date.now() is a second after the one before: any two readings give different
+        // seconds, as two readings across a (half-)second boundary do in about one signature in 200.
+        let now = Date.now();
+        const clock = mock.method(Date, 'now', () => (now += 1000));
+        let signed: Buffer;
+        try {
+          signed = await signer.sign(message);
+        } finally {
+          clock.mock.restore();
+        }
+        const der = publicKey.export({ type: 'spki', format: 'der' });
+        // An Ed25519 record holds the raw 32-byte key (RFC 8463 §4.2), the end of its SPKI form.
+        const p = (kind === 'ed25519' ? der.subarray(der.length - 32) : der).toString('base64');
+        const record = `v=DKIM1; k=${kind === 'ed25519' ? 'ed25519' : 'rsa'}; p=${p}`;
+        const result = await dkimVerify(signed, {
+          resolver: (async (name: string) => {
+            if (name === 's._domainkey.example.org') return [[record]];
+            throw Object.assign(new Error(`no record for ${name}`), { code: 'ENOTFOUND' });
+          }) as never,
+        });
+        assert.deepEqual(
+          result.results.map((r: { status: { result: string } }) => r.status.result),
+          ['pass'],
+          kind,
+        );
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
