@@ -99,26 +99,6 @@ export const EXCHANGE_VARIABLES = defineVariables({
     default: '1s',
     ...nonNegativeDuration,
   },
-  intakeOverlapLimit: {
-    name: 'INTAKE_OVERLAP_LIMIT',
-    meaning:
-      "a message's payload is stored while its envelope row is written (then acknowledged by a second " +
-      'statement) when at most this many messages are being taken in; above it, the row is written in one ' +
-      'statement and one commit, beside the put (INTAKE_BESIDE_PUT_GRACE) or once the payload is durable, ' +
-      'which costs less and waits no longer; 0: never overlapped',
-    default: '0',
-    ...integer(0, 1000000),
-  },
-  intakeBesidePutGrace: {
-    name: 'INTAKE_BESIDE_PUT_GRACE',
-    meaning:
-      'a message read whole (up to 256 KiB) that is not overlapped has its envelope row written while its ' +
-      'payload is stored, in one statement; the instance that took it claims it once both are durable, ' +
-      'another instance only this long after it was written (at most DELIVERY_LEASE), so an intake whose ' +
-      'writes take longer answers 451; 0s: the row is written after the payload',
-    default: '5s',
-    ...nonNegativeDuration,
-  },
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
   notifyFrom: {
     name: 'NOTIFY_FROM',

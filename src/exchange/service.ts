@@ -5,7 +5,7 @@ import { objectsOf, startHttpService, type ServiceDefinition } from '../kernel/s
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
 import { MessageIntake } from './inbound/accept.ts';
-import { RecentPayloads } from './inbound/recent-payloads.ts';
+import { RecentPayloads } from './recent-payloads.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
 import {
@@ -63,12 +63,6 @@ export function createExchangeService(
         rules,
         logger,
         recentPayloads,
-        overlapLimit: settings.intakeOverlapLimit,
-        // Within the lease: a row born claimed is not taken over before its intake has answered.
-        beside:
-          settings.intakeBesidePutGrace > 0
-            ? { graceMs: Math.min(settings.intakeBesidePutGrace, settings.delivery.lease) }
-            : undefined,
       });
 
       // A DKIM key that cannot be used stops start-up before anything listens.

@@ -19,20 +19,10 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
 
 /**
  * The envelope's life, in order (docs/specification.md#envelope-statuses). `routed` is a history entry
- * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it, or is
- * born `delivering` when the intake hands it to a free delivery slot (docs/design.md#delivery).
- * `storing` is a row's only, never a history entry: the intake wrote the row while the payload was still
- * being stored, and nothing was acknowledged yet (docs/design.md#durability-of-intake).
+ * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it
+ * (docs/design.md#delivery).
  */
-export type EnvelopeStatus =
-  | 'storing'
-  | 'accepted'
-  | 'routed'
-  | 'delivering'
-  | 'delivered'
-  | 'retrying'
-  | 'failed'
-  | 'bounced';
+export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
 
 export interface RulesTable {
   id: Generated<string>;
@@ -73,11 +63,6 @@ export interface EnvelopesTable {
   smtputf8: ColumnType<boolean, boolean | undefined, boolean>;
   /** Recipients that failed for good, with their DSN status, once known; a bounce is built from it. */
   bounce_report: ColumnType<BounceReport | null, never, BounceReport | null>;
-  /**
-   * Written beside its payload's put, before the payload was known durable: a claim that finds no payload
-   * removes the row without a bounce (docs/design.md#durability-of-intake).
-   */
-  payload_pending: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

@@ -6,7 +6,8 @@ import { createLogger } from '../../src/kernel/logger.ts';
 import type { ObjectStore } from '../../src/kernel/objects/index.ts';
 import type { EnvelopeFinisher } from '../../src/exchange/delivery/retention.ts';
 import { startDelivery, type DeliveryOptions, type DeliveryWorkers } from '../../src/exchange/delivery/worker.ts';
-import { MessageIntake, payloadKey } from '../../src/exchange/inbound/accept.ts';
+import { payloadKey } from '../../src/exchange/handoff.ts';
+import { MessageIntake } from '../../src/exchange/inbound/accept.ts';
 import { migrations } from '../../src/exchange/migrations/index.ts';
 import { RuleStore } from '../../src/exchange/rules/store.ts';
 import type { EnvelopeStatus, ExchangeTables } from '../../src/exchange/tables.ts';
@@ -132,14 +133,12 @@ export function intakeFor(service: ServiceUnderTest) {
   return intakeOn(exchangeDb(service), service.objects);
 }
 
-/** `beside`: rows written beside their payload's put (INTAKE_BESIDE_PUT_GRACE), with this grace; else stored first. */
-export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore, beside?: { graceMs: number }) {
+export function intakeOn(db: Kysely<ExchangeTables>, objects: ObjectStore) {
   return new MessageIntake({
     db,
     objects,
     rules: new RuleStore(db),
     logger: createLogger({ level: 'silent' }),
-    beside,
   });
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { payloadKey } from '../../src/exchange/inbound/accept.ts';
+import { payloadKey } from '../../src/exchange/handoff.ts';
 import { exchangeService } from '../../src/exchange/service.ts';
 import { exchangeDb } from './exchange-delivery.ts';
 import { startServiceForTest, type ServiceUnderTest } from './services.ts';

@@ -8,7 +8,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { authenticate } from 'mailauth';
 import { DkimSigner } from '../../kernel/dkim.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import { RECENT_PAYLOAD_MAX, RecentPayloads } from '../inbound/recent-payloads.ts';
+import { RECENT_PAYLOAD_MAX, RecentPayloads } from '../recent-payloads.ts';
 import { relayMessage, type RelayOptions } from '../outbound/relay-message.ts';
 import type { OpenPayload } from '../outbound/types.ts';
 import { claimPayload } from './deliver.ts';

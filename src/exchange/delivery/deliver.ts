@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { formatDuration } from '../../kernel/duration.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import { ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
-import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../inbound/recent-payloads.ts';
+import type { ObjectStore } from '../../kernel/objects/index.ts';
+import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 import {
@@ -67,7 +67,6 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   const details: string[] = claim.done_outbound.map((strategy) => `${strategy}: done in an earlier attempt`);
   const pending = claim.outbound.filter((p) => !claim.done_outbound.includes(p));
   const openPayload = claimPayload(claim, deps);
-  if (claim.payload_pending && (await payloadNeverStored(claim, openPayload, deps))) return;
   for (const [i, strategy] of pending.entries()) {
     let result;
     try {
@@ -100,31 +99,6 @@ export async function deliverClaim(claim: Claim, deps: DeliverDeps): Promise<voi
   // message cost the intake beside it CPU (docs/decisions.md#delivery-logs).
   logger.debug({ ...about, outbound: claim.outbound, refused: rejected.length }, 'delivered');
   finish(claim, { bounce_report: finalReport }, deps, finalReport === null);
-}
-
-/**
- * A row written beside its payload's put (docs/design.md#durability-of-intake). Claimed by another instance
- * after its grace (its own died, or its intake failed) and with no payload, its put never ended, so its
- * sender was never told 250/202: the row goes without a bounce (true). Any other answer is left to the
- * strategies. The payload is read once for the attempt (claimPayload), or is held already.
- */
-async function payloadNeverStored(claim: Claim, openPayload: OpenPayload, deps: DeliverDeps): Promise<boolean> {
-  try {
-    await openPayload.bytes();
-    return false;
-  } catch (error) {
-    if (!(error instanceof ObjectNotFoundError)) return false;
-  }
-  const about = { envelopeId: claim.id, attempt: claim.attempts };
-  if (!(await deps.queue.dropNeverStored(claim))) {
-    deps.logger.warn(about, LEASE_LOST);
-    return true;
-  }
-  deps.logger.warn(
-    { ...about, key: claim.payload_key },
-    'removed an envelope whose payload was never stored (its intake was cut short and never acknowledged); no bounce',
-  );
-  return true;
 }
 
 async function fail(

@@ -4,8 +4,8 @@ import { simpleParser } from 'mailparser';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { parseDuration } from '../../kernel/duration.ts';
-import { payloadKey, type MessageIntake } from '../inbound/accept.ts';
-import { createEnvelopeWriter } from '../inbound/envelope-writer.ts';
+import { payloadKey } from '../handoff.ts';
+import type { MessageIntake } from '../inbound/accept.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import {
@@ -316,64 +316,6 @@ describe('delivery through the smtp strategy', () => {
     assert.equal(await metric(exchange, 'failed_messages_total'), failedBefore + 1);
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1);
     assert.equal(await exchange.objects.head(payloadKey(envelopeId)), undefined, 'payload deleted');
-  });
-
-  /**
-   * A row as an intake beside its put leaves it when its instance dies before claiming it: `payload_pending`,
-   * due once its grace (here 300 ms) is over; its payload put too when `payload` is given.
-   */
-  async function rowLeftBesideItsPut(sender: string, recipient: string, payload?: Buffer): Promise<string> {
-    const id = randomUUID();
-    const write = createEnvelopeWriter(exchangeDb(exchange), { beside: { graceMs: 300 } });
-    if (payload) await exchange.objects.put(payloadKey(id), payload);
-    const written = await write({
-      id,
-      channel: 'smtp',
-      sender,
-      senderKey: sender,
-      recipients: [recipient],
-      payloadKey: payloadKey(id),
-      isBounce: false,
-      body8bitmime: false,
-      smtputf8: false,
-      stored: { size: payload?.length ?? 100, acceptedDetail: 'beside its put' },
-    });
-    assert.ok(written, 'a rule matched');
-    return id;
-  }
-
-  it('removes a row written beside its put whose payload never came, after its grace, without a bounce', async () => {
-    const bouncesBefore = await metric(exchange, 'bounce_replies_total');
-    const id = await rowLeftBesideItsPut('cut-short@sender.example', 'never@rcpt.example');
-    await eventually(
-      'the row removed',
-      () => exchangeDb(exchange).selectFrom('envelopes').select('id').where('id', '=', id).executeTakeFirst(),
-      (row) => row === undefined,
-    );
-    // Its sender was never told 250: no status, no bounce, nothing relayed.
-    assert.deepEqual(await statusHistory(exchange, id), []);
-    assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore);
-    assert.deepEqual(bouncesTo('cut-short@sender.example'), []);
-    assert.equal(sink.messages.filter((m) => m.to.includes('never@rcpt.example')).length, 0);
-  });
-
-  it('delivers a row written beside its put and left by its instance, after its grace, its payload there', async () => {
-    const id = await rowLeftBesideItsPut(
-      'released-never@sender.example',
-      'late@rcpt.example',
-      sampleMessage({
-        from: 'released-never@sender.example',
-        to: 'late@rcpt.example',
-        subject: 'Acknowledged, then the intake died',
-        messageId: '<beside-unreleased@sender.example>',
-      }),
-    );
-    const history = await settled(exchange, id, 'delivered');
-    assert.deepEqual(
-      history.map((s) => s.status),
-      ['accepted', 'routed', 'delivering', 'delivered'],
-    );
-    assert.equal(sink.messages.filter((m) => m.messageId === '<beside-unreleased@sender.example>').length, 1);
   });
 
   it('never bounces a message from the null sender', async () => {

@@ -6,9 +6,8 @@ import type { ExchangeConfig } from '../config.ts';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { DELETE_MANY_MAX, type ObjectStore } from '../../kernel/objects/index.ts';
-import { AbandonedIntakeSweep } from '../inbound/abandoned-intakes.ts';
-import type { MessageIntake } from '../inbound/accept.ts';
-import type { RecentPayloads } from '../inbound/recent-payloads.ts';
+import type { Intake } from '../handoff.ts';
+import type { RecentPayloads } from '../recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import { createMailTransport } from '../outbound/mail-transport.ts';
 import { createOutboundStrategies, type OutboundRegistry } from '../outbound/registry.ts';
@@ -36,7 +35,7 @@ export function startDeliveryEngine(deps: {
   settings: ExchangeConfig;
   db: Kysely<ExchangeTables>;
   objects: ObjectStore;
-  intake: Pick<MessageIntake, 'accept' | 'onAccepted'> & Partial<Pick<MessageIntake, 'recentlyBusy' | 'claimAtIntake'>>;
+  intake: Pick<Intake, 'accept' | 'onAccepted'> & Partial<Pick<Intake, 'recentlyBusy'>>;
   metrics: ExchangeMetrics;
   logger: Logger;
   /** DKIM_*: signs notifications, bounces and relayed mail whose From is in DKIM_DOMAIN. */
@@ -111,12 +110,9 @@ export function startDeliveryEngine(deps: {
         logger,
       })
     : heldDelivery(logger);
-  // Mail this instance takes (and the bounces it writes) is born claimed while a slot is free, and
-  // otherwise claimed at once, not at the next poll.
-  deps.intake.claimAtIntake?.(() => workers.reserve());
-  deps.intake.onAccepted((besideRow) => workers.wake(besideRow));
-  // What intakes cut short leave behind (a crash, kill -9): rows never acknowledged, payloads without a row.
-  const abandoned = new AbandonedIntakeSweep({ db, objects, graceMs: leaseMs, logger });
+  // Mail this instance takes (and the bounces it writes) is claimed at once, not at the next poll.
+  deps.intake.onAccepted(() => workers.wake());
+  // What an intake or a clean-up cut short leaves behind (a crash, kill -9): payloads without a row.
   const orphans = new OrphanPayloadSweep({
     db,
     objects,
@@ -126,10 +122,9 @@ export function startDeliveryEngine(deps: {
   });
   const orphanSweep = every(leaseMs, async () => {
     try {
-      await abandoned.sweep();
       await orphans.sweep();
     } catch (error) {
-      logger.warn({ err: error }, 'sweep of abandoned intakes and orphan payloads failed; will try again');
+      logger.warn({ err: error }, 'sweep of orphan payloads failed; will try again');
     }
   });
   const archive = startStatusArchive({
@@ -158,5 +153,5 @@ function heldDelivery(logger: Logger): DeliveryWorkers {
     'delivery disabled on this instance (DELIVERY_ENABLED=false): ' +
       'mail is taken and left for the instances that deliver',
   );
-  return { inFlight: 0, wake() {}, reserve: () => undefined, async stop() {} };
+  return { inFlight: 0, wake() {}, async stop() {} };
 }

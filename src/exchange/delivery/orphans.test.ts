@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { migrateSchema, openDatabase, type Database } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/index.ts';
-import { payloadKey } from '../inbound/accept.ts';
+import { payloadKey } from '../handoff.ts';
 import { migrations } from '../migrations/index.ts';
 import { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
@@ -113,7 +113,7 @@ describe('the orphan payload sweep', () => {
     await accept(waiting);
     // As a delivery worker killed between its `delivered` mark and the payload's deletion leaves it.
     const queue = new EnvelopeQueue(db, GRACE_MS);
-    const claim = (await queue.claimDue(10, [delivered])).find((c) => c.id === delivered)!;
+    const claim = (await queue.claimDue(10)).find((c) => c.id === delivered)!;
     assert.ok(await queue.markDelivered(claim, 'relayed', null));
 
     assert.equal(await sweep.sweep(), 0, 'the first sighting deletes nothing');

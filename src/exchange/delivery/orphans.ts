@@ -10,19 +10,19 @@ const BATCH = 1000;
 
 /**
  * Deletes payloads that have no envelope row (docs/specification.md#retention, rule 1: no payload outlives
- * its message). MessageIntake stores the payload while it writes the row; when the process dies, or the
- * row's insert fails, or AbandonedIntakeSweep removes a `storing` row while its put is still running,
- * the object can stay in the bucket without a row for ever. accept() deletes it itself on every failure
- * it lives to see; this is for the rest. So is the payload of a delivered message whose row went with its
- * `delivered` mark (EnvelopeQueue.markDelivered) when the process died before the payload's deletion, or
- * its clean-up was left behind (EnvelopeFinisher.finishSoon past CLEANUPS_WAITING_MAX).
+ * its message). MessageIntake stores the payload before it writes the row; when the process dies between
+ * the two, or the row's insert fails with its outcome unknown, the object can stay in the bucket without a
+ * row for ever. accept() deletes it itself on every failure it lives to see; this is for the rest. So is the
+ * payload of a delivered message whose row went with its `delivered` mark (EnvelopeQueue.markDelivered) when
+ * the process died before the payload's deletion, or its clean-up was left behind (EnvelopeFinisher.finishSoon
+ * past CLEANUPS_WAITING_MAX).
  *
- * A payload is an orphan when it had no row at one sweep and still has none at a sweep at least
- * `graceMs` (DELIVERY_LEASE) later. The object was complete when first listed, and an intake's row is
- * written while its payload is stored (waiting at most the pool's 5 s connection timeout for a
- * connection), so a row that has not come a lease period later never will: the same rule by which a
- * delivery whose lease ran out is taken for dead. Sightings are kept in memory only: after a restart the wait starts
- * again, which can only delay a deletion. Every instance may sweep; deleting a missing object is no error.
+ * A payload is an orphan when it had no row at one sweep and still has none at a sweep at least `graceMs`
+ * (DELIVERY_LEASE) later. The object was complete when first listed, and an intake's row is written right
+ * after its payload (waiting at most the pool's 5 s connection timeout for a connection), so a row that has
+ * not come a lease period later never will: the same rule by which a delivery whose lease ran out is taken
+ * for dead. Sightings are kept in memory only: after a restart the wait starts again, which can only delay a
+ * deletion. Every instance may sweep; deleting a missing object is no error.
  */
 export class OrphanPayloadSweep {
   /** Payload keys seen without a row, with the time of the first sighting. */

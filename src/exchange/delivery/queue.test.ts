@@ -1,6 +1,6 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { ExchangeTables } from '../tables.ts';
 import { EnvelopeQueue } from './queue.ts';
 import { TestClock } from '../../../test/support/clock.ts';
@@ -129,27 +129,6 @@ describe('the delivery queue', () => {
       assert.deepEqual(await queue.renewLeases([claim!]), []);
     }
     assert.deepEqual(await queue.claimDue(1), [], 'still owned after twice the lease');
-  });
-
-  it('claims a row written beside its put before its grace only when asked for it by id (mine)', async () => {
-    const [beside, other] = await enqueue(2);
-    // As the intake writes it beside its put: due for the others only after its grace.
-    await db
-      .updateTable('envelopes')
-      .set({ payload_pending: true, next_attempt_at: sql<Date>`now() + interval '1 minute'` })
-      .where('id', '=', beside!)
-      .execute();
-    const queue = new EnvelopeQueue(db, 60_000);
-    assert.deepEqual(
-      (await queue.claimDue(10)).map((claim) => claim.id),
-      [other],
-      'not due for a claim that does not ask for it',
-    );
-    const [mine, ...more] = await queue.claimDue(10, [beside!, other!]);
-    assert.equal(more.length, 0, 'a row asked for by id that is no longer `accepted` is not claimed again');
-    assert.equal(mine!.id, beside);
-    assert.equal(mine!.attempts, 1);
-    assert.equal(mine!.payload_pending, true);
   });
 
   it('leaves a retrying envelope alone until its next attempt is due', async () => {

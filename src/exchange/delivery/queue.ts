@@ -4,7 +4,6 @@ import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
 import { everyColumn } from '../../kernel/db/prepared.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
-import { deleteNeverAcknowledged } from '../inbound/envelope-writer.ts';
 import type { OutboundStrategyName } from '../outbound/registry.ts';
 
 /** Every column of an envelope, named: the claim is a prepared statement, so never `envelopes.*` (everyColumn). */
@@ -27,7 +26,6 @@ const ENVELOPE_COLUMNS = everyColumn<Envelope>()([
   'body_8bitmime',
   'smtputf8',
   'bounce_report',
-  'payload_pending',
   'created_at',
   'updated_at',
 ]);
@@ -68,15 +66,13 @@ export class EnvelopeQueue {
   }
 
   /**
-   * Takes up to `limit` due envelopes: those of crashed workers first, then `mine`, then waiting ones in the
-   * order they fell due. Locking scans of their own rather than one with OR, so that each walks its partial
-   * index in order (or looks its rows up by key) and stops after `limit` rows: the cost stays flat however
-   * long the backlog grows (one scan with OR had to read and sort every due row, ~45 ms per claim at 100,000
-   * waiting envelopes). `mine` are rows this instance wrote beside their put and knows durable, due for
-   * others only after their grace (docs/design.md#durability-of-intake): claimed by id while still `accepted`.
+   * Takes up to `limit` due envelopes: those of crashed workers first, then waiting ones in the order they
+   * fell due. Locking scans of their own rather than one with OR, so that each walks its partial index in
+   * order and stops after `limit` rows: the cost stays flat however long the backlog grows (one scan with OR
+   * had to read and sort every due row, ~45 ms per claim at 100,000 waiting envelopes).
    */
-  async claimDue(limit: number, mine: string[] = []): Promise<Claim[]> {
-    const statement = this.claimStatement({ now: this.at(0), leaseUntil: this.at(this.leaseMs), limit, mine });
+  async claimDue(limit: number): Promise<Claim[]> {
+    const statement = this.claimStatement({ now: this.at(0), leaseUntil: this.at(this.leaseMs), limit });
     return (await this.db.executeQuery(statement)).rows as Claim[];
   }
 
@@ -85,7 +81,7 @@ export class EnvelopeQueue {
    * connection; the statuses that pick the partial indexes are literals, so the generic plan uses them too.
    */
   private readonly claimStatement = compileOnceWith(
-    ({ now, leaseUntil, limit, mine }: { now: Date; leaseUntil: Date; limit: number; mine: string[] }) =>
+    ({ now, leaseUntil, limit }: { now: Date; leaseUntil: Date; limit: number }) =>
       this.db
         .with('expired', (db) =>
           db
@@ -112,21 +108,10 @@ export class EnvelopeQueue {
             .forUpdate()
             .skipLocked(),
         )
-        .with('mine', (db) =>
-          db
-            .selectFrom('envelopes')
-            .select(['id', 'status as previous_status'])
-            .where('id', '=', sql<string>`any(${mine}::uuid[])`)
-            .where('status', '=', sql.lit<EnvelopeStatus>('accepted'))
-            .limit(limit)
-            .forUpdate()
-            .skipLocked(),
-        )
         .with('due', (db) =>
           db
             .selectFrom('expired')
             .select(['id', 'previous_status'])
-            .unionAll(db.selectFrom('mine').select(['id', 'previous_status']))
             .unionAll(db.selectFrom('waiting').select(['id', 'previous_status']))
             .limit(limit),
         )
@@ -160,7 +145,7 @@ export class EnvelopeQueue {
         )
         .selectFrom('claimed')
         .selectAll(),
-    { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER, mine: MINE_PLACEHOLDER },
+    { now: new Date(0), leaseUntil: new Date(0), limit: CLAIM_LIMIT_PLACEHOLDER },
     { prepare: true },
   );
 
@@ -323,14 +308,6 @@ export class EnvelopeQueue {
   }
 
   /**
-   * Deletes a claimed row written beside its payload whose payload never came (deliver.ts), with its status
-   * rows: its sender was never told 250/202, so it leaves no trace. False when the lease was lost.
-   */
-  async dropNeverStored(claim: Claim): Promise<boolean> {
-    return deleteNeverAcknowledged(this.db, claim.id, claim.attempts);
-  }
-
-  /**
    * Deletes a finished envelope's row (its payload is already gone); status history stays. A delivered one
    * without refused recipients has none left (markDelivered removed it).
    */
@@ -369,11 +346,6 @@ export class EnvelopeQueue {
       )
       .returningAll()
       .execute();
-  }
-
-  /** The lease of a claim taken now (a row born claimed at intake takes it too). */
-  leaseFromNow(): Date {
-    return this.at(this.leaseMs);
   }
 
   /** `ms` from now by the clock (negative: before now). */
@@ -416,8 +388,6 @@ export class EnvelopeQueue {
 
 /** Stands for claimDue's limit while its statement is compiled: a value no other parameter has. */
 const CLAIM_LIMIT_PLACEHOLDER = 2 ** 31 - 7;
-/** Stands for claimDue's `mine` while its statement is compiled: an array no other parameter is. */
-const MINE_PLACEHOLDER: string[] = [];
 
 /** One markDelivered call, as the batched statement reads it. */
 interface DeliveredItem {

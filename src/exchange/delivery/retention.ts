@@ -2,7 +2,7 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { Batcher } from '../../kernel/batcher.ts';
 import { DELETE_MANY_MAX, ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
-import type { MessageIntake } from '../inbound/accept.ts';
+import type { Intake } from '../handoff.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { Envelope } from '../tables.ts';
 import { readHeaderBlock } from '../outbound/header-block.ts';
@@ -12,7 +12,7 @@ import type { EnvelopeQueue } from './queue.ts';
 export interface FinisherDeps {
   queue: EnvelopeQueue;
   objects: ObjectStore;
-  intake: Pick<MessageIntake, 'accept'>;
+  intake: Pick<Intake, 'accept'>;
   metrics: ExchangeMetrics;
   logger: Logger;
   /** SMTP_HOSTNAME, the bounce's Reporting-MTA. */
@@ -21,7 +21,7 @@ export interface FinisherDeps {
   notifyFrom: string;
   /** Signs the bounce as it is written (DKIM_*), so that the relay hop carries it signed. */
   dkim?: DkimSigner;
-  /** Whether the intake is busy (MessageIntake.recentlyBusy): payload deletions then wait, see below. */
+  /** Whether the intake is busy (Intake.recentlyBusy): payload deletions then wait, see below. */
   intakeBusy?: () => boolean;
   /** Clean-ups finishSoon() runs at once (default DELETE_MANY_MAX); the rest wait (see finishSoon). */
   maxRunning?: number;

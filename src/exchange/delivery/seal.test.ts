@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
-import type { MessageIntake } from '../inbound/accept.ts';
+import type { Intake } from '../handoff.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import { exchangeDb, intakeFor, metric, sampleMessage, settled } from '../../../test/support/exchange-delivery.ts';
@@ -26,7 +26,7 @@ describe('delivery through the seal strategy', () => {
   let sink: SmtpSink;
   let seal: Awaited<ReturnType<typeof startSealStandIn>>;
   let exchange: ServiceUnderTest;
-  let intake: MessageIntake;
+  let intake: Intake;
   let rules: RuleStore;
 
   before(async () => {
@@ -190,7 +190,7 @@ describe('delivery through the seal strategy', () => {
 describe('delivery on the embedded default (no OUTBOUND_SMTP_URL)', () => {
   let seal: Awaited<ReturnType<typeof startSealStandIn>>;
   let exchange: ServiceUnderTest;
-  let intake: MessageIntake;
+  let intake: Intake;
 
   before(async () => {
     seal = await startSealStandIn();

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Readable } from 'node:stream';
-import type { MessageIntake } from '../inbound/accept.ts';
+import type { Intake } from '../handoff.ts';
 import { OUTBOUND_STRATEGIES } from '../outbound/registry.ts';
 import { defineOutboundStrategy } from '../outbound/types.ts';
 import { createExchangeService } from '../service.ts';
@@ -28,7 +28,7 @@ const captureStrategy = defineOutboundStrategy({
 
 describe('an outbound strategy added through the registry', () => {
   let exchange: ServiceUnderTest;
-  let intake: MessageIntake;
+  let intake: Intake;
   const createRule = (outbound: string[]) =>
     fetch(`${exchange.url}/v1/config`, {
       method: 'POST',

@@ -30,29 +30,11 @@ export interface DeliveryWorkers {
   /**
    * New mail is due: an idle loop claims at once instead of at its next poll. Wakes that arrive while
    * a claim is running make one more claim after it, so a burst of accepted messages costs a few
-   * claims, not one each. `besideRow`: the message's row was written beside its put, due for others only
-   * after its grace; the next claims ask for it by id (EnvelopeQueue.claimDue's `mine`).
+   * claims, not one each.
    */
-  wake(besideRow?: string): void;
-  /**
-   * A slot for a message this instance is taking in, so that its row is written already claimed (born
-   * claimed: status `delivering`, attempt 1, leased until `leaseUntil`) and costs no claim of its own.
-   * Undefined when no slot is free within what delivery keeps to while the intake is busy, or when stopping:
-   * the row is then written `accepted`, and wake() has it claimed as before.
-   */
-  reserve(): SlotReservation | undefined;
+  wake(): void;
   /** Stops claiming and waits for the deliveries in flight. */
   stop(): Promise<void>;
-}
-
-/** A delivery slot held for a message being taken in: exactly one of start() and cancel() must follow. */
-export interface SlotReservation {
-  /** The lease to write on the row. */
-  readonly leaseUntil: Date;
-  /** The row was written claimed: it is delivered in this slot, after the caller's own continuation. */
-  start(claim: Claim): void;
-  /** No claimed row was written: the slot is free again. */
-  cancel(): void;
 }
 
 /**
@@ -72,20 +54,12 @@ export const INTAKE_BUSY_SHARE = 0.25;
 export const INTAKE_BUSY_CLAIM_GAP_MS = 50;
 
 /**
- * Rows written beside their put that this instance took and has not claimed yet, asked for by id, at most.
- * Past it the oldest are left to the claims that find them once their grace is over, a few seconds later:
- * only a backlog that deep makes that happen, and it is not drained sooner by claiming them first.
- */
-const MINE_WAITING_MAX = 10_000;
-
-/**
  * The delivery workers of one engine instance: a single claim loop keeps up to `concurrency`
  * deliveries running. It claims as many due envelopes as there are free slots; a full batch means more
  * may be due, so it claims again as soon as a slot frees; a short batch means the queue is drained for
  * now, so it sleeps for the poll interval, or until this instance accepts a message (wake()). While the
  * intake is busy it keeps to INTAKE_BUSY_SHARE of the slots and gathers the mail taken in between claims
- * (INTAKE_BUSY_CLAIM_GAP_MS), unless a backlog or the accepted mail already fills the free slots. The
- * intake takes free slots itself (reserve()) for the rows it writes already claimed; the loop counts them.
+ * (INTAKE_BUSY_CLAIM_GAP_MS), unless a backlog or the accepted mail already fills the free slots.
  *
  * While deliveries run, their leases are renewed every third of the lease, so a slow relay or a large
  * message never lets a lease run out under a live worker; only a dead worker's envelopes are taken over.
@@ -101,17 +75,12 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   const woken = new Signal();
   let stopping = false;
   let claimFailing = false;
-  /** Slots held for messages being taken in (reserve()): counted as busy until started or cancelled. */
-  let reserved = 0;
   const intakeBusy = () => options.intakeBusy?.() ?? false;
-  /** Slots neither delivering nor reserved, of those delivery may use now. */
-  const freeSlots = (busy: boolean) => (busy ? busyConcurrency : concurrency) - inFlight.size - reserved;
+  /** Slots not delivering, of those delivery may use now. */
+  const freeSlots = (busy: boolean) => (busy ? busyConcurrency : concurrency) - inFlight.size;
 
   const run = (claim: Claim) => {
     inFlight.set(claim.id, claim);
-    deliver(claim);
-  };
-  const deliver = (claim: Claim) =>
     options
       .deliver(claim)
       .catch((error: unknown) =>
@@ -125,6 +94,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
         takenOver.delete(claim.id);
         slotFreed.notify();
       });
+  };
 
   const gapMs = options.busyClaimGapMs ?? INTAKE_BUSY_CLAIM_GAP_MS;
   let lastClaimAt = Number.NEGATIVE_INFINITY;
@@ -132,8 +102,6 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
   let wokenSinceClaim = 0;
   /** The last claim filled every slot it asked for: more is due, so no gathering until it is drained. */
   let backlog = false;
-  /** Rows written beside their put, this instance's to claim by id, oldest first (wake(besideRow)). */
-  let mine: string[] = [];
 
   const loop = (async () => {
     while (!stopping) {
@@ -158,12 +126,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       lastClaimAt = performance.now();
       wokenSinceClaim = 0;
       try {
-        const asked = mine.slice(0, free);
-        claims = await queue.claimDue(free, asked);
-        // Asked for and not claimed with slots to spare: no longer `accepted` (delivered, or removed).
-        const claimed = new Set(claims.map((claim) => claim.id));
-        const settled = new Set(claims.length < free ? asked : asked.filter((id) => claimed.has(id)));
-        if (settled.size > 0) mine = mine.filter((id) => !settled.has(id));
+        claims = await queue.claimDue(free);
         if (claimFailing) logger.info('delivery queue reachable again');
         claimFailing = false;
       } catch (error) {
@@ -215,36 +178,9 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
     get inFlight() {
       return inFlight.size;
     },
-    wake(besideRow) {
-      if (besideRow !== undefined) {
-        mine.push(besideRow);
-        if (mine.length > MINE_WAITING_MAX) mine.shift();
-      }
+    wake() {
       wokenSinceClaim++;
       woken.notify();
-    },
-    reserve() {
-      if (stopping || freeSlots(intakeBusy()) <= 0) return undefined;
-      reserved++;
-      let settled = false;
-      const settle = () => {
-        if (settled) throw new Error('a delivery slot reservation was settled twice');
-        settled = true;
-        reserved--;
-      };
-      return {
-        leaseUntil: queue.leaseFromNow(),
-        start(claim) {
-          settle();
-          inFlight.set(claim.id, claim);
-          // After the intake's continuation (its reply to the sender), not inside it.
-          setImmediate(() => deliver(claim));
-        },
-        cancel() {
-          settle();
-          slotFreed.notify();
-        },
-      };
     },
     async stop() {
       stopping = true;
@@ -252,8 +188,7 @@ export function startDelivery(options: DeliveryOptions): DeliveryWorkers {
       slotFreed.notify();
       await loop;
       await sweep.stop();
-      // A reservation still open ends in a delivery or a free slot within one statement of the intake.
-      while (inFlight.size > 0 || reserved > 0) await slotFreed.wait();
+      while (inFlight.size > 0) await slotFreed.wait();
       await leaseRenewal.stop();
       logger.info('delivery workers stopped');
     },

@@ -5,101 +5,32 @@ import { AppError } from '../../kernel/errors.ts';
 import { readUpTo } from '../../kernel/read-up-to.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
-import { EXCHANGE_VARIABLES } from '../config.ts';
+import { payloadKey, type AcceptedMessage, type IncomingMessage, type Intake } from '../handoff.ts';
+import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../recent-payloads.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
-import type { Channel, ExchangeTables } from '../tables.ts';
-import type { OutboundStrategyName } from '../outbound/registry.ts';
-import {
-  createEnvelopeAcknowledger,
-  createEnvelopeWriter,
-  deleteNeverAcknowledged,
-  type AcknowledgedEnvelope,
-  type NewEnvelope,
-  type WrittenEnvelope,
-} from './envelope-writer.ts';
+import type { ExchangeTables } from '../tables.ts';
+import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
-import { RECENT_PAYLOAD_MAX, type RecentPayloads } from './recent-payloads.ts';
-import type { Claim } from '../delivery/queue.ts';
-import type { SlotReservation } from '../delivery/worker.ts';
-
-export interface IncomingMessage {
-  channel: Channel;
-  /** Envelope sender; '' for the null sender <>. */
-  sender: string;
-  recipients: string[];
-  payload: Readable | Buffer;
-  /** A bounce we generated ourselves: routed straight to smtp and never bounced again. */
-  isBounce?: boolean;
-  /** The message holds 8-bit data (SMTP: MAIL FROM ... BODY=8BITMIME, RFC 6152): the relay declares it again. */
-  body8bitmime?: boolean;
-  /** The message needs SMTPUTF8 (RFC 6531: UTF-8 addresses or headers): the relay declares it again. */
-  smtputf8?: boolean;
-  /** The id to give the envelope, when the caller needs it before the payload is written (the SMTP
-   * server's Received header names it); a fresh UUID otherwise. */
-  envelopeId?: string;
-}
-
-export interface AcceptedMessage {
-  envelopeId: string;
-  size: number;
-  outbound: OutboundStrategyName[];
-}
 
 /** How long after a message came in the intake counts as busy: a few messages' time at 1 connection. */
 const INTAKE_BUSY_WINDOW_MS = 100;
 
-export const payloadKey = (envelopeId: string) => `exchange/payloads/${envelopeId}`;
-
 /**
- * A message made durable: its payload's size, its bytes when it was read whole, its strategies, and its
- * claim with the slot it is delivered in when its row was born claimed.
+ * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands,
+ * and one way to make a message durable (docs/design.md#durability-of-intake): the payload is stored
+ * first; once it is durable, one batched statement matches the delivery rule and writes the row `accepted`
+ * with its `accepted` and `routed` status rows (createEnvelopeWriter). Only then does accept() resolve, so
+ * the caller acknowledges nothing that is not durable, and no row ever names a payload whose put did not
+ * end. With no matching rule nothing is written, the payload is deleted again, and accept() fails with
+ * RuleStore.match's 503. A message that fails before its acknowledgement loses its payload again; what a
+ * crash leaves behind (a payload without a row) is removed by OrphanPayloadSweep. Failures of either store
+ * are 503 AppErrors (the SMTP handler turns them into 451).
  */
-interface Durable {
-  size: number;
-  bytes?: Buffer;
-  outbound: OutboundStrategyName[];
-  born?: { claim: Claim; slot: SlotReservation };
-  /** A row written beside its payload and not born claimed: only this instance may claim it before its grace. */
-  beside?: boolean;
-}
-
-/**
- * The one door every message enters by (SMTP and JSON alike), in the order docs/design.md#intake demands.
- * Three ways to make a message durable (docs/design.md#durability-of-intake), all of which acknowledge
- * nothing that is not durable and deliver or bounce nothing whose put never ended:
- * - **overlapped**, while at most `overlapLimit` messages are being taken in (INTAKE_OVERLAP_LIMIT; none by
- *   default): the row is written in status `storing`, which nothing claims or bounces, while the payload is
- *   stored; once both are durable one batched UPDATE makes it `accepted` with its first status rows;
- * - **beside the put**, when more are and the message was read whole (INTAKE_BESIDE_PUT_GRACE, 5 s by
- *   default): one batched statement writes the row `accepted` (or born claimed) and `payload_pending` while
- *   the payload is stored; no other instance may claim it until the grace is over, and this instance's
- *   delivery claims it once both are durable (acceptBeside). A message then waits for the slower of its two
- *   writes, not for both one after the other;
- * - **stored first**, otherwise: the payload is stored, then one batched statement writes the row
- *   `accepted` with its status rows. This saves the acknowledgement's statement and commit against the
- *   overlapped way (bench/RESULTS.md, "One commit per message while the intake is busy").
- * Beside the put and stored first, the row is born claimed (`delivering`) when this instance's delivery has
- * a slot free for it (claimAtIntake). Only then does accept() resolve, so the caller acknowledges nothing
- * that is not durable. The delivery rule is matched in the statement that writes the row (see
- * createEnvelopeWriter); with no matching rule nothing is written, the payload is deleted again, and
- * accept() fails with RuleStore.match's 503. A message that fails before its acknowledgement loses its
- * payload and its row again; what a crash leaves behind is removed by AbandonedIntakeSweep (`storing` rows),
- * OrphanPayloadSweep (payloads) and the claim of a row whose payload never came (deliver.ts). Failures of
- * either store are 503 AppErrors (the SMTP handler turns them into 451).
- */
-export class MessageIntake {
+export class MessageIntake implements Intake {
   private readonly writeEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
-  private readonly writeStoredEnvelope: (envelope: NewEnvelope) => Promise<WrittenEnvelope>;
-  private readonly acknowledge: (envelope: AcknowledgedEnvelope) => Promise<boolean>;
-  /** INTAKE_BESIDE_PUT_GRACE above 0: the writer of rows beside their put, and the grace others wait. */
-  private readonly beside?: { write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>; graceMs: number };
-  private readonly acceptedListeners: Array<(besideRow?: string) => void> = [];
-  private reserveSlot: () => SlotReservation | undefined = () => undefined;
-  private readonly overlapLimit: number;
+  private readonly acceptedListeners: Array<() => void> = [];
   private lastIntakeAt = Number.NEGATIVE_INFINITY;
-  /** Messages between the start of accept() and its end. */
-  private inFlight = 0;
 
   constructor(
     private readonly deps: {
@@ -109,21 +40,9 @@ export class MessageIntake {
       logger: Logger;
       /** Keeps small accepted payloads for this instance's delivery. */
       recentPayloads?: RecentPayloads;
-      /** INTAKE_OVERLAP_LIMIT: the most messages in flight at which a message's two writes overlap (its default). */
-      overlapLimit?: number;
-      /**
-       * Write a message's row beside its payload's put (the way `beside`): others may claim the row `graceMs`
-       * after it was written, and an intake slower than that answers 451. Stored first when absent.
-       */
-      beside?: { graceMs: number };
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
-    this.writeStoredEnvelope = createEnvelopeWriter(deps.db, { stored: true });
-    if (deps.beside)
-      this.beside = { write: createEnvelopeWriter(deps.db, { beside: deps.beside }), graceMs: deps.beside.graceMs };
-    this.acknowledge = createEnvelopeAcknowledger(deps.db);
-    this.overlapLimit = deps.overlapLimit ?? Number(EXCHANGE_VARIABLES.intakeOverlapLimit.default);
   }
 
   /** Whether a message came in during the last INTAKE_BUSY_WINDOW_MS (delivery then keeps to its share). */
@@ -139,6 +58,8 @@ export class MessageIntake {
       throw storageError(message.payload.errored ?? new Error('The message stream was closed before it was stored'));
     }
     const envelopeId = message.envelopeId ?? randomUUID();
+    const body = await crlfBody(message.payload);
+    const { size, bytes } = await this.storePayload(payloadKey(envelopeId), body);
     const envelope: NewEnvelope = {
       id: envelopeId,
       channel: message.channel,
@@ -149,163 +70,21 @@ export class MessageIntake {
       isBounce: message.isBounce ?? false,
       body8bitmime: message.body8bitmime ?? false,
       smtputf8: message.smtputf8 ?? false,
+      size,
+      acceptedDetail: acceptedDetail(message, size),
     };
-    this.inFlight++;
-    try {
-      const { size, bytes, outbound, born, beside } =
-        this.inFlight <= this.overlapLimit
-          ? await this.acceptOverlapped(message, envelope)
-          : await this.acceptNotOverlapped(message, envelope);
-      if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
-      if (born) born.slot.start(born.claim);
-      else for (const listener of this.acceptedListeners) listener(beside ? envelopeId : undefined);
-      return { envelopeId, size, outbound };
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  /** Beside the put when that way is on and the message was read whole; else stored first. */
-  private async acceptNotOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
-    const body = await crlfBody(message.payload);
-    return Buffer.isBuffer(body) && this.beside
-      ? this.acceptBeside(message, envelope, body, this.beside)
-      : this.acceptStoredFirst(message, envelope, body);
-  }
-
-  /** The payload's put and the `storing` row's insert at the same time, then the acknowledgement. */
-  private async acceptOverlapped(message: IncomingMessage, envelope: NewEnvelope): Promise<Durable> {
-    const { id: envelopeId, payloadKey: key } = envelope;
-    const [stored, row] = await Promise.allSettled([
-      crlfBody(message.payload).then((body) => this.storePayload(key, body)),
-      this.writeEnvelope(envelope),
-    ]);
-    if (stored.status === 'rejected') {
-      if (row.status === 'fulfilled' && row.value) await this.forgetRow(envelopeId);
-      throw stored.reason;
-    }
-    const { size, bytes } = stored.value;
-    if (row.status === 'rejected') return this.writeFailed(row.reason, envelope);
-    const written = row.value ?? (await this.writeAfterNoRule(message, envelope, this.writeEnvelope));
-
-    let acknowledged: boolean;
-    try {
-      acknowledged = await this.acknowledge({
-        id: envelopeId,
-        size,
-        acceptedDetail: acceptedDetail(message, size),
-        routedDetail: written.routedDetail,
-      });
-    } catch (error) {
-      // The payload goes only if the row certainly stayed `storing`. Otherwise (the connection lost,
-      // perhaps after the commit) deleting it could leave an accepted envelope without payload, which
-      // would bounce a message whose sender got 451 and sent again; if the row stayed `storing`,
-      // AbandonedIntakeSweep removes both later.
-      if (statementRolledBack(error))
-        await Promise.all([this.deletePayload(key, envelopeId), this.forgetRow(envelopeId)]);
-      else
-        this.deps.logger.warn(
-          { err: error, envelopeId, key, step: 'acknowledge' },
-          'envelope write failed with its outcome unknown; the payload stays for the sweeps',
-        );
-      databaseUnavailable(error);
-    }
-    if (!acknowledged) {
-      // The row was removed as abandoned (an intake slower than the sweep's grace): nothing was promised.
-      await this.deletePayload(key, envelopeId);
-      throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
-    }
-    return { size, bytes, outbound: written.outbound };
+    const written =
+      (await this.writeEnvelope(envelope).catch((error: unknown) => this.writeFailed(error, envelope))) ??
+      (await this.writeAfterNoRule(message, envelope));
+    if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
+    for (const listener of this.acceptedListeners) listener();
+    return { envelopeId, size, outbound: written.outbound };
   }
 
   /**
-   * The payload first; once it is durable, the row `accepted` with its status rows, in one statement. When
-   * this instance's delivery has a slot free, the row is born claimed instead (claimAtIntake).
-   */
-  private async acceptStoredFirst(
-    message: IncomingMessage,
-    envelope: NewEnvelope,
-    body: Readable | Buffer,
-  ): Promise<Durable> {
-    const { size, bytes } = await this.storePayload(envelope.payloadKey, body);
-    // Reserved only now: the slot is not held while the payload is being stored.
-    const slot = this.reserveSlot();
-    const stored: NewEnvelope = {
-      ...envelope,
-      stored: { size, acceptedDetail: acceptedDetail(message, size) },
-      bornLeaseUntil: slot?.leaseUntil,
-    };
-    let written: NonNullable<WrittenEnvelope>;
-    try {
-      written =
-        (await this.writeStoredEnvelope(stored).catch((error: unknown) => this.writeFailed(error, envelope))) ??
-        (await this.writeAfterNoRule(message, stored, this.writeStoredEnvelope));
-    } catch (error) {
-      slot?.cancel();
-      throw error;
-    }
-    if (slot && !written.claim) slot.cancel();
-    const born = slot && written.claim ? { claim: written.claim, slot } : undefined;
-    return { size, bytes, outbound: written.outbound, born };
-  }
-
-  /**
-   * The payload's put and, beside it, the row's statement, written `accepted` (or born claimed when a slot is
-   * free) and `payload_pending`: due only `graceMs` after it was written, so that no other instance claims it
-   * while the put may still be under way. Once both are durable within the grace, the sender may be told
-   * 250/202, and the row is claimed by this instance's delivery (onAccepted, with its id) or delivered in its
-   * slot: no second statement. When the put fails or takes longer than the grace, the row goes again (a claim
-   * after the grace that finds no payload drops it too, never bouncing it) and the sender gets 451/503.
-   */
-  private async acceptBeside(
-    message: IncomingMessage,
-    envelope: NewEnvelope,
-    body: Buffer,
-    { write, graceMs }: NonNullable<MessageIntake['beside']>,
-  ): Promise<Durable> {
-    const { id: envelopeId, payloadKey: key } = envelope;
-    const size = body.length;
-    // Before the slot's lease is taken and before the row's now(): both then end no sooner than the grace.
-    const started = performance.now();
-    const slot = this.reserveSlot();
-    const row: NewEnvelope = {
-      ...envelope,
-      stored: { size, acceptedDetail: acceptedDetail(message, size) },
-      bornLeaseUntil: slot?.leaseUntil,
-    };
-    const [stored, written] = await Promise.allSettled([this.storePayload(key, body), write(row)]);
-    const claim = written.status === 'fulfilled' ? written.value?.claim : undefined;
-    const inTime = performance.now() - started < graceMs;
-    if (slot && !(claim && stored.status === 'fulfilled' && inTime)) slot.cancel();
-    if (stored.status === 'rejected') {
-      if (written.status === 'fulfilled' && written.value) await this.forgetPendingRow(envelopeId);
-      throw stored.reason;
-    }
-    if (written.status === 'rejected') return this.writeFailed(written.reason, envelope);
-    if (!inTime) {
-      // Another instance may have claimed the row, found no payload yet and dropped it: nothing is promised.
-      await Promise.all([this.deletePayload(key, envelopeId), this.forgetPendingRow(envelopeId)]);
-      throw new AppError('unavailable', 503, 'The message took too long to store; try again later');
-    }
-    if (!written.value) {
-      // No rule matched; the payload is durable now, so a second try writes the row as stored first does.
-      const again = await this.writeAfterNoRule(
-        message,
-        { ...row, bornLeaseUntil: undefined },
-        this.writeStoredEnvelope,
-      );
-      return { size, bytes: body, outbound: again.outbound };
-    }
-    const { outbound } = written.value;
-    if (slot && claim) return { size, bytes: body, outbound, born: { claim, slot } };
-    return { size, bytes: body, outbound, beside: true };
-  }
-
-  /**
-   * A row's statement failed, its payload stored. Whether or not it was committed, a `storing` row is never
-   * claimed and is removed with its payload by AbandonedIntakeSweep. An `accepted` one is delivered. So the
-   * payload goes only when the statement certainly rolled back; when the outcome is unknown (the
-   * connection lost) it stays for that sweep, or for OrphanPayloadSweep if no row came.
+   * A row's statement failed, its payload stored. If it was committed, the row is delivered; so the payload
+   * goes only when the statement certainly rolled back. When the outcome is unknown (the connection lost) it
+   * stays: delivered if the row came, else removed by OrphanPayloadSweep.
    */
   private async writeFailed(error: unknown, envelope: NewEnvelope): Promise<never> {
     const { id: envelopeId, payloadKey: key } = envelope;
@@ -313,7 +92,7 @@ export class MessageIntake {
     else
       this.deps.logger.warn(
         { err: error, envelopeId, key, step: 'insert' },
-        'envelope write failed with its outcome unknown; the payload stays for the sweeps',
+        'envelope write failed with its outcome unknown; the payload stays for the orphan sweep',
       );
     databaseUnavailable(error);
   }
@@ -325,12 +104,11 @@ export class MessageIntake {
   private async writeAfterNoRule(
     message: IncomingMessage,
     envelope: NewEnvelope,
-    write: (envelope: NewEnvelope) => Promise<WrittenEnvelope>,
   ): Promise<NonNullable<WrittenEnvelope>> {
     let written: WrittenEnvelope;
     try {
       await this.route(message);
-      written = await write(envelope);
+      written = await this.writeEnvelope(envelope);
     } catch (error) {
       await this.deletePayload(envelope.payloadKey, envelope.id);
       databaseUnavailable(error);
@@ -361,34 +139,6 @@ export class MessageIntake {
     }
   }
 
-  /** Removes the `storing` row of an intake that failed; if that fails too, AbandonedIntakeSweep will. */
-  private async forgetRow(envelopeId: string): Promise<void> {
-    await this.deps.db
-      .deleteFrom('envelopes')
-      .where('id', '=', envelopeId)
-      .where('status', '=', 'storing')
-      .execute()
-      .catch((error: unknown) => {
-        this.deps.logger.warn(
-          { err: error, envelopeId },
-          'could not delete the row of an intake that failed; the abandoned-intake sweep will',
-        );
-      });
-  }
-
-  /**
-   * Removes the row (and its status rows) of an intake beside its put that failed or was too slow, while it is
-   * still `payload_pending`; if that fails, a claim after the grace finds no payload and drops it.
-   */
-  private async forgetPendingRow(envelopeId: string): Promise<void> {
-    await deleteNeverAcknowledged(this.deps.db, envelopeId).catch((error: unknown) => {
-      this.deps.logger.warn(
-        { err: error, envelopeId },
-        'could not delete the row of an intake that failed; a claim after its grace will',
-      );
-    });
-  }
-
   private async deletePayload(key: string, envelopeId: string): Promise<void> {
     await this.deps.objects.delete(key).catch((cleanupError: unknown) => {
       this.deps.logger.error(
@@ -399,23 +149,11 @@ export class MessageIntake {
   }
 
   /**
-   * Called after each message is durable (payload stored, envelope acknowledged) and due for a claim, before
-   * accept() resolves; not for one born claimed (claimAtIntake), which is in delivery already. A row written
-   * beside its put comes with its id: due for this instance's claim (EnvelopeQueue.claimDue's `mine`), and
-   * for others' only after its grace.
+   * Called after each message is durable (payload stored, envelope row written) and due for a claim, before
+   * accept() resolves: this instance's delivery claims it at once rather than at its next poll.
    */
-  onAccepted(listener: (besideRow?: string) => void): void {
+  onAccepted(listener: () => void): void {
     this.acceptedListeners.push(listener);
-  }
-
-  /**
-   * This instance's delivery (DeliveryWorkers.reserve): a message stored first is written already claimed
-   * while a slot is free, and delivered in it, which saves its claim, a statement that updates the row and
-   * writes its `delivering` status row (docs/design.md#delivery). What a crash then leaves is what it leaves
-   * of any claim: the lease runs out and another worker takes the envelope over.
-   */
-  claimAtIntake(reserve: () => SlotReservation | undefined): void {
-    this.reserveSlot = reserve;
   }
 
   /**

@@ -8,7 +8,7 @@ import { OrphanPayloadSweep } from '../delivery/orphans.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
-import { payloadKey } from './accept.ts';
+import { payloadKey } from '../handoff.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
 import { payloadCount, payloadKeys, readObject } from '../../../test/support/exchange-delivery.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';

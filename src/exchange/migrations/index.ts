@@ -6,6 +6,7 @@ import * as m0004 from './0004_mail_parameters.ts';
 import * as m0005 from './0005_storing_index.ts';
 import * as m0006 from './0006_lean_status_history.ts';
 import * as m0007 from './0007_payload_pending.ts';
+import * as m0008 from './0008_one_way_in.ts';
 
 /** The exchange schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_storing_index': m0005,
   '0006_lean_status_history': m0006,
   '0007_payload_pending': m0007,
+  '0008_one_way_in': m0008,
 };

@@ -46,8 +46,6 @@ export class QueueView {
         eb.fn.countAll<string>().as('count'),
         sql<number>`extract(epoch from ${new Date(this.clock.now())}::timestamptz - min(created_at))`.as('oldest'),
       ])
-      // Rows of intakes still storing their payload are not mail taken yet.
-      .where('status', '!=', 'storing')
       .groupBy('status')
       .execute();
     return rows.map((row) => ({
