@@ -9,7 +9,7 @@ import { EXCHANGE_VARIABLES } from '../config.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
-import type { OutboundStrategyName } from '../outbound/registry.ts';
+import type { OutboundStrategyName } from '../outbound/strategy-names.ts';
 import {
   createEnvelopeAcknowledger,
   createEnvelopeWriter,

@@ -4,7 +4,7 @@ import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { firstMatchingRule } from '../rules/match.ts';
 import type { Claim } from '../delivery/queue.ts';
 import type { Channel, EnvelopeStatus, ExchangeTables } from '../tables.ts';
-import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
+import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/strategy-names.ts';
 
 /** A message being taken in: its envelope row is written while its payload is stored, or once it is. */
 export interface NewEnvelope {

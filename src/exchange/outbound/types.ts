@@ -111,7 +111,7 @@ export interface OutboundStrategyDefinition<Name extends string = string> {
   create(context: OutboundContext): OutboundStrategy;
 }
 
-/** Keeps the literal name, from which registry.ts derives OutboundStrategyName. */
+/** Keeps the literal name, which registry.ts checks against OutboundStrategyName. */
 export function defineOutboundStrategy<const Name extends string>(
   definition: OutboundStrategyDefinition<Name>,
 ): OutboundStrategyDefinition<Name> {
