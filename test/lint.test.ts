@@ -48,6 +48,27 @@ describe('npm run lint (Biome, recommended rules, biome.jsonc)', () => {
     }
   });
 
+  it('fails on an import circle, though both of its imports are `import type`', async () => {
+    const dir = await mkdtemp(join(ROOT, 'test/.lint-probe-'));
+    try {
+      const room = join(dir, 'room.ts');
+      const other = join(dir, 'other-room.ts');
+      await writeFile(
+        room,
+        "import type { OtherRoom } from './other-room.ts';\n\nexport interface Room {\n  next: OtherRoom;\n}\n",
+      );
+      await writeFile(
+        other,
+        "import type { Room } from './room.ts';\n\nexport interface OtherRoom {\n  back: Room;\n}\n",
+      );
+      const result = await lint([room, other]);
+      assert.notEqual(result.code, 0, result.output);
+      assert.match(result.output, /noImportCycles/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('fails on code the formatter would change', async () => {
     const dir = await mkdtemp(join(ROOT, 'test/.lint-probe-'));
     try {

@@ -1,13 +1,12 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Clock } from '../kernel/clock.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { DraftAttachments } from './attachments/upload.ts';
 import type { PendingCodes } from './codes/pending-codes.ts';
 import type { RefusalLimit, SendLimit } from './codes/limits.ts';
 import type { AuthMetrics } from './metrics.ts';
-import type { DraftStore } from './drafts/store.ts';
+import type { DraftStore, ExpectedVersion } from './drafts/store.ts';
 import type { SignInMethod } from './methods/method.ts';
-import type { ReplySender } from './replies/send.ts';
 import type { SealClient } from './seal/client.ts';
 import type { RecipientDirectory } from './seal/recipients.ts';
 import type { MobileChangeNotices } from './mobile/notices.ts';
@@ -40,7 +39,7 @@ export interface AuthContext {
   /** Replying: drafts, their files (upload checks, object store) and sending through the exchange engine. */
   drafts: DraftStore;
   attachments: DraftAttachments;
-  replies: ReplySender;
+  replies: ReplySending;
   /** Numbers the reader page shows (GET /v1/config), in seconds where they are times. */
   settings: {
     codeExpiresInSeconds: number;
@@ -69,6 +68,34 @@ declare module 'fastify' {
 export interface SignedInSession extends LoadedSession {
   messageId: string;
   email: string;
+}
+
+export interface ReplyInput {
+  text: string;
+  html?: string;
+  bcc?: string;
+}
+
+export interface SentReply {
+  envelopeId: string;
+  messageId: string;
+  files: number;
+  /** The reply's version after it was marked sent (for the ETag header). */
+  version?: number;
+}
+
+/**
+ * Sending a reply, as the routes call it. Declared here rather than taken from its class
+ * (replies/send.ts) because the sender works on a SignedInSession: the feature depends on the context,
+ * never the reverse.
+ */
+export interface ReplySending {
+  send(
+    session: SignedInSession,
+    input: ReplyInput,
+    log: FastifyBaseLogger,
+    expected?: ExpectedVersion,
+  ): Promise<SentReply>;
 }
 
 export async function requireSignedIn(

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { OutboundStrategyName } from './outbound/registry.ts';
+import type { OutboundStrategyName } from './outbound/strategy-names.ts';
 import type { Channel } from './tables.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
-import type { OutboundStrategyName } from './outbound/registry.ts';
+import type { OutboundStrategyName } from './outbound/strategy-names.ts';
 
 /** The exchange schema (PostgreSQL schema `exchange`), as Kysely sees it. */
 export interface ExchangeTables {

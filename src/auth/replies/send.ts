@@ -4,27 +4,13 @@ import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { DraftAttachments } from '../attachments/upload.ts';
-import type { SignedInSession } from '../context.ts';
+import type { ReplyInput, ReplySending, SentReply, SignedInSession } from '../context.ts';
 import type { DraftStore, ExpectedVersion } from '../drafts/store.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
 import type { SealClient } from '../seal/client.ts';
 import { emailKey, type RecipientDirectory } from '../seal/recipients.ts';
 import { composeReply, originalHeaders } from './compose.ts';
 import { replyIdentity, type ReplyFromSettings } from './identity.ts';
-
-export interface ReplyInput {
-  text: string;
-  html?: string;
-  bcc?: string;
-}
-
-export interface SentReply {
-  envelopeId: string;
-  messageId: string;
-  files: number;
-  /** The reply's version after it was marked sent (for the ETag header). */
-  version?: number;
-}
 
 /**
  * Sending a reply (POST /v1/message/reply): the text is saved into the draft first, before anything is
@@ -41,7 +27,7 @@ export interface SentReply {
  * them raises it, the other's fails. A refusal or failure after the first save carries the version the
  * reply has then (ETag), so the client can send again without a conflict of its own making.
  */
-export class ReplySender {
+export class ReplySender implements ReplySending {
   constructor(
     private readonly deps: {
       drafts: DraftStore;

@@ -4,7 +4,7 @@ import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../recent-payloads.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
-import type { OutboundStrategyName } from '../outbound/registry.ts';
+import type { OutboundStrategyName } from '../outbound/strategy-names.ts';
 import {
   DeliveryError,
   X_DIAGNOSTIC,

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../../kernel/clock.ts';
 import { compileOnce, compileOnceWith } from '../../kernel/db/compile-once.ts';
 import { everyColumn } from '../../kernel/db/prepared.ts';
 import type { BounceReport, Envelope, EnvelopeStatus, ExchangeTables } from '../tables.ts';
-import type { OutboundStrategyName } from '../outbound/registry.ts';
+import type { OutboundStrategyName } from '../outbound/strategy-names.ts';
 
 /** Every column of an envelope, named: the claim is a prepared statement, so never `envelopes.*` (everyColumn). */
 const ENVELOPE_COLUMNS = everyColumn<Envelope>()([

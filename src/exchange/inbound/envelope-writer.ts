@@ -3,7 +3,7 @@ import { Batcher, isDataError } from '../../kernel/batcher.ts';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { firstMatchingRule } from '../rules/match.ts';
 import type { Channel, ExchangeTables } from '../tables.ts';
-import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/registry.ts';
+import { BOUNCE_STRATEGY, type OutboundStrategyName } from '../outbound/strategy-names.ts';
 
 /** A message being taken in: its envelope row, written once its payload is durable. */
 export interface NewEnvelope {

@@ -7,42 +7,8 @@ import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import SMTPPool from 'nodemailer/lib/smtp-pool';
 import { installDotStuffing } from './dot-stuffing.ts';
-import { probeRelay, type RelayCapabilities } from './relay-capabilities.ts';
-import { DeliveryError, type FailedRecipient } from './types.ts';
-
-/** A message as it goes out: the SMTP envelope and the raw bytes, never re-encoded. */
-export interface OutgoingMail {
-  /** MAIL FROM; '' sends the null sender `<>` (bounces). */
-  envelope: { from: string; to: string[] };
-  raw: Readable | Buffer;
-  /** MAIL FROM ... BODY=8BITMIME (RFC 6152), when the relay offers it. */
-  use8BitMime?: boolean;
-  /** MAIL FROM ... SMTPUTF8 (RFC 6531), when the relay offers it. */
-  smtputf8?: boolean;
-}
-
-export interface SendReport {
-  accepted: string[];
-  /** Recipients the relay refused while it accepted others (all refused is a DeliveryError). */
-  rejected: FailedRecipient[];
-  /** The relay's final reply, or the outbox file written. */
-  response: string;
-}
-
-/**
- * Where outbound mail goes — the relayed messages of the smtp strategy, the seal strategy's notifications, and
- * (through the queue) bounces: the relay at OUTBOUND_SMTP_URL, or, when it is unset (the embedded
- * default), `.eml` files in `$SEALPOST_DATA_DIR/outbox`. Failures are DeliveryErrors.
- */
-export interface MailTransport {
-  readonly kind: 'relay' | 'outbox';
-  /** For logs: the relay's address without credentials, or the outbox folder. */
-  readonly description: string;
-  send(mail: OutgoingMail): Promise<SendReport>;
-  /** What the relay offers of 8BITMIME and SMTPUTF8 (the outbox takes anything). */
-  capabilities(): Promise<RelayCapabilities>;
-  close(): Promise<void>;
-}
+import { probeRelay } from './relay-capabilities.ts';
+import { DeliveryError, type MailTransport, type OutgoingMail, type RelayCapabilities } from './types.ts';
 
 export function createMailTransport(options: {
   outboundSmtpUrl: string | undefined;

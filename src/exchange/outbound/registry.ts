@@ -1,21 +1,23 @@
 import { sealStrategy } from './seal.ts';
 import { smtpStrategy } from './smtp.ts';
+import type { OutboundStrategyName } from './strategy-names.ts';
 import type { OutboundContext, OutboundStrategy, OutboundStrategyDefinition } from './types.ts';
 
 /**
  * Every outbound strategy Sealpost ships, and the only list of them: the rule schema's allowed values
- * and `maxItems`, the OpenAPI text and OutboundStrategyName all come from it. A new strategy is a file
- * in this folder and a line here (docs/decisions.md "Extending Sealpost: a new outbound strategy").
+ * and `maxItems` and the OpenAPI text come from it. A new strategy is a file in this folder and a line
+ * here (docs/decisions.md "Extending Sealpost: a new outbound strategy"), and its name in
+ * strategy-names.ts: keyed by those names, the list fails to compile with one missing, extra or misnamed.
  */
-export const OUTBOUND_STRATEGIES = [sealStrategy, smtpStrategy] as const;
+const SHIPPED: { readonly [Name in OutboundStrategyName]: OutboundStrategyDefinition<Name> } = {
+  seal: sealStrategy,
+  smtp: smtpStrategy,
+};
 
-export type OutboundStrategyName = (typeof OUTBOUND_STRATEGIES)[number]['name'];
+export const OUTBOUND_STRATEGIES = Object.values(SHIPPED);
 
 /** The strategies an exchange runs with: the shipped ones, unless the service was given others (tests). */
 export type OutboundRegistry = readonly OutboundStrategyDefinition[];
-
-/** Bounces take no rule: they go back to the sender by this strategy. */
-export const BOUNCE_STRATEGY: OutboundStrategyName = 'smtp';
 
 export const strategyNames = (registry: OutboundRegistry): string[] => registry.map((definition) => definition.name);
 

@@ -1,11 +1,5 @@
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
-
-export interface RelayCapabilities {
-  /** RFC 6152: the relay takes 8-bit message bodies. */
-  eightBitMime: boolean;
-  /** RFC 6531: the relay takes UTF-8 addresses and headers. */
-  smtpUtf8: boolean;
-}
+import type { RelayCapabilities } from './types.ts';
 
 /**
  * What the relay offers in its EHLO answer, asked once on a connection of its own. nodemailer

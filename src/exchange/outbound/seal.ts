@@ -3,7 +3,6 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import type { MailTransport } from './mail-transport.ts';
 import { composeNotification } from './notification.ts';
 import { SealClient } from './seal-client.ts';
 import {
@@ -11,6 +10,7 @@ import {
   X_DIAGNOSTIC,
   defineOutboundStrategy,
   type FailedRecipient,
+  type MailTransport,
   type OutboundStrategy,
 } from './types.ts';
 

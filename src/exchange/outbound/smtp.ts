@@ -1,8 +1,13 @@
 import type { DkimSigner } from '../../kernel/dkim.ts';
-import type { MailTransport } from './mail-transport.ts';
 import { relayMessage } from './relay-message.ts';
 import { SevenBitImpossible } from './seven-bit.ts';
-import { DeliveryError, X_DIAGNOSTIC, defineOutboundStrategy, type OutboundStrategy } from './types.ts';
+import {
+  DeliveryError,
+  X_DIAGNOSTIC,
+  defineOutboundStrategy,
+  type MailTransport,
+  type OutboundStrategy,
+} from './types.ts';
 
 export const smtpStrategy = defineOutboundStrategy({
   name: 'smtp',

@@ -4,7 +4,6 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ExchangeConfig } from '../config.ts';
 import type { BounceReport, Envelope } from '../tables.ts';
-import type { MailTransport } from './mail-transport.ts';
 
 export type FailedRecipient = BounceReport['recipients'][number];
 
@@ -44,6 +43,48 @@ export interface OutboundStrategy {
   deliver(envelope: Envelope, openPayload: OpenPayload): Promise<OutboundResult | void>;
 }
 
+/** A message as it goes out: the SMTP envelope and the raw bytes, never re-encoded. */
+export interface OutgoingMail {
+  /** MAIL FROM; '' sends the null sender `<>` (bounces). */
+  envelope: { from: string; to: string[] };
+  raw: Readable | Buffer;
+  /** MAIL FROM ... BODY=8BITMIME (RFC 6152), when the relay offers it. */
+  use8BitMime?: boolean;
+  /** MAIL FROM ... SMTPUTF8 (RFC 6531), when the relay offers it. */
+  smtputf8?: boolean;
+}
+
+export interface SendReport {
+  accepted: string[];
+  /** Recipients the relay refused while it accepted others (all refused is a DeliveryError). */
+  rejected: FailedRecipient[];
+  /** The relay's final reply, or the outbox file written. */
+  response: string;
+}
+
+/**
+ * Where outbound mail goes — the relayed messages of the smtp strategy, the seal strategy's notifications, and
+ * (through the queue) bounces: the relay at OUTBOUND_SMTP_URL, or, when it is unset (the embedded
+ * default), `.eml` files in `$SEALPOST_DATA_DIR/outbox`. Failures are DeliveryErrors.
+ * Declared here, below its two kinds (mail-transport.ts), because every strategy is built with one.
+ */
+export interface MailTransport {
+  readonly kind: 'relay' | 'outbox';
+  /** For logs: the relay's address without credentials, or the outbox folder. */
+  readonly description: string;
+  send(mail: OutgoingMail): Promise<SendReport>;
+  /** What the relay offers of 8BITMIME and SMTPUTF8 (the outbox takes anything). */
+  capabilities(): Promise<RelayCapabilities>;
+  close(): Promise<void>;
+}
+
+export interface RelayCapabilities {
+  /** RFC 6152: the relay takes 8-bit message bodies. */
+  eightBitMime: boolean;
+  /** RFC 6531: the relay takes UTF-8 addresses and headers. */
+  smtpUtf8: boolean;
+}
+
 /**
  * What a strategy is built from, once per engine instance: the configuration, and what strategies share
  * rather than open each for themselves (one relay connection pool, one DKIM key).
@@ -70,7 +111,7 @@ export interface OutboundStrategyDefinition<Name extends string = string> {
   create(context: OutboundContext): OutboundStrategy;
 }
 
-/** Keeps the literal name, from which registry.ts derives OutboundStrategyName. */
+/** Keeps the literal name, which registry.ts checks against OutboundStrategyName. */
 export function defineOutboundStrategy<const Name extends string>(
   definition: OutboundStrategyDefinition<Name>,
 ): OutboundStrategyDefinition<Name> {
