@@ -4,7 +4,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../cli/config.ts';
 import { ConfigError } from './config.ts';
 import { DkimSigner } from './dkim.ts';
 
