@@ -27,5 +27,5 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /var/lib/sealpost && chown node:node /var/lib/sealpost
 USER node
 EXPOSE 8081 8082 8083 2525
-ENTRYPOINT ["node", "dist/server/cli.js"]
+ENTRYPOINT ["node", "dist/server/cli/main.js"]
 CMD ["start", "exchange"]

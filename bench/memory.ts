@@ -244,7 +244,7 @@ for (const [nodeOptions, built] of [
   ['--max-semi-space-size=2', true],
 ] as const) {
   const run = await uploadRun(nodeOptions, built);
-  const server = built ? 'node dist/server/cli.js' : 'bin/sealpost.js through tsx';
+  const server = built ? 'node dist/server/cli/main.js' : 'bin/sealpost.js through tsx';
   const flags = `${server}${nodeOptions ? `, NODE_OPTIONS=${nodeOptions}` : ''}`;
   console.log(
     `${mib} MiB upload  auth (${flags}) RSS ${run.idle.toFixed(0)} MB before, ` +

@@ -23,8 +23,8 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
       cwd: ROOT,
     });
-    const start = await readFile(join(ROOT, 'dist/server/start.js'), 'utf8');
-    assert.match(start, /import\(['"]\.\/auth\/service\.js['"]\)/, 'lazy service imports rewritten too');
+    const start = await readFile(join(ROOT, 'dist/server/cli/start.js'), 'utf8');
+    assert.match(start, /import\(['"]\.\.\/auth\/service\.js['"]\)/, 'lazy service imports rewritten too');
     const files = (await readdir(join(ROOT, 'dist/server'), { recursive: true })).filter((f) => f.endsWith('.js'));
     assert.ok(files.length > 50, `${files.length} files`);
     assert.ok(!files.some((f) => f.endsWith('.test.js')), 'no tests in the build');

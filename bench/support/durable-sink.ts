@@ -16,7 +16,7 @@ import { Batcher } from '../../src/kernel/batcher.ts';
 import { loadSharedConfig } from '../../src/kernel/config.ts';
 import { compileOnce } from '../../src/kernel/db/compile-once.ts';
 import { INTAKE_BATCHES } from '../../src/exchange/inbound/envelope-writer.ts';
-import { openStores } from '../../src/start.ts';
+import { openStores } from '../../src/cli/start.ts';
 import { BARE_SMTP_OPTIONS } from './bare-smtp-options.ts';
 
 const problems: string[] = [];

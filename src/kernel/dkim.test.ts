@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../cli/config.ts';
 import { ConfigError } from './config.ts';
 import { DkimSigner } from './dkim.ts';
 

@@ -6,7 +6,7 @@ import { freePort } from './ports.ts';
 
 export const SEALPOST_BIN = fileURLToPath(new URL('../../bin/sealpost.js', import.meta.url));
 /** The compiled server of `npm run build`, run by plain node (what the Dockerfile runs). */
-export const SEALPOST_BUILT = fileURLToPath(new URL('../../dist/server/cli.js', import.meta.url));
+export const SEALPOST_BUILT = fileURLToPath(new URL('../../dist/server/cli/main.js', import.meta.url));
 
 export interface SealpostProcess {
   child: ChildProcess;

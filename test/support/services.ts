@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../../src/kernel/clock.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/cli/config.ts';
 import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/index.ts';
 import { createLogger, type Logger } from '../../src/kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../cli/config.ts';
 import { detectType, ForbiddenTypes, TYPE_SAMPLE_SIZE } from './file-type.ts';
 
 /** ATTACHMENT_FORBIDDEN_TYPES as shipped. */

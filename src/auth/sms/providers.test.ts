@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../cli/config.ts';
 import { ConfigError } from '../../kernel/config.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { assertError } from '../../../test/support/auth-assert.ts';

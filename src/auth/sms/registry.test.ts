@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../cli/config.ts';
 import { ConfigError } from '../../kernel/config.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { choices } from '../../kernel/parsers.ts';

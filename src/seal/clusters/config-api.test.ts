@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../cli/config.ts';
 import { openDatabase } from '../../kernel/db/index.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { QueuedEnvelope, QueueSummary } from './exchange/queue/view.ts';
+import type { QueuedEnvelope, QueueSummary } from '../exchange/queue/view.ts';
 import type { Config } from './config.ts';
 
 /**

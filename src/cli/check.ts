@@ -4,12 +4,12 @@ import { connect } from 'node:net';
 import { constants } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { ClamdClient } from './auth/clamd/client.ts';
-import { ClusterClient } from './seal/clusters/client.ts';
-import { probeRelay } from './exchange/outbound/relay-capabilities.ts';
+import { ClamdClient } from '../auth/clamd/client.ts';
+import { ClusterClient } from '../seal/clusters/client.ts';
+import { probeRelay } from '../exchange/outbound/relay-capabilities.ts';
 import type { Config } from './config.ts';
-import { openDatabase } from './kernel/db/index.ts';
-import { createObjectStore } from './kernel/objects/index.ts';
+import { openDatabase } from '../kernel/db/index.ts';
+import { createObjectStore } from '../kernel/objects/index.ts';
 
 /** How long one check may take before it counts as failed. */
 const CHECK_TIMEOUT_MS = 10_000;

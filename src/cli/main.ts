@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig, variablesJson, variablesMarkdown, type Config } from './config.ts';
-import { ConfigError, SERVICE_NAMES, type ServiceName } from './kernel/variables.ts';
-import { clockFor } from './kernel/clock.ts';
-import { createLogger } from './kernel/logger.ts';
-import { keepGeneratedAdminToken } from './queue-command.ts';
+import { ConfigError, SERVICE_NAMES, type ServiceName } from '../kernel/variables.ts';
+import { clockFor } from '../kernel/clock.ts';
+import { createLogger } from '../kernel/logger.ts';
+import { keepGeneratedAdminToken } from './queue.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
 
 const CHECK_HELP = 'try every dependency (database, object store, IPFS, relay, SMS, clamd); exit 1 if one fails';
@@ -37,9 +37,9 @@ function commandHelp(command: string): string | undefined {
     .join('\n  ')}\n`;
 }
 
-/** The version in package.json, found next to the source (src/) or the build (dist/server/). */
+/** The version in package.json, found above the source (src/cli/) or the build (dist/server/cli/). */
 function version(): string {
-  for (const path of ['../package.json', '../../package.json']) {
+  for (const path of ['../../package.json', '../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as {
         name?: string;
@@ -74,11 +74,11 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate':
       return migrateOnly();
     case 'check': {
-      const { checkCommand } = await import('./check-command.ts');
+      const { checkCommand } = await import('./check.ts');
       return checkCommand(readConfig(['seal', 'exchange', 'auth']), process.stdout);
     }
     case 'queue': {
-      const { queueCommand } = await import('./queue-command.ts');
+      const { queueCommand } = await import('./queue.ts');
       try {
         return await queueCommand(readConfig(['exchange']), rest, process.stdout);
       } catch (error) {
@@ -88,14 +88,14 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'smtp-user':
       if (rest[0] === 'add' && rest[1] !== undefined && rest.length === 2) {
-        const { smtpUserAdd } = await import('./smtp-user-command.ts');
+        const { smtpUserAdd } = await import('./smtp-user.ts');
         return smtpUserAdd(rest[1]);
       }
       process.stderr.write('Usage: sealpost smtp-user add NAME\n');
       return 2;
     case 'dkim-key':
       if (rest[0] === 'generate') {
-        const { dkimKeyGenerate } = await import('./dkim-key-command.ts');
+        const { dkimKeyGenerate } = await import('./dkim-key.ts');
         return dkimKeyGenerate(rest.slice(1));
       }
       process.stderr.write(
@@ -115,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     case 'devstack':
       if (rest[0] === 'ipfs-cluster') {
-        const { runIpfsClusterStandIn } = await import('./devstack/ipfs-cluster/index.ts');
+        const { runIpfsClusterStandIn } = await import('../devstack/ipfs-cluster/index.ts');
         await runIpfsClusterStandIn(rest.slice(1));
         return 0;
       }

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig, variableRows, variablesMarkdown, configurationDoc } from './config.ts';
-import { ConfigError, type LoadOptions } from './kernel/config.ts';
-import { durationToMs, parseDuration } from './kernel/duration.ts';
+import { ConfigError, type LoadOptions } from '../kernel/config.ts';
+import { durationToMs, parseDuration } from '../kernel/duration.ts';
 
 /** Durations are read once, into milliseconds. */
 const ms = (duration: string) => durationToMs(parseDuration(duration));
@@ -294,7 +294,7 @@ describe('who declares which variable', () => {
 describe('docs/configuration.md', () => {
   it('is what `npm run docs` writes from the variables', async () => {
     const { readFile } = await import('node:fs/promises');
-    const doc = await readFile(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+    const doc = await readFile(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     assert.ok(doc.includes(variablesMarkdown()), 'the table holds every variable as config.ts describes it');
     assert.equal(doc, configurationDoc(), 'docs/configuration.md is stale: run npm run docs');
   });

@@ -1,23 +1,23 @@
 import { join, resolve } from 'node:path';
 import type { Config } from './config.ts';
-import type { SharedConfig } from './kernel/config.ts';
-import { openDatabase, migrateSchema, type Database } from './kernel/db/index.ts';
-import { listenError } from './kernel/listen-error.ts';
-import type { Logger } from './kernel/logger.ts';
-import type { Clock } from './kernel/clock.ts';
-import { createObjectStore, type ObjectStore } from './kernel/objects/index.ts';
-import { fixHeapGrowth } from './kernel/heap-growth.ts';
-import { replySizeWarning } from './auth/replies/exchange-limit.ts';
-import type { RunningService, ServiceContext, ServiceDefinition } from './kernel/service.ts';
-import type { ServiceName } from './kernel/variables.ts';
+import type { SharedConfig } from '../kernel/config.ts';
+import { openDatabase, migrateSchema, type Database } from '../kernel/db/index.ts';
+import { listenError } from '../kernel/listen-error.ts';
+import type { Logger } from '../kernel/logger.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { createObjectStore, type ObjectStore } from '../kernel/objects/index.ts';
+import { fixHeapGrowth } from '../kernel/heap-growth.ts';
+import { replySizeWarning } from '../auth/replies/exchange-limit.ts';
+import type { RunningService, ServiceContext, ServiceDefinition } from '../kernel/service.ts';
+import type { ServiceName } from '../kernel/variables.ts';
 /**
  * Loaded on demand: a process that runs one service (production) does not load the other two, nor the
  * devstack, which keeps its memory and start-up to what it uses.
  */
 const SERVICES: { [Name in ServiceName]: () => Promise<ServiceDefinition<Name, Config[Name]>> } = {
-  seal: async () => (await import('./seal/service.ts')).sealService,
-  exchange: async () => (await import('./exchange/service.ts')).exchangeService,
-  auth: async () => (await import('./auth/service.ts')).authService,
+  seal: async () => (await import('../seal/service.ts')).sealService,
+  exchange: async () => (await import('../exchange/service.ts')).exchangeService,
+  auth: async () => (await import('../auth/service.ts')).authService,
 };
 /** Start order: seal first (exchange delivers to it), auth last (it reads from seal, replies to exchange). */
 const START_ORDER: ServiceName[] = ['seal', 'exchange', 'auth'];
@@ -100,7 +100,7 @@ export async function startSealpost(
 
     // The seal service needs an IPFS cluster; on the embedded default a stand-in plays it (no Kubo here).
     if (options.ipfsStandIn && names.includes('seal')) {
-      const { startIpfsClusterStandIn } = await import('./devstack/ipfs-cluster/index.ts');
+      const { startIpfsClusterStandIn } = await import('../devstack/ipfs-cluster/index.ts');
       const standIn = await startIpfsClusterStandIn({
         host: '127.0.0.1',
         port: 0, // any free port: only the proxy port is configuration (IPFS_PROXY_PORT)

@@ -1,4 +1,4 @@
-import { AUTH_VARIABLES, loadAuthConfig } from './auth/config.ts';
+import { AUTH_VARIABLES, loadAuthConfig } from '../auth/config.ts';
 import {
   AUTH_PORT,
   AUTH_PUBLIC_URL,
@@ -7,10 +7,10 @@ import {
   SEAL_MAX_MESSAGE_SIZE,
   SEAL_PORT,
   SEAL_URL,
-} from './contracts/variables.ts';
-import { EXCHANGE_VARIABLES, loadExchangeConfig } from './exchange/config.ts';
-import { ConfigError, type LoadOptions, loadSharedConfig, SHARED_VARIABLES } from './kernel/config.ts';
-import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from './kernel/mail-config.ts';
+} from '../contracts/variables.ts';
+import { EXCHANGE_VARIABLES, loadExchangeConfig } from '../exchange/config.ts';
+import { ConfigError, type LoadOptions, loadSharedConfig, SHARED_VARIABLES } from '../kernel/config.ts';
+import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
 import {
   type Declarations,
   type Env,
@@ -22,8 +22,8 @@ import {
   variablesJson as json,
   variablesMarkdown as markdown,
   variablesOf,
-} from './kernel/variables.ts';
-import { loadSealConfig, SEAL_VARIABLES } from './seal/config.ts';
+} from '../kernel/variables.ts';
+import { loadSealConfig, SEAL_VARIABLES } from '../seal/config.ts';
 
 /**
  * The whole configuration of a Sealpost process: the shared part and each service's own section, each

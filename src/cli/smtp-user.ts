@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
-import { htpasswdLine } from './exchange/inbound/submission-policy.ts';
+import { htpasswdLine } from '../exchange/inbound/submission-policy.ts';
 
 /**
  * `sealpost smtp-user add NAME`: prints the htpasswd line of an SMTP AUTH account (bcrypt, as
