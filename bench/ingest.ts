@@ -61,6 +61,7 @@ import {
   treeCpuMs,
   treeCpuTimes,
 } from './support/proc.ts';
+import { printResult, type Result } from './support/result.ts';
 import { median, percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 import { inFlight } from './support/workers.ts';
 
@@ -388,11 +389,16 @@ console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 1
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
+const goals: Result[] = [];
 /**
  * One round of one level: Sealpost's ratios, each a quotient of two runs of that round, and the floor's to
  * the same baselines; and the CPU per message of Sealpost's exchange and of the floor (ms).
  */
 interface RoundFigures {
+  /** Messages/s: Sealpost's, its baseline's (the bare smtp-server, or raw PutObject on S3), the floor's. */
+  ours: number;
+  baseline: number;
+  floorRate: number;
   bare: number;
   floor: number;
   floorToBare: number;
@@ -445,6 +451,9 @@ async function round(connections: number, count: number, first: boolean): Promis
   const rate = (name: string) => results.get(name)!.perSecond;
   const ours = rate('sealpost');
   return {
+    ours,
+    baseline: rate(s3 ? 'raw PutObject' : 'bare smtp-server'),
+    floorRate: rate('durable floor'),
     bare: ours / rate('bare smtp-server'),
     floor: ours / rate('durable floor'),
     floorToBare: rate('durable floor') / rate('bare smtp-server'),
@@ -487,6 +496,24 @@ for (const connections of CONNECTIONS) {
     overWhat;
   console.log(line);
   summary.push(line);
+  const middle = (key: keyof RoundFigures) => median(rounds.map((r) => r[key]!));
+  const floorRatio = middle('floor');
+  const ratios = rounds.map((r) => r.floor).sort((a, b) => a - b);
+  goals.push({
+    goal: `ingest, ${s3 ? 'S3' : 'local disk'}, ${connections} connection${connections === 1 ? '' : 's'}`,
+    target: '≥ 0.9× the floor',
+    unit: 'msg/s',
+    figure: middle('ours'),
+    baseline: middle('baseline'),
+    baselineName: s3 ? 'raw PutObject' : 'bare smtp-server',
+    floor: middle('floorRate'),
+    floorName: 'durable floor',
+    ratio: floorRatio,
+    met: floorRatio >= 0.9,
+    note:
+      (ROUNDS > 1 ? `${ROUNDS} rounds, ${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)}×; ` : '') +
+      `CPU ${middle('cpu').toFixed(2)} ms/msg`,
+  });
 }
 if (postfix) console.log(`Postfix queued ${await postfix.queued()} messages (its maillog)`);
 console.log(
@@ -495,6 +522,7 @@ console.log(
 );
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);
+for (const goal of goals) printResult(goal);
 
 for (const child of children) child.kill('SIGTERM');
 await postfix?.stop();
