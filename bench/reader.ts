@@ -6,7 +6,7 @@
 // (test/support/ipfs-real.ts, the primary cluster: plain HTTP, Basic auth); it also verifies the SHA-256,
 // parses the MIME message and answers JSON. Both sides fetch the same ciphertext from the same proxy.
 // This process holds the load client only, so that its own garbage collection lands in neither service's
-// figures (bench/RESULTS.md, "The reader's benchmark on the path operators run"); the bare reads run in a
+// figures (bench/NOTES.md, "Reader"); the bare reads run in a
 // process of their own, in turns with Sealpost's. A third side, the floor (support/reader-floor.ts, a process
 // of its own read by this one's client as Sealpost is), does only the work a read needs, in one process: the
 // row, the key, the cat, decryption and hash, the reader's parse (readMessage) and a JSON answer.
@@ -206,7 +206,7 @@ const floorUrl = `http://127.0.0.1:${floorPort}`;
  * p50/p99 of `count` reads of each kind, one read at a time, in turns of ROUND reads a side: the bare
  * process's round, then this process's round of GET /v1/message. Both sides sample the same stretches
  * of the host's weather (Kubo's collector, other processes), and each client process collects only its
- * own garbage (bench/RESULTS.md, "Both reads in the same weather"). Also returns the CPU per Sealpost
+ * own garbage (bench/NOTES.md, "Reader"). Also returns the CPU per Sealpost
  * read of its two processes, which the bare rounds leave idle.
  */
 async function timed(count: number, bare: BareReadSetup, floor: () => Promise<void>, ours: () => Promise<void>) {
