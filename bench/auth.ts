@@ -23,6 +23,7 @@ import { startSealStandIn } from '../test/support/seal-stand-in.ts';
 import { startSealpostProcess } from '../test/support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from '../test/support/sms-capture.ts';
 import { stopOnExit } from './support/cleanup.ts';
+import { printResult, type Result } from './support/result.ts';
 import { loadAverage, machineLine, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
 import { authBenchEnv } from './support/auth-env.ts';
@@ -250,6 +251,7 @@ console.log(
     'bare: Fastify, same paths, no work, no logging',
 );
 const summary: string[] = [];
+const results: Result[] = [];
 if (hasWrk) {
   // A session for the "with a session" run (wrk sends the same cookie on every request).
   const session = cookieOf(await call(authUrl, 'GET', '/v1/config'))!;
@@ -264,6 +266,14 @@ if (hasWrk) {
     `GET /v1/config: ${(withSession.perSecond / bareConfig.perSecond).toFixed(2)}× bare Fastify with a session, ` +
       `${(newSession.perSecond / bareConfig.perSecond).toFixed(2)}× with a new session per request`,
   );
+  results.push({
+    goal: 'GET /v1/config with a session',
+    unit: 'req/s',
+    figure: withSession.perSecond,
+    baseline: bareConfig.perSecond,
+    baselineName: 'bare Fastify',
+    ratio: withSession.perSecond / bareConfig.perSecond,
+  });
 } else {
   console.log('GET /v1/config   skipped: wrk is not installed (Debian package wrk)');
 }
@@ -277,6 +287,16 @@ summary.push(
 );
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);
+// No goal: figures kept beside the goals' table.
+for (const result of results) printResult(result);
+printResult({
+  goal: 'sign-in, code + verify',
+  unit: 'pairs/s',
+  figure: authPair.perSecond,
+  baseline: barePair.perSecond,
+  baselineName: 'bare Fastify',
+  ratio: authPair.perSecond / barePair.perSecond,
+});
 
 agent.destroy();
 bare.kill('SIGTERM');

@@ -18,7 +18,7 @@
 //     and the delivery queue left when the load stops (whether delivery keeps up while intake runs).
 //
 //   node --import tsx bench/ingest.ts [--s3] [--messages 2000] [--connections 1,8,32] [--warm-up 500]
-//                                     [--rounds 1] [--profile DIR] [--intake-overlap-limit N]
+//                                     [--rounds 1] [--profile DIR]
 //     --s3           store payloads in a real S3 server (OpenStack Swift, started here) instead of local disk.
 //     --connections  the levels to run, comma-separated.
 //     --warm-up      messages each server takes before each level's first round, not counted (connections, JIT).
@@ -26,11 +26,12 @@
 //                    summary gives each ratio's median over the rounds and their range. The host's speed drifts
 //                    within minutes, and a ratio of two runs a minute apart carries that drift; in turns, each
 //                    round's ratio is of runs seconds apart, and the median keeps one slow moment from deciding.
-//     --intake-overlap-limit N  Sealpost's INTAKE_OVERLAP_LIMIT (its default, 0, when not given): e.g. 1000
-//                    against 0, to compare the intake's two ways (docs/design.md#durability-of-intake).
 //     --profile DIR  profiles the two exchange processes (intake alone: exchange.cpuprofile; with delivery:
 //                    exchange-delivering.cpuprofile) and the durable floor (floor.cpuprofile), written to DIR
 //                    when they stop.
+// The goal of each level (docs/design.md, "Performance goals"): Sealpost ≥ 0.9× the durable floor's
+// messages/s, printed last as a RESULT line (support/result.ts) with the baseline beside it: the bare
+// smtp-server on local disk, raw PutObject on S3.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -60,6 +61,7 @@ import {
   treeCpuMs,
   treeCpuTimes,
 } from './support/proc.ts';
+import { printResult, type Result } from './support/result.ts';
 import { median, percentile, runSmtpLoad, type LoadResult } from './support/smtp-load.ts';
 import { inFlight } from './support/workers.ts';
 
@@ -70,12 +72,10 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '1,8,32' },
     profile: { type: 'string' },
     'warm-up': { type: 'string', default: '500' },
-    'intake-overlap-limit': { type: 'string' },
     rounds: { type: 'string', default: '1' },
   },
 });
 const ROUNDS = Number(values.rounds);
-const OVERLAP_LIMIT = values['intake-overlap-limit'];
 const MESSAGES = Number(values.messages);
 const WARM_UP = Number(values['warm-up']);
 const CONNECTIONS = values.connections.split(',').map(Number);
@@ -235,7 +235,6 @@ async function startExchange(databaseUrl: string, relayPort?: number) {
       ...(relayPort ? { OUTBOUND_SMTP_URL: `smtp://127.0.0.1:${relayPort}` } : { DELIVERY_ENABLED: 'false' }),
       SMTP_MAX_CONNECTIONS: '1000',
       LOG_LEVEL: 'info',
-      ...(OVERLAP_LIMIT === undefined ? {} : { INTAKE_OVERLAP_LIMIT: OVERLAP_LIMIT }),
       ...(s3 ? s3Env(s3, bucket!) : {}),
     },
     { which: 'exchange', nodeArgs: cpuProfileArgs(values.profile, name) },
@@ -386,18 +385,20 @@ const servers: Server[] = [
 console.log(`== SMTP ingest: 10 KB messages, ${MESSAGES} per run (500 with 1 connection)`);
 console.log(`   ${machineLine()}`);
 const payloadStore = s3 ? 'S3 (Swift)' : 'local disk (fsync of file and folder)';
-console.log(
-  `   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info` +
-    (OVERLAP_LIMIT === undefined ? '' : `, INTAKE_OVERLAP_LIMIT ${OVERLAP_LIMIT}`),
-);
+console.log(`   Sealpost: payloads on ${payloadStore}, envelopes in PostgreSQL 127.0.0.1, LOG_LEVEL info`);
 if (noPostfix) console.log(`   Postfix baseline skipped: ${noPostfix}`);
 if (!SMTP_SINK) console.log("   smtp-sink baseline skipped: Postfix's smtp-sink is not installed");
 const summary: string[] = [];
+const goals: Result[] = [];
 /**
  * One round of one level: Sealpost's ratios, each a quotient of two runs of that round, and the floor's to
  * the same baselines; and the CPU per message of Sealpost's exchange and of the floor (ms).
  */
 interface RoundFigures {
+  /** Messages/s: Sealpost's, its baseline's (the bare smtp-server, or raw PutObject on S3), the floor's. */
+  ours: number;
+  baseline: number;
+  floorRate: number;
   bare: number;
   floor: number;
   floorToBare: number;
@@ -450,6 +451,9 @@ async function round(connections: number, count: number, first: boolean): Promis
   const rate = (name: string) => results.get(name)!.perSecond;
   const ours = rate('sealpost');
   return {
+    ours,
+    baseline: rate(s3 ? 'raw PutObject' : 'bare smtp-server'),
+    floorRate: rate('durable floor'),
     bare: ours / rate('bare smtp-server'),
     floor: ours / rate('durable floor'),
     floorToBare: rate('durable floor') / rate('bare smtp-server'),
@@ -492,6 +496,24 @@ for (const connections of CONNECTIONS) {
     overWhat;
   console.log(line);
   summary.push(line);
+  const middle = (key: keyof RoundFigures) => median(rounds.map((r) => r[key]!));
+  const floorRatio = middle('floor');
+  const ratios = rounds.map((r) => r.floor).sort((a, b) => a - b);
+  goals.push({
+    goal: `ingest, ${s3 ? 'S3' : 'local disk'}, ${connections} connection${connections === 1 ? '' : 's'}`,
+    target: '≥ 0.9× the floor',
+    unit: 'msg/s',
+    figure: middle('ours'),
+    baseline: middle('baseline'),
+    baselineName: s3 ? 'raw PutObject' : 'bare smtp-server',
+    floor: middle('floorRate'),
+    floorName: 'durable floor',
+    ratio: floorRatio,
+    met: floorRatio >= 0.9,
+    note:
+      (ROUNDS > 1 ? `${ROUNDS} rounds, ${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)}×; ` : '') +
+      `CPU ${middle('cpu').toFixed(2)} ms/msg`,
+  });
 }
 if (postfix) console.log(`Postfix queued ${await postfix.queued()} messages (its maillog)`);
 console.log(
@@ -500,6 +522,7 @@ console.log(
 );
 console.log(summary.join('\n'));
 console.log(`   load average at the end: ${loadAverage()}`);
+for (const goal of goals) printResult(goal);
 
 for (const child of children) child.kill('SIGTERM');
 await postfix?.stop();

@@ -6,7 +6,7 @@
 // (test/support/ipfs-real.ts, the primary cluster: plain HTTP, Basic auth); it also verifies the SHA-256,
 // parses the MIME message and answers JSON. Both sides fetch the same ciphertext from the same proxy.
 // This process holds the load client only, so that its own garbage collection lands in neither service's
-// figures (bench/RESULTS.md, "The reader's benchmark on the path operators run"); the bare reads run in a
+// figures (bench/NOTES.md, "Reader"); the bare reads run in a
 // process of their own, in turns with Sealpost's. A third side, the floor (support/reader-floor.ts, a process
 // of its own read by this one's client as Sealpost is), does only the work a read needs, in one process: the
 // row, the key, the cat, decryption and hash, the reader's parse (readMessage) and a JSON answer.
@@ -42,6 +42,7 @@ import type { ReaderFloorSetup } from './support/reader-floor.ts';
 import { stopOnExit } from './support/cleanup.ts';
 import { cpuProfileArgs, loadAverage, machineLine, peakRssMb, treeCpuMs } from './support/proc.ts';
 import { percentile } from './support/smtp-load.ts';
+import { printResult, type Result } from './support/result.ts';
 
 const { values } = parseArgs({
   options: {
@@ -205,7 +206,7 @@ const floorUrl = `http://127.0.0.1:${floorPort}`;
  * p50/p99 of `count` reads of each kind, one read at a time, in turns of ROUND reads a side: the bare
  * process's round, then this process's round of GET /v1/message. Both sides sample the same stretches
  * of the host's weather (Kubo's collector, other processes), and each client process collects only its
- * own garbage (bench/RESULTS.md, "Both reads in the same weather"). Also returns the CPU per Sealpost
+ * own garbage (bench/NOTES.md, "Reader"). Also returns the CPU per Sealpost
  * read of its two processes, which the bare rounds leave idle.
  */
 async function timed(count: number, bare: BareReadSetup, floor: () => Promise<void>, ours: () => Promise<void>) {
@@ -275,6 +276,7 @@ try {
   console.log(`   the bare reads (a process of their own) and Sealpost's take turns, ${ROUND} reads a side`);
   console.log(`   ${machineLine()}`);
   const summary: string[] = [];
+  const goals: Result[] = [];
   for (const [label, size, count] of [
     ['100 KB', 100 * 1024, Number(values.small)],
     ['10 MB', 10 * 1024 * 1024, Number(values.large)],
@@ -312,6 +314,20 @@ try {
         `CPU per request: auth ${authCpu.toFixed(1)} ms, seal ${sealCpu.toFixed(1)} ms, ` +
         `bench process ${ours.ownCpu.toFixed(1)} ms (client)`,
     );
+    goals.push({
+      goal: `reader, GET /v1/message ${label.trim()}`,
+      target: '≥ 0.9× the floor',
+      unit: 'ms p99',
+      figure: ours.p99,
+      baseline: bare.p99,
+      baselineName: 'proxy + decrypt (bare)',
+      floor: floor.p99,
+      floorName: 'reader floor',
+      // A latency: the ratio is the floor's over Sealpost's, so that higher is better as for throughput.
+      ratio: floor.p99 / ours.p99,
+      met: floor.p99 / ours.p99 >= 0.9,
+      note: `p50 ${ours.p50.toFixed(1)} ms, the floor's ${floor.p50.toFixed(1)}`,
+    });
     summary.push(
       `${label}: GET /v1/message p99 ${(ours.p99 / bare.p99).toFixed(2)}× the bare read-and-decrypt ` +
         `(p50 ${(ours.p50 / bare.p50).toFixed(2)}×); the floor's p99 ${(floor.p99 / bare.p99).toFixed(2)}× ` +
@@ -327,6 +343,7 @@ try {
     console.log(`   seal since its start: ${gcPauses(seal.stdout())}`);
   }
   console.log(`   load average at the end: ${loadAverage()}`);
+  for (const goal of goals) printResult(goal);
 } finally {
   agent.destroy();
   bareReader.disconnect();

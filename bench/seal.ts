@@ -6,7 +6,9 @@
 // then waiting until its follower has recorded both pins held; a message's latency there ends when the
 // service recorded the last pin as held (the pin row's `updated_at`), not when this script noticed.
 //
-// Each concurrency level (messages in flight at once) runs the ceiling, then Sealpost, back to back.
+// Each concurrency level (messages in flight at once) runs the ceiling, then Sealpost, back to back. The goal
+// of each level (docs/design.md, "Performance goals"): ≥ 0.8× the ceiling's messages/s, printed last as a
+// RESULT line (support/result.ts).
 //
 //   node --import tsx bench/seal.ts [--messages 120] [--concurrency 1,4,8] [--size 10240]
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -17,6 +19,7 @@ import pg from 'pg';
 import { basicAuthorization, startRealClusters, type RealCluster } from '../test/support/ipfs-real.ts';
 import { rawMessage, startSealWithClusters } from '../test/support/seal.ts';
 import { machineLine, treeCpuMs } from './support/proc.ts';
+import { printResult, type Result } from './support/result.ts';
 import { percentile } from './support/smtp-load.ts';
 import { inFlight } from './support/workers.ts';
 
@@ -234,6 +237,7 @@ try {
       50,
     ).toFixed(0);
   const ratios: string[] = [];
+  const goals: Result[] = [];
   for (const level of LEVELS) {
     console.log(`-- ${level} at a time`);
     accepted.bare = [];
@@ -253,8 +257,20 @@ try {
       `ratio: ${ratio} the ceiling's throughput (goal >= 0.8x); p99 ${(sealpost.p99 / bare.p99).toFixed(2)}x`,
     );
     ratios.push(`${level}: ${ratio}`);
+    goals.push({
+      goal: `seal, ${level} in flight`,
+      target: '≥ 0.8× the ceiling',
+      unit: 'msg/s',
+      figure: sealpost.rate,
+      baseline: bare.rate,
+      baselineName: 'bare client → IPFS Cluster (the ceiling)',
+      ratio: sealpost.rate / bare.rate,
+      met: sealpost.rate / bare.rate >= 0.8,
+      note: `p99 ${sealpost.p99.toFixed(0)} ms, the ceiling's ${bare.p99.toFixed(0)}`,
+    });
   }
   console.log(`ratios by messages in flight: ${ratios.join(', ')} (goal >= 0.8x)`);
+  for (const goal of goals) printResult(goal);
 } finally {
   observer.removeAllListeners('notification');
   await observer.end();
