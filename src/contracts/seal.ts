@@ -58,6 +58,23 @@ const LanguageSchema = Type.Enum([...LANGUAGES], {
     '(X-Sealpost-Language); absent: the default (NOTIFY_DEFAULT_LANGUAGE)',
 });
 
+const ExpiresAtSchema = Type.String({
+  format: 'date-time',
+  description:
+    'when the message ends: X-Sealpost-Expires of the sender, or SEAL_DEFAULT_EXPIRY, held to SEAL_MAX_EXPIRY; ' +
+    'absent: it does not end by itself',
+});
+
+/** How a sealed message ended, once it has: its content is gone (the key destroyed), its record stays. */
+export const SealEndSchema = Type.Object(
+  {
+    reason: Type.Union([Type.Literal('expired'), Type.Literal('withdrawn')]),
+    at: Type.String({ format: 'date-time', description: 'when it ended' }),
+    note: Type.Optional(Type.String({ description: 'withdrawn: the reason the operator or the sender gave' })),
+  },
+  { title: 'End of a sealed message' },
+);
+
 export const SealHeadersSchema = Type.Object({
   'x-sealpost-envelope-id': Type.String({
     format: 'uuid',
@@ -89,6 +106,7 @@ export const SealResponseSchema = Type.Object(
       }),
     ),
     pins: Type.Array(PinSchema),
+    expiresAt: Type.Optional(ExpiresAtSchema),
   },
   { title: 'Sealed message (seal answer)' },
 );
@@ -108,6 +126,9 @@ export const RecipientSchema = Type.Object({
   method: MethodSchema,
   mobile: Type.Optional(Type.String({ description: 'E.164 mobile number, for method `sms`' })),
   language: Type.Optional(LanguageSchema),
+  withdrawnAt: Type.Optional(
+    Type.String({ format: 'date-time', description: 'when the message was withdrawn for this recipient alone' }),
+  ),
 });
 
 export const RecipientLookupParams = Type.Object({ email: RecipientParams.properties.email });
@@ -135,6 +156,8 @@ export const RecipientSealedSchema = Type.Object(
         subject: Type.String(),
         sealedAt: Type.String({ format: 'date-time' }),
         recipient: RecipientSchema,
+        expiresAt: Type.Optional(ExpiresAtSchema),
+        end: Type.Optional(SealEndSchema),
       }),
       { description: 'newest first' },
     ),
@@ -153,6 +176,8 @@ export const SealedViewSchema = Type.Object(
     sealedAt: Type.String({ format: 'date-time' }),
     recipients: Type.Array(RecipientSchema),
     pins: Type.Array(PinDetailSchema),
+    expiresAt: Type.Optional(ExpiresAtSchema),
+    end: Type.Optional(SealEndSchema),
   },
   { title: 'Sealed message' },
 );
@@ -189,4 +214,46 @@ export const SealFactsSchema = Type.Object(
     pins: Type.Array(PinSchema),
   },
   { title: 'Seal of the content' },
+);
+
+/**
+ * GET /v1/sealed/{id}/content?recipient=: the reader the content is for. A message withdrawn for that recipient
+ * answers 410 message_withdrawn as one withdrawn for everyone does; without it only the message's own end counts.
+ */
+export const ContentQuery = Type.Object(
+  {
+    recipient: Type.Optional(
+      Type.String({ minLength: 3, maxLength: 254, description: 'the reader, compared as recipients are' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** POST /v1/admin/sealed/{id}/withdraw (admin token). */
+export const WithdrawBodySchema = Type.Object(
+  {
+    reason: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'why, kept in the record and shown to nobody but the sender and operators',
+    }),
+    recipient: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 254,
+        description: 'withdraw for this recipient alone; absent: for everyone (the content is destroyed)',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'Withdrawal' },
+);
+
+/** POST /v1/sealed/ended (service token): which of these messages have ended, for the auth service's drafts. */
+export const EndedQuerySchema = Type.Object(
+  { ids: Type.Array(Type.String({ format: 'uuid' }), { maxItems: 500 }) },
+  { additionalProperties: false },
+);
+export const EndedAnswerSchema = Type.Object(
+  { ended: Type.Array(Type.Object({ id: Type.String({ format: 'uuid' }), end: SealEndSchema })) },
+  { title: 'Ended sealed messages' },
 );

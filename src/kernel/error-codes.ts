@@ -24,6 +24,10 @@ export const ERROR_CODES = [
   // Refinements of our own where the spec's codes would say the wrong thing.
   'code_attempts_exceeded',
   'seal_broken',
+  /** The sealed message was withdrawn, for everyone or for this recipient: its content is gone (HTTP 410). */
+  'message_withdrawn',
+  /** The sealed message's end date has passed: its content is gone (HTTP 410). */
+  'message_expired',
   // Generic codes of our own, for clients that switch on errorCode rather than on the status.
   'validation_failed',
   'not_found',

@@ -16,10 +16,14 @@ export interface ErrorObject {
   attemptsLeft?: number;
   /** seal_broken: the IPFS CID of the content that failed verification. */
   cid?: string;
+  /** message_withdrawn, message_expired: when the message ended (RFC 3339). */
+  endedAt?: string;
+  /** message_withdrawn, message_expired: whom to ask about it (the sender's address). */
+  contact?: string;
 }
 
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
-export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid'>;
+export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid' | 'endedAt' | 'contact'>;
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */
 export class AppError extends Error {

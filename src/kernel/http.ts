@@ -86,6 +86,12 @@ export const ErrorObjectSchema = Type.Object(
     cid: Type.Optional(
       Type.String({ description: 'seal_broken: the IPFS CID of the content that failed verification' }),
     ),
+    endedAt: Type.Optional(
+      Type.String({ format: 'date-time', description: 'message_withdrawn, message_expired: when the message ended' }),
+    ),
+    contact: Type.Optional(
+      Type.String({ description: "message_withdrawn, message_expired: whom to ask about it (the sender's address)" }),
+    ),
   },
   { $id: 'ErrorObject', title: 'Error object' },
 );

@@ -216,6 +216,8 @@ export const de = {
     code_attempts_exceeded:
       'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. ' +
       'Bitte fordern Sie einen neuen an.',
+    message_withdrawn: 'Diese Nachricht wurde vom Absender zurückgezogen und kann nicht mehr gelesen werden.',
+    message_expired: 'Diese Nachricht ist abgelaufen und kann nicht mehr gelesen werden.',
     seal_broken:
       'Das Siegel ist gebrochen: ' +
       'Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',

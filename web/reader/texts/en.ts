@@ -204,6 +204,8 @@ export const en = {
     email_and_mobile_mismatch: 'This email address and mobile number do not belong together. Please check both.',
     code_attempts_exceeded:
       'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
+    message_withdrawn: 'This message was withdrawn by its sender: it can no longer be read.',
+    message_expired: 'This message has passed its end date: it can no longer be read.',
     seal_broken: 'The seal is broken: this message no longer matches what was sealed, so it is not shown.',
     validation_failed: 'Something in the form is not filled in correctly. Please check it and try again.',
     not_found: 'This message does not exist or is no longer available. Please check the link, or ask the sender.',

@@ -216,6 +216,8 @@ export const fr = {
       'Cette adresse e-mail et ce numéro de mobile ne vont pas ensemble. Veuillez vérifier les deux.',
     code_attempts_exceeded:
       'Ce code ne peut plus être utilisé : il a été mal saisi trop de fois. Veuillez en demander un nouveau.',
+    message_withdrawn: 'Ce message a été retiré par son expéditeur : il ne peut plus être lu.',
+    message_expired: 'Ce message a dépassé sa date de fin : il ne peut plus être lu.',
     seal_broken: 'Le sceau est brisé : ce message ne correspond plus à ce qui a été scellé, il n’est donc pas affiché.',
     validation_failed: 'Un élément du formulaire n’est pas rempli correctement. Veuillez le vérifier et réessayer.',
     not_found:

@@ -214,6 +214,8 @@ export const it = {
       'Questo indirizzo e-mail e questo numero di cellulare non corrispondono. Li controlli entrambi.',
     code_attempts_exceeded:
       'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
+    message_withdrawn: 'Questo messaggio è stato ritirato dal mittente: non può più essere letto.',
+    message_expired: 'Questo messaggio ha superato la data di scadenza: non può più essere letto.',
     seal_broken:
       'Il sigillo è rotto: ' +
       'questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',
