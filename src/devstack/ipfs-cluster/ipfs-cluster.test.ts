@@ -386,6 +386,36 @@ describe('IPFS Cluster stand-in', () => {
   });
 });
 
+/**
+ * Unpinning and pinning by IPFS path, as `ipfs-cluster-ctl pin rm` / `pin add` send them. The answers
+ * are the real IPFS Cluster v1.1.6's, taken from it with Kubo behind (the conformance suite checks the
+ * main ones against it on every run).
+ */
+describe('IPFS Cluster stand-in: unpinning as the real cluster answers it', () => {
+  let dir: string;
+  let s: IpfsClusterStandIn;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ipfs-cluster-unpin-'));
+    s = await startIpfsClusterStandIn({ port: 0, proxyPort: 0, dataDir: join(dir, 'data') });
+  });
+  after(async () => {
+    await s.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('an emptied pinset lists as 204 on GET /pins and GET /allocations', async () => {
+    for (const cid of s.pins().keys()) {
+      assert.equal((await send(`${s.url}/pins/${cid}`, { method: 'DELETE' })).status, 200);
+    }
+    for (const path of ['/pins', '/allocations']) {
+      const reply = await send(`${s.url}${path}`);
+      assert.equal(reply.status, 204, path);
+      assert.equal(reply.body.length, 0);
+    }
+  });
+});
+
 describe('IPFS Cluster stand-in with Basic auth and TLS', () => {
   let dir: string;
   let s: IpfsClusterStandIn;

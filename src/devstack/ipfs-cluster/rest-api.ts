@@ -141,15 +141,19 @@ async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | un
   };
 }
 
-/** StreamResponse: ndjson with `Trailer: X-Stream-Error` (set empty on success), 204 when empty. */
+/**
+ * StreamResponse: ndjson with `Trailer: X-Stream-Error` (set empty on success), 204 when empty. The real
+ * 204 announces the trailer too, but Node refuses a Trailer header on a response without a chunked body
+ * (it throws), and a 204 has no body to follow, so the empty answer goes without it.
+ */
 function sendStream(res: ServerResponse, items: unknown[]): void {
   res.setHeader('Content-Type', 'application/json');
-  res.setHeader('Trailer', 'X-Stream-Error');
   if (items.length === 0) {
     res.writeHead(204);
     res.end();
     return;
   }
+  res.setHeader('Trailer', 'X-Stream-Error');
   res.writeHead(200);
   for (const item of items) res.write(goJsonLine(item));
   res.addTrailers({ 'X-Stream-Error': '' });
