@@ -12,7 +12,7 @@
 import { join } from 'node:path';
 import * as dagPb from '@ipld/dag-pb';
 import { FsBlockstore } from 'blockstore-fs';
-import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
+import { exporter, NotFoundError as LinkNotFoundError, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import { importer, type ImportCandidateStream, type ImportResult, type ImporterOptions } from 'ipfs-unixfs-importer';
 import { fixedSize } from 'ipfs-unixfs-importer/chunker';
 import { balanced, trickle } from 'ipfs-unixfs-importer/layout';
@@ -127,6 +127,27 @@ export class BlockStorage {
   /** Resolves a CID or an /ipfs/CID/sub/path to a UnixFS entry (file content streams from disk). */
   resolve(path: CID | string): Promise<UnixFSEntry> {
     return exporter(path, this.store);
+  }
+
+  /**
+   * Walks `links` from `root` (the UnixFS names of a directory's entries), as Kubo's `resolve` does for
+   * /ipfs/{root}/a/b, and gives the CID at the end. Throws with Kubo's message for a missing link, and
+   * the proxy's "not found locally" for a block this daemon does not have.
+   */
+  async resolvePath(root: CID, links: string[]): Promise<CID> {
+    let cid = root;
+    for (const name of links) {
+      if (!(await this.store.has(cid))) {
+        throw new Error(`block was not found locally (offline): ipld: could not find ${cid}`);
+      }
+      try {
+        cid = (await exporter(`/ipfs/${cid}/${name}`, this.store)).cid;
+      } catch (err) {
+        if (!(err instanceof LinkNotFoundError)) throw err;
+        throw new Error(`no link named ${JSON.stringify(name)} under ${cid}`);
+      }
+    }
+    return cid;
   }
 
   close(): Promise<void> {

@@ -3,6 +3,7 @@
  * IPFS Cluster (Go) shows on the wire, so the stand-in parses and prints the
  * same way:
  * - url.Values / (*url.URL).Query(): how query strings are split and decoded;
+ *   url.QueryEscape, how the cluster writes a path into its call to Kubo;
  * - strconv.ParseBool / strconv.Atoi: what api/add.go's parseBoolParam and
  *   parseIntParam accept;
  * - encoding/json: HTML-safe string escaping and time.Time's RFC 3339 form.
@@ -67,6 +68,13 @@ export function queryUnescape(s: string): string | undefined {
     }
   }
   return Buffer.from(out).toString('utf8');
+}
+
+/** Go's url.QueryEscape: only A-Z a-z 0-9 - _ . ~ stay, a space becomes '+', the rest %XX. */
+export function goQueryEscape(s: string): string {
+  return encodeURIComponent(s)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%20/g, '+');
 }
 
 /** strconv.ParseBool. */

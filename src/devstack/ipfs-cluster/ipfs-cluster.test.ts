@@ -394,6 +394,13 @@ describe('IPFS Cluster stand-in', () => {
 describe('IPFS Cluster stand-in: unpinning as the real cluster answers it', () => {
   let dir: string;
   let s: IpfsClusterStandIn;
+  const json = (reply: Reply) => ndjson(reply.body);
+  /** Adds one file wrapped in a directory (only the directory is pinned); gives both CIDs. */
+  const addWrapped = async (name: string) => {
+    const reply = await add(s.url, [{ name, data: randomBytes(900) }], '?wrap-with-directory=true');
+    const [file, directory] = json(reply).map((line) => String(line.cid));
+    return { file: file!, directory: directory! };
+  };
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ipfs-cluster-unpin-'));
@@ -402,6 +409,75 @@ describe('IPFS Cluster stand-in: unpinning as the real cluster answers it', () =
   after(async () => {
     await s.close();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  test('unpins by /ipfs/{cid} and /ipld/{cid}; a path inside a directory unpins what it names', async () => {
+    const first = await addWrapped('first.sealed');
+    const byIpfs = await send(`${s.url}/pins/ipfs/${first.directory}`, { method: 'DELETE' });
+    assert.equal(byIpfs.status, 200);
+    assert.equal(json(byIpfs)[0]!.cid, first.directory);
+    assert.equal(s.pins().has(first.directory), false);
+    assert.deepEqual(json(await send(`${s.url}/pins/ipld/${first.directory}`, { method: 'DELETE' })), [
+      { code: 404, message: 'pin is not part of the pinset' },
+    ]);
+
+    const second = await addWrapped('second.sealed');
+    assert.equal((await send(`${s.url}/pins/ipfs/${second.file}`, { method: 'POST' })).status, 200);
+    const inside = await send(`${s.url}/pins/ipfs/${second.directory}/second.sealed`, { method: 'DELETE' });
+    assert.equal(inside.status, 200);
+    assert.equal(json(inside)[0]!.cid, second.file, 'the path resolves to the file');
+    assert.equal(s.pins().has(second.file), false);
+    assert.equal(s.pins().has(second.directory), true, 'the directory stays pinned');
+  });
+
+  test('a path that does not resolve is 500 with the IPFS error; a malformed one 400', async () => {
+    const { directory } = await addWrapped('third.sealed');
+    const missing = await send(`${s.url}/pins/ipfs/${directory}/nope`, { method: 'DELETE' });
+    assert.equal(missing.status, 500);
+    assert.deepEqual(json(missing), [
+      {
+        code: 500,
+        message:
+          `IPFS error (resolve?arg=%2Fipfs%2F${directory}%2Fnope). Code: 500. ` +
+          `Message: no link named "nope" under ${directory}`,
+      },
+    ]);
+    const ipns = await send(`${s.url}/pins/ipns/${directory}`, { method: 'DELETE' });
+    assert.deepEqual(json(ipns), [
+      {
+        code: 500,
+        message: `IPFS error (resolve?arg=%2Fipns%2F${directory}). Code: 500. Message: could not resolve name`,
+      },
+    ]);
+    const malformed = await send(`${s.url}/pins/ipfs/Qm-not-a-cid`, { method: 'DELETE' });
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(json(malformed), [
+      {
+        code: 400,
+        message: 'error parsing path: invalid path "/ipfs/Qm-not-a-cid": invalid cid: selected encoding not supported',
+      },
+    ]);
+    assert.deepEqual(json(await send(`${s.url}/pins/x`, { method: 'DELETE' })), [
+      { code: 400, message: 'error decoding Cid: invalid cid: cid too short' },
+    ]);
+    assert.equal((await send(`${s.url}/pins/ipfs/${directory}`, { method: 'GET' })).status, 405);
+    assert.equal(s.pins().has(directory), true, 'nothing was unpinned');
+  });
+
+  test('bad pin options on DELETE: 400 with the error, and unpinned all the same, the outcome after it', async () => {
+    const { directory } = await addWrapped('options.sealed');
+    const reply = await send(`${s.url}/pins/${directory}?replication-min=abc`, { method: 'DELETE' });
+    assert.equal(reply.status, 400);
+    const [error, outcome] = json(reply);
+    assert.deepEqual(error, { code: 400, message: 'parameter replication-min invalid' });
+    assert.equal(outcome!.cid, directory);
+    assert.equal(s.pins().has(directory), false);
+    const again = await send(`${s.url}/pins/ipfs/${directory}?expire-in=soon`, { method: 'DELETE' });
+    assert.equal(again.status, 400);
+    assert.deepEqual(json(again), [
+      { code: 400, message: 'expire-in cannot be parsed: time: invalid duration "soon"' },
+      { code: 404, message: 'pin is not part of the pinset' },
+    ]);
   });
 
   test('an emptied pinset lists as 204 on GET /pins and GET /allocations', async () => {

@@ -5,6 +5,7 @@
  * - AddParamsFromQuery (api/add.go): the /add options.
  * Errors carry the real server's messages; the REST layer answers them 400.
  */
+import { posix } from 'node:path';
 import { CID } from 'multiformats/cid';
 import { parseDuration } from '../../kernel/duration.ts';
 import { type GoQuery, parseGoBool, parseGoInt } from './go-compat.ts';
@@ -47,13 +48,60 @@ export interface AddParams {
   noCopy: boolean;
 }
 
-/** Go's cid.Decode, via multiformats (base58btc CIDv0, base32/base58/base36 CIDv1). */
+/** The first characters go-multibase (v0.3.0) Decode knows; any other is "selected encoding not supported". */
+const MULTIBASE_PREFIXES = new Set([...'\u00000fFbBvVcCtTkKzZMUmu', '\u{1F680}']);
+
+/**
+ * Go's cid.Decode (go-cid), via multiformats (base58btc CIDv0, base32/base58/base36 CIDv1). Its checks
+ * before the bytes are decoded come with go-cid's messages, so a malformed CID is refused in the real
+ * server's words; past them, multiformats' own message follows the same "invalid cid: " prefix.
+ */
 export function decodeCid(s: string): CID {
+  const bytes = Buffer.byteLength(s);
+  if (bytes < 2) throw new ParamError('invalid cid: cid too short');
+  // Only a 46-byte "Qm…" string is a base58 CIDv0; anything else must start with a multibase prefix.
+  const v0 = bytes === 46 && s.startsWith('Qm');
+  if (!v0 && !MULTIBASE_PREFIXES.has(String.fromCodePoint(s.codePointAt(0)!))) {
+    throw new ParamError('invalid cid: selected encoding not supported');
+  }
   try {
     return CID.parse(s);
   } catch (err) {
-    throw new ParamError(err instanceof Error ? err.message : String(err));
+    throw new ParamError(`invalid cid: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** An IPFS path as boxo's path.NewPath takes it apart: /ipfs|ipld/{cid}[/…] or /ipns/{name}[/…]. */
+export interface IpfsPath {
+  /** The cleaned path, e.g. /ipfs/Qm…/a/b. */
+  path: string;
+  namespace: 'ipfs' | 'ipld' | 'ipns';
+  /** The root CID, for the immutable namespaces. */
+  root?: CID;
+  /** What follows the root: the links to walk from it. */
+  rest: string[];
+}
+
+/** boxo/path NewPath (v0.39.0), with its messages: `invalid path "<str>": <why>`. */
+export function parseIpfsPath(str: string): IpfsPath {
+  const invalid = (why: string) => new ParamError(`invalid path ${JSON.stringify(str)}: ${why}`);
+  // StringToSegments: path.Clean, then no empty segments.
+  const cleaned = posix.normalize(str === '' ? '.' : str).replace(/^\/+|\/+$/g, '');
+  const segments = cleaned === '' || cleaned === '.' ? [] : cleaned.split('/');
+  if (!str.startsWith('/') || segments.length < 2 || segments[1] === '') {
+    throw invalid('path does not have enough components');
+  }
+  const [namespace, name, ...rest] = segments as [string, string, ...string[]];
+  const path = `/${segments.join('/')}`;
+  if (namespace === 'ipns') return { path, namespace, rest };
+  if (namespace !== 'ipfs' && namespace !== 'ipld') throw invalid(`unknown namespace: ${JSON.stringify(namespace)}`);
+  let root: CID;
+  try {
+    root = decodeCid(name);
+  } catch (err) {
+    throw invalid((err as Error).message);
+  }
+  return { path, namespace, root, rest };
 }
 
 function boolParam(q: GoQuery, name: string, dflt: boolean): boolean {

@@ -15,11 +15,14 @@
  *   with another method is gorilla/mux's bare 405.
  * - Streams (GET /pins, GET /allocations) are newline-delimited JSON with an
  *   (empty on success) X-Stream-Error trailer, or 204 when empty (StreamResponse).
+ * - A pin or unpin by IPFS path (POST/DELETE /pins/{ipfs|ipns|ipld}/{path}),
+ *   which is what ipfs-cluster-ctl sends for `pin add` and `pin rm`, acts on
+ *   the CID the path resolves to, as /pins/{cid} does.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleAdd, type AddContext } from './add.ts';
-import { GO_ZERO_TIME, goJsonLine, goTime, type GoQuery } from './go-compat.ts';
-import { decodeCid, ParamError, pinOptionsFromQuery } from './params.ts';
+import { GO_ZERO_TIME, goJsonLine, goQueryEscape, goTime, type GoQuery } from './go-compat.ts';
+import { decodeCid, type IpfsPath, ParamError, parseIpfsPath, type PinOptions, pinOptionsFromQuery } from './params.ts';
 import { makePin, replicationError, type ClusterPin, type Identity } from './state.ts';
 
 /** version/version.go of the cluster release the stand-in imitates. */
@@ -179,6 +182,84 @@ function parseCidAndOptions(hash: string, q: GoQuery) {
   return { cid, opts: pinOptionsFromQuery(q) };
 }
 
+/** ParsePinPathOrFail: the {keyType}/{path} variables as one IPFS path (boxo's NewPath), else 400. */
+function parsePinPath(keyTypeAndPath: string): IpfsPath {
+  try {
+    return parseIpfsPath(keyTypeAndPath.replace(/\/$/, ''));
+  } catch (err) {
+    throw new ParamError(`error parsing path: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The IPFS connector's Resolve (ipfsconn/ipfshttp): /ipfs/{cid} and /ipld/{cid} need no daemon; a
+ * longer path, or an /ipns name, goes to Kubo's `resolve`, whose refusal the cluster answers 500
+ * "IPFS error (resolve?arg=…). Code: 500. Message: …". The stand-in's daemon names nothing: for an
+ * /ipns path it answers what Kubo without routing answers.
+ */
+async function resolvePinPath(ctx: RestContext, path: IpfsPath): Promise<string> {
+  if (path.root && path.rest.length === 0) return path.root.toString();
+  const call = `resolve?arg=${goQueryEscape(path.path)}`;
+  const down = ctx.ipfs.error();
+  if (down) throw new Error(`Post "http://127.0.0.1:5001/api/v0/${call}": ${down}`);
+  try {
+    if (!path.root) throw new Error('could not resolve name');
+    return (await ctx.blocks.resolvePath(path.root, path.rest)).toString();
+  } catch (err) {
+    throw new Error(`IPFS error (${call}). Code: 500. Message: ${(err as Error).message}`);
+  }
+}
+
+/** Cluster.Pin: the pin joins the pinset and the IPFS daemon starts fetching it; answers the pin. */
+async function pinCid(ctx: RestContext, res: ServerResponse, cid: string, opts: PinOptions): Promise<void> {
+  if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
+  const made = makePin(cid, opts, ctx.identity.id);
+  const bad = replicationError(made);
+  if (bad) return sendError(res, 500, bad);
+  await ctx.pins.set(made);
+  ctx.ipfs.pin(cid);
+  sendJson(res, 200, made);
+}
+
+/**
+ * Cluster.Unpin: the pin leaves the pinset and the answer is the pin as it was stored; a CID outside
+ * the pinset is state.ErrNotFound, 404. The IPFS daemon unpins but keeps the blocks until its garbage
+ * collection, so the content still reads through the proxy, as it does from Kubo.
+ */
+async function unpinCid(ctx: RestContext, res: ServerResponse, cid: string, optionsError?: string): Promise<void> {
+  if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
+  const pin = ctx.pins.get(cid);
+  if (pin) {
+    await ctx.pins.delete(cid);
+    ctx.ipfs.forget(cid);
+  }
+  const outcome = pin ?? { code: 404, message: NOT_FOUND };
+  if (optionsError !== undefined) return sendAfterOptionsError(res, optionsError, outcome);
+  sendJson(res, pin ? 200 : 404, outcome);
+}
+
+/**
+ * ParseCidOrFail and ParsePinPathOrFail answer 400 for bad pin options (which an unpin does not use)
+ * and then carry on: the real server unpins all the same and writes the outcome after the error.
+ */
+function sendAfterOptionsError(res: ServerResponse, optionsError: string, outcome: unknown): void {
+  res.setHeader('Content-Type', 'application/json');
+  res.writeHead(400);
+  res.write(goJsonLine({ code: 400, message: optionsError }));
+  res.end(goJsonLine(outcome));
+}
+
+/** PinOptions.FromQuery's refusal, if any: DELETE parses the options it does not use. */
+function optionsError(q: GoQuery): string | undefined {
+  try {
+    pinOptionsFromQuery(q);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ParamError) return err.message;
+    throw err;
+  }
+}
+
 const failPinsMessage = 'failPins: the IPFS Cluster stand-in was told to fail pin operations';
 
 const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
@@ -263,13 +344,7 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
     pattern: /^\/pins\/([^/]+)$/,
     handler: async (ctx, _req, res, q, hash) => {
       const { cid, opts } = parseCidAndOptions(hash!, q);
-      if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
-      const pin = makePin(cid, opts, ctx.identity.id);
-      const bad = replicationError(pin);
-      if (bad) return sendError(res, 500, bad);
-      await ctx.pins.set(pin);
-      ctx.ipfs.pin(cid);
-      sendJson(res, 200, pin);
+      await pinCid(ctx, res, cid, opts);
     },
   },
   {
@@ -289,13 +364,40 @@ const routes: Array<{ method: string; pattern: RegExp; handler: Handler }> = [
     method: 'DELETE',
     pattern: /^\/pins\/([^/]+)$/,
     handler: async (ctx, _req, res, q, hash) => {
-      const { cid } = parseCidAndOptions(hash!, q);
-      if (ctx.failPins()) return sendError(res, 500, failPinsMessage);
-      const pin = ctx.pins.get(cid);
-      if (!pin) return sendError(res, 404, NOT_FOUND); // Cluster.Unpin -> PinGet -> state.ErrNotFound
-      await ctx.pins.delete(cid);
-      ctx.ipfs.forget(cid);
-      sendJson(res, 200, pin);
+      let cid: string;
+      try {
+        cid = decodeCid(hash!).toString();
+      } catch (err) {
+        throw new ParamError(`error decoding Cid: ${(err as Error).message}`);
+      }
+      await unpinCid(ctx, res, cid, optionsError(q));
+    },
+  },
+  {
+    // UnpinPath, what `ipfs-cluster-ctl pin rm` sends: DELETE /pins/ipfs/{cid}, or a path to resolve.
+    method: 'DELETE',
+    pattern: /^\/pins(\/(?:ipfs|ipns|ipld)\/.*)$/,
+    handler: async (ctx, _req, res, q, keyTypeAndPath) => {
+      const path = parsePinPath(keyTypeAndPath!);
+      const problem = optionsError(q);
+      let cid: string;
+      try {
+        cid = await resolvePinPath(ctx, path);
+      } catch (err) {
+        if (problem === undefined) throw err;
+        return sendAfterOptionsError(res, problem, { code: 500, message: (err as Error).message });
+      }
+      await unpinCid(ctx, res, cid, problem);
+    },
+  },
+  {
+    // PinPath, what `ipfs-cluster-ctl pin add` sends: POST /pins/ipfs/{cid}, or a path to resolve.
+    method: 'POST',
+    pattern: /^\/pins(\/(?:ipfs|ipns|ipld)\/.*)$/,
+    handler: async (ctx, _req, res, q, keyTypeAndPath) => {
+      const path = parsePinPath(keyTypeAndPath!);
+      const opts = pinOptionsFromQuery(q);
+      await pinCid(ctx, res, await resolvePinPath(ctx, path), opts);
     },
   },
   {
