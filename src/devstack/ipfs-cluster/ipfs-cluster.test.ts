@@ -480,6 +480,28 @@ describe('IPFS Cluster stand-in: unpinning as the real cluster answers it', () =
     ]);
   });
 
+  test('answers the pin as stored: whole seconds, null metadata, origins []; the CID then reads unpinned', async () => {
+    const { file } = await addWrapped('stored.sealed');
+    const pinned = json(await send(`${s.url}/pins/ipfs/${file}?meta-kind=sealed`, { method: 'POST' }))[0]!;
+    assert.equal(pinned.cid, file);
+    assert.deepEqual(pinned.metadata, { kind: 'sealed' });
+    assert.equal(pinned.origins, null, 'POST answers the pin before it is stored');
+    const stored = json(await send(`${s.url}/allocations/${file}`))[0]!;
+    assert.match(String(stored.timestamp), /:\d\dZ$/, 'whole seconds');
+    assert.deepEqual(stored.origins, []);
+    const unpinned = await send(`${s.url}/pins/${file}`, { method: 'DELETE' });
+    assert.deepEqual(json(unpinned), [stored]);
+
+    const info = json(await send(`${s.url}/pins/${file}`))[0]!;
+    assert.deepEqual([info.allocations, info.origins, info.metadata], [[], null, null]);
+    assert.ok(Date.now() - Date.parse(String(info.created)) < 60_000, 'created: the time of the answer');
+    const status = Object.values(info.peer_map as Record<string, { status: string }>)[0]!.status;
+    assert.equal(status, 'unpinned');
+    const withoutMetadata = await addWrapped('plain.sealed');
+    const plain = json(await send(`${s.url}/allocations/${withoutMetadata.directory}`))[0]!;
+    assert.equal(plain.metadata, null);
+  });
+
   test('an emptied pinset lists as 204 on GET /pins and GET /allocations', async () => {
     for (const cid of s.pins().keys()) {
       assert.equal((await send(`${s.url}/pins/${cid}`, { method: 'DELETE' })).status, 200);

@@ -21,7 +21,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleAdd, type AddContext } from './add.ts';
-import { GO_ZERO_TIME, goJsonLine, goQueryEscape, goTime, type GoQuery } from './go-compat.ts';
+import { goJsonLine, goQueryEscape, goTime, type GoQuery } from './go-compat.ts';
 import { decodeCid, type IpfsPath, ParamError, parseIpfsPath, type PinOptions, pinOptionsFromQuery } from './params.ts';
 import { makePin, replicationError, type ClusterPin, type Identity } from './state.ts';
 
@@ -116,7 +116,8 @@ function idJson(ctx: RestContext) {
  * api.GlobalPinInfo for one CID. Status "pin_error" when the daemon failed to pin it, "pinning" while
  * it fetches the DAG (or has not got the root block), "pinned" once it holds it, "unpinned" when not
  * in the pinset (Cluster.globalPinInfoCid does the same, 200). A CID not in the pinset has
- * `allocations: []` (checked against the real server by the conformance suite).
+ * `allocations: []` (checked against the real server by the conformance suite), `origins: null`, and
+ * the time of the answer as `created`.
  */
 async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | undefined) {
   let status = 'unpinned';
@@ -127,8 +128,8 @@ async function globalPinInfo(ctx: RestContext, cid: string, pin: ClusterPin | un
     cid,
     name: pin?.name ?? '',
     allocations: pin?.allocations ?? [],
-    origins: pin?.origins ?? [],
-    created: pin?.timestamp ?? GO_ZERO_TIME,
+    origins: pin ? pin.origins : null,
+    created: pin?.timestamp ?? goTime(Date.now()),
     metadata: pin?.metadata ?? null,
     peer_map: {
       [ctx.identity.id]: {

@@ -21,7 +21,8 @@ export interface ClusterPin {
   shard_size: number;
   user_allocations: string[] | null;
   expire_at: string;
-  metadata: Record<string, string>;
+  /** null once stored when empty (see storedPin). */
+  metadata: Record<string, string> | null;
   pin_update: string | null;
   origins: string[] | null;
   cid: string;
@@ -103,6 +104,28 @@ export function makePin(cid: string, opts: PinOptions, self: string): ClusterPin
   };
 }
 
+/** A JSON time cut to whole seconds, as time.Unix(seconds, 0) prints it. */
+function wholeSeconds(time: string): string {
+  return time === GO_ZERO_TIME ? time : goTime(Math.floor(Date.parse(time) / 1000) * 1000);
+}
+
+/**
+ * The pin as the pinset gives it back. The real cluster keeps api.Pin as protobuf (api/types.go
+ * ProtoMarshal/ProtoUnmarshal), so what GET /allocations and DELETE /pins answer is not what POST /pins
+ * answered: times in whole seconds, empty metadata null, origins [] rather than null, and
+ * user_allocations not kept.
+ */
+export function storedPin(pin: ClusterPin): ClusterPin {
+  return {
+    ...pin,
+    user_allocations: null,
+    expire_at: wholeSeconds(pin.expire_at),
+    metadata: pin.metadata && Object.keys(pin.metadata).length > 0 ? pin.metadata : null,
+    origins: pin.origins ?? [],
+    timestamp: wholeSeconds(pin.timestamp),
+  };
+}
+
 /**
  * Cluster.setupReplicationFactor + isReplicationFactorValid (cluster_config.go)
  * and the allocator's error for a one-peer cluster. Returns the error message.
@@ -141,7 +164,7 @@ export class PinStore {
   static async open(dataDir: string): Promise<PinStore> {
     const file = join(dataDir, 'pins.json');
     const list = (await readJson<ClusterPin[]>(file)) ?? [];
-    return new PinStore(file, new Map(list.map((p) => [p.cid, p])));
+    return new PinStore(file, new Map(list.map((p) => [p.cid, storedPin(p)])));
   }
 
   private dropExpired(): void {
@@ -163,7 +186,7 @@ export class PinStore {
   }
 
   async set(pin: ClusterPin): Promise<void> {
-    this.map.set(pin.cid, pin);
+    this.map.set(pin.cid, storedPin(pin));
     await this.save();
   }
 
