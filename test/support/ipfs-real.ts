@@ -29,6 +29,39 @@ export function ipfsBinaries(): Promise<string> {
   return binaries;
 }
 
+/** Where `ipfs-cluster-ctl` finds a cluster's REST API. */
+export interface ClusterCtlTarget {
+  restPort: number;
+  user: string;
+  pass: string;
+  secure: boolean;
+  /** The CA to trust for an HTTPS REST API (Go reads it from SSL_CERT_FILE). */
+  caPath?: string;
+}
+
+/**
+ * Runs the real `ipfs-cluster-ctl` (built with the service) against a REST API on 127.0.0.1, with
+ * Basic auth, over HTTPS only when the cluster is `secure` (the flag implies HTTPS unless forced off).
+ * Resolves with its exit code and output; a failing command is an answer here, not an exception.
+ */
+export async function clusterCtl(
+  target: ClusterCtlTarget,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const bin = await ipfsBinaries();
+  const flags = ['--host', `/ip4/127.0.0.1/tcp/${target.restPort}`, '--basic-auth', `${target.user}:${target.pass}`];
+  if (!target.secure) flags.push('--force-http');
+  const env = { ...process.env, ...(target.caPath ? { SSL_CERT_FILE: target.caPath } : {}) };
+  try {
+    const { stdout, stderr } = await run(join(bin, 'ipfs-cluster-ctl'), [...flags, ...args], { env, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
 export interface RealCluster {
   /** REST API (the `port` of a cluster configuration). */
   restPort: number;

@@ -3,22 +3,31 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { Writable } from 'node:stream';
-import { startRealClusters, type RealClusters } from '../../../test/support/ipfs-real.ts';
+import {
+  basicAuthorization,
+  clusterCtl,
+  startRealClusters,
+  type ClusterCtlTarget,
+  type RealClusters,
+} from '../../../test/support/ipfs-real.ts';
 import { startStandIn, type StandIn } from '../../../test/support/seal.ts';
 import { createTestCertificate } from '../../../test/support/tls.ts';
 import { ClusterClient, type ClusterError, type PinState } from './client.ts';
 import type { ClusterSettings } from './config.ts';
 
 /**
- * One conformance suite, two targets: every call the seal service makes to IPFS Cluster, against the
- * stand-in (the embedded default) and against the real IPFS Cluster v1.1.6 with Kubo, built from source
- * (scripts/build-ipfs.sh). Each target is two one-peer clusters whose IPFS nodes peer: the primary's
- * REST API in plain HTTP, the secondary's over HTTPS with a test CA, both with Basic auth.
+ * One conformance suite, two targets: every call the seal service makes to IPFS Cluster, and the
+ * operator's `ipfs-cluster-ctl pin rm`, against the stand-in (the embedded default) and against the real
+ * IPFS Cluster v1.1.6 with Kubo, built from source (scripts/build-ipfs.sh). Each target is two one-peer
+ * clusters whose IPFS nodes peer: the primary's REST API in plain HTTP, the secondary's over HTTPS with a
+ * test CA, both with Basic auth.
  */
 interface Target {
   primary: ClusterSettings & { proxyPort: number };
   secondary: ClusterSettings & { proxyPort: number };
   ca: string;
+  /** The same CA as a file, for `ipfs-cluster-ctl` (SSL_CERT_FILE). */
+  caPath: string;
   stopIpfs(which: 'primary' | 'secondary'): Promise<void>;
   startIpfs(which: 'primary' | 'secondary'): Promise<void>;
   stop(): Promise<void>;
@@ -54,6 +63,7 @@ async function standInTarget(): Promise<Target> {
       proxyPort: secondary.proxyPort,
     },
     ca: certificate.cert,
+    caPath: certificate.certPath,
     stopIpfs: async (which) => byName[which].setIpfsDown(true),
     startIpfs: async (which) => byName[which].setIpfsDown(false),
     async stop() {
@@ -82,6 +92,7 @@ async function realTarget(): Promise<Target> {
     primary: settings('primary'),
     secondary: settings('secondary'),
     ca: clusters.ca.cert,
+    caPath: clusters.ca.certPath,
     stopIpfs: (which) => clusters[which].stopKubo(),
     startIpfs: (which) => clusters[which].startKubo(),
     stop: () => clusters.stop(),
@@ -91,6 +102,33 @@ async function realTarget(): Promise<Target> {
 function client(target: Target, which: 'primary' | 'secondary', extra: Partial<ClusterSettings> = {}): ClusterClient {
   const { proxyPort, ...settings } = target[which];
   return new ClusterClient({ ...settings, ...extra }, { proxyPort, ca: [target.ca] });
+}
+
+function ctlTarget(target: Target, which: 'primary' | 'secondary'): ClusterCtlTarget {
+  const { port, user, pass, secure } = target[which];
+  return { restPort: Number(port), user: user!, pass: pass!, secure, caPath: target.caPath };
+}
+
+/** The CIDs `ipfs-cluster-ctl --enc json pin ls` prints (one indented api.Pin object after another). */
+function listedCids(stdout: string): string[] {
+  return [...stdout.matchAll(/^ {4}"cid": "([^"]+)"/gm)].map((match) => match[1]!);
+}
+
+/** One request to the primary's REST API (plain HTTP, Basic auth); the body as its JSON documents. */
+async function restCall(target: Target, method: string, path: string): Promise<{ status: number; json: any[] }> {
+  const { host, port, user, pass } = target.primary;
+  const res = await fetch(`http://${host}:${port}${path}`, {
+    method,
+    headers: { authorization: basicAuthorization({ user: user!, pass: pass! }) },
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    json: text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line)),
+  };
 }
 
 async function* chunks(data: Buffer): AsyncGenerator<Buffer> {
@@ -242,6 +280,81 @@ for (const [name, start] of [
         'the record of a CID outside the pinset has no allocations',
       );
       await primary.unpin(added.cid);
+    });
+
+    it('unpins with `ipfs-cluster-ctl pin rm` over HTTP and HTTPS: reported unpinned, gone from `pin ls`', async () => {
+      const added = await client(target, 'primary').add(chunks(randomBytes(2500)), 'ctl.sealed');
+      await client(target, 'secondary').pin(added.cid);
+      for (const which of ['primary', 'secondary'] as const) {
+        const ctl = (...args: string[]) => clusterCtl(ctlTarget(target, which), args);
+        const before = await ctl('--enc', 'json', 'pin', 'ls');
+        assert.equal(before.code, 0, before.stdout + before.stderr);
+        assert.ok(listedCids(before.stdout).includes(added.cid), `${which}: listed before`);
+        // `pin rm` sends DELETE /pins/ipfs/{cid}, then reports GET /pins/{cid}.
+        const removed = await ctl('--enc', 'json', 'pin', 'rm', added.cid);
+        assert.equal(removed.code, 0, removed.stdout + removed.stderr);
+        const status = JSON.parse(removed.stdout);
+        assert.equal(status.cid, added.cid);
+        assert.deepEqual(
+          Object.values(status.peer_map).map((peer: any) => peer.status),
+          ['unpinned'],
+        );
+        const after = await ctl('--enc', 'json', 'pin', 'ls');
+        assert.equal(after.code, 0, after.stdout + after.stderr);
+        assert.ok(!listedCids(after.stdout).includes(added.cid), `${which}: not listed after`);
+        const again = await ctl('pin', 'rm', added.cid);
+        assert.equal(again.code, 2, 'a second unpin is an error');
+        assert.match(again.stdout, /Code: 404\s+Message: pin is not part of the pinset/);
+      }
+    });
+
+    it('answers DELETE /pins/{cid} with the pin as stored, then 404; a malformed CID or path 400', async () => {
+      const primary = client(target, 'primary');
+      const data = randomBytes(2600);
+      const { cid } = await primary.add(chunks(data), 'deleted.sealed');
+      const stored = await restCall(target, 'GET', `/allocations/${cid}`);
+      assert.equal(stored.status, 200);
+
+      const deleted = await restCall(target, 'DELETE', `/pins/${cid}`);
+      assert.equal(deleted.status, 200);
+      assert.deepEqual(deleted.json, stored.json, 'the answer is the pin the pinset held');
+      const listed = await restCall(target, 'GET', '/pins');
+      assert.ok(!listed.json.some((info) => info.cid === cid), 'GET /pins no longer lists it');
+      const allocations = await restCall(target, 'GET', '/allocations');
+      assert.ok(!allocations.json.some((pin) => pin.cid === cid), 'GET /allocations no longer lists it');
+      assert.deepEqual(await restCall(target, 'GET', `/allocations/${cid}`), {
+        status: 404,
+        json: [{ code: 404, message: 'pin is not part of the pinset' }],
+      });
+      const info = await restCall(target, 'GET', `/pins/${cid}`);
+      assert.equal(info.status, 200);
+      assert.deepEqual(info.json[0].allocations, []);
+      assert.deepEqual(
+        Object.values(info.json[0].peer_map).map((peer: any) => peer.status),
+        ['unpinned'],
+      );
+
+      for (const path of [`/pins/${cid}`, `/pins/ipfs/${cid}`]) {
+        assert.deepEqual(await restCall(target, 'DELETE', path), {
+          status: 404,
+          json: [{ code: 404, message: 'pin is not part of the pinset' }],
+        });
+      }
+      assert.deepEqual(await restCall(target, 'DELETE', '/pins/not-a-cid'), {
+        status: 400,
+        json: [{ code: 400, message: 'error decoding Cid: invalid cid: selected encoding not supported' }],
+      });
+      assert.deepEqual(await restCall(target, 'DELETE', '/pins/ipfs/not-a-cid'), {
+        status: 400,
+        json: [
+          {
+            code: 400,
+            message: 'error parsing path: invalid path "/ipfs/not-a-cid": invalid cid: selected encoding not supported',
+          },
+        ],
+      });
+      // IPFS unpins, it does not delete: the blocks stay (and read) until the daemon's garbage collection.
+      assert.ok((await cat(primary, cid)).equals(data), 'the unpinned content still reads until GC');
     });
 
     it('refuses a wrong password with 401, and an HTTPS cluster whose certificate is not trusted', async () => {
