@@ -591,9 +591,11 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
       'attachments',
       'recipients',
       'raw',
+      'expires',
     ]) {
       assert.ok(schema.properties[field], field);
     }
+    assert.match(schema.properties.expires.description, /X-Sealpost-Expires.*400 validation_failed/s);
     assert.equal(schema.additionalProperties, false);
     assert.ok(post.responses['202'] && post.responses['503'] && post.responses['413']);
   });
