@@ -122,13 +122,27 @@ export function messageBodySchema(limits: InboundLimits) {
           },
         ),
       ),
+      expires: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          pattern: ONE_LINE,
+          description:
+            'how long the sealed message may be read (docs/specification.md#end-dates): a life from the moment ' +
+            'it is sealed (`7d`, `72h`, `1d12h`) or an RFC 3339 time with its offset (`2027-01-31T17:00:00+01:00`); ' +
+            'becomes the `X-Sealpost-Expires` header (with `raw` too, which then must not carry one of its own). ' +
+            'A malformed value or a time already past is refused with 400 validation_failed naming it; absent: ' +
+            "the organisation's SEAL_DEFAULT_EXPIRY, and SEAL_MAX_EXPIRY caps both",
+        }),
+      ),
       raw: Type.Optional(
         Type.String({
           minLength: 4,
           ...BASE64,
           description:
             'a complete RFC 5322 message, base64; stored unchanged but for CRLF line ends ' +
-            '(X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients` go in front). ' +
+            '(X-Sealpost-Mobile and X-Sealpost-Language headers from `recipients`, X-Sealpost-Expires from ' +
+            '`expires` go in front); its own X-Sealpost-Expires header is checked like `expires`. ' +
             'Excludes subject, text, html, attachments, inReplyTo and references',
         }),
       ),

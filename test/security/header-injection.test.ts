@@ -21,6 +21,7 @@ const BUILT_HEADERS = new Set([
   'content-transfer-encoding',
   'x-sealpost-mobile',
   'x-sealpost-language',
+  'x-sealpost-expires',
   'in-reply-to',
   'references',
   'reply-to',
@@ -84,6 +85,7 @@ describe('header injection through the JSON channel: POST /v1/messages', () => {
     references: ['<a@example.com>'],
     attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: 'aGVsbG8=' }],
     recipients: [{ email: 'alice@example.com', mobile: '+41791234567' }],
+    expires: '7d',
   });
 
   before(async () => {
@@ -107,6 +109,7 @@ describe('header injection through the JSON channel: POST /v1/messages', () => {
       ['attachments[0].contentType', (b, v) => (b.attachments[0]!.contentType = `text/plain; name="${v}"`)],
       ['recipients[0].email', (b, v) => (b.recipients[0]!.email = `alice@example.com${v}`)],
       ['recipients[0].mobile', (b, v) => (b.recipients[0]!.mobile = `+41791234567${v}`)],
+      ['expires', (b, v) => (b.expires = `7d${v}`)],
     ];
     for (const [field, set] of fields) {
       for (const value of INJECTIONS) {

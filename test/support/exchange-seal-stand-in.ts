@@ -10,7 +10,8 @@ interface SealCall {
 /**
  * A stand-in for the seal service's POST /v1/seal, to the contract the exchange codes against: records
  * each call, answers with the status `respond` picks (201 the first time an envelope is sealed, 200
- * after, as the real service does), with one reader link per envelope recipient.
+ * after, as the real service does), with one reader link per envelope recipient and the end date
+ * `expiresAt` names.
  */
 export async function startSealStandIn() {
   const calls: SealCall[] = [];
@@ -18,6 +19,8 @@ export async function startSealStandIn() {
   const standIn = {
     calls,
     respond: (_envelopeId: string, _attempt: number): number => 201,
+    /** The end date the answer carries (`expiresAt`), as the seal service gives one; undefined: none. */
+    expiresAt: undefined as string | undefined,
     url: '',
     server: undefined as Server | undefined,
   };
@@ -60,6 +63,7 @@ export async function startSealStandIn() {
           subject: 'Quarterly figures',
           recipients,
           pins: [{ cluster: 'primary', status: 'pinned' }],
+          ...(standIn.expiresAt !== undefined ? { expiresAt: standIn.expiresAt } : {}),
         }),
       );
     });

@@ -62,6 +62,7 @@ describe('delivery through the seal strategy', () => {
   });
   beforeEach(() => {
     seal.respond = () => 201;
+    seal.expiresAt = undefined;
   });
 
   it('seals the raw message and sends every envelope recipient a notification with the reader link', async () => {
@@ -113,6 +114,33 @@ describe('delivery through the seal strategy', () => {
       assert.match(mail.text ?? '', how);
     }
     assert.equal(await metric(exchange, 'delivered_messages_total', { strategy: 'seal' }), sealedBefore + 1);
+  });
+
+  it('tells the recipient until when the message can be read when the seal answer has an end date', async () => {
+    const notificationOf = async (messageId: string) => {
+      const { envelopeId } = await intake.accept({
+        channel: 'smtp',
+        sender: 'alice@sender.example',
+        recipients: ['bo@rcpt.example'],
+        payload: confidential(messageId, 'bo@rcpt.example'),
+      });
+      const history = await settled(exchange, envelopeId, 'delivered');
+      const sealedId = /sealed as ([0-9a-f-]{36})/.exec(history.at(-1)!.detail!)![1]!;
+      const sent = sink.messages.find((m) =>
+        m.raw.toString().toLowerCase().includes(`x-sealpost-sealed-id: ${sealedId}`),
+      );
+      assert.ok(sent, 'the notification');
+      return simpleParser(sent.raw);
+    };
+    seal.expiresAt = '2027-01-31T16:00:00.000Z';
+    const ending = await notificationOf('<sealed-ends@sender.example>');
+    const line = 'You can read it until January 31, 2027 at 4:00 PM UTC.';
+    assert.ok((ending.text ?? '').includes(`?lang=en\n\n${line}\n`), 'right below the link');
+    assert.ok(String(ending.html).includes(`<p>${line}</p>`), String(ending.html));
+
+    seal.expiresAt = undefined;
+    const lasting = await notificationOf('<sealed-lasts@sender.example>');
+    assert.doesNotMatch(lasting.text ?? '', /You can read it until/);
   });
 
   it('fails at once and bounces when the seal service refuses the message (400)', async () => {

@@ -16,6 +16,7 @@ import { startServiceForTest, type ServiceUnderTest } from '../../../test/suppor
 
 const LIMIT = 256 * 1024;
 const MAX_RECIPIENTS = 5;
+const b64 = (text: string) => Buffer.from(text).toString('base64');
 
 describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
   let s3: S3TestServer;
@@ -337,6 +338,71 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual(await counts(), start);
   });
 
+  it('writes `expires` as the X-Sealpost-Expires header, built or in front of raw, and takes a raw one', async () => {
+    const built = await submit(message({ expires: '7d' }));
+    assert.equal(built.status, 202);
+    const builtMail = await simpleParser(await readObject(exchange.objects, payloadKey((await built.json()).id)));
+    assert.equal(builtMail.headers.get('x-sealpost-expires'), '7d');
+
+    const original = 'From: bob@example.com\r\nTo: alice@example.com\r\nSubject: raw\r\n\r\nbody\r\n';
+    const raw = { from: 'bob@example.com', to: ['alice@example.com'] };
+    const inFront = await submit({ ...raw, expires: '2999-01-31T17:00:00+01:00', raw: b64(original) });
+    assert.equal(inFront.status, 202);
+    assert.equal(
+      (await readObject(exchange.objects, payloadKey((await inFront.json()).id))).toString(),
+      `X-Sealpost-Expires: 2999-01-31T17:00:00+01:00\r\n${original}`,
+    );
+
+    const own = `Subject: raw\r\nx-sealpost-expires:\r\n 1d12h\r\n\r\nbody\r\n`;
+    const ownRes = await submit({ ...raw, raw: b64(own) });
+    assert.equal(ownRes.status, 202, 'a folded header, its name in lower case');
+    assert.equal((await readObject(exchange.objects, payloadKey((await ownRes.json()).id))).toString(), own);
+  });
+
+  it('refuses a bad, past or doubled X-Sealpost-Expires: 400 validation_failed naming it, nothing kept', async () => {
+    const start = await counts();
+    const raw = (header: string) => ({
+      from: 'bob@example.com',
+      to: ['alice@example.com'],
+      raw: b64(`From: bob@example.com\r\n${header}\r\nSubject: raw\r\n\r\nX-Sealpost-Expires: body, not header\r\n`),
+    });
+    const expected =
+      '; expected a life such as 7d, 72h or 1d12h, or an RFC 3339 time such as 2027-01-31T17:00:00+01:00';
+    const cases: Array<[unknown, string]> = [
+      [message({ expires: 'next week' }), `X-Sealpost-Expires: "next week" is not a duration${expected}`],
+      [
+        message({ expires: '2020-01-31T17:00:00Z' }),
+        `X-Sealpost-Expires: "2020-01-31T17:00:00Z" lies in the past${expected}`,
+      ],
+      [message({ expires: '0s' }), `X-Sealpost-Expires: "0s" is no life at all${expected}`],
+      [raw('X-Sealpost-Expires: 7 days'), `X-Sealpost-Expires: "7 days" is not a duration${expected}`],
+      [
+        raw('X-Sealpost-Expires: 2027-02-30T17:00:00Z'),
+        `X-Sealpost-Expires: "2027-02-30T17:00:00Z" is not a valid time${expected}`,
+      ],
+      [
+        raw('X-Sealpost-Expires: 2021-06-01T00:00:00+02:00'),
+        `X-Sealpost-Expires: "2021-06-01T00:00:00+02:00" lies in the past${expected}`,
+      ],
+      [
+        raw('X-Sealpost-Expires: 7d\r\nX-Sealpost-Expires: 2d'),
+        'X-Sealpost-Expires is given 2 times ("7d", "2d"); give it once',
+      ],
+      [
+        { ...raw('X-Sealpost-Expires: 7d'), expires: '2d' },
+        'X-Sealpost-Expires is given 2 times ("2d", "7d"); give it once',
+      ],
+    ];
+    for (const [body, sentence] of cases) {
+      const res = await submit(body);
+      const error = await res.json();
+      assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 200)} → ${JSON.stringify(error)}`);
+      assert.equal(error.errorCode, 'validation_failed');
+      assert.equal(error.message, sentence);
+    }
+    assert.deepEqual(await counts(), start);
+  });
+
   it('takes raw messages and attachments of several MB (a base64 pattern once blew the regex stack)', async () => {
     const big = await startServiceForTest(exchangeService, {
       env: { DELIVERY_ENABLED: 'false', SEAL_URL: 'http://127.0.0.1:9', SMTP_MAX_MESSAGE_SIZE: '16MiB' },
@@ -525,9 +591,11 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
       'attachments',
       'recipients',
       'raw',
+      'expires',
     ]) {
       assert.ok(schema.properties[field], field);
     }
+    assert.match(schema.properties.expires.description, /X-Sealpost-Expires.*400 validation_failed/s);
     assert.equal(schema.additionalProperties, false);
     assert.ok(post.responses['202'] && post.responses['503'] && post.responses['413']);
   });

@@ -33,7 +33,9 @@ export async function jsonInboundRoutes(
           'Builds a MIME message from the structured fields (or takes `raw` as it is) and stores it ' +
           'like a message received over SMTP, on channel `json` with `from` as the envelope sender; ' +
           'to, cc and bcc are the envelope recipients. Answers 202 only once the payload ' +
-          'and the envelope are stored. 503 when no delivery rule matches or storage is down ' +
+          'and the envelope are stored. 400 (validation_failed) names what is wrong with the request, among ' +
+          'it an X-Sealpost-Expires (`expires`, or the header of `raw`) that is malformed, past or given twice. ' +
+          '503 when no delivery rule matches or storage is down ' +
           '(nothing is kept; try again), 413 when the message is larger than SMTP_MAX_MESSAGE_SIZE.',
         security: [{ serviceToken: [] }],
         body,

@@ -4,7 +4,9 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { badRequest } from '../../kernel/errors.ts';
 import type { InboundLimits, MessageBody } from '../../contracts/exchange.ts';
+import { headerBlockOf } from '../outbound/header-block.ts';
 import { decodeBase64 } from './base64.ts';
+import { EXPIRES_HEADER, expiresRefusal, expiresValues } from './expires-header.ts';
 import { messageTooLarge, MessageSizeLimit } from './size-limit.ts';
 
 /** What POST /v1/messages hands to accept(): the envelope and the RFC 5322 message as a stream. */
@@ -55,6 +57,7 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
     );
   }
   const extraHeaders = recipientHeaders(body.recipients ?? [], recipients);
+  if (body.expires !== undefined) extraHeaders.push({ key: EXPIRES_HEADER, value: body.expires.trim() });
 
   if (body.raw !== undefined) {
     const structured = (['subject', 'text', 'html', 'attachments', 'inReplyTo', 'references'] as const).find(
@@ -64,8 +67,10 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
       throw badRequest(`${structured} cannot be combined with raw: a raw message carries its own headers and body`);
     }
     const payload = rawPayload(body.raw, extraHeaders, limits);
-    const headerEnd = payload.indexOf('\r\n\r\n') >= 0 ? payload.indexOf('\r\n\r\n') : payload.indexOf('\n\n');
-    const head = headerEnd >= 0 ? payload.subarray(0, headerEnd) : payload;
+    const head = headerBlockOf(payload, payload.length);
+    // The raw message's own X-Sealpost-Expires counts with the one `expires` put in front: two are refused.
+    const refusal = expiresRefusal(expiresValues(head.toString('utf8')), new Date());
+    if (refusal) throw refusal;
     return {
       sender: from.address,
       recipients,
@@ -79,6 +84,8 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   if (body.text === undefined && body.html === undefined && !body.attachments?.length) {
     throw badRequest('text, html or attachments is required (or give the whole message as raw)');
   }
+  const refusal = expiresRefusal(body.expires === undefined ? [] : [body.expires], new Date());
+  if (refusal) throw refusal;
   const composer = new MailComposer({
     from,
     to,
@@ -173,7 +180,7 @@ function recipientHeaders(entries: NonNullable<MessageBody['recipients']>, recip
 }
 
 /**
- * The sender's own message, unchanged but for the recipients' X-Sealpost-* headers put in front (the
+ * The sender's own message, unchanged but for the X-Sealpost-* headers of `recipients` and `expires` put in front (the
  * intake then makes every line end CRLF). It was decoded from the request already, so it is a Buffer,
  * not a stream.
  */

@@ -4,7 +4,8 @@ import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { normalizedSender } from '../rules/match.ts';
-import { watchFromHeader } from './from-header-check.ts';
+import { expiresRefusal, expiresValues } from './expires-header.ts';
+import { fromRefusal, watchHeaderSection } from './header-checks.ts';
 import { receivedHeader } from './received-header.ts';
 import { MessageSizeLimit } from './size-limit.ts';
 import type { SmtpDoor } from './smtp-door.ts';
@@ -76,9 +77,9 @@ export function receiveMessage(
 }
 
 /**
- * Streams DATA into the payload, with the From check when sender domains are set. Returns what drops the
- * rest of DATA once the upload has failed (size limit, store down, no rule): smtp-server can only answer
- * after the final dot.
+ * Streams DATA into the payload, with the checks of the header section: the From check when sender domains
+ * are set, and X-Sealpost-Expires always. Returns what drops the rest of DATA once the upload has failed
+ * (size limit, store down, no rule, a header refused): smtp-server can only answer after the final dot.
  */
 function pipeData(door: SmtpDoor, stream: SMTPServerDataStream, payload: MessageSizeLimit): () => void {
   const { policy } = door;
@@ -87,13 +88,13 @@ function pipeData(door: SmtpDoor, stream: SMTPServerDataStream, payload: Message
     stream.resume();
   };
   payload.on('error', discardRest);
-  if (policy.checksSenders) {
-    watchFromHeader(
-      stream,
-      (address) => policy.isOwnSender(address),
-      (refusal) => payload.destroy(refusal),
-    );
-  }
+  watchHeaderSection(
+    stream,
+    (header) =>
+      (policy.checksSenders ? fromRefusal(header, (address) => policy.isOwnSender(address)) : undefined) ??
+      expiresRefusal(expiresValues(header), new Date()),
+    (refusal) => payload.destroy(refusal),
+  );
   stream.pipe(payload);
   return discardRest;
 }

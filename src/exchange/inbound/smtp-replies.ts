@@ -13,11 +13,14 @@ export function senderGone(): AppError {
 }
 
 /**
- * The SMTP reply for a refused message. 503s (store down, no matching rule) are temporary: the sending
- * server keeps the message and tries again. Anything unexpected is temporary too — a message must never
- * be lost, nor bounced, for our own fault — and the log line has the details.
+ * The SMTP reply for a refused message. A message refused for what it says (400: a header the intake
+ * refuses, expires-header.ts) is refused for good: 554 5.6.0 (RFC 3463, "other or undefined media error").
+ * 503s (store down, no matching rule) are temporary: the sending server keeps the message and tries again.
+ * Anything unexpected is temporary too — a message must never be lost, nor bounced, for our own fault — and
+ * the log line has the details.
  */
 export function replyFor(error: unknown): SmtpReply {
+  if (error instanceof AppError && error.status === 400) return smtpReply(554, `5.6.0 ${error.message}`);
   if (error instanceof AppError && error.status === 413) return smtpReply(552, error.message);
   if (error instanceof AppError && error.status === 550) return smtpReply(550, `5.7.1 ${error.message}`);
   if (error instanceof AppError && error.status === 503) return smtpReply(451, error.message);

@@ -362,6 +362,76 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     assert.equal(await envelopeCount(), envelopes + 1);
   });
 
+  it('refuses a bad, past or doubled X-Sealpost-Expires after DATA: 554 5.6.0 naming it, nothing kept', async () => {
+    const [payloads, envelopes, statuses] = [
+      await payloadCount(exchange.objects),
+      await envelopeCount(),
+      await statusCount(),
+    ];
+    const expected =
+      '; expected a life such as 7d, 72h or 1d12h, or an RFC 3339 time such as 2027-01-31T17:00:00+01:00';
+    const message = (header: string) => `From: alice@example.com\r\n${header}\r\nSubject: ends\r\n\r\nbody\r\n`;
+    const cases: Array<[string, string]> = [
+      ['X-Sealpost-Expires: tomorrow', `554 5.6.0 X-Sealpost-Expires: "tomorrow" is not a duration${expected}`],
+      ['X-Sealpost-Expires: -5m', `554 5.6.0 X-Sealpost-Expires: "-5m" is not a life${expected}`],
+      [
+        'X-Sealpost-Expires: 2027-13-01T00:00:00Z',
+        `554 5.6.0 X-Sealpost-Expires: "2027-13-01T00:00:00Z" is not a valid time${expected}`,
+      ],
+      [
+        'X-Sealpost-Expires: 2024-01-31T17:00:00+01:00',
+        `554 5.6.0 X-Sealpost-Expires: "2024-01-31T17:00:00+01:00" lies in the past${expected}`,
+      ],
+      [
+        'X-Sealpost-Expires: 7d\r\nx-sealpost-expires: 7d',
+        '554 5.6.0 X-Sealpost-Expires is given 2 times ("7d", "7d"); give it once',
+      ],
+    ];
+    const { talk } = await SmtpTalk.open(port);
+    try {
+      assert.match(await talk.send('EHLO test.local'), /^250-/);
+      for (const [header, reply] of cases) {
+        assert.match(await talk.send('MAIL FROM:<alice@example.com>'), /^250 /);
+        assert.match(await talk.send('RCPT TO:<bob@example.com>'), /^250 /);
+        assert.match(await talk.send('DATA'), /^354 /);
+        talk.write(`${message(header)}.\r\n`);
+        assert.equal(await talk.reply(), reply);
+      }
+    } finally {
+      talk.close();
+    }
+    assert.equal(await payloadCount(exchange.objects), payloads, 'no payload stored');
+    assert.equal(await envelopeCount(), envelopes, 'no envelope row');
+    assert.equal(await statusCount(), statuses, 'no status row');
+    assert.ok(
+      exchange.logs.some(
+        (line) =>
+          line.msg === 'message refused' && /^554 5\.6\.0 X-Sealpost-Expires: "tomorrow"/.test(String(line.reply)),
+      ),
+      'the refusal is logged with its reply',
+    );
+  });
+
+  it('takes X-Sealpost-Expires as a life or a future time, in any case, folded, or only in the body', async () => {
+    const forms = [
+      'X-Sealpost-Expires: 72h',
+      'x-sealpost-expires:1d12h',
+      'X-SEALPOST-EXPIRES :   7d   ',
+      'X-Sealpost-Expires:\r\n\t2999-01-31T17:00:00+01:00',
+      'X-Sealpost-Expires: 2999-01-31 16:00:00.5z',
+    ];
+    for (const header of forms) {
+      // transact() ends the message with CRLF . CRLF.
+      const raw = `From: alice@example.com\r\n${header}\r\nSubject: ends\r\n\r\nbody`;
+      const id = queuedId(await transact(raw));
+      const { rest } = splitReceived(await readObject(exchange.objects, payloadKey(id)));
+      assert.equal(rest.toString(), `${raw}\r\n`, 'stored as sent: the seal service reads and removes the header');
+    }
+    // Bare LF line ends; a header-like line in the body is not a header.
+    const body = 'From: alice@example.com\nSubject: ends\n\nX-Sealpost-Expires: whenever';
+    queuedId(await transact(body));
+  });
+
   it('refuses at MAIL FROM a message whose declared SIZE is over the limit', async () => {
     await assert.rejects(
       sendRaw(Buffer.alloc(LIMIT + 1, 'a')),

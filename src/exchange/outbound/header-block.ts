@@ -28,7 +28,7 @@ export function headerBlockOf(message: Buffer, limit = HEADER_LIMIT): Buffer {
 }
 
 /** Where the header block ends (after its last line's line end), if the empty line is there. */
-function headerEnd(bytes: Buffer): number | undefined {
+export function headerEnd(bytes: Buffer): number | undefined {
   const crlf = bytes.indexOf('\r\n\r\n');
   // A bare-LF end can only come first if it lies before the CRLF one: the rest (a CRLF message's whole
   // body) need not be searched.

@@ -13,6 +13,8 @@ export interface Notification {
   sealedId: string;
   /** The recipient's language (X-Sealpost-Language), else NOTIFY_DEFAULT_LANGUAGE. */
   language: Language;
+  /** When the message ends (the seal answer's expiresAt): the notification says until when it can be read. */
+  expiresAt?: Date;
 }
 
 /**
@@ -28,14 +30,27 @@ export async function composeNotification(notification: Notification): Promise<B
       .trim()
       .slice(0, 200) || t.someone;
   const how = notification.method === 'sms' ? t.howSms : t.howEmail;
-  const text = [t.greeting, '', t.sent(sender), '', t.readHere, notification.link, '', how, '', t.ignore, ''].join(
-    '\n',
-  );
+  const until = notification.expiresAt && t.until(endDate(notification.expiresAt, notification.language));
+  const text = [
+    t.greeting,
+    '',
+    t.sent(sender),
+    '',
+    t.readHere,
+    notification.link,
+    ...(until ? ['', until] : []),
+    '',
+    how,
+    '',
+    t.ignore,
+    '',
+  ].join('\n');
   const html = [
     `<!doctype html><html lang="${notification.language}"><body style="font-family: sans-serif; line-height: 1.5">`,
     `<p>${escapeHtml(t.greeting)}</p>`,
     `<p>${escapeHtml(t.sent(sender))}</p>`,
     `<p><a href="${escapeHtml(notification.link)}">${escapeHtml(t.linkText)}</a></p>`,
+    ...(until ? [`<p>${escapeHtml(until)}</p>`] : []),
     `<p>${escapeHtml(how)}</p>`,
     `<p style="color: #666">${escapeHtml(t.ignore)}<br>${escapeHtml(notification.link)}</p>`,
     '</body></html>',
@@ -55,6 +70,17 @@ export async function composeNotification(notification: Notification): Promise<B
   })
     .compile()
     .build();
+}
+
+/**
+ * A message's end as its recipient reads it: the long date and short time of their language, in UTC and
+ * saying so, as the auth service words the time of a mobile-number change. Sealpost has no time-zone setting,
+ * and the recipient's zone is unknown to it; a recipient in any zone can work out UTC, and a time shown in
+ * the organisation's zone without naming it would be wrong for the others by hours.
+ */
+export function endDate(at: Date, language: Language): string {
+  const format = new Intl.DateTimeFormat(language, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' });
+  return `${format.format(at)} UTC`;
 }
 
 function escapeHtml(text: string): string {

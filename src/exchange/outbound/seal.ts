@@ -30,7 +30,7 @@ export const sealStrategy = defineOutboundStrategy({
 
 /**
  * The `seal` strategy: the raw message goes to the seal service, then each recipient of the envelope gets
- * the notification email with its reader link.
+ * the notification email with its reader link, and the end date when the seal answer has one (`expiresAt`).
  *
  * Retries: sealing is idempotent by envelope id, and the strategy is marked done only after every
  * notification was handed to the mail transport. A retry therefore seals nothing twice; at worst it
@@ -77,6 +77,7 @@ export function createSealOutbound(deps: {
             method: entry.method === 'sms' ? 'sms' : 'email',
             sealedId: sealed.id,
             language,
+            ...(sealed.expiresAt !== undefined ? { expiresAt: new Date(sealed.expiresAt) } : {}),
           });
           const raw = deps.dkim ? await deps.dkim.sign(composed) : composed;
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });

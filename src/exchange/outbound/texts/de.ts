@@ -11,5 +11,6 @@ export const de: NotificationTexts = {
   howSms: 'Zum Öffnen melden Sie sich mit einem Einmalcode an, den wir Ihnen per SMS an Ihre Mobilnummer senden.',
   howEmail: 'Zum Öffnen melden Sie sich mit einem Einmalcode an, den wir an diese E-Mail-Adresse senden.',
   ignore: 'Wenn Sie keine Nachricht von diesem Absender erwarten, können Sie diese E-Mail ignorieren.',
+  until: (when) => `Sie können sie bis zum ${when} lesen.`,
   someone: 'Jemand',
 };

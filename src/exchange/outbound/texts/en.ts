@@ -12,6 +12,7 @@ export const en = {
   howSms: 'To open it, sign in with a one-time code that we send by SMS to your mobile number.',
   howEmail: 'To open it, sign in with a one-time code that we send to this email address.',
   ignore: 'If you did not expect a message from this sender, you can ignore this email.',
+  until: (when: string) => `You can read it until ${when}.`,
   someone: 'someone',
 };
 

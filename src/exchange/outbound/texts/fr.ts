@@ -13,5 +13,6 @@ export const fr: NotificationTexts = {
     'unique que nous envoyons par SMS à votre numéro de mobile.',
   howEmail: 'Pour l’ouvrir, connectez-vous avec un code à usage unique que nous envoyons à cette adresse e-mail.',
   ignore: 'Si vous n’attendiez pas de message de cet expéditeur, vous pouvez ignorer cet e-mail.',
+  until: (when) => `Vous pouvez le lire jusqu’au ${when}.`,
   someone: 'Quelqu’un',
 };
