@@ -11,7 +11,7 @@ import { ClusterConfigStore } from '../src/seal/clusters/store.ts';
 import { sealService } from '../src/seal/service.ts';
 import type { SealTables } from '../src/seal/tables.ts';
 import { Reader } from './support/auth-reader.ts';
-import { startRealClusters, type RealClusters } from './support/ipfs-real.ts';
+import { restGet, startRealClusters, type RealClusters } from './support/ipfs-real.ts';
 import { createTestDatabase } from './support/postgres.ts';
 import { TEST_MASTER_KEY } from './support/seal.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
@@ -28,6 +28,7 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const SERVICE_TOKEN = 'e2e-service-token-0123456789abcdef';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
+const BOB = { email: 'bob@example.com', mobile: '+41797654321' };
 
 type Pin = { cluster: string; status: string; error?: string };
 
@@ -91,6 +92,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
         IPFS_PROXY_PORT: String(clusters.primary.proxyPort),
         IPFS_CLUSTER_CA_FILE: clusters.ca.certPath,
         SEAL_PIN_CHECK_INTERVAL: '500ms',
+        SEAL_END_INTERVAL: '500ms',
         SEAL_REPIN_INTERVAL: '1s',
         SMS_PROVIDER: 'http',
         SMS_PROVIDER_URL: `${sms.url}/sms`,
@@ -121,7 +123,8 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  async function send(subject: string): Promise<void> {
+  async function send(subject: string, extra: { to?: (typeof ALICE)[]; expires?: string } = {}): Promise<void> {
+    const to = extra.to ?? [ALICE];
     const transport = nodemailer.createTransport({
       host: '127.0.0.1',
       port: sealpost.ports.smtp,
@@ -131,10 +134,13 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     try {
       await transport.sendMail({
         from: 'Dana Sender <dana@sender.example>',
-        to: ALICE.email,
+        to: to.map((r) => r.email),
         subject,
         text: `${subject}: the figures.`,
-        headers: { 'X-Sealpost-Mobile': `${ALICE.email}=${ALICE.mobile}` },
+        headers: [
+          ...to.map((r) => ({ key: 'X-Sealpost-Mobile', value: `${r.email}=${r.mobile}` })),
+          ...(extra.expires ? [{ key: 'X-Sealpost-Expires', value: extra.expires }] : []),
+        ],
       });
     } finally {
       transport.close();
@@ -145,7 +151,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
   async function sealedIdOf(subject: string, timeoutMs = 60_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      for (const notice of sink.messages.filter((m) => m.to.includes(ALICE.email))) {
+      for (const notice of sink.messages.filter((m) => m.to.includes(ALICE.email) || m.to.includes(BOB.email))) {
         const id = /\/m\/([0-9a-f-]{36})/.exec(notice.raw.toString('utf8').replace(/=\r\n/g, ''))?.[1];
         if (!id) continue;
         const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, {
@@ -262,5 +268,117 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
       'retried by the exchange and sealed: nothing lost',
     );
     assert.equal((await fetch(`${sealpost.urls.seal}/readyz`)).status, 200);
+  });
+
+  /** A reader signed in by SMS to message `id` as `who`. */
+  async function signedIn(id: string, who: typeof ALICE): Promise<Reader> {
+    const reader = new Reader(sealpost.urls.auth);
+    assert.equal((await reader.get(`/v1/config?messageId=${id}`)).status, 200);
+    const asked = await reader.request('POST', '/v1/auth/code', {
+      body: { messageId: id, email: who.email, mobile: who.mobile, method: 'sms' },
+    });
+    assert.equal(asked.status, 200, JSON.stringify(asked.body));
+    const verified = await reader.request('POST', '/v1/auth/verify', {
+      body: { code: sms.lastCodeTo(who.mobile), rememberMe: false },
+    });
+    assert.equal(verified.status, 200, JSON.stringify(verified.body));
+    return reader;
+  }
+
+  async function sealed(id: string): Promise<{ cid: string; expiresAt?: string; end?: { reason: string } }> {
+    const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, {
+      headers: { authorization: `Bearer ${SERVICE_TOKEN}` },
+    });
+    return response.json();
+  }
+
+  async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    let value = await probe();
+    while (!done(value)) {
+      assert.ok(Date.now() < deadline, `${what} within ${timeoutMs} ms: ${JSON.stringify(value)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      value = await probe();
+    }
+    return value;
+  }
+
+  it('ends a message at its X-Sealpost-Expires: read, then 410; its key destroyed, its pins gone', async () => {
+    await send('Short-lived figures', { expires: '15s' });
+    const id = await sealedIdOf('Short-lived figures');
+    const record = await sealed(id);
+    assert.ok(record.expiresAt, 'the seal carries its end date');
+    await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
+    const reader = await signedIn(id, ALICE);
+    const before = await reader.get('/v1/message');
+    assert.equal(before.status, 200, 'readable before its end date');
+    assert.match(JSON.stringify(before.body), /Short-lived figures: the figures/);
+
+    // A moment after the end date, whether or not the background pass has run yet.
+    const wait = Math.max(0, Date.parse(record.expiresAt!) - Date.now()) + 100;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    const after = await reader.get('/v1/message');
+    assert.equal(after.status, 410);
+    assert.equal(after.body.errorCode, 'message_expired');
+    assert.equal(after.body.contact, 'dana@sender.example');
+    assert.ok(after.body.endedAt, 'says when it ended');
+
+    await until(
+      'the end recorded',
+      () => sealed(id),
+      (r) => r.end?.reason === 'expired',
+    );
+    const db = await openDatabase({ url: database.url, poolSize: 1 });
+    try {
+      const row = await (db.db.withSchema('seal') as Kysely<SealTables>)
+        .selectFrom('sealed_messages')
+        .select('wrapped_key')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      assert.equal(row.wrapped_key, null, 'the wrapped key is destroyed');
+    } finally {
+      await db.close();
+    }
+    for (const [name, cluster] of [
+      ['primary', clusters.primary],
+      ['secondary', clusters.secondary],
+    ] as const) {
+      await until(
+        `the ${name} cluster no longer lists the pin`,
+        () => restGet(cluster, `/allocations/${record.cid}`, clusters.ca.cert),
+        (answer) => answer.status === 404,
+        60_000,
+      );
+    }
+  });
+
+  it("withdrawn for one recipient ends that recipient's open session at once; for all, the content", async () => {
+    await send('Sent to the wrong Bob', { to: [ALICE, BOB] });
+    const id = await sealedIdOf('Sent to the wrong Bob');
+    const alice = await signedIn(id, ALICE);
+    const bob = await signedIn(id, BOB);
+    assert.equal((await bob.get('/v1/message')).status, 200);
+
+    const withdraw = (body: object) =>
+      fetch(`${sealpost.urls.seal}/v1/admin/sealed/${id}/withdraw`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    assert.equal((await withdraw({ reason: 'sent to the wrong address', recipient: BOB.email })).status, 200);
+    const gone = await bob.get('/v1/message');
+    assert.equal(gone.status, 410, 'the open session of the recipient withdrawn for is refused at its next request');
+    assert.equal(gone.body.errorCode, 'message_withdrawn');
+    assert.equal((await alice.get('/v1/message')).status, 200, 'the other recipient reads on');
+
+    assert.equal((await withdraw({ reason: 'erasure request' })).status, 200);
+    const content = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}/content`, {
+      headers: { authorization: `Bearer ${SERVICE_TOKEN}` },
+    });
+    assert.equal(content.status, 410);
+    assert.equal((await content.json()).errorCode, 'message_withdrawn');
+    const last = await alice.get('/v1/message');
+    assert.equal(last.status, 410);
+    assert.equal(last.body.errorCode, 'message_withdrawn');
   });
 });
