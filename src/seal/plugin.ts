@@ -34,6 +34,7 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     serviceToken: options.serviceToken,
     publicUrl: options.publicUrl,
     maxMessageSize: options.maxMessageSize,
+    clock: options.clock,
   });
   await app.register(pinsRoutes, {
     store: options.sealedStore,

@@ -67,6 +67,10 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       clusters,
       masterKey: master.key,
       maxMessageSize: seal.maxMessageSize,
+      expiry: {
+        ...(seal.defaultExpiry !== undefined ? { defaultMs: seal.defaultExpiry } : {}),
+        ...(seal.maxExpiry !== undefined ? { maxMs: seal.maxExpiry } : {}),
+      },
       repinDelayMs: seal.repinInterval,
       pinCheckMs: seal.pinCheckInterval,
       watchPins: (pins) => follower.watch(pins),
