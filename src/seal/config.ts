@@ -1,7 +1,23 @@
 import { AUTH_PORT, AUTH_PUBLIC_URL, authPublicUrl, SEAL_MAX_MESSAGE_SIZE, SEAL_PORT } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { boolean, nonEmpty, port, positiveDuration, text, ValueError } from '../kernel/parsers.ts';
+import { parseSealExpiry } from '../kernel/seal-expiry.ts';
 import { defineVariables, loadVariables } from '../kernel/variables.ts';
+
+/** A message's life as X-Sealpost-Expires gives one (`7d`, `72h`, `1d12h`), in milliseconds; no time of day. */
+const life = {
+  parse(raw: string): number {
+    let parsed: ReturnType<typeof parseSealExpiry>;
+    try {
+      parsed = parseSealExpiry(raw);
+    } catch {
+      throw new ValueError();
+    }
+    if (!('lifeMs' in parsed)) throw new ValueError();
+    return parsed.lifeMs;
+  },
+  expected: 'a positive life such as 30d, 72h or 1d12h',
+};
 
 /** The seal service's variables (docs/configuration.md, component B), in the order the reference lists them. */
 export const SEAL_VARIABLES = defineVariables({
@@ -72,6 +88,28 @@ export const SEAL_VARIABLES = defineVariables({
       'a sealed message not pinned on every cluster this long after ' +
       'sealing is logged as an error and counted in seal_pins_overdue',
     default: '10m',
+    ...positiveDuration,
+  },
+  defaultExpiry: {
+    name: 'SEAL_DEFAULT_EXPIRY',
+    meaning:
+      'life of a sealed message whose sender gave no X-Sealpost-Expires (7d, 72h, 1d12h); at its end the ' +
+      'message key is destroyed and the clusters unpin the content; unset: messages do not end by themselves',
+    ...life,
+  },
+  maxExpiry: {
+    name: 'SEAL_MAX_EXPIRY',
+    meaning:
+      'longest life of a sealed message, from sealing: caps X-Sealpost-Expires and SEAL_DEFAULT_EXPIRY, and ' +
+      'gives every message an end date when set; unset: no cap',
+    ...life,
+  },
+  endInterval: {
+    name: 'SEAL_END_INTERVAL',
+    meaning:
+      'how often ended messages are looked for: expired ones get their key destroyed, and clusters are ' +
+      'asked to unpin ended content (failed unpins retried, doubling up to 1h); expiry itself holds at once',
+    default: '10s',
     ...positiveDuration,
   },
   // The reader links it hands out point at the auth service.

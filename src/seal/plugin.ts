@@ -3,6 +3,9 @@ import type { App } from '../kernel/http.ts';
 import type { ConfigInForce } from './clusters/in-force.ts';
 import { clusterConfigRoutes } from './clusters/routes.ts';
 import type { ClusterConfigStore } from './clusters/store.ts';
+import type { EndStore } from './ending/end-store.ts';
+import type { SealEnder } from './ending/ender.ts';
+import { endingRoutes } from './ending/routes.ts';
 import type { Sealer } from './sealing/sealer.ts';
 import { pinsRoutes } from './sealing/pins-routes.ts';
 import { sealingRoutes } from './sealing/routes.ts';
@@ -13,6 +16,8 @@ export interface SealPluginOptions {
   inForce: ConfigInForce;
   sealer: Sealer;
   sealedStore: SealedStore;
+  endStore: EndStore;
+  ender: SealEnder;
   adminToken: string;
   serviceToken: string;
   publicUrl: string;
@@ -21,7 +26,9 @@ export interface SealPluginOptions {
   clock: Clock;
 }
 
-/** The seal service's HTTP API: IPFS cluster configuration (admin) and sealed messages (service). */
+/**
+ * The seal service's HTTP API: IPFS cluster configuration (admin), sealed messages (service) and their end.
+ */
 export async function sealPlugin(app: App, options: SealPluginOptions) {
   await app.register(clusterConfigRoutes, {
     store: options.configStore,
@@ -34,11 +41,20 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     serviceToken: options.serviceToken,
     publicUrl: options.publicUrl,
     maxMessageSize: options.maxMessageSize,
+    clock: options.clock,
   });
   await app.register(pinsRoutes, {
     store: options.sealedStore,
     adminToken: options.adminToken,
     deadlineMs: options.pinDeadlineMs,
+    clock: options.clock,
+  });
+  await app.register(endingRoutes, {
+    ender: options.ender,
+    endStore: options.endStore,
+    sealedStore: options.sealedStore,
+    adminToken: options.adminToken,
+    serviceToken: options.serviceToken,
     clock: options.clock,
   });
 }

@@ -10,6 +10,8 @@ import { redactCluster } from './clusters/config.ts';
 import { loadConfigInForce } from './clusters/in-force.ts';
 import { ClusterConfigStore } from './clusters/store.ts';
 import { resolveMasterKey } from './crypto/master-key.ts';
+import { EndStore } from './ending/end-store.ts';
+import { SealEnder } from './ending/ender.ts';
 import { migrations } from './migrations/index.ts';
 import { sealPlugin } from './plugin.ts';
 import { PinFollower } from './sealing/repin.ts';
@@ -67,14 +69,21 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       clusters,
       masterKey: master.key,
       maxMessageSize: seal.maxMessageSize,
+      expiry: {
+        ...(seal.defaultExpiry !== undefined ? { defaultMs: seal.defaultExpiry } : {}),
+        ...(seal.maxExpiry !== undefined ? { maxMs: seal.maxExpiry } : {}),
+      },
       repinDelayMs: seal.repinInterval,
       pinCheckMs: seal.pinCheckInterval,
       watchPins: (pins) => follower.watch(pins),
       clock,
       logger,
     });
+    const endStore = new EndStore(db, clock);
+    const ender = new SealEnder({ store: endStore, clusters, intervalMs: seal.endInterval, clock, logger });
     const registry = createRegistry('seal');
     follower.registerMetrics(registry);
+    ender.registerMetrics(registry);
 
     const running = await startHttpService({
       name: 'seal',
@@ -92,6 +101,8 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         inForce,
         sealer,
         sealedStore,
+        endStore,
+        ender,
         adminToken: config.adminToken,
         serviceToken: config.serviceToken,
         publicUrl: seal.publicUrl,
@@ -105,10 +116,12 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       readiness: { ipfsCluster: () => primaryReady(clusters[0]!) },
     });
     follower.start();
+    ender.start();
     return {
       ...running,
-      workers: { pinFollower: follower },
+      workers: { pinFollower: follower, ender },
       async stop() {
+        await ender.stop();
         await follower.stop();
         await sealer.settle();
         await running.stop();

@@ -8,6 +8,7 @@ export interface SealTables {
   sealed_messages: SealedMessagesTable;
   sealed_recipients: SealedRecipientsTable;
   sealed_pins: SealedPinsTable;
+  seal_end_work: SealEndWorkTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -50,12 +51,24 @@ export interface SealedMessagesTable {
   /** SHA-256 of the plaintext (the raw message as received), hex. */
   sha256: string;
   size: number;
-  /** The message key, encrypted with SEAL_MASTER_KEY and bound to this id (crypto/secret-box.ts). */
-  wrapped_key: string;
+  /**
+   * The message key, encrypted with SEAL_MASTER_KEY and bound to this id (crypto/secret-box.ts); null once
+   * the message ended: the key is destroyed, so the content on IPFS can never be decrypted again.
+   */
+  wrapped_key: string | null;
   sender: string;
   subject: string;
   sealed_at: CreatedAt;
+  /** The end date (X-Sealpost-Expires, SEAL_DEFAULT_EXPIRY, SEAL_MAX_EXPIRY); null: it does not end by itself. */
+  expires_at: Date | null;
+  /** When it ended (for an expiry: its end date); null while it runs. Final once set. */
+  ended_at: Date | null;
+  end_reason: EndReason | null;
+  /** A withdrawal's reason, as the operator gave it. */
+  end_note: string | null;
 }
+
+export type EndReason = 'expired' | 'withdrawn';
 
 export interface SealedRecipientsTable {
   sealed_id: string;
@@ -69,6 +82,9 @@ export interface SealedRecipientsTable {
   mobile: string | null;
   /** X-Sealpost-Language for this recipient; null: the services' default. */
   language: Language | null;
+  /** When the message was withdrawn for this recipient alone; null: they may read (unless it ended). */
+  withdrawn_at: Date | null;
+  withdraw_note: string | null;
 }
 
 export interface SealedPinsTable {
@@ -89,6 +105,24 @@ export interface SealedPinsTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/**
+ * What is left to do after a message ended for everyone: ask one cluster to unpin its CID. At least once:
+ * a row is deleted only when the cluster confirmed (or no longer had the pin); failures wait and retry.
+ */
+export interface SealEndWorkTable {
+  sealed_id: string;
+  /** `host:port` of the cluster. */
+  cluster: string;
+  cid: string;
+  attempts: ColumnType<number, number | undefined, number>;
+  /** Why the last attempt failed. */
+  error: string | null;
+  /** When the row is due; also a lease while an instance works on it. */
+  next_attempt_at: Date;
+  created_at: CreatedAt;
+}
+
 export type SealedMessage = Selectable<SealedMessagesTable>;
 export type SealedRecipient = Selectable<SealedRecipientsTable>;
 export type SealedPin = Selectable<SealedPinsTable>;
+export type SealEndWork = Selectable<SealEndWorkTable>;

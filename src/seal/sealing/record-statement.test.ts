@@ -42,6 +42,7 @@ describe("the sealed record's statement", () => {
           wrappedKey: 'v1.key',
           sender: 'alice@sender.example',
           subject,
+          expiresAt: null,
         },
         [{ email: 'Bob@rcpt.example', method: 'sms', mobile: '+41791234567' }],
         [

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Clock } from '../../kernel/clock.ts';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { requireBearer } from '../../kernel/bearer.ts';
@@ -7,6 +8,7 @@ import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { Sealer } from './sealer.ts';
 import {
+  ContentQuery,
   RecipientLookupParams,
   RecipientLookupQuery,
   RecipientParams,
@@ -19,7 +21,8 @@ import {
   SealResponseSchema,
 } from '../../contracts/seal.ts';
 import type { SealedStore } from './store.ts';
-import { recipientView, sealAnswer, sealedView, sealHeader } from './views.ts';
+import { assertReadable } from './end-state.ts';
+import { endFields, recipientView, sealAnswer, sealedView, sealHeader } from './views.ts';
 
 export interface SealingRoutesOptions {
   sealer: Sealer;
@@ -27,13 +30,14 @@ export interface SealingRoutesOptions {
   serviceToken: string;
   publicUrl: string;
   maxMessageSize: number;
+  clock: Clock;
 }
 
 const err = Type.Ref('ErrorObject');
 
 /** The service-to-service API (docs/specification.md#seal-endpoints): seal, metadata, verified content. */
 export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
-  const { sealer, store } = options;
+  const { sealer, store, clock } = options;
   const onRequest = requireBearer(options.serviceToken, 'service');
   const common = { tags: ['sealed messages'], security: [{ serviceToken: [] }] };
 
@@ -53,12 +57,15 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'To and Cc plus X-Sealpost-Envelope-Recipients, normalised and deduplicated (case-insensitively). ' +
           'A message header `X-Sealpost-Mobile: <email>=<E.164>` (one per recipient, repeatable) gives that ' +
           'recipient the `sms` sign-in method; the others get `email`. Headers naming a non-recipient are ignored. ' +
+          '`X-Sealpost-Expires` (a life such as `7d` or `72h`, or an RFC 3339 time) asks for an end date, ' +
+          'held to SEAL_MAX_EXPIRY; without it SEAL_DEFAULT_EXPIRY applies (`expiresAt` in the answer). ' +
           'The message is sealed byte for byte as received (sha256 is of those bytes). It is encrypted ' +
           'with a fresh AES-256-GCM key, added through the primary cluster and pinned on every cluster. ' +
           'Each pin is followed until the cluster holds it (`pinning`, then `pinned`); one that fails is recorded ' +
           '(`pin_error`) and retried in the background; neither fails the seal. 201 for a new seal, 200 with ' +
           'the same record when the envelope id was sealed before. 400 for a message without From or recipients, ' +
-          'unparseable, or with a malformed X-Sealpost-Mobile (errorCode invalid_mobile / invalid_email); ' +
+          'unparseable, or with a malformed X-Sealpost-Mobile (errorCode invalid_mobile / invalid_email) ' +
+          'or X-Sealpost-Expires (validation_failed; also a time already past); ' +
           '503 (or 502 when the cluster refused the request) when IPFS is unavailable: retry later.',
         headers: SealHeadersSchema,
         // Documents the body; the empty schema validates nothing (the body is the request stream itself).
@@ -108,11 +115,13 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
       schema: {
         ...common,
         summary: 'Metadata, recipients and pin state of a sealed message',
+        description:
+          'Also after its end: the record stays (`end` says how and when it ended; `expiresAt` its end date).',
         params: SealedParams,
         response: { 200: SealedViewSchema, 400: err, 401: err, 404: err },
       },
     },
-    async (request) => sealedView(await store.get(request.params.id)),
+    async (request) => sealedView(await store.get(request.params.id), clock.now()),
   );
 
   app.get(
@@ -125,17 +134,19 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
         description:
           'A cheap check for the auth service: whether this address may read the message and ' +
           'with which sign-in method. The address is normalised (trimmed, domain lower-cased, ' +
-          'IDN as punycode) and compared case-insensitively. 404 when it is not a recipient.',
+          'IDN as punycode) and compared case-insensitively. 404 when it is not a recipient; 410 ' +
+          '(message_expired, message_withdrawn, with endedAt and contact) when the message ended or was ' +
+          'withdrawn for this recipient: sign-in and open sessions end with it.',
         params: RecipientParams,
-        response: { 200: RecipientSchema, 400: err, 401: err, 404: err },
+        response: { 200: RecipientSchema, 400: err, 401: err, 404: err, 410: err },
       },
     },
     async (request) => {
       const email = normalizeEmail(request.params.email);
-      const recipient = email ? await store.recipient(request.params.id, email.toLowerCase()) : undefined;
-      if (!recipient)
-        throw notFound(`${request.params.email} is not a recipient of sealed message ${request.params.id}`);
-      return recipientView(recipient);
+      const found = email ? await store.recipient(request.params.id, email.toLowerCase()) : undefined;
+      if (!found) throw notFound(`${request.params.email} is not a recipient of sealed message ${request.params.id}`);
+      assertReadable(found.message, found.recipient, clock.now());
+      return recipientView(found.recipient);
     },
   );
 
@@ -150,7 +161,8 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'For the auth service: the other messages a signed-in reader may open with what ' +
           'the session has proven. The address is normalised (trimmed, domain lower-cased, ' +
           "IDN as punycode) and compared case-insensitively; each entry carries that recipient's sign-in " +
-          "method and mobile number for the message. `before` (the last entry's sealedAt) pages back.",
+          'method and mobile number for the message, its end date and end (ended messages stay listed). ' +
+          "`before` (the last entry's sealedAt) pages back.",
         params: RecipientLookupParams,
         querystring: RecipientLookupQuery,
         response: { 200: RecipientSealedSchema, 400: err, 401: err },
@@ -161,6 +173,7 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
       if (!email) throw badRequest(`${JSON.stringify(request.params.email)} is not an email address`);
       const { limit = '50', before } = request.query;
       const rows = await store.byRecipient(email.toLowerCase(), Number(limit), before ? new Date(before) : undefined);
+      const now = clock.now();
       return {
         sealed: rows.map(({ message, recipient }) => ({
           id: message.id,
@@ -168,6 +181,7 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           subject: message.subject,
           sealedAt: message.sealed_at.toISOString(),
           recipient: recipientView(recipient),
+          ...endFields(message, now),
         })),
       };
     },
@@ -188,13 +202,25 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'cid when content from a cluster failed verification and no cluster gave content that holds; ' +
           '503 when none could be read). The `X-Sealpost-SHA256` header carries the verified hash, ' +
           '`X-Sealpost-Seal` the seal it was verified against (id, cid, sha256, sealedAt, pins) as base64url ' +
-          'JSON, so that a reader needs no second request; it is left out when longer than 8 KiB.',
+          'JSON, so that a reader needs no second request; it is left out when longer than 8 KiB. ' +
+          'After the message ended (from the moment its end date passes) 410 with errorCode message_expired or ' +
+          'message_withdrawn, `endedAt` and `contact` (the sender); with `?recipient=` also when it was withdrawn ' +
+          'for that recipient alone (404 when the address is not a recipient).',
         params: SealedParams,
-        response: { 400: err, 401: err, 404: err, 502: err, 503: err },
+        querystring: ContentQuery,
+        response: { 400: err, 401: err, 404: err, 410: err, 502: err, 503: err },
       },
     },
     async (request, reply) => {
-      const content = await sealer.readVerified(request.params.id);
+      const { recipient } = request.query;
+      let recipientKey: string | undefined;
+      if (recipient !== undefined) {
+        const email = normalizeEmail(recipient);
+        if (!email)
+          throw notFound(`${JSON.stringify(recipient)} is not a recipient of sealed message ${request.params.id}`);
+        recipientKey = email.toLowerCase();
+      }
+      const content = await sealer.readVerified(request.params.id, recipientKey);
       const seal = sealHeader(content.record);
       if (seal) void reply.header(SEAL_HEADER, seal);
       return reply

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../../kernel/clock.ts';
-import { AppError } from '../../kernel/errors.ts';
+import { AppError, notFound } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { ClusterError, type ClusterClient } from '../clusters/client.ts';
 import {
@@ -19,6 +19,9 @@ import {
   newMessageKey,
 } from '../crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
+import { sealEndDate } from '../../kernel/seal-expiry.ts';
+import { assertReadable } from './end-state.ts';
+import { expiryOf } from './expires-header.ts';
 import { parseHead, readHead } from './message-head.ts';
 import { messageFacts } from './recipients.ts';
 import type { ClaimedPin, PinOutcome, SealedRecord, SealedStore } from './store.ts';
@@ -43,6 +46,8 @@ export interface SealerOptions {
   repinDelayMs: number;
   /** Delay before a pin the cluster accepted but does not hold yet is looked at again. */
   pinCheckMs: number;
+  /** SEAL_DEFAULT_EXPIRY and SEAL_MAX_EXPIRY in milliseconds, when set. */
+  expiry: { defaultMs?: number; maxMs?: number };
   /** Told of each new seal's pins that are not held yet, to follow them closely. */
   watchPins?: (pins: ClaimedPin[]) => void;
   clock: Clock;
@@ -93,7 +98,9 @@ export class Sealer {
       if (size > maxMessageSize) throw tooLarge(maxMessageSize);
     };
     const head = await readHead(input.body, count);
-    const facts = messageFacts(await parseHead(head), input.envelopeRecipients);
+    const parsedHead = await parseHead(head);
+    const facts = messageFacts(parsedHead, input.envelopeRecipients);
+    const asked = expiryOf(parsedHead, new Date(this.options.clock.now()));
     if (facts.skipped.length > 0)
       logger.warn(
         { envelopeId: input.envelopeId, skipped: facts.skipped },
@@ -167,6 +174,8 @@ export class Sealer {
           wrappedKey: sealSecret(masterKey, key, messageKeyLabel(id)),
           sender: facts.sender,
           subject: facts.subject,
+          // From the moment of sealing: the record is written now (sealed_at), after IPFS took the content.
+          expiresAt: sealEndDate(new Date(this.options.clock.now()), asked, this.options.expiry) ?? null,
         },
         facts.recipients,
         pins,
@@ -315,10 +324,17 @@ export class Sealer {
    * the returned stream. Content that fails verification on one cluster is fetched from the next;
    * failing everywhere is an error.
    */
-  async readVerified(id: string): Promise<VerifiedContent> {
+  async readVerified(id: string, recipientKey?: string): Promise<VerifiedContent> {
     const { store, masterKey, logger } = this.options;
     const record = await store.get(id);
     const message = record.message;
+    const recipient =
+      recipientKey === undefined ? undefined : record.recipients.find((entry) => entry.email_key === recipientKey);
+    if (recipientKey !== undefined && !recipient) throw notFound(`Not a recipient of sealed message ${id}`);
+    assertReadable(message, recipient, this.options.clock.now());
+    if (message.wrapped_key === null) {
+      throw new AppError('internal', 500, `Sealed message ${id} has no key and no recorded end`);
+    }
     let key: Buffer;
     try {
       key = openSecret(masterKey, message.wrapped_key, messageKeyLabel(message.id));

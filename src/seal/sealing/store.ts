@@ -24,6 +24,8 @@ export interface NewSealedMessage {
   wrappedKey: string;
   sender: string;
   subject: string;
+  /** The end date; null: it does not end by itself. */
+  expiresAt: Date | null;
 }
 
 export interface PinOutcome {
@@ -56,6 +58,8 @@ const RECIPIENT_TYPES = {
   method: 'text',
   mobile: 'text',
   language: 'text',
+  withdrawn_at: 'timestamptz',
+  withdraw_note: 'text',
 };
 const PIN_TYPES = {
   cluster: 'text',
@@ -87,6 +91,10 @@ const MESSAGE_COLUMNS = everyColumn<SealedMessage>()([
   'sender',
   'subject',
   'sealed_at',
+  'expires_at',
+  'ended_at',
+  'end_reason',
+  'end_note',
 ]);
 
 /** Sealed-message records in PostgreSQL: the message row, its recipients, one pin row per cluster. */
@@ -106,13 +114,28 @@ export class SealedStore {
     return record;
   }
 
-  async recipient(id: string, emailKey: string): Promise<SealedRecipient | undefined> {
-    return this.db
-      .selectFrom('sealed_recipients')
-      .selectAll()
-      .where('sealed_id', '=', id)
-      .where('email_key', '=', emailKey)
+  /** One recipient of a message, with what the message's end depends on (its end, end date and sender). */
+  async recipient(
+    id: string,
+    emailKey: string,
+  ): Promise<
+    | {
+        recipient: SealedRecipient;
+        message: Pick<SealedMessage, 'id' | 'sender' | 'expires_at' | 'ended_at' | 'end_reason' | 'end_note'>;
+      }
+    | undefined
+  > {
+    const row = await this.db
+      .selectFrom('sealed_recipients as r')
+      .innerJoin('sealed_messages as m', 'm.id', 'r.sealed_id')
+      .selectAll('r')
+      .select(['m.sender', 'm.expires_at', 'm.ended_at', 'm.end_reason', 'm.end_note'])
+      .where('r.sealed_id', '=', id)
+      .where('r.email_key', '=', emailKey)
       .executeTakeFirst();
+    if (!row) return undefined;
+    const { sender, expires_at, ended_at, end_reason, end_note, ...recipient } = row;
+    return { recipient, message: { id, sender, expires_at, ended_at, end_reason, end_note } };
   }
 
   /**
@@ -128,17 +151,31 @@ export class SealedStore {
       .selectFrom('sealed_recipients as r')
       .innerJoin('sealed_messages as m', 'm.id', 'r.sealed_id')
       .selectAll('m')
-      .select(['r.position', 'r.email', 'r.email_key', 'r.method', 'r.mobile', 'r.language'])
+      .select([
+        'r.position',
+        'r.email',
+        'r.email_key',
+        'r.method',
+        'r.mobile',
+        'r.language',
+        'r.withdrawn_at',
+        'r.withdraw_note',
+      ])
       .where('r.email_key', '=', emailKey)
       .orderBy('m.sealed_at', 'desc')
       .orderBy('m.id')
       .limit(limit);
     if (before) query = query.where('m.sealed_at', '<', before);
     const rows = await query.execute();
-    return rows.map(({ position, email, email_key, method, mobile, language, ...message }) => ({
-      message,
-      recipient: { sealed_id: message.id, position, email, email_key, method, mobile, language },
-    }));
+    return rows.map(
+      ({ position, email, email_key, method, mobile, language, withdrawn_at, withdraw_note, ...message }) => ({
+        message,
+        recipient: {
+          sealed_id: message.id,
+          ...{ position, email, email_key, method, mobile, language, withdrawn_at, withdraw_note },
+        },
+      }),
+    );
   }
 
   /**
@@ -162,6 +199,8 @@ export class SealedStore {
       method: recipient.method,
       mobile: recipient.mobile ?? null,
       language: recipient.language ?? null,
+      withdrawn_at: null,
+      withdraw_note: null,
     }));
     const pinRows: SealedPin[] = pins.map((pin, position) => ({
       sealed_id: message.id,
@@ -209,6 +248,7 @@ export class SealedStore {
             wrapped_key: message.wrappedKey,
             sender: message.sender,
             subject: message.subject,
+            expires_at: message.expiresAt,
           })
           .onConflict((oc) => oc.column('envelope_id').doNothing())
           .returningAll(),
@@ -244,6 +284,7 @@ export class SealedStore {
    */
   async claimDuePins(clusters: string[], limit: number, leaseUntil: Date): Promise<ClaimedPin[]> {
     if (clusters.length === 0) return [];
+    const now = new Date(this.clock.now());
     const rows = await this.db
       .with('due', (db) =>
         db
@@ -251,7 +292,16 @@ export class SealedStore {
           .select(['sealed_id', 'cluster'])
           .where('status', '<>', 'pinned')
           .where('cluster', 'in', clusters)
-          .where('next_attempt_at', '<=', new Date(this.clock.now()))
+          .where('next_attempt_at', '<=', now)
+          // An ended message is never pinned again: its content is being unpinned (seal_end_work). Its open
+          // pins are taken off the schedule when it ends; one past its end date waits for the pass.
+          .where('sealed_id', 'in', (eb) =>
+            eb
+              .selectFrom('sealed_messages')
+              .select('id')
+              .where('ended_at', 'is', null)
+              .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
+          )
           .orderBy('next_attempt_at')
           .limit(limit)
           .forUpdate()
@@ -283,19 +333,34 @@ export class SealedStore {
     outcome: { status: PinStatus; error?: string; nextAttemptAt?: Date; attempted: boolean },
   ): Promise<void> {
     const pinned = outcome.status === 'pinned';
-    await this.db
+    const now = new Date(this.clock.now());
+    const next = pinned ? null : (outcome.nextAttemptAt ?? now);
+    const row = await this.db
       .updateTable('sealed_pins')
+      .from('sealed_messages as message')
       .set({
         status: outcome.status,
         error: outcome.status === 'pin_error' ? (outcome.error ?? null) : null,
         attempts: pin.attempts + (outcome.attempted ? 1 : 0),
-        next_attempt_at: pinned ? null : (outcome.nextAttemptAt ?? new Date(this.clock.now())),
+        // An ended message's pins are no longer followed.
+        next_attempt_at: sql<Date | null>`case when message.ended_at is null then ${next}::timestamptz end`,
         ...(pinned ? { overdue_at: null } : {}),
-        updated_at: new Date(this.clock.now()),
+        updated_at: now,
       })
-      .where('sealed_id', '=', pin.sealedId)
-      .where('cluster', '=', pin.cluster)
-      .execute();
+      .whereRef('message.id', '=', 'sealed_pins.sealed_id')
+      .where('sealed_pins.sealed_id', '=', pin.sealedId)
+      .where('sealed_pins.cluster', '=', pin.cluster)
+      .returning('message.ended_at')
+      .executeTakeFirst();
+    // The message ended while this pin was being pinned again, and the unpin may have gone out before the pin:
+    // the cluster is asked to unpin once more.
+    if (row?.ended_at && outcome.attempted) {
+      await this.db
+        .insertInto('seal_end_work')
+        .values({ sealed_id: pin.sealedId, cluster: pin.cluster, cid: pin.cid, next_attempt_at: now })
+        .onConflict((oc) => oc.columns(['sealed_id', 'cluster']).doUpdateSet({ next_attempt_at: now }))
+        .execute();
+    }
   }
 
   /**
@@ -311,7 +376,11 @@ export class SealedStore {
       .where('status', '<>', 'pinned')
       .where('overdue_at', 'is', null)
       .where('sealed_id', 'in', (eb) =>
-        eb.selectFrom('sealed_messages').select('id').where('sealed_at', '<', sealedBefore),
+        eb
+          .selectFrom('sealed_messages')
+          .select('id')
+          .where('sealed_at', '<', sealedBefore)
+          .where('ended_at', 'is', null),
       )
       .returning(['sealed_id', 'cluster', 'status', 'error'])
       .execute();
@@ -329,6 +398,7 @@ export class SealedStore {
         eb.fn.count<string>('overdue_at').as('overdue'),
       ])
       .where('status', '<>', 'pinned')
+      .where('sealed_id', 'in', (eb) => eb.selectFrom('sealed_messages').select('id').where('ended_at', 'is', null))
       .groupBy(['cluster', 'status'])
       .execute();
     return rows.map((row) => ({
@@ -345,6 +415,7 @@ export class SealedStore {
       .selectFrom('sealed_messages')
       .select(['id', 'cid', 'sealed_at'])
       .where('id', 'in', (eb) => eb.selectFrom('sealed_pins').select('sealed_id').where('status', '<>', 'pinned'))
+      .where('ended_at', 'is', null)
       .orderBy('sealed_at')
       .limit(limit)
       .execute();
@@ -403,7 +474,10 @@ export class SealedStore {
     const { recipients, pins, ...message } = row;
     return {
       message,
-      recipients,
+      recipients: recipients.map((recipient) => ({
+        ...recipient,
+        withdrawn_at: recipient.withdrawn_at === null ? null : new Date(recipient.withdrawn_at),
+      })),
       pins: pins.map((pin) => ({
         ...pin,
         next_attempt_at: pin.next_attempt_at === null ? null : new Date(pin.next_attempt_at),

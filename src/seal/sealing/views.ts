@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import { SEAL_HEADER_MAX_LENGTH, type SealFactsSchema } from '../../contracts/seal.ts';
-import type { SealedPin, SealedRecipient } from '../tables.ts';
+import type { SealedMessage, SealedPin, SealedRecipient } from '../tables.ts';
+import { endView, messageEnd } from './end-state.ts';
 import type { SealedRecord } from './store.ts';
 
 /** What both answers say of the sealed message itself. */
@@ -22,6 +23,16 @@ export function sealAnswer(record: SealedRecord, publicUrl: string) {
       link: `${publicUrl}/m/${message.id}${recipient.language ? `?lang=${recipient.language}` : ''}`,
     })),
     pins: record.pins.map(pinState),
+    ...(message.expires_at ? { expiresAt: message.expires_at.toISOString() } : {}),
+  };
+}
+
+/** expiresAt and end of a message at `now` (an expiry holds before the pass records it). */
+export function endFields(message: SealedMessage, now: number) {
+  const end = messageEnd(message, now);
+  return {
+    ...(message.expires_at ? { expiresAt: message.expires_at.toISOString() } : {}),
+    ...(end ? { end: endView(end) } : {}),
   };
 }
 
@@ -48,11 +59,12 @@ export function recipientView(recipient: SealedRecipient) {
     method: recipient.method,
     ...(recipient.mobile ? { mobile: recipient.mobile } : {}),
     ...(recipient.language ? { language: recipient.language } : {}),
+    ...(recipient.withdrawn_at ? { withdrawnAt: recipient.withdrawn_at.toISOString() } : {}),
   };
 }
 
-/** GET /v1/sealed/{id}: metadata, recipients with their mobiles, pins with their retry state. */
-export function sealedView(record: SealedRecord) {
+/** GET /v1/sealed/{id}: metadata, recipients with their mobiles, pins with their retry state, its end. */
+export function sealedView(record: SealedRecord, now: number) {
   const { message } = record;
   return {
     ...messageFields(record),
@@ -60,6 +72,7 @@ export function sealedView(record: SealedRecord) {
     sealedAt: message.sealed_at.toISOString(),
     recipients: record.recipients.map(recipientView),
     pins: record.pins.map(pinView),
+    ...endFields(message, now),
   };
 }
 
