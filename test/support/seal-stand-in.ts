@@ -168,7 +168,7 @@ export async function startSealStandIn(options: {
         sender: message.sender ?? 'sender@example.org',
         subject: message.subject ?? 'Sealed',
         sealedAt: now,
-        recipients: message.recipients,
+        recipients: message.recipients.map((recipient) => ({ ...recipient })),
         ...(message.expiresAt ? { expiresAt: message.expiresAt.toISOString() } : {}),
         pins: [
           { cluster: '127.0.0.1:9094', status: 'pinned', attempts: 1, updatedAt: now },
