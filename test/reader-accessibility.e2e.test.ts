@@ -2,11 +2,10 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
-import type { Language } from '../src/kernel/languages.ts';
 import { TEXTS, type Texts } from '../web/reader/texts/index.ts';
+import { assertNone, checkScreen, describeViolations, heading, SCREENSHOTS, WIDTHS } from './support/reader-axe.ts';
 import { type MailContent, nextCode, requestCode, sealFor, wrongCode } from './support/reader-browser.ts';
 import type { SealpostProcess } from './support/sealpost-process.ts';
 import { useReaderStack } from './support/reader-stack.ts';
@@ -20,12 +19,9 @@ import type { SmtpSink } from './support/smtp-sink.ts';
  * and Italian, at 360 and 1280 px: no violations. The languages are switched with the page's own
  * switcher, so that it is checked on every screen too. The plain pages for addresses that are no reader
  * link (English only) are checked as well. Screenshots go to test-output/screenshots
- * (`a11y-<screen>-<lang>-<width>.png`); the README's come from here.
+ * (`a11y-<screen>-<lang>-<width>.png`); the README's come from here. The two final states of a message that
+ * ended (withdrawn, expired) are checked the same way in reader-end.e2e.test.ts.
  */
-
-const SCREENSHOTS = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
-const LANGUAGES: Language[] = ['en', 'de', 'fr', 'it'];
-const WIDTHS = [360, 1280] as const;
 
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
@@ -60,74 +56,6 @@ async function blockFiles(dir: string): Promise<string[]> {
   return entries
     .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
     .map((entry) => join(entry.parentPath, entry.name));
-}
-
-/** axe's findings, one readable block per rule and place. */
-function describeViolations(
-  where: string,
-  violations: Awaited<ReturnType<AxeBuilder['analyze']>>['violations'],
-): string[] {
-  return violations.map((v) => {
-    const nodes = v.nodes.map(
-      (node) => `    ${node.target.join(' ')}\n      ${node.failureSummary?.replace(/\n/g, '\n      ')}`,
-    );
-    return `${where}: ${v.id} (${v.impact}) ${v.help}\n${nodes.join('\n')}`;
-  });
-}
-
-/**
- * Checks the screen now shown in each language (chosen with the page's switcher) at each width, and
- * collects axe's violations in `found`. `ready` waits until the screen is drawn in that language;
- * `prepare` brings it into the state to check (an alert, say) first. Back to English at the end.
- */
-async function checkScreen(
-  page: Page,
-  screen: string,
-  found: string[],
-  ready: (page: Page, t: Texts) => Promise<unknown>,
-  prepare?: (page: Page, t: Texts) => Promise<unknown>,
-): Promise<void> {
-  for (const lang of LANGUAGES) {
-    const t = TEXTS[lang];
-    await page.locator('#language').selectOption(lang);
-    await page.waitForFunction((l) => document.documentElement.lang === l, lang);
-    await ready(page, t);
-    await prepare?.(page, t);
-    for (const width of WIDTHS) {
-      await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
-      await page.waitForTimeout(100);
-      // Not inside the message's frame: its sandbox (no allow-scripts) lets no script run there, so axe's
-      // per-frame run waits for it forever, and what it shows is the sender's HTML. The legacy run with
-      // iframes: false still checks the <iframe> itself (frame-title) with the page.
-      const results = await new AxeBuilder({ page }).setLegacyMode(true).options({ iframes: false }).analyze();
-      found.push(...describeViolations(`${screen}, ${lang}, ${width} px`, results.violations));
-      // The run did look: contrast and the page's language were checked, and passed.
-      for (const rule of ['color-contrast', 'html-lang-valid'])
-        assert.ok(
-          results.passes.some((r) => r.id === rule),
-          `${screen} ${lang}: ${rule} was checked`,
-        );
-      if (width === 360)
-        assert.ok(
-          (await page.evaluate(() => document.documentElement.scrollWidth)) <= 360,
-          `${screen} ${lang}: wider than 360 px`,
-        );
-      await page.screenshot({
-        path: join(SCREENSHOTS, `a11y-${screen}-${lang}-${width}.png`),
-        fullPage: width === 1280,
-      });
-    }
-  }
-  await page.locator('#language').selectOption('en');
-  await page.waitForFunction(() => document.documentElement.lang === 'en');
-  await page.setViewportSize({ width: 1280, height: 900 });
-}
-
-const heading = (name: string) => (page: Page) => page.getByRole('heading', { name, exact: true }).waitFor();
-
-function assertNone(found: string[]): void {
-  if (found.length > 0) console.log(`axe found ${found.length} violation(s):\n${found.join('\n')}`);
-  assert.equal(found.length, 0, `axe violations:\n${found.join('\n')}`);
 }
 
 describe('the reader page in four languages, accessible (axe-core in Chromium)', () => {

@@ -6,9 +6,11 @@ import type { PendingCodes } from './codes/pending-codes.ts';
 import type { RefusalLimit, SendLimit } from './codes/limits.ts';
 import type { AuthMetrics } from './metrics.ts';
 import type { DraftStore, ExpectedVersion } from './drafts/store.ts';
+import type { EndedDrafts } from './drafts/ended.ts';
 import type { SignInMethod } from './methods/method.ts';
 import type { SealClient } from './seal/client.ts';
-import type { RecipientDirectory } from './seal/recipients.ts';
+import { emailKey, type RecipientDirectory } from './seal/recipients.ts';
+import { isEnded } from './seal/end.ts';
 import type { MobileChangeNotices } from './mobile/notices.ts';
 import type { MessageAccess } from './sessions/access.ts';
 import type { SessionCookie } from './sessions/cookie.ts';
@@ -38,6 +40,8 @@ export interface AuthContext {
   trustProxyHops: number;
   /** Replying: drafts, their files (upload checks, object store) and sending through the exchange engine. */
   drafts: DraftStore;
+  /** Deletes the drafts of messages that ended: by the watcher, and at once when a request meets the end. */
+  endedDrafts: EndedDrafts;
   attachments: DraftAttachments;
   replies: ReplySending;
   /** Numbers the reader page shows (GET /v1/config), in seconds where they are times. */
@@ -112,4 +116,37 @@ export async function requireSignedIn(
   if (!as)
     throw new AppError('unauthenticated', 401, 'Not signed in for this message: request a code and sign in first');
   return { ...session, messageId: id, email: as.email };
+}
+
+/**
+ * requireSignedIn, and the message not ended for that recipient, asked of the seal service now
+ * (docs/specification.md#end-dates): a withdrawal for one recipient ends their open sessions at once, so no grant
+ * or cached session may stand for B's answer. For the requests that do not read the content anyway (which B
+ * checks itself, with the reader named): the reply and its files, the mobile change.
+ */
+export async function requireOpen(
+  request: FastifyRequest,
+  context: Pick<AuthContext, 'access' | 'seal' | 'endedDrafts'>,
+  messageId?: string,
+): Promise<SignedInSession> {
+  const session = await requireSignedIn(request, context.access, messageId);
+  const recipient = await context.seal
+    .recipient(session.messageId, session.email)
+    .catch((error: unknown) => afterEnd(request, context, session, error));
+  if (!recipient) throw new AppError('not_found', 404, 'The sealed message is no longer available');
+  return session;
+}
+
+/**
+ * A request met the end of the session's message: the reader's reply draft goes at once (the watcher takes the
+ * drafts of a message ended for everyone too), and the error is thrown on. Any other error is thrown as it is.
+ */
+export async function afterEnd(
+  request: FastifyRequest,
+  context: Pick<AuthContext, 'endedDrafts'>,
+  session: SignedInSession,
+  error: unknown,
+): Promise<never> {
+  if (isEnded(error)) await context.endedDrafts.deleteAfterEnd(session.messageId, emailKey(session.email), request.log);
+  throw error;
 }

@@ -19,7 +19,8 @@ import { DraftAttachments } from './attachments/upload.ts';
 import { ClamdClient } from './clamd/client.ts';
 import type { AuthContext } from './context.ts';
 import { DraftStore } from './drafts/store.ts';
-import { ExpiredDraftsWatcher } from './drafts/watcher.ts';
+import { EndedDrafts } from './drafts/ended.ts';
+import { ExpiredDraftsWatcher, type WatcherOptions } from './drafts/watcher.ts';
 import { ExchangeClient } from './exchange/client.ts';
 import { type CodeMailer, createCodeMailer } from './mail/code-mail.ts';
 import { createSignInMethods } from './methods/registry.ts';
@@ -66,6 +67,7 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
     const attachments = buildAttachments(context, stores.drafts, metrics, clock, logger);
     const replies = buildReplySender(context, stores.drafts, attachments, clients, clock);
     const retentionMs = auth.attachmentsRetentionPeriod;
+    const endedDrafts = new EndedDrafts({ db, objects: objectsOf(context) });
     const mailer = await buildCodeMailer(config, auth, logger);
     const signIn = buildSignIn({ auth, provider, keys, sessions: stores.sessions, mailer, metrics, logger });
     const authContext: AuthContext = {
@@ -84,6 +86,7 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       keys,
       trustProxyHops: auth.trustProxyHops,
       drafts: stores.drafts,
+      endedDrafts,
       attachments,
       replies,
       settings: readerSettings(auth, stores.timeouts, retentionMs),
@@ -100,7 +103,8 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       throw error;
     });
     const sessionChanges = stores.sessionCache?.follow(context.database, logger);
-    const housekeeping = startHousekeeping(context, db, stores, retentionMs, clock, logger);
+    const ended = { drafts: endedDrafts, seal: clients.seal };
+    const housekeeping = startHousekeeping(context, db, stores, { retentionMs, ended }, clock, logger);
     return {
       ...http,
       async stop() {
@@ -313,12 +317,15 @@ async function startAuthHttp(
   });
 }
 
-/** The timers that keep the tables small: expired sessions and send counters, drafts past their retention. */
+/**
+ * The timers that keep the tables small: expired sessions and send counters, drafts past their retention and
+ * those of messages that ended.
+ */
 function startHousekeeping(
   context: AuthContextIn,
   db: AuthDb,
   stores: ReturnType<typeof buildStores>,
-  retentionMs: number,
+  drafts: { retentionMs: number; ended: WatcherOptions['ended'] },
   clock: Clock,
   logger: Logger,
 ): { stop(): Promise<void> } {
@@ -330,7 +337,7 @@ function startHousekeeping(
     clock,
     logger,
   });
-  const watcher = new ExpiredDraftsWatcher({ db, objects: objectsOf(context), retentionMs, clock, logger }).start(
+  const watcher = new ExpiredDraftsWatcher({ db, objects: objectsOf(context), ...drafts, clock, logger }).start(
     auth.expiredAttachmentsWatcherInterval,
   );
   return {

@@ -23,6 +23,8 @@ export interface UploadOptions {
   csrf?: string | null;
   /** More request headers (If-Match, for one). */
   headers?: Record<string, string>;
+  /** The sealed message the upload is for (`?messageId=`); the session's last one without it. */
+  messageId?: string;
 }
 
 /**
@@ -40,6 +42,7 @@ export function uploadFile(reader: Reader, options: UploadOptions): Promise<Uplo
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const size = Buffer.isBuffer(options.content) ? options.content.length : options.size;
   const url = new URL('/v1/message/files', reader.baseUrl);
+  if (options.messageId !== undefined) url.searchParams.set('messageId', options.messageId);
   const headers: Record<string, string | number> = {
     'content-type': `multipart/form-data; boundary=${boundary}`,
     accept: 'application/json',

@@ -6,9 +6,11 @@ import { SEAL_HEADER } from '../../src/contracts/seal.ts';
 
 /**
  * A stand-in for the seal service (B) in auth tests: just the service-only reads the auth service uses,
- * implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content with its X-Sealpost-Seal
- * header, and GET /v1/recipients/{email}/sealed with the service token). Messages are registered
- * directly; an end-to-end test uses the real seal service instead.
+ * implementing B's contract (GET /v1/sealed/{id}, GET /v1/sealed/{id}/content?recipient= with its
+ * X-Sealpost-Seal header, GET /v1/sealed/{id}/recipients/{email}, GET /v1/recipients/{email}/sealed and
+ * POST /v1/sealed/ended, with the service token). Messages are registered directly, and ended (expired,
+ * withdrawn for everyone or for one recipient) as B's end does it: 410 message_expired / message_withdrawn
+ * with endedAt and contact (docs/specification.md#end-dates). An end-to-end test uses the real seal service.
  */
 /** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;
@@ -23,11 +25,17 @@ export interface SealStandIn {
     recipients: SealedRecipientInput[];
     sender?: string;
     subject?: string;
+    /** The end date: from then on it is expired, at once, as B enforces it. */
+    expiresAt?: Date;
   }): StandInRecord;
   /** From now on the content of this message fails its hash check (B answers 502, no content). */
   breakSeal(id: string): void;
   /** From now on this message is gone (B answers 404, as after its retention). */
   forget(id: string): void;
+  /** Ends the message for everyone, as B does once it expired or was withdrawn: every read answers 410. */
+  end(id: string, reason: 'expired' | 'withdrawn', at?: Date): void;
+  /** Withdraws the message for one recipient alone: their reads answer 410 message_withdrawn. */
+  withdrawFor(id: string, email: string, at?: Date): void;
   /** Requests seen, as `GET /v1/sealed/...` with the Authorization header they carried. */
   requests: Array<{ method: string; url: string; authorization: string | undefined }>;
   close(): Promise<void>;
@@ -43,6 +51,17 @@ export async function startSealStandIn(options: {
 }): Promise<SealStandIn> {
   const sealFacts = options.sealFacts ?? true;
   const messages = new Map<string, { record: StandInRecord; raw: Buffer; broken: boolean }>();
+  /** B's 410 for `entry` read by `recipient` (any reader when undefined), or undefined while it may be read. */
+  const endOf = (record: StandInRecord, recipient: string | undefined) => {
+    const ended = endedNow(record);
+    if (ended) {
+      const errorCode = ended.reason === 'expired' ? 'message_expired' : 'message_withdrawn';
+      return { errorCode, endedAt: ended.at, contact: record.sender };
+    }
+    const key = recipient?.trim().toLowerCase();
+    const withdrawnAt = record.recipients.find((r) => r.email.toLowerCase() === key)?.withdrawnAt;
+    return withdrawnAt ? { errorCode: 'message_withdrawn', endedAt: withdrawnAt, contact: record.sender } : undefined;
+  };
   const requests: SealStandIn['requests'] = [];
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -53,6 +72,33 @@ export async function startSealStandIn(options: {
     });
     if (request.headers.authorization !== `Bearer ${options.serviceToken}`)
       return sendError(response, 401, 'This endpoint needs the service token');
+    const url = new URL(request.url ?? '/', 'http://stand-in');
+    if (request.method === 'POST' && url.pathname === '/v1/sealed/ended') {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const { ids } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { ids: string[] };
+        if (!Array.isArray(ids) || ids.length > 500) return sendError(response, 400, 'ids: at most 500');
+        const ended = ids.flatMap((id) => {
+          const entry = messages.get(id);
+          const end = entry && endedNow(entry.record);
+          return end ? [{ id, end }] : [];
+        });
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ended }));
+      });
+      return;
+    }
+    const recipientRoute = /^\/v1\/sealed\/([^/]+)\/recipients\/([^/]+)$/.exec(url.pathname);
+    if (request.method === 'GET' && recipientRoute) {
+      const entry = messages.get(decodeURIComponent(recipientRoute[1]!));
+      const email = decodeURIComponent(recipientRoute[2]!);
+      const recipient = entry?.record.recipients.find((r) => r.email.toLowerCase() === email.trim().toLowerCase());
+      if (!entry || !recipient) return sendError(response, 404, 'Not a recipient of this sealed message', 'not_found');
+      const end = endOf(entry.record, email);
+      if (end) return sendError(response, 410, 'This sealed message ended', end.errorCode, end);
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(recipient));
+      return;
+    }
     const lookup = /^\/v1\/recipients\/([^/?]+)\/sealed(?:\?.*)?$/.exec(request.url ?? '');
     if (request.method === 'GET' && lookup) {
       // B's GET /v1/recipients/{email}/sealed: newest first, each entry with that recipient's row.
@@ -67,18 +113,24 @@ export async function startSealStandIn(options: {
           subject: record.subject,
           sealedAt: record.sealedAt,
           recipient: recipient!,
+          ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+          ...(endedNow(record) ? { end: endedNow(record) } : {}),
         }));
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sealed }));
       return;
     }
-    const match = /^\/v1\/sealed\/([^/?]+)(\/content)?$/.exec(request.url ?? '');
+    const match = /^\/v1\/sealed\/([^/?]+)(\/content)?$/.exec(url.pathname);
     if (request.method !== 'GET' || !match) return sendError(response, 404, 'No such route');
     const entry = messages.get(decodeURIComponent(match[1]!));
     if (!entry) return sendError(response, 404, 'No sealed message with this id', 'not_found');
     if (!match[2]) {
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.record));
+      const end = endedNow(entry.record);
+      const record = end ? { ...entry.record, end } : entry.record;
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
       return;
     }
+    const end = endOf(entry.record, url.searchParams.get('recipient') ?? undefined);
+    if (end) return sendError(response, 410, 'This sealed message ended: its content is gone', end.errorCode, end);
     if (entry.broken) {
       const cid = sealFacts ? { cid: entry.record.cid } : {};
       return sendError(response, 502, 'The content does not match the seal (SHA-256 differs)', 'seal_broken', cid);
@@ -116,7 +168,8 @@ export async function startSealStandIn(options: {
         sender: message.sender ?? 'sender@example.org',
         subject: message.subject ?? 'Sealed',
         sealedAt: now,
-        recipients: message.recipients,
+        recipients: message.recipients.map((recipient) => ({ ...recipient })),
+        ...(message.expiresAt ? { expiresAt: message.expiresAt.toISOString() } : {}),
         pins: [
           { cluster: '127.0.0.1:9094', status: 'pinned', attempts: 1, updatedAt: now },
           { cluster: '127.0.0.1:9194', status: 'pinned', attempts: 1, updatedAt: now },
@@ -132,6 +185,14 @@ export async function startSealStandIn(options: {
     forget(id) {
       messages.delete(id);
     },
+    end(id, reason, at = new Date()) {
+      const entry = messages.get(id);
+      if (entry) entry.record.end = { reason, at: at.toISOString() };
+    },
+    withdrawFor(id, email, at = new Date()) {
+      const recipient = messages.get(id)?.record.recipients.find((r) => r.email.toLowerCase() === email.toLowerCase());
+      if (recipient) recipient.withdrawnAt = at.toISOString();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -140,13 +201,23 @@ export async function startSealStandIn(options: {
   };
 }
 
+/** The message's end, an end date that has passed included (B enforces expiry the moment it passes). */
+function endedNow(record: StandInRecord): StandInRecord['end'] {
+  if (record.end) return record.end;
+  if (record.expiresAt && Date.parse(record.expiresAt) <= Date.now())
+    return { reason: 'expired', at: record.expiresAt };
+  return undefined;
+}
+
 function sendError(
   response: ServerResponse,
   status: number,
   message: string,
   errorCode?: string,
-  details: { cid?: string } = {},
+  details: { cid?: string; endedAt?: string; contact?: string } = {},
 ) {
-  const body = { id: randomUUID(), kind: status, ...(errorCode ? { errorCode } : {}), message, ...details };
+  const { cid, endedAt, contact } = details;
+  const extra = { ...(cid ? { cid } : {}), ...(endedAt ? { endedAt, contact } : {}) };
+  const body = { id: randomUUID(), kind: status, ...(errorCode ? { errorCode } : {}), message, ...extra };
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }

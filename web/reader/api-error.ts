@@ -11,8 +11,11 @@ export class ApiError extends Error {
     /** From Retry-After, in seconds. */
     readonly retryAfter: number | undefined,
     message: string,
-    /** The error object's extra fields: wrong tries left (incorrect_code), the broken seal's CID (seal_broken). */
-    readonly details: { attemptsLeft?: number; cid?: string } = {},
+    /**
+     * The error object's extra fields: wrong tries left (incorrect_code), the broken seal's CID (seal_broken), when
+     * the message ended and whom to ask (message_expired, message_withdrawn).
+     */
+    readonly details: { attemptsLeft?: number; cid?: string; endedAt?: string; contact?: string } = {},
     /** The draft's version after a refused change that still changed it (ETag); see Draft.version. */
     readonly version?: number,
   ) {

@@ -17,6 +17,8 @@ export interface ReaderConfig {
   /** The sealed message's sender and subject, shown before sign-in (the link is the key to them). */
   sender?: string;
   subject?: string;
+  /** The message ended for everyone: a final state, no sign-in (the sender is whom to ask; no subject then). */
+  ended?: { reason: 'expired' | 'withdrawn'; at: string };
   signedIn: boolean;
   /** The signed-in recipient's address (when signedIn). */
   email?: string;
@@ -29,6 +31,13 @@ export interface ReaderConfig {
   maxAttempts: number;
   rememberMeMaxAge: number;
   limits: { perNumberInterval: number; perNumberHourly: number; perIpHourly: number };
+}
+
+/** How the message ended, as the reader page tells it: when (`at`), and whom to ask (`contact`, the sender). */
+export interface MessageEnd {
+  reason: 'expired' | 'withdrawn';
+  at?: string;
+  contact?: string;
 }
 
 export interface CodePending {
@@ -284,6 +293,8 @@ function apiError(status: number, body: unknown, retryAfter: string | null, etag
     {
       ...(typeof object.attemptsLeft === 'number' ? { attemptsLeft: object.attemptsLeft } : {}),
       ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
+      ...(typeof object.endedAt === 'string' ? { endedAt: object.endedAt } : {}),
+      ...(typeof object.contact === 'string' ? { contact: object.contact } : {}),
     },
     versionOf(etag),
   );

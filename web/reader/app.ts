@@ -1,4 +1,4 @@
-import type { Api, CodePending, CodeRequest, CodeSent, ReaderConfig } from './api.ts';
+import type { Api, CodePending, CodeRequest, CodeSent, MessageEnd, ReaderConfig } from './api.ts';
 import { ApiError } from './api-error.ts';
 import { append, h } from './dom.ts';
 import { errorReference, errorText } from './errors.ts';
@@ -40,6 +40,8 @@ export interface Routes {
   message(): Promise<void>;
   sent(to: string): void;
   signedOut(): void;
+  /** The message ended (expired or withdrawn): its final state; `signedIn` offers the sign-out. */
+  ended(end: MessageEnd, signedIn: boolean): void;
 }
 
 export interface Screen {

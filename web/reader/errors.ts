@@ -23,6 +23,11 @@ export function errorReference(t: Texts, error: unknown): string | undefined {
     : undefined;
 }
 
+/** The message ended (expired, or withdrawn for everyone or for this reader): a final state. */
+export function isEnded(error: unknown): error is ApiError {
+  return isCode(error, 'message_expired', 'message_withdrawn');
+}
+
 export function isCode(error: unknown, ...codes: string[]): error is ApiError {
   return error instanceof ApiError && error.errorCode !== undefined && codes.includes(error.errorCode);
 }

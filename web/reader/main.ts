@@ -7,7 +7,7 @@ import { messageScreen } from './screens/message.ts';
 import { sentScreen } from './screens/sent.ts';
 import { signedOutScreen } from './screens/signed-out.ts';
 import { signInScreen } from './screens/sign-in.ts';
-import { fatalScreen, loadingScreen } from './screens/status.ts';
+import { endedScreen, fatalScreen, loadingScreen } from './screens/status.ts';
 import type { Texts } from './texts/index.ts';
 
 /** The page is served at /m/{id} for any id; the id is the sealed message's. */
@@ -70,8 +70,11 @@ async function start(): Promise<void> {
       message: drawn(() => messageScreen(r)),
       sent: drawn((to) => r.show(sentScreen(r, to))),
       signedOut: drawn(() => r.show(signedOutScreen(r))),
+      ended: drawn((end, signedIn) => r.show(endedScreen(r, end, signedIn))),
     }));
-    if (config.signedIn) await reader.go.message();
+    // Ended for everyone: said at once, with no sign-in form and no code asked for.
+    if (config.ended) reader.go.ended({ ...config.ended, contact: config.sender }, config.signedIn);
+    else if (config.signedIn) await reader.go.message();
     else if (config.codePending) {
       // A reload on the code screen: the code sent before is still good, so no new one goes out.
       const pending = config.codePending;

@@ -3,6 +3,7 @@ import { type Clock, systemClock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import type { AuthTables } from '../tables.ts';
+import type { EndedDrafts, EndedLookup } from './ended.ts';
 
 export interface WatcherOptions {
   db: Kysely<AuthTables>;
@@ -14,6 +15,8 @@ export interface WatcherOptions {
   clock?: Clock;
   /** Drafts handled per transaction. */
   batchSize?: number;
+  /** The drafts of sealed messages that ended, and B to ask which those are (docs/specification.md#end-dates). */
+  ended?: { drafts: EndedDrafts; seal: EndedLookup };
 }
 
 export interface SweepResult {
@@ -26,7 +29,8 @@ export interface SweepResult {
  * change is older than ATTACHMENTS_RETENTION_PERIOD — their files (objects, then rows) and the draft itself,
  * which survives for that period (docs/design.md#expired-drafts) — and what is left of sent drafts. Never
  * anything changed inside the period, so with the watcher running every EXPIRED_ATTACHMENTS_WATCHER_INTERVAL
- * a file lives at most retention + interval.
+ * a file lives at most retention + interval. Then the drafts of messages that ended (expired, withdrawn for
+ * everyone): B is asked which of the messages with drafts have, and their drafts and files go (drafts/ended.ts).
  *
  * Every auth instance runs it. Each batch locks its drafts with FOR UPDATE SKIP LOCKED, so two watchers
  * at once take different drafts and every object is deleted once; an upload finishing on a draft being
@@ -53,6 +57,12 @@ export class ExpiredDraftsWatcher {
       const files = await this.deleteAbandonedUploads(cutoff);
       result.files += files;
       if (files < this.batchSize) break;
+    }
+    // Last: when B cannot be asked, the expired drafts above are gone all the same.
+    if (this.options.ended) {
+      const ended = await this.options.ended.drafts.sweep(this.options.ended.seal);
+      result.drafts += ended.drafts;
+      result.files += ended.files;
     }
     return result;
   }

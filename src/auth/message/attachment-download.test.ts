@@ -66,7 +66,7 @@ async function startSealProxy(target: string): Promise<SealProxy> {
       { method: incoming.method, headers: incoming.headers },
       (response) => {
         outgoing.writeHead(response.statusCode ?? 502, response.headers);
-        const id = /^\/v1\/sealed\/([^/]+)\/content$/.exec(incoming.url ?? '')?.[1];
+        const id = /^\/v1\/sealed\/([^/]+)\/content(?:\?|$)/.exec(incoming.url ?? '')?.[1];
         if (!id) return void response.pipe(outgoing);
         let markClosed!: () => void;
         const answer = {

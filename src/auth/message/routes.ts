@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
-import { requireSignedIn, type AuthContext } from '../context.ts';
+import { afterEnd, requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
 import { MESSAGE_QUERY, MessageQuery } from './query.ts';
 import { findAttachment } from './attachment-stream.ts';
 import { readMessage } from './read.ts';
@@ -29,10 +29,12 @@ const OpenableList = Type.Object({
  * GET /v1/message parses the whole message in memory (at most SEAL_MAX_MESSAGE_SIZE); an attachment
  * download streams its one part from the seal service's answer to ours.
  */
-export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' | 'access'>) {
-  async function load(messageId: string, options: { remoteImages?: boolean } = {}) {
-    // One request to B: the verified content comes with the seal it was verified against.
-    const { content, seal } = await context.seal.read(messageId).catch(async (error: unknown) => {
+export async function messageRoutes(app: App, context: Pick<AuthContext, 'clock' | 'seal' | 'access' | 'endedDrafts'>) {
+  async function load(session: SignedInSession, options: { remoteImages?: boolean } = {}) {
+    const { messageId } = session;
+    // One request to B: the verified content comes with the seal it was verified against. B is asked for this
+    // reader, and answers 410 once the message ended for everyone or was withdrawn for them.
+    const { content, seal } = await context.seal.read(messageId, session.email).catch(async (error: unknown) => {
       throw await withBrokenSealCid(error, messageId);
     });
     // Without the seal in B's answer (too long for a header, or a B from before it), the record has it.
@@ -59,17 +61,20 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
           'Images from the internet are left out of the HTML (they would tell the sender when ' +
           'and where it was read); remoteImages counts them. images=remote keeps the https ones, ' +
           'for a reader who chose to see them. Content that failed verification against its seal: ' +
-          '502 seal_broken with the cid (final); other 502s are upstream_failed.',
+          '502 seal_broken with the cid (final); other 502s are upstream_failed. Once the message ended, or was ' +
+          'withdrawn for this reader: 410 message_expired or message_withdrawn with endedAt and contact (final).',
         querystring: Type.Object(
           { images: Type.Optional(Type.Literal('remote')), ...MESSAGE_QUERY },
           { additionalProperties: false },
         ),
-        response: { 200: MessageResponse, ...errorResponses(401, 404, 502) },
+        response: { 200: MessageResponse, ...errorResponses(401, 404, 410, 502) },
       },
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      const { record, view } = await load(session.messageId, { remoteImages: request.query.images === 'remote' });
+      const { record, view } = await load(session, { remoteImages: request.query.images === 'remote' }).catch(
+        (error: unknown) => afterEnd(request, context, session, error),
+      );
       // The answer is mostly one or two long strings (the text and the HTML). The schema's serializer
       // escapes each into a string of its own and joins them into a rope, which Node flattens for the
       // Content-Length and again, with the status line and headers in front, for the socket: copies of
@@ -97,7 +102,8 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
         description:
           'Every sealed message addressed to an address the session has proven whose ' +
           'sign-in method that proof satisfies: an email code proves the address, ' +
-          'an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person).',
+          'an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person). ' +
+          'Messages that ended (expired or withdrawn) are left out.',
         response: { 200: OpenableList, ...errorResponses(401, 502) },
       },
     },
@@ -105,7 +111,9 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
       const session = request.readerSession;
       if (!session?.row.signed_in_at)
         throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
-      return { messages: await context.access.openable(session.row.id, OPENABLE_LIMIT) };
+      return {
+        messages: await context.access.openable(session.row.id, OPENABLE_LIMIT, new Date(context.clock.now())),
+      };
     },
   );
 
@@ -117,16 +125,18 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'seal' 
         tags: TAGS.reading,
         summary: 'Download one attachment of the sealed message (index from GET /v1/message)',
         params: Type.Object({ n: Type.String({ pattern: '^(0|[1-9][0-9]{0,3})$' }) }),
-        response: errorResponses(401, 404, 502),
+        response: errorResponses(401, 404, 410, 502),
       },
     },
     async (request, reply) => {
       const session = await requireSignedIn(request, context.access, request.query.messageId);
-      // One request to B: its content answer says 404 when the message is gone.
-      const { stream } = await context.seal.contentStream(session.messageId).catch(async (error: unknown) => {
+      // One request to B: its content answer says 404 when the message is gone, 410 when it ended.
+      const { stream } = await context.seal
+        .contentStream(session.messageId, session.email)
         // The broken seal's CID, for a reader who opened the link to the file directly.
-        throw await withBrokenSealCid(error, session.messageId);
-      });
+        .catch(async (error: unknown) =>
+          afterEnd(request, context, session, await withBrokenSealCid(error, session.messageId)),
+        );
       const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
       if (!attachment) throw notFound('No attachment with this index');
       // Served from our origin, a sender's HTML or SVG must never render here: always a download, no sniffing.

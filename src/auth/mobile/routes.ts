@@ -5,7 +5,7 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { sendCode } from '../codes/send-code.ts';
-import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
+import { requireOpen, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { maskMobile } from '../masking.ts';
 import { normalizeMobile } from './number.ts';
@@ -38,6 +38,8 @@ export type MobileRoutesOptions = Pick<
   AuthContext,
   | 'clock'
   | 'access'
+  | 'seal'
+  | 'endedDrafts'
   | 'recipients'
   | 'methods'
   | 'trustProxyHops'
@@ -82,11 +84,11 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
           'The code goes to the current number; POST /v1/mobile/verify with it sends one to the new number. ' +
           CSRF_NOTE,
         body: NewMobile,
-        response: { 202: CodeStep, ...errorResponses(400, 401, 403, 409, 429, 502) },
+        response: { 202: CodeStep, ...errorResponses(400, 401, 403, 409, 410, 429, 502) },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const found = await context.recipients.find(session.messageId, session.email);
       if (!found)
         throw new AppError('unauthorized_user', 403, 'This recipient is no longer on record for this message');
@@ -127,12 +129,12 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         response: {
           200: Type.Object({ mobile: Type.String() }),
           202: CodeStep,
-          ...errorResponses(400, 401, 403, 429, 502),
+          ...errorResponses(400, 401, 403, 410, 429, 502),
         },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const now = new Date(context.clock.now());
       const step = session.row.code_purpose === 'mobile_current' ? 'mobile_current' : 'mobile_change';
       const before =

@@ -3,7 +3,7 @@ import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
-import { requireSignedIn, type AuthContext, type SignedInSession } from '../context.ts';
+import { requireOpen, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { emailKey } from '../seal/recipients.ts';
 import { sessionCsrfToken } from '../sessions/csrf.ts';
@@ -47,7 +47,7 @@ export const draftOwner = (session: SignedInSession) => ({
  */
 export async function filesRoutes(
   app: App,
-  context: Pick<AuthContext, 'settings' | 'access' | 'keys' | 'attachments'>,
+  context: Pick<AuthContext, 'settings' | 'access' | 'seal' | 'endedDrafts' | 'keys' | 'attachments'>,
 ) {
   const { maxFileSize, maxTotalSize } = context.settings.attachments;
   // Here only (encapsulated): the other routes keep taking JSON alone (bodies are JSON:
@@ -67,11 +67,11 @@ export async function filesRoutes(
         description:
           'The draft belongs to the sealed message and the recipient, ' +
           'not the session: it is the same after signing in on another device.',
-        response: { 200: Listing, ...errorResponses(401) },
+        response: { 200: Listing, ...errorResponses(401, 410) },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       reply.header('x-csrf-token', sessionCsrfToken(context.keys.csrfKey, session));
       const files = await context.attachments.list(draftOwner(session));
       return {
@@ -101,14 +101,14 @@ export async function filesRoutes(
         consumes: ['multipart/form-data'],
         headers: IfMatchHeaders,
         body: Type.Object({ file: Type.String({ format: 'binary', description: 'the file; one per request' }) }),
-        response: { 201: FileSchema, ...errorResponses(400, 401, 403, 409, 503) },
+        response: { 201: FileSchema, ...errorResponses(400, 401, 403, 409, 410, 503) },
       },
       // The body schema only describes the form for the OpenAPI document: the body is a stream read by
       // the handler (request.file()), there is nothing parsed to validate beforehand.
       validatorCompiler: () => () => true,
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const expected = expectedVersion(request);
       if (!request.isMultipart()) throw new AppError('validation_failed', 415, 'Send the file as multipart/form-data');
       const part = await withinProgress(request.raw, request.file()).catch((error: unknown) => {
@@ -171,11 +171,11 @@ export async function filesRoutes(
         description: `${VERSION_NOTE} The answer's ETag header carries the new version. ${CSRF_NOTE}`,
         headers: IfMatchHeaders,
         params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
-        response: { 204: Type.Null(), ...errorResponses(401, 404, 409, 503) },
+        response: { 204: Type.Null(), ...errorResponses(401, 404, 409, 410, 503) },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       setVersion(
         reply,
         await context.attachments.remove(draftOwner(session), request.params.id, expectedVersion(request)),

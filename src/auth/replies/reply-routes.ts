@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import { fileView } from '../attachments/upload.ts';
-import { requireSignedIn, type AuthContext } from '../context.ts';
+import { requireOpen, type AuthContext } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 import { IfMatchHeaders, VERSION_NOTE, expectedVersion, setVersion } from './draft-version.ts';
@@ -62,7 +62,7 @@ const Draft = Type.Object({
  */
 export async function replyRoutes(
   app: App,
-  context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'replies'>,
+  context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'seal' | 'endedDrafts' | 'replies'>,
 ) {
   const retentionMs = context.settings.attachments.retentionMs;
   /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
@@ -86,11 +86,11 @@ export async function replyRoutes(
         description:
           'The version is also in the ETag header. It is read before the rest: a change made meanwhile ' +
           'makes the next change a draft_conflict, never a change against content the client has not seen.',
-        response: { 200: Draft, ...errorResponses(401) },
+        response: { 200: Draft, ...errorResponses(401, 410) },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const owner = draftOwner(session);
       const version = await context.drafts.version(owner);
       setVersion(reply, version);
@@ -112,11 +112,11 @@ export async function replyRoutes(
           `The bcc is checked when sending. ${VERSION_NOTE} 409 conflict while the reply is being sent. ${CSRF_NOTE}`,
         headers: IfMatchHeaders,
         body: ReplyBody,
-        response: { 200: Draft, ...errorResponses(400, 401, 403, 409) },
+        response: { 200: Draft, ...errorResponses(400, 401, 403, 409, 410) },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const { text, html, bcc } = request.body;
       const saved = await context.drafts.save(
         draftOwner(session),
@@ -163,12 +163,12 @@ export async function replyRoutes(
             messageId: Type.String({ description: 'the Message-ID header of the reply' }),
             files: Type.Integer({ description: 'attachments sent' }),
           }),
-          ...errorResponses(400, 401, 403, 409, 502, 503),
+          ...errorResponses(400, 401, 403, 409, 410, 502, 503),
         },
       },
     },
     async (request, reply) => {
-      const session = await requireSignedIn(request, context.access, request.query.messageId);
+      const session = await requireOpen(request, context, request.query.messageId);
       const { version, ...sent } = await context.replies.send(
         session,
         request.body,

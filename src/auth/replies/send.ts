@@ -90,7 +90,10 @@ export class ReplySender implements ReplySending {
     let sent: { envelopeId: string; messageId: string; files: number };
     try {
       const files = await drafts.files(draftId);
-      const original = await originalHeaders(await seal.content(session.messageId), found.record.subject);
+      const original = await originalHeaders(
+        await seal.content(session.messageId, session.email),
+        found.record.subject,
+      );
       const identity = replyIdentity(
         { email: recipientEmail, name: original.names.get(recipientEmail.toLowerCase()) },
         this.deps.from,

@@ -3,8 +3,16 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { RecipientSealedSchema, SEAL_HEADER, SealedViewSchema, SealFactsSchema } from '../../contracts/seal.ts';
+import {
+  EndedAnswerSchema,
+  RecipientSchema,
+  RecipientSealedSchema,
+  SEAL_HEADER,
+  SealedViewSchema,
+  SealFactsSchema,
+} from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
+import { endedError, isEndCode } from './end.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
 export type SealedRecord = Static<typeof SealedViewSchema>;
@@ -12,6 +20,10 @@ export type SealedRecord = Static<typeof SealedViewSchema>;
 export type RecipientSealed = Static<typeof RecipientSealedSchema>['sealed'];
 /** The seal B verified content against (its X-Sealpost-Seal header): what the reader shows beside it. */
 export type SealFacts = Static<typeof SealFactsSchema>;
+/** GET {SEAL_URL}/v1/sealed/{id}/recipients/{email}: one recipient as B keeps them. */
+export type SealedRecipient = Static<typeof RecipientSchema>;
+/** POST {SEAL_URL}/v1/sealed/ended: which of the ids asked about have ended, and how. */
+export type EndedMessages = Static<typeof EndedAnswerSchema>['ended'];
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -28,6 +40,8 @@ const CHECK = {
   sealedView: Compile(SealedViewSchema),
   recipientSealed: Compile(RecipientSealedSchema),
   sealFacts: Compile(SealFactsSchema),
+  recipient: Compile(RecipientSchema),
+  ended: Compile(EndedAnswerSchema),
 };
 const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';
 
@@ -87,22 +101,57 @@ export class SealClient {
   }
 
   /**
+   * One recipient of the message, asked of B now (a cheap check, for requests that do not read the content):
+   * undefined when the address is no recipient or B does not know the id; a 410 (message_expired,
+   * message_withdrawn) once the message ended for everyone or was withdrawn for this recipient.
+   */
+  async recipient(id: string, email: string): Promise<SealedRecipient | undefined> {
+    if (!MESSAGE_ID.test(id)) return undefined;
+    const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/recipients/${encodeURIComponent(email)}`);
+    if (response.statusCode === 404 || response.statusCode === 400) {
+      response.resume();
+      return undefined;
+    }
+    if (response.statusCode !== 200) throw await upstreamError(response, 'look up the recipient of a sealed message');
+    const recipient = await readJson(response);
+    if (!CHECK.recipient.Check(recipient))
+      throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected recipient');
+    // A B that names the withdrawal in its answer rather than answering 410: the same end for this reader.
+    if (recipient.withdrawnAt !== undefined) throw endedError('message_withdrawn', { endedAt: recipient.withdrawnAt });
+    return recipient;
+  }
+
+  /** Which of `ids` (at most 500) have ended for everyone, for deleting their reply drafts. */
+  async ended(ids: string[]): Promise<EndedMessages> {
+    if (ids.length === 0) return [];
+    const response = await this.send('POST', '/v1/sealed/ended', { ids });
+    if (response.statusCode !== 200) throw await upstreamError(response, 'tell which sealed messages ended');
+    const answer = await readJson(response);
+    if (!CHECK.ended.Check(answer))
+      throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list of ended messages');
+    return answer.ended;
+  }
+
+  /**
    * The plaintext raw message, which B hands out only after its SHA-256 matched the seal. Anything but a 200
    * means there is nothing we may show (the reader shows that the seal holds: docs/design.md#reading). Held
    * whole in memory, so refused above `maxContentBytes` (SEAL_MAX_MESSAGE_SIZE: B seals nothing larger).
+   * `recipient` is the reader it is read for: B answers 410 once the message was withdrawn for them, as it
+   * does for everyone once the message ended (docs/specification.md#end-dates).
    */
-  async content(id: string): Promise<Buffer> {
-    return (await this.read(id)).content;
+  async content(id: string, recipient: string): Promise<Buffer> {
+    return (await this.read(id, recipient)).content;
   }
 
   /**
    * content() with the seal B verified it against (its X-Sealpost-Seal header), in one request. `seal` is
    * undefined when B sent none (a header too long, or a B from before it): sealed() has the same facts.
    */
-  async read(id: string): Promise<{ content: Buffer; seal: SealFacts | undefined }> {
+  async read(id: string, recipient: string): Promise<{ content: Buffer; seal: SealFacts | undefined }> {
     // Read at once, so the time limit covers the whole message.
     const { stream, length, response } = await this.openContent(
       id,
+      recipient,
       AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
     );
     const limit = this.options.maxContentBytes ?? Number.POSITIVE_INFINITY;
@@ -133,14 +182,14 @@ export class SealClient {
    * which the stream reports as an error (B declares the length), never as a short but complete message.
    * The time limit covers the wait for B's answer only: the body then flows at the pace of our client.
    */
-  async contentStream(id: string): Promise<{ stream: Readable; length: number | undefined }> {
+  async contentStream(id: string, recipient: string): Promise<{ stream: Readable; length: number | undefined }> {
     const controller = new AbortController();
     const timer = setTimeout(
       () => controller.abort(new Error('no answer from the seal service in time')),
       this.options.timeoutMs ?? TIMEOUT_MS,
     );
     try {
-      const opened = await this.openContent(id, controller.signal);
+      const opened = await this.openContent(id, recipient, controller.signal);
       // Destroying the stream (our client went away) also ends the request to B.
       opened.stream.once('close', () => controller.abort());
       return opened;
@@ -151,10 +200,14 @@ export class SealClient {
 
   private async openContent(
     id: string,
+    recipient: string,
     signal: AbortSignal,
   ): Promise<{ stream: Readable; length: number | undefined; response: IncomingMessage }> {
     if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
-    const response = await this.get(`/v1/sealed/${encodeURIComponent(id)}/content`, signal);
+    const response = await this.get(
+      `/v1/sealed/${encodeURIComponent(id)}/content?recipient=${encodeURIComponent(recipient)}`,
+      signal,
+    );
     // 400: an id not of B's shape (a truncated link), for us a message that does not exist, as in sealed().
     if (response.statusCode === 404 || response.statusCode === 400) {
       response.resume();
@@ -170,11 +223,21 @@ export class SealClient {
    * are not followed (not a 200: an upstream failure).
    */
   private get(path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+    return this.send('GET', path, undefined, signal);
+  }
+
+  /** A request with an optional JSON body; B's answer as get() has it. */
+  private send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
     const url = new URL(`${this.options.baseUrl}${path}`);
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(url, {
+        method,
         agent: this.agent,
-        headers: { authorization: `Bearer ${this.options.serviceToken}` },
+        headers: {
+          authorization: `Bearer ${this.options.serviceToken}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+        },
         signal: signal ?? AbortSignal.timeout(this.options.timeoutMs ?? TIMEOUT_MS),
       });
       // After the answer, errors reach its reader through the body stream; these listeners only keep a late
@@ -188,7 +251,7 @@ export class SealClient {
         response.on('error', () => undefined);
         resolve(response);
       });
-      request.end();
+      request.end(payload);
     });
   }
 }
@@ -224,9 +287,23 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   let reason = body.slice(0, 300);
   let broken = false;
   let cid: string | undefined;
+  let ended: AppError | undefined;
   try {
-    const parsed = JSON.parse(body) as { message?: unknown; errorCode?: unknown; cid?: unknown };
+    const parsed = JSON.parse(body) as {
+      message?: unknown;
+      errorCode?: unknown;
+      cid?: unknown;
+      endedAt?: unknown;
+      contact?: unknown;
+    };
     if (typeof parsed.cid === 'string') cid = parsed.cid;
+    // The message ended (for everyone, or for the recipient asked about): passed on with when and whom to ask.
+    if (response.statusCode === 410 && isEndCode(parsed.errorCode)) {
+      ended = endedError(parsed.errorCode, {
+        ...(typeof parsed.endedAt === 'string' ? { endedAt: parsed.endedAt } : {}),
+        ...(typeof parsed.contact === 'string' ? { contact: parsed.contact } : {}),
+      });
+    }
     if (typeof parsed.message === 'string') reason = `${parsed.errorCode ?? ''} ${parsed.message}`.trim();
     // B's answer for content that does not match its seal (also from a B that still says upstream_failed).
     broken =
@@ -239,6 +316,9 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
     // not an error object: keep the start of the body for the log
   }
   const cause = new Error(`seal service answered HTTP ${response.statusCode}: ${reason}`);
+  if (ended) return ended;
+  // Gone, without saying how: for the reader as for a message B no longer knows.
+  if (response.statusCode === 410) return new AppError('not_found', 404, 'The sealed message is no longer available');
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
   if (broken) {
     const error = new AppError('seal_broken', 502, SEAL_BROKEN, { cause });

@@ -4,6 +4,8 @@ import { isLanguage, type Language } from '../../kernel/languages.ts';
 import { normalizeMobile } from '../mobile/number.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
 import type { SealClient, SealedRecord } from './client.ts';
+import { endedError } from './end.ts';
+import type { AppError } from '../../kernel/errors.ts';
 
 /** A recipient as sign-in sees it: B's record, with a mobile number confirmed through PUT /v1/mobile winning. */
 export interface Recipient {
@@ -71,4 +73,23 @@ export class RecipientDirectory {
 
 export function emailKey(email: string): string {
   return (normalizeEmail(email) ?? email.trim()).toLowerCase();
+}
+
+/**
+ * How the record says the message ended, as the 410 to answer with, or undefined while it may be read. An end date
+ * that has passed counts at once, before B's background pass records the end (docs/specification.md#end-dates).
+ * With `email`, a withdrawal for that recipient alone counts too.
+ */
+export function recordEnd(record: SealedRecord, now: Date, email?: string): AppError | undefined {
+  const contact = record.sender;
+  if (record.end) {
+    const code = record.end.reason === 'expired' ? 'message_expired' : 'message_withdrawn';
+    return endedError(code, { endedAt: record.end.at, contact });
+  }
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now.getTime())
+    return endedError('message_expired', { endedAt: new Date(record.expiresAt).toISOString(), contact });
+  if (email === undefined) return undefined;
+  const key = emailKey(email);
+  const withdrawnAt = record.recipients.find((r) => emailKey(r.email) === key)?.withdrawnAt;
+  return withdrawnAt ? endedError('message_withdrawn', { endedAt: withdrawnAt, contact }) : undefined;
 }

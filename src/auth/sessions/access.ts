@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { SealClient } from '../seal/client.ts';
+import type { RecipientSealed, SealClient } from '../seal/client.ts';
 import { emailKey, type Recipient, type RecipientDirectory } from '../seal/recipients.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
 import { normalizeMobile } from '../mobile/number.ts';
@@ -69,9 +69,10 @@ export class MessageAccess {
 
   /**
    * The sealed messages the session opens, newest first: for each proven address the seal service's list
-   * of its messages, kept where the message's method for that address is satisfied.
+   * of its messages, kept where the message's method for that address is satisfied and it has not ended
+   * (expired, withdrawn for everyone or for that address; docs/specification.md#end-dates).
    */
-  async openable(sessionId: string, limit: number): Promise<OpenableMessage[]> {
+  async openable(sessionId: string, limit: number, now: Date): Promise<OpenableMessage[]> {
     const factors = await this.factors(sessionId);
     const byId = new Map<string, OpenableMessage>();
     for (const email of new Set(factors.map((factor) => factor.email))) {
@@ -93,6 +94,7 @@ export class MessageAccess {
         ).map((row) => [row.message_id, row.mobile]),
       );
       for (const entry of entries) {
+        if (ended(entry, now)) continue;
         const recipient = toRecipient(entry.recipient, overrides.get(entry.id));
         if (!byId.has(entry.id) && satisfied(recipient, factors)) {
           byId.set(entry.id, { id: entry.id, sender: entry.sender, subject: entry.subject, sealedAt: entry.sealedAt });
@@ -101,6 +103,14 @@ export class MessageAccess {
     }
     return [...byId.values()].sort((a, b) => b.sealedAt.localeCompare(a.sealedAt)).slice(0, limit);
   }
+}
+
+function ended(entry: RecipientSealed[number], now: Date): boolean {
+  return (
+    entry.end !== undefined ||
+    entry.recipient.withdrawnAt !== undefined ||
+    (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now.getTime())
+  );
 }
 
 function toRecipient(

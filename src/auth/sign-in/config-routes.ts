@@ -6,6 +6,7 @@ import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { maskEmail, maskMobile } from '../masking.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
+import { recordEnd } from '../seal/recipients.ts';
 import { sessionCsrfToken } from '../sessions/csrf.ts';
 import { TAGS, errorResponses } from '../route-docs.ts';
 
@@ -22,6 +23,20 @@ const ReaderConfig = Type.Object({
   ),
   subject: Type.Optional(
     Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" }),
+  ),
+  ended: Type.Optional(
+    Type.Object(
+      {
+        reason: Type.Union([Type.Literal('expired'), Type.Literal('withdrawn')]),
+        at: Type.String({ format: 'date-time', description: 'when it ended' }),
+      },
+      {
+        description:
+          'the message ended for everyone (docs/specification.md#end-dates): the reader page shows that, and whom ' +
+          'to ask (the sender), instead of a sign-in form; subject and methods are left out. A withdrawal for one ' +
+          'recipient is not told here, before anyone proved who they are, but by the 410 of their requests',
+      },
+    ),
   ),
   signedIn: Type.Boolean({ description: 'this session is signed in (for messageId when one is given)' }),
   email: Type.Optional(Type.String({ description: 'the signed-in recipient (when signedIn)' })),
@@ -87,15 +102,24 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
     async (request, reply) => {
       const { messageId } = request.query;
       let methods: SignInMethodName[] | undefined;
-      let about: { sender: string; subject: string } | undefined;
+      let about:
+        | { sender: string; subject?: string; ended?: { reason: 'expired' | 'withdrawn'; at: string } }
+        | undefined;
       if (messageId !== undefined) {
         const record = await context.seal.sealed(messageId);
         if (!record) throw notFound('No sealed message with this id');
-        methods = [...new Set(record.recipients.map((r) => r.method))].sort();
-        // The reader page shows who wrote about what before sign-in, so that the recipient knows what the
-        // code is for (docs/design.md#reading): the link is the key to these two, while the content and the
-        // recipients stay behind the code.
-        about = { sender: record.sender, subject: record.subject };
+        const end = recordEnd(record, new Date(context.clock.now()));
+        if (end) {
+          // Nothing of an ended message but who sent it, whom the reader may ask, and when and how it ended.
+          const reason = end.errorCode === 'message_expired' ? ('expired' as const) : ('withdrawn' as const);
+          about = { sender: record.sender, ended: { reason, at: end.details.endedAt ?? record.sealedAt } };
+        } else {
+          methods = [...new Set(record.recipients.map((r) => r.method))].sort();
+          // The reader page shows who wrote about what before sign-in, so that the recipient knows what the
+          // code is for (docs/design.md#reading): the link is the key to these two, while the content and the
+          // recipients stay behind the code.
+          about = { sender: record.sender, subject: record.subject };
+        }
       }
       let session = request.readerSession;
       if (!session) {
@@ -131,7 +155,7 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
             }
           : undefined;
       return {
-        ...(messageId !== undefined ? { messageId, methods, ...about } : {}),
+        ...(messageId !== undefined ? { messageId, ...(methods ? { methods } : {}), ...about } : {}),
         signedIn,
         ...(signedIn && openedAs ? openedAs : {}),
         ...(codePending ? { codePending } : {}),

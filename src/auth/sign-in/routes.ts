@@ -10,7 +10,8 @@ import { isProbeRefusal } from '../codes/limits.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
-import type { Recipient } from '../seal/recipients.ts';
+import { type Recipient, recordEnd } from '../seal/recipients.ts';
+import type { SealedRecord } from '../seal/client.ts';
 import { normalizeMobile } from '../mobile/number.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
@@ -85,9 +86,11 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
           'unauthorized_user, forbidden_auth_method, email_and_mobile_mismatch (403, each counted as a refusal); ' +
           'sms_rate_limit (429, Retry-After) for the limits on sending. A provider failure is a 502 ' +
           'and does not count against the limits. The code replaces any earlier code of this session. ' +
+          'A message that ended, or was withdrawn for this recipient, sends no code: 410 message_expired or ' +
+          'message_withdrawn with endedAt and contact. ' +
           CSRF_NOTE,
         body: CodeRequest,
-        response: { 200: CodeSent, ...errorResponses(400, 403, 429, 502) },
+        response: { 200: CodeSent, ...errorResponses(400, 403, 410, 429, 502) },
       },
     },
     async (request) => {
@@ -111,13 +114,16 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         { client, message_id: body.messageId },
         new Date(context.clock.now()),
       );
-      const { recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(
+      const { record, recipient, method, destination } = await matchRecipient(context, body, email, mobile).catch(
         async (error: unknown) => {
           if (!isProbeRefusal(error)) await counted.release();
           throw error;
         },
       );
       await counted.release();
+      // Ended for everyone, or withdrawn for this recipient: no code, the reader is told (and whom to ask).
+      const end = recordEnd(record, new Date(context.clock.now()), recipient.email);
+      if (end) throw end;
       return issueCode(context, request, session, {
         recipient,
         method,
@@ -142,7 +148,7 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
           '(sms_rate_limit, 429). 404 not_found when this session asked for no code for the message. ' +
           CSRF_NOTE,
         body: Type.Object({ messageId: Type.String({ pattern: MESSAGE_ID_PATTERN }) }, { additionalProperties: false }),
-        response: { 200: CodeSent, ...errorResponses(400, 403, 404, 429, 502) },
+        response: { 200: CodeSent, ...errorResponses(400, 403, 404, 410, 429, 502) },
       },
     },
     async (request) => {
@@ -157,6 +163,8 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         );
       const found = await context.recipients.find(messageId, last.email);
       if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
+      const end = recordEnd(found.record, new Date(context.clock.now()), found.recipient.email);
+      if (end) throw end;
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       return issueCode(context, request, session, {
         recipient: found.recipient,
@@ -273,7 +281,7 @@ async function matchRecipient(
   body: { messageId: string; method: SignInMethodName },
   email: string,
   mobile: string | undefined,
-): Promise<{ recipient: Recipient; method: SignInMethod; destination: string }> {
+): Promise<{ record: SealedRecord; recipient: Recipient; method: SignInMethod; destination: string }> {
   const found = await context.recipients.find(body.messageId, email);
   if (!found) throw new AppError('unauthorized_user', 403, 'This email address may not read this message');
   const { recipient } = found;
@@ -285,5 +293,5 @@ async function matchRecipient(
     );
   }
   const method = context.methods[body.method];
-  return { recipient, method, destination: method.destination(recipient, mobile) };
+  return { record: found.record, recipient, method, destination: method.destination(recipient, mobile) };
 }

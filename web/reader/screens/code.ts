@@ -1,7 +1,8 @@
 import type { CodePending, CodeRequest, CodeSent } from '../api.ts';
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h, uid } from '../dom.ts';
-import { errorText, isCode } from '../errors.ts';
+import { errorText, isCode, isEnded } from '../errors.ts';
+import { messageEnd } from './status.ts';
 import { formatDuration } from '../format.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
 
@@ -119,6 +120,7 @@ export function codeScreen(
             startCooldown(config.limits.perNumberInterval);
             return;
           }
+          if (isEnded(outcome)) return reader.go.ended(messageEnd(outcome), false);
           alert.show(t, outcome);
           if (isCode(outcome, 'sms_rate_limit')) {
             alert.say(t.errors.sms_rate_limit);

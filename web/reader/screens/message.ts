@@ -6,8 +6,8 @@ import { messageFrame } from './message-frame.ts';
 import { mobileSection } from './mobile.ts';
 import { busy, signOutControl } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
-import { brokenSealScreen, fatalScreen, loadingScreen } from './status.ts';
-import { isCode } from '../errors.ts';
+import { brokenSealScreen, fatalScreen, loadingScreen, messageEnd } from './status.ts';
+import { isCode, isEnded } from '../errors.ts';
 
 /**
  * Loads the message and the draft reply, then shows them; back to sign-in when the session is gone. A
@@ -22,7 +22,7 @@ export async function messageScreen(reader: Reader): Promise<void> {
       loadDraft(reader),
       reader.api.messages().catch(() => []),
     ]);
-    if ('error' in draft && isSessionGone(draft.error)) throw draft.error;
+    if ('error' in draft && (isSessionGone(draft.error) || isEnded(draft.error))) throw draft.error;
     reader.show(
       readScreen(
         reader,
@@ -39,6 +39,8 @@ export async function messageScreen(reader: Reader): Promise<void> {
     }
     // Final: the content does not match its seal. Never "try again", and nothing of the content.
     if (isCode(error, 'seal_broken')) return reader.show(brokenSealScreen(reader, error));
+    // Final too: the message ended (expired, withdrawn) and its content is gone.
+    if (isEnded(error)) return reader.go.ended(messageEnd(error), true);
     reader.show(fatalScreen(reader, error));
   }
 }
@@ -193,6 +195,7 @@ function messageBody(reader: Reader, message: SealedMessage): HTMLElement {
           render(withImages.html ?? '', true);
           bar.remove();
         } catch (error) {
+          if (isEnded(error)) return reader.go.ended(messageEnd(error), true);
           alert.show(t, error);
         }
       });

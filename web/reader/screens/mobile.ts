@@ -1,7 +1,9 @@
 import type { MobileStep } from '../api.ts';
 import { alertBox, type Reader } from '../app.ts';
 import { announce, h } from '../dom.ts';
+import { isEnded } from '../errors.ts';
 import { busy, clearInvalid, field, flagInvalid } from './parts.ts';
+import { messageEnd } from './status.ts';
 
 /**
  * The mobile number change, for a recipient who signs in by SMS: the new number, then a code sent to the
@@ -31,6 +33,7 @@ export function mobileSection(reader: Reader): HTMLElement | null {
         try {
           askCode(await reader.api.changeMobile(number.input.value.trim()));
         } catch (error) {
+          if (isEnded(error)) return reader.go.ended(messageEnd(error), true);
           alert.show(t, error);
           flagInvalid(number.input);
         }
@@ -59,6 +62,7 @@ export function mobileSection(reader: Reader): HTMLElement | null {
           announce(status.textContent);
           start();
         } catch (error) {
+          if (isEnded(error)) return reader.go.ended(messageEnd(error), true);
           alert.show(t, error);
           flagInvalid(code.input);
         }

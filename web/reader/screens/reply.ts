@@ -2,9 +2,10 @@ import type { Draft, DraftFile, SealedMessage } from '../api.ts';
 import { ApiError } from '../api-error.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
 import { announce, h, uid } from '../dom.ts';
-import { errorText, isCode } from '../errors.ts';
+import { errorText, isCode, isEnded } from '../errors.ts';
 import { formatBytes } from '../format.ts';
 import { busy } from './parts.ts';
+import { messageEnd } from './status.ts';
 
 const SAVE_DELAY_MS = 800;
 
@@ -52,6 +53,7 @@ function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HT
         reader.notice = t.sessionEnded;
         return reader.go.signIn();
       }
+      if ('error' in again && isEnded(again.error)) return reader.go.ended(messageEnd(again.error), true);
       if ('error' in again) return alert.show(t, again.error, t.reply.draftFailed);
       const form = replySection(reader, message, again);
       section.replaceWith(form);
@@ -134,6 +136,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
       (error: unknown) => {
         if (error instanceof Replaced) return;
         if (isCode(error, 'draft_conflict')) return void reload();
+        if (isEnded(error)) return handle(error);
         saveStatus.textContent = errorText(t, error);
       },
     );
@@ -252,7 +255,8 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
       updateUsed();
       announce(t.reply.uploaded(stored.name));
     } catch (error) {
-      if (isSessionGone(error) || isCode(error, 'draft_conflict') || error instanceof Replaced) return handle(error);
+      if (isSessionGone(error) || isEnded(error) || isCode(error, 'draft_conflict') || error instanceof Replaced)
+        return handle(error);
       fail(errorText(t, error));
     } finally {
       uploading -= 1;
@@ -317,6 +321,13 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     if (isSessionGone(error)) {
       reader.notice = t.sessionEnded;
       reader.go.signIn();
+      return;
+    }
+    // The message ended meanwhile: nothing of the reply can be saved or sent any more (the service deleted it).
+    if (isEnded(error)) {
+      replaced = true;
+      window.clearTimeout(saveTimer);
+      reader.go.ended(messageEnd(error), true);
       return;
     }
     alert.show(t, error);

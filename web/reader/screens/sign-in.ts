@@ -1,7 +1,8 @@
 import type { CodeRequest, Method } from '../api.ts';
 import { alertBox, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
-import { isCode } from '../errors.ts';
+import { isCode, isEnded } from '../errors.ts';
+import { messageEnd } from './status.ts';
 import { formatDuration } from '../format.ts';
 import { busy, clearInvalid, countdown, field, flagInvalid, messageCard } from './parts.ts';
 
@@ -82,6 +83,8 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
           );
           if (outcome.sent) return reader.go.code(request, outcome.sent);
           const { error } = outcome;
+          // The message ended, or was withdrawn for this address: no code came, and none will.
+          if (isEnded(error)) return reader.go.ended(messageEnd(error), false);
           alert.show(t, error);
           if (isCode(error, 'forbidden_auth_method')) {
             alert.say(method === 'email' ? t.methodHint.needsMobile : t.methodHint.needsEmail);

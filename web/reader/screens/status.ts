@@ -1,8 +1,10 @@
+import type { MessageEnd } from '../api.ts';
 import type { ApiError } from '../api-error.ts';
 import type { Reader, Screen } from '../app.ts';
 import { signOutControl } from './parts.ts';
 import { h } from '../dom.ts';
 import { errorReference, errorText } from '../errors.ts';
+import { formatDate } from '../format.ts';
 
 export function loadingScreen(reader: Pick<Reader, 't'>): Screen {
   return {
@@ -73,6 +75,64 @@ export function brokenSealScreen(reader: Reader, error: ApiError): Screen {
       );
     },
   };
+}
+
+/** How a 410 of the service (message_expired, message_withdrawn) says the message ended. */
+export function messageEnd(error: ApiError): MessageEnd {
+  return {
+    reason: error.errorCode === 'message_expired' ? 'expired' : 'withdrawn',
+    ...(error.details.endedAt ? { at: error.details.endedAt } : {}),
+    ...(error.details.contact ? { contact: error.details.contact } : {}),
+  };
+}
+
+/**
+ * The message ended, expired or withdrawn (docs/specification.md#end-dates): a final state that says when, in the
+ * reader's language, and whom to ask (the sender, as a mail link). No "try again", no form: its content is gone.
+ * The sign-out stays for a reader who is signed in.
+ */
+export function endedScreen(reader: Reader, end: MessageEnd, signedIn: boolean): Screen {
+  const { t } = reader;
+  const expired = end.reason === 'expired';
+  const title = expired ? t.ended.expiredTitle : t.ended.withdrawnTitle;
+  return {
+    name: expired ? 'message-expired' : 'message-withdrawn',
+    title,
+    render() {
+      const signOut = signedIn ? signOutControl(reader, 'secondary small') : undefined;
+      const date = end.at ? formatDate(end.at, t.lang) : undefined;
+      const when = date
+        ? expired
+          ? t.ended.expiredOn(date)
+          : t.ended.withdrawnOn(date)
+        : t.errors[expired ? 'message_expired' : 'message_withdrawn'];
+      const ask = end.contact
+        ? h('p', {}, ...linked(t.ended.ask(end.contact), end.contact, `mailto:${end.contact}`))
+        : h('p', {}, t.ended.askSender);
+      return h(
+        'section',
+        { class: 'card narrow message-ended' },
+        h(
+          'div',
+          { class: 'message-ended-head' },
+          h('span', { class: 'message-ended-mark', 'aria-hidden': 'true' }, '⊘'),
+          h('h1', {}, title),
+        ),
+        h('p', { class: 'message-ended-when' }, when),
+        h('p', {}, t.ended.gone),
+        ask,
+        signOut ? h('div', { class: 'toolbar' }, signOut.button) : null,
+        signOut?.alert,
+      );
+    },
+  };
+}
+
+/** The sentence with `part` in it as a link to `href`. */
+function linked(sentence: string, part: string, href: string): Array<string | HTMLElement> {
+  const at = sentence.indexOf(part);
+  if (at < 0) return [sentence];
+  return [sentence.slice(0, at), h('a', { href }, part), sentence.slice(at + part.length)];
 }
 
 /** The sentence with the CID in it set as code. */

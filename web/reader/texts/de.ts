@@ -161,6 +161,16 @@ export const de = {
       'Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',
   },
 
+  ended: {
+    withdrawnTitle: 'Diese Nachricht wurde zurückgezogen',
+    expiredTitle: 'Diese Nachricht ist abgelaufen',
+    withdrawnOn: (date: string) => `Diese Nachricht wurde am ${date} zurückgezogen.`,
+    expiredOn: (date: string) => `Diese Nachricht ist am ${date} abgelaufen.`,
+    gone: 'Ihr Inhalt ist nicht mehr verfügbar: Sie kann nicht mehr gelesen oder beantwortet werden.',
+    ask: (contact: string) => `Wenden Sie sich an ${contact}, wenn Sie sie benötigen.`,
+    askSender: 'Wenden Sie sich an den Absender, wenn Sie sie benötigen.',
+  },
+
   fatal: {
     title: 'Diese Nachricht kann nicht angezeigt werden',
     badLink: 'Dieser Link ist unvollständig. Bitte öffnen Sie den Link aus Ihrer E-Mail erneut.',

@@ -154,6 +154,17 @@ export const en = {
     advice: 'Please do not rely on any copy of this message. Tell the sender, and give them the reference below.',
   },
 
+  /** A message that ended (docs/specification.md#end-dates): final, with the date in the reader's language. */
+  ended: {
+    withdrawnTitle: 'This message was withdrawn',
+    expiredTitle: 'This message has expired',
+    withdrawnOn: (date: string) => `This message was withdrawn on ${date}.`,
+    expiredOn: (date: string) => `This message expired on ${date}.`,
+    gone: 'Its content is no longer available: it cannot be read or answered any more.',
+    ask: (contact: string) => `Ask ${contact} if you need it.`,
+    askSender: 'Ask its sender if you need it.',
+  },
+
   fatal: {
     title: 'This message cannot be shown',
     badLink: 'This link is not complete. Please open the link from your email again.',

@@ -162,6 +162,16 @@ export const fr = {
     advice: 'Ne vous fiez à aucune copie de ce message. Prévenez l’expéditeur et donnez-lui la référence ci-dessous.',
   },
 
+  ended: {
+    withdrawnTitle: 'Ce message a été retiré',
+    expiredTitle: 'Ce message a expiré',
+    withdrawnOn: (date: string) => `Ce message a été retiré le ${date}.`,
+    expiredOn: (date: string) => `Ce message a expiré le ${date}.`,
+    gone: 'Son contenu n’est plus disponible : il ne peut plus être lu ni recevoir de réponse.',
+    ask: (contact: string) => `Adressez-vous à ${contact} si vous en avez besoin.`,
+    askSender: 'Adressez-vous à son expéditeur si vous en avez besoin.',
+  },
+
   fatal: {
     title: 'Ce message ne peut pas être affiché',
     badLink: 'Ce lien est incomplet. Veuillez rouvrir le lien de votre e-mail.',

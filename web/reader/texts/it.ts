@@ -165,6 +165,16 @@ export const it = {
       'Avvisi il mittente e gli comunichi il riferimento qui sotto.',
   },
 
+  ended: {
+    withdrawnTitle: 'Questo messaggio è stato ritirato',
+    expiredTitle: 'Questo messaggio è scaduto',
+    withdrawnOn: (date: string) => `Questo messaggio è stato ritirato il ${date}.`,
+    expiredOn: (date: string) => `Questo messaggio è scaduto il ${date}.`,
+    gone: 'Il suo contenuto non è più disponibile: non può più essere letto né ricevere risposta.',
+    ask: (contact: string) => `Si rivolga a ${contact} se ne ha bisogno.`,
+    askSender: 'Si rivolga al mittente se ne ha bisogno.',
+  },
+
   fatal: {
     title: 'Questo messaggio non può essere mostrato',
     badLink: 'Questo link non è completo. Apra di nuovo il link dalla sua e-mail.',
