@@ -28,7 +28,10 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const SERVICE_TOKEN = 'e2e-service-token-0123456789abcdef';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
-const BOB = { email: 'bob@example.com', mobile: '+41797654321' };
+// Recipients of the end-date tests, each with a number of its own (SMS codes are limited per number).
+const CAROL = { email: 'carol@example.com', mobile: '+41791110001' };
+const DAVE = { email: 'dave@example.com', mobile: '+41791110002' };
+const ERIN = { email: 'erin@example.com', mobile: '+41791110003' };
 
 type Pin = { cluster: string; status: string; error?: string };
 
@@ -151,7 +154,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
   async function sealedIdOf(subject: string, timeoutMs = 60_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      for (const notice of sink.messages.filter((m) => m.to.includes(ALICE.email) || m.to.includes(BOB.email))) {
+      for (const notice of sink.messages) {
         const id = /\/m\/([0-9a-f-]{36})/.exec(notice.raw.toString('utf8').replace(/=\r\n/g, ''))?.[1];
         if (!id) continue;
         const response = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}`, {
@@ -304,12 +307,17 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
   }
 
   it('ends a message at its X-Sealpost-Expires: read, then 410; its key destroyed, its pins gone', async () => {
-    await send('Short-lived figures', { expires: '15s' });
+    await send('Short-lived figures', { to: [CAROL], expires: '15s' });
     const id = await sealedIdOf('Short-lived figures');
     const record = await sealed(id);
     assert.ok(record.expiresAt, 'the seal carries its end date');
+    const notice = sink.messages
+      .find((m) => m.to.includes(CAROL.email))!
+      .raw.toString('utf8')
+      .replace(/=\r\n/g, '');
+    assert.match(notice, /You can read it until/, 'the notification says until when');
     await pinsWhen(id, (all) => all.every((pin) => pin.status === 'pinned'), 60_000);
-    const reader = await signedIn(id, ALICE);
+    const reader = await signedIn(id, CAROL);
     const before = await reader.get('/v1/message');
     assert.equal(before.status, 200, 'readable before its end date');
     assert.match(JSON.stringify(before.body), /Short-lived figures: the figures/);
@@ -323,19 +331,23 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     assert.equal(after.body.contact, 'dana@sender.example');
     assert.ok(after.body.endedAt, 'says when it ended');
 
-    await until(
-      'the end recorded',
-      () => sealed(id),
-      (r) => r.end?.reason === 'expired',
-    );
+    assert.equal((await sealed(id)).end?.reason, 'expired');
+    // The background pass (SEAL_END_INTERVAL, 500 ms here) destroys the key.
     const db = await openDatabase({ url: database.url, poolSize: 1 });
     try {
-      const row = await (db.db.withSchema('seal') as Kysely<SealTables>)
-        .selectFrom('sealed_messages')
-        .select('wrapped_key')
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow();
-      assert.equal(row.wrapped_key, null, 'the wrapped key is destroyed');
+      const seal = db.db.withSchema('seal') as Kysely<SealTables>;
+      await until(
+        'the wrapped key destroyed',
+        async () =>
+          (
+            await seal
+              .selectFrom('sealed_messages')
+              .select('wrapped_key')
+              .where('id', '=', id)
+              .executeTakeFirstOrThrow()
+          ).wrapped_key,
+        (key) => key === null,
+      );
     } finally {
       await db.close();
     }
@@ -353,11 +365,11 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
   });
 
   it("withdrawn for one recipient ends that recipient's open session at once; for all, the content", async () => {
-    await send('Sent to the wrong Bob', { to: [ALICE, BOB] });
-    const id = await sealedIdOf('Sent to the wrong Bob');
-    const alice = await signedIn(id, ALICE);
-    const bob = await signedIn(id, BOB);
-    assert.equal((await bob.get('/v1/message')).status, 200);
+    await send('Sent to the wrong Erin', { to: [DAVE, ERIN] });
+    const id = await sealedIdOf('Sent to the wrong Erin');
+    const dave = await signedIn(id, DAVE);
+    const erin = await signedIn(id, ERIN);
+    assert.equal((await erin.get('/v1/message')).status, 200);
 
     const withdraw = (body: object) =>
       fetch(`${sealpost.urls.seal}/v1/admin/sealed/${id}/withdraw`, {
@@ -365,11 +377,11 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-    assert.equal((await withdraw({ reason: 'sent to the wrong address', recipient: BOB.email })).status, 200);
-    const gone = await bob.get('/v1/message');
+    assert.equal((await withdraw({ reason: 'sent to the wrong address', recipient: ERIN.email })).status, 200);
+    const gone = await erin.get('/v1/message');
     assert.equal(gone.status, 410, 'the open session of the recipient withdrawn for is refused at its next request');
     assert.equal(gone.body.errorCode, 'message_withdrawn');
-    assert.equal((await alice.get('/v1/message')).status, 200, 'the other recipient reads on');
+    assert.equal((await dave.get('/v1/message')).status, 200, 'the other recipient reads on');
 
     assert.equal((await withdraw({ reason: 'erasure request' })).status, 200);
     const content = await fetch(`${sealpost.urls.seal}/v1/sealed/${id}/content`, {
@@ -377,7 +389,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     });
     assert.equal(content.status, 410);
     assert.equal((await content.json()).errorCode, 'message_withdrawn');
-    const last = await alice.get('/v1/message');
+    const last = await dave.get('/v1/message');
     assert.equal(last.status, 410);
     assert.equal(last.body.errorCode, 'message_withdrawn');
   });
