@@ -41,8 +41,9 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     ...OPERATIONS,
   ],
   auth: [
-    // Starts a session for anyone: the reader page's first call.
+    // Start a session for anyone: the reader page's first call, and the sender's page's.
     [/^\/v1\/config$/, 'public'],
+    [/^\/v1\/sender\/config$/, 'public'],
     [/^\/v1\//, 'session'],
     [/^\/logout$/, 'public'],
     [/^\/m\/:id$/, 'public'],
