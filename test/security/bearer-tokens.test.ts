@@ -38,6 +38,8 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\/recipients\/:email\/sealed$/, 'service'],
     [/^\/v1\/admin\/unpinned$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/withdraw$/, 'admin'],
+    [/^\/v1\/admin\/sealed\/:id\/trail$/, 'admin'],
+    [/^\/v1\/senders\/:sender\/sealed(\/|$)/, 'service'],
     ...OPERATIONS,
   ],
   auth: [
