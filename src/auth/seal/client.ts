@@ -10,16 +10,14 @@ import {
   SEAL_HEADER,
   SealedViewSchema,
   SealFactsSchema,
+  SenderSealedListSchema,
+  SenderSealedSchema,
+  type TrailEventBodySchema,
+  TrailEventAnswerSchema,
+  TrailSchema,
 } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { endedError, isEndCode } from './end.ts';
-import {
-  EventAnswerSchema,
-  type ReportedEvent,
-  SenderMessageSchema,
-  SenderSealedSchema,
-  TrailSchema,
-} from './sender-schemas.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
 export type SealedRecord = Static<typeof SealedViewSchema>;
@@ -33,19 +31,13 @@ export type SealedRecipient = Static<typeof RecipientSchema>;
 export type EndedMessages = Static<typeof EndedAnswerSchema>['ended'];
 
 /** GET {SEAL_URL}/v1/senders/{sender}/sealed/{id}: a sealed message as its sender sees it. */
-export type SenderMessage = Static<typeof SenderMessageSchema>;
+export type SenderMessage = Static<typeof SenderSealedSchema>;
 /** GET {SEAL_URL}/v1/senders/{sender}/sealed: the sender's sealed messages, newest first. */
-export type SenderSealed = Static<typeof SenderSealedSchema>;
+export type SenderSealed = Static<typeof SenderSealedListSchema>;
 /** The trail of a sealed message as JSON (docs/specification.md#trail). */
 export type Trail = Static<typeof TrailSchema>;
-/** One event A reports to B's trail: POST {SEAL_URL}/v1/sealed/{id}/events. */
-export interface TrailReport {
-  event: ReportedEvent;
-  recipient?: string;
-  /** The client's address, masked (maskClient). */
-  client?: string;
-  detail?: Record<string, string>;
-}
+/** One event A reports to B's trail: POST {SEAL_URL}/v1/sealed/{id}/events (`client` masked by maskClient). */
+export type TrailReport = Static<typeof TrailEventBodySchema>;
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -64,9 +56,9 @@ const CHECK = {
   sealFacts: Compile(SealFactsSchema),
   recipient: Compile(RecipientSchema),
   ended: Compile(EndedAnswerSchema),
-  eventAnswer: Compile(EventAnswerSchema),
-  senderMessage: Compile(SenderMessageSchema),
-  senderSealed: Compile(SenderSealedSchema),
+  eventAnswer: Compile(TrailEventAnswerSchema),
+  senderMessage: Compile(SenderSealedSchema),
+  senderSealed: Compile(SenderSealedListSchema),
   trail: Compile(TrailSchema),
 };
 const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';

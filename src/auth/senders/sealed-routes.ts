@@ -1,11 +1,17 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { WithdrawBodySchema } from '../../contracts/seal.ts';
+import {
+  ExpiryBodySchema,
+  SenderSealedListSchema,
+  SenderSealedQuery,
+  SenderSealedSchema,
+  TrailSchema,
+  WithdrawBodySchema,
+} from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
-import { SenderMessageSchema, SenderSealedSchema, TrailSchema } from '../seal/sender-schemas.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 const IdParams = Type.Object({ id: Type.String({ pattern: MESSAGE_ID_PATTERN }) });
@@ -34,17 +40,8 @@ export async function senderSealedRoutes(app: App, context: Pick<AuthContext, 's
           'Per message and recipient: notified, first and last opened, failed sign-ins, downloads, replies, ' +
           'withdrawal; the end date and the end. `before`: the last `sealedAt` of the page before; `q`: a text in ' +
           "a recipient's address or the subject. 401 unauthenticated without a sender's sign-in.",
-        querystring: Type.Object(
-          {
-            limit: Type.Optional(
-              Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$', description: '1 to 200, default 50' }),
-            ),
-            before: Type.Optional(Type.String({ format: 'date-time' })),
-            q: Type.Optional(Type.String({ maxLength: 200 })),
-          },
-          { additionalProperties: false },
-        ),
-        response: { 200: SenderSealedSchema, ...errorResponses(400, 401, 502) },
+        querystring: SenderSealedQuery,
+        response: { 200: SenderSealedListSchema, ...errorResponses(400, 401, 502) },
       },
     },
     async (request) => {
@@ -63,7 +60,7 @@ export async function senderSealedRoutes(app: App, context: Pick<AuthContext, 's
         tags: TAGS.sender,
         summary: 'One sealed message of the signed-in sender',
         params: IdParams,
-        response: { 200: SenderMessageSchema, ...errorResponses(401, 404, 502) },
+        response: { 200: SenderSealedSchema, ...errorResponses(401, 404, 502) },
       },
     },
     async (request) => context.seal.senderMessage(requireSender(request), request.params.id),
@@ -78,7 +75,7 @@ export async function senderSealedRoutes(app: App, context: Pick<AuthContext, 's
         description: `Answers the message as it is now. ${CSRF_NOTE}`,
         params: IdParams,
         body: WithdrawBodySchema,
-        response: { 200: SenderMessageSchema, ...errorResponses(400, 401, 403, 404, 502) },
+        response: { 200: SenderSealedSchema, ...errorResponses(400, 401, 403, 404, 502) },
       },
     },
     async (request) => {
@@ -102,8 +99,8 @@ export async function senderSealedRoutes(app: App, context: Pick<AuthContext, 's
           'A later or earlier end date, after now and within SEAL_MAX_EXPIRY of its sealing (else 400); ' +
           `410 once it ended. Answers the message as it is now. ${CSRF_NOTE}`,
         params: IdParams,
-        body: Type.Object({ expiresAt: Type.String({ format: 'date-time' }) }, { additionalProperties: false }),
-        response: { 200: SenderMessageSchema, ...errorResponses(400, 401, 403, 404, 410, 502) },
+        body: ExpiryBodySchema,
+        response: { 200: SenderSealedSchema, ...errorResponses(400, 401, 403, 404, 410, 502) },
       },
     },
     async (request) => {
