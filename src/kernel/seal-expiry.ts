@@ -63,8 +63,9 @@ export function parseSealExpiry(value: string, now?: Date): SealExpiry {
 }
 
 /**
- * The end date of a message sealed at `sealedAt`: the sender's ask (when given) or SEAL_DEFAULT_EXPIRY, held to
- * SEAL_MAX_EXPIRY; undefined when neither the ask nor the default sets one and no maximum applies.
+ * The end date of a message sealed at `sealedAt`: the sender's ask (when given) or the organisation's default
+ * life, held to its maximum (the seal service's settings); undefined when neither the ask nor the default sets
+ * one and no maximum applies.
  */
 export function sealEndDate(
   sealedAt: Date,
