@@ -22,8 +22,9 @@ const PAGES: Array<[template: string, page: string]> = [
 /**
  * Bundles the pages: app-<hash>.js and .css, frame-<hash>.css (the message frame's stylesheet) and index.html
  * naming them (the reader's, /m/{id}); sender-<hash>.js and .css and sender.html (the sender's, /sent).
- * Content hashes in the names let the assets be cached for a year while the pages are revalidated. Written to a temporary folder and renamed into place, so a running service
- * (or a second build at the same time) never sees half a page.
+ * Content hashes in the names let the assets be cached for a year while the pages are revalidated. Written
+ * to a temporary folder and renamed into place, so a running service (or a second build at the same time)
+ * never sees half a page.
  */
 export async function buildReader(outDir: string = READER_DIST_DIR): Promise<BuiltReader> {
   const staging = `${outDir.replace(/\/+$/, '')}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
