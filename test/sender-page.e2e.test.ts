@@ -320,7 +320,10 @@ describe("the sender's page (/sent) in Chromium, against a stand-in of the sende
       await page.getByRole('button', { name: 'Save the end date' }).click();
       const alert = page.locator('.end-date-form [role="alert"]');
       await alert.getByText('The end date was not accepted.', { exact: false }).waitFor();
-      assert.match(await alert.innerText(), /The service said: expiresAt must be within SEAL_MAX_EXPIRY \(720h\)/);
+      assert.match(
+        await text(page, '.end-date-form [role="alert"]'),
+        /The service said: expiresAt must be within SEAL_MAX_EXPIRY \(720h\)/,
+      );
       assert.equal(await input.getAttribute('aria-invalid'), 'true');
 
       const later = new Date(Math.floor((Date.parse(sealedAt) + 20 * DAY) / 60_000) * 60_000).toISOString();
