@@ -94,7 +94,7 @@ describe("the sender's page (/sent) in Chromium, against a stand-in of the sende
     }
   });
 
-  it('lists only the sender’s messages, newest first, pages to older ones and searches by recipient and subject', async () => {
+  it('lists the sender’s messages only, newest first, pages to older ones, searches recipients and subjects', async () => {
     const base = Date.parse('2026-03-01T09:00:00Z');
     for (let i = 0; i < 23; i++)
       fake.seal({
@@ -145,7 +145,7 @@ describe("the sender's page (/sent) in Chromium, against a stand-in of the sende
     }
   });
 
-  /** A message of Dana's to Alice (notified, opened twice, one wrong code, a download, a reply) and Carol (notified). */
+  /** Dana's message to Alice (notified, opened twice, one wrong code, a download, a reply) and Carol (notified). */
   const sealForDana = (subject: string) => {
     const sealedAt = new Date(Date.now() - 2 * DAY).toISOString();
     const id = fake.seal({
