@@ -94,7 +94,7 @@ describe("the sender's page (/sent) in Chromium, against a stand-in of the sende
     }
   });
 
-  it('lists the sender’s messages only, newest first, pages to older ones, searches recipients and subjects', async () => {
+  it('lists its sender’s messages, newest first, in pages, searched by recipient and subject', async () => {
     const base = Date.parse('2026-03-01T09:00:00Z');
     for (let i = 0; i < 23; i++)
       fake.seal({
