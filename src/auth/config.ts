@@ -4,6 +4,7 @@ import {
   authPublicUrl,
   EXCHANGE_PORT,
   EXCHANGE_URL,
+  INBOUND_SMTP_SENDER_DOMAINS,
   SEAL_MAX_MESSAGE_SIZE,
   SEAL_PORT,
   SEAL_URL,
@@ -278,6 +279,18 @@ export const AUTH_VARIABLES = defineVariables({
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
   dkim: DKIM_VARIABLES,
   defaultLanguage: NOTIFY_DEFAULT_LANGUAGE,
+  // The sender's page (/sent): who may sign in there, and what its sender is told by mail.
+  senderDomains: INBOUND_SMTP_SENDER_DOMAINS,
+  notifySenderOn: {
+    name: 'NOTIFY_SENDER_ON',
+    meaning:
+      "mail the sender of a sealed message (DKIM-signed, in NOTIFY_DEFAULT_LANGUAGE, linking to the sender's " +
+      "page `/sent`) at a recipient's first opening (`opened`), at each reply (`replied`), or both " +
+      '(`opened,replied`); `none`: never',
+    default: 'none',
+    parse: senderNoticeEvents,
+    expected: 'none, opened, replied or opened,replied',
+  },
 });
 
 /** The auth service's configuration, durations in milliseconds; problems go to input.problems. */
@@ -331,6 +344,17 @@ function typeList(raw: string): string[] {
 function proxyHops(raw: string): number {
   if (/^\d+$/.test(raw.trim())) return integer(0, 10).parse(raw);
   return parseBoolean(raw) ? 1 : 0;
+}
+
+/** The recipients' doings a sender is told of by mail (NOTIFY_SENDER_ON). */
+export type SenderNoticeEvent = 'opened' | 'replied';
+
+function senderNoticeEvents(raw: string): SenderNoticeEvent[] {
+  const entries = [...new Set(raw.split(',').map((entry) => entry.trim().toLowerCase()))].filter(Boolean);
+  if (entries.length === 1 && entries[0] === 'none') return [];
+  if (entries.length === 0 || entries.some((entry) => entry !== 'opened' && entry !== 'replied'))
+    throw new ValueError();
+  return entries as SenderNoticeEvent[];
 }
 
 function smsText(raw: string): string {

@@ -17,6 +17,7 @@ import type { SessionCookie } from './sessions/cookie.ts';
 import type { SessionStore } from './sessions/store.ts';
 import type { AuthKeys } from './secret.ts';
 import type { SessionRow, SignInMethodName } from './tables.ts';
+import type { TrailReporter } from './trail/reporter.ts';
 
 /** Everything the auth routes use, built once by the service (service.ts) and passed to the plugin. */
 export interface AuthContext {
@@ -44,6 +45,10 @@ export interface AuthContext {
   endedDrafts: EndedDrafts;
   attachments: DraftAttachments;
   replies: ReplySending;
+  /** What the routes see of a sealed message, reported to the seal service's trail (and NOTIFY_SENDER_ON). */
+  trail: TrailReporter;
+  /** INBOUND_SMTP_SENDER_DOMAINS: only addresses there (or below) get a sender's code; undefined: any. */
+  senderDomains: string[] | undefined;
   /** Numbers the reader page shows (GET /v1/config), in seconds where they are times. */
   settings: {
     codeExpiresInSeconds: number;

@@ -7,6 +7,8 @@ import { messageRoutes } from './message/routes.ts';
 import { mobileRoutes } from './mobile/routes.ts';
 import { replyRoutes } from './replies/reply-routes.ts';
 import { signInRoutes } from './sign-in/routes.ts';
+import { senderSealedRoutes } from './senders/sealed-routes.ts';
+import { senderSignInRoutes } from './senders/sign-in-routes.ts';
 import { csrfGuard, SAFE_METHODS } from './sessions/csrf.ts';
 
 export interface AuthPluginOptions {
@@ -44,4 +46,6 @@ export async function authPlugin(app: App, options: AuthPluginOptions) {
   await app.register(messageRoutes, context);
   await app.register(filesRoutes, context);
   await app.register(replyRoutes, context);
+  await app.register(senderSignInRoutes, context);
+  await app.register(senderSealedRoutes, context);
 }

@@ -42,6 +42,8 @@ import { SessionCache } from './sessions/cache.ts';
 import { startCleanup } from './sessions/cleanup.ts';
 import { sessionCookie } from './sessions/cookie.ts';
 import { SessionStore } from './sessions/store.ts';
+import { SenderNotices } from './senders/notices.ts';
+import { TrailReporter } from './trail/reporter.ts';
 import { createSmsProvider, type SmsProvider } from './sms/index.ts';
 import type { AuthTables } from './tables.ts';
 import type { AuthConfig } from './config.ts';
@@ -70,6 +72,17 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
     const endedDrafts = new EndedDrafts({ db, objects: objectsOf(context) });
     const mailer = await buildCodeMailer(config, auth, logger);
     const signIn = buildSignIn({ auth, provider, keys, sessions: stores.sessions, mailer, metrics, logger });
+    const trail = new TrailReporter({
+      seal: clients.seal,
+      notices: new SenderNotices({
+        mailer,
+        seal: clients.seal,
+        pageUrl: `${auth.publicUrl.replace(/\/+$/, '')}/sent`,
+        language: auth.defaultLanguage,
+      }),
+      notifyOn: auth.notifySenderOn,
+      trustProxyHops: auth.trustProxyHops,
+    });
     const authContext: AuthContext = {
       clock,
       metrics,
@@ -89,6 +102,8 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       endedDrafts,
       attachments,
       replies,
+      trail,
+      senderDomains: auth.senderDomains,
       settings: readerSettings(auth, stores.timeouts, retentionMs),
     };
     if (config.production && !authContext.cookie.secure) {
@@ -109,6 +124,7 @@ export const authService: ServiceDefinition<'auth', AuthConfig> = {
       ...http,
       async stop() {
         await http.stop();
+        await trail.settled();
         await housekeeping.stop();
         await sessionChanges?.close();
         await mailer.close();

@@ -17,9 +17,9 @@ export interface AuthTables {
 export type { SignInMethodName };
 /**
  * What a pending code proves when it is entered: a sign-in; for a mobile change, first the current number
- * (`mobile_current`), then the new one (`mobile_change`).
+ * (`mobile_current`), then the new one (`mobile_change`); a sender's address, for the sender's page (`sender`).
  */
-export type CodePurpose = 'sign_in' | 'mobile_current' | 'mobile_change';
+export type CodePurpose = 'sign_in' | 'mobile_current' | 'mobile_change' | 'sender';
 
 /**
  * One server-side session. The cookie carries a random 256-bit token; only its SHA-256 is stored, so a
@@ -56,6 +56,11 @@ export interface SessionsTable {
   code_failed_attempts: ColumnType<number, number | undefined, number>;
   /** The number a mobile change goes to, while the code to the current number is pending (migration 0005). */
   mobile_change_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * The address this session proved as a sender's (migration 0007), by an email code to it: the sender's page
+   * shows that address's sealed messages. Null for a recipient's session.
+   */
+  sender: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One code sent (SMS or email): the rows the rate limits count, per destination and per client. */

@@ -4,7 +4,7 @@
  * (`Value.Check`) and take their types from them. Types and schemas only: no service code, so that any
  * service may import this folder while none imports another service.
  */
-import { type TLiteral, type TSchemaOptions, Type } from 'typebox';
+import { type Static, type TLiteral, type TSchemaOptions, Type } from 'typebox';
 import { LANGUAGES } from '../kernel/languages.ts';
 
 const PinSchema = Type.Object({
@@ -256,4 +256,188 @@ export const EndedQuerySchema = Type.Object(
 export const EndedAnswerSchema = Type.Object(
   { ended: Type.Array(Type.Object({ id: Type.String({ format: 'uuid' }), end: SealEndSchema })) },
   { title: 'Ended sealed messages' },
+);
+
+/**
+ * The trail's events (docs/specification.md#trail), in the order of its table: the seal service writes
+ * `sealed`, `withdrawn`, `expired` and `end_date_changed` itself; the others are reported to it.
+ */
+export const TRAIL_EVENTS = [
+  'sealed',
+  'notified',
+  'code_sent',
+  'sign_in_succeeded',
+  'sign_in_failed',
+  'opened',
+  'attachment_downloaded',
+  'reply_sent',
+  'withdrawn',
+  'expired',
+  'end_date_changed',
+] as const;
+export type TrailEventName = (typeof TRAIL_EVENTS)[number];
+
+/** The events the auth service and the exchange report through POST /v1/sealed/{id}/events. */
+export const REPORTED_TRAIL_EVENTS = [
+  'notified',
+  'code_sent',
+  'sign_in_succeeded',
+  'sign_in_failed',
+  'opened',
+  'attachment_downloaded',
+  'reply_sent',
+] as const satisfies readonly TrailEventName[];
+export type ReportedTrailEventName = (typeof REPORTED_TRAIL_EVENTS)[number];
+
+export const TrailEventSchema = Type.Union(
+  TRAIL_EVENTS.map((name) => Type.Literal(name)) as Literals<typeof TRAIL_EVENTS>,
+  { description: 'what happened (docs/specification.md#trail)' },
+);
+export const ReportedTrailEventSchema = Type.Union(
+  REPORTED_TRAIL_EVENTS.map((name) => Type.Literal(name)) as Literals<typeof REPORTED_TRAIL_EVENTS>,
+  { description: 'what the reporting service saw (docs/specification.md#trail)' },
+);
+
+/** What an entry says beside its event; each key belongs to the events named in its description. */
+export const TrailDetailSchema = Type.Object(
+  {
+    method: Type.Optional(signInMethodSchema({ description: '`code_sent`: how the code went out' })),
+    destination: Type.Optional(
+      Type.String({ maxLength: 254, description: '`code_sent`: where it went, masked (`+41 ** *** ** 67`, `b***@…`)' }),
+    ),
+    attachment: Type.Optional(
+      Type.String({ maxLength: 1000, description: "`attachment_downloaded`: the attachment's file name" }),
+    ),
+    scope: Type.Optional(
+      Type.Union([Type.Literal('everyone'), Type.Literal('recipient')], {
+        description: "`withdrawn`: for everyone, or for the entry's recipient alone",
+      }),
+    ),
+    reason: Type.Optional(Type.String({ maxLength: 500, description: '`withdrawn`: the reason given' })),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: '`end_date_changed`: the new end date' })),
+  },
+  { additionalProperties: false, title: 'Trail entry detail' },
+);
+export type TrailDetail = Static<typeof TrailDetailSchema>;
+
+const ClientSchema = Type.String({
+  maxLength: 100,
+  description: "the client's address, masked as the logs mask it",
+});
+
+/** POST /v1/sealed/{id}/events (service token): an event the auth service or the exchange saw. */
+export const TrailEventBodySchema = Type.Object(
+  {
+    event: ReportedTrailEventSchema,
+    recipient: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 254,
+        description: 'whom it concerns; normalised and compared case-insensitively',
+      }),
+    ),
+    client: Type.Optional(ClientSchema),
+    detail: Type.Optional(TrailDetailSchema),
+  },
+  { additionalProperties: false, title: 'Trail event' },
+);
+export const TrailEventAnswerSchema = Type.Object(
+  {
+    first: Type.Boolean({
+      description:
+        'no earlier entry of this event for this recipient (decided race-free, once per event and recipient)',
+    }),
+  },
+  { title: 'Trail event recorded' },
+);
+
+export const TrailEntrySchema = Type.Object(
+  {
+    at: Type.String({ format: 'date-time' }),
+    event: TrailEventSchema,
+    recipient: Type.Optional(Type.String({ description: 'whom it concerns; absent for the message itself' })),
+    client: Type.Optional(ClientSchema),
+    detail: Type.Optional(TrailDetailSchema),
+  },
+  { title: 'Trail entry' },
+);
+
+/** GET /v1/admin/sealed/{id}/trail and GET /v1/senders/{sender}/sealed/{id}/trail as JSON. */
+export const TrailSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'sealed-message id' }),
+    trail: Type.Array(TrailEntrySchema, { description: 'in the order written' }),
+  },
+  { title: 'Trail of a sealed message' },
+);
+/** The CSV form's header row; each later row one entry, `detail` as compact JSON. */
+export const TRAIL_CSV_COLUMNS = ['at', 'event', 'recipient', 'client', 'detail'] as const;
+
+export const SenderParams = Type.Object({
+  sender: Type.String({
+    minLength: 3,
+    maxLength: 254,
+    description: 'the address the sender proved; compared after normalisation and case-insensitively',
+  }),
+});
+export const SenderSealedParams = Type.Object({
+  sender: SenderParams.properties.sender,
+  id: SealedParams.properties.id,
+});
+
+export const SenderSealedQuery = Type.Object(
+  {
+    limit: RecipientLookupQuery.properties.limit,
+    before: RecipientLookupQuery.properties.before,
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 254,
+        description: "only messages with this text in a recipient's address or the subject, case-insensitive",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const optionalTime = (description: string) => Type.Optional(Type.String({ format: 'date-time', description }));
+
+/** One recipient as the sender sees them: the times and counts derived from the trail. */
+export const SenderRecipientSchema = Type.Object({
+  email: Type.String(),
+  withdrawnAt: optionalTime('when the message was withdrawn for this recipient alone'),
+  notifiedAt: optionalTime('when their notification was first handed to the relay or the outbox'),
+  firstOpenedAt: optionalTime('when they first read the message'),
+  lastOpenedAt: optionalTime('when they last read it'),
+  failedSignIns: Type.Integer({ minimum: 0, description: 'codes that were wrong or expired' }),
+  downloads: Type.Integer({ minimum: 0, description: 'attachments downloaded' }),
+  replies: Type.Integer({ minimum: 0, description: 'replies sent' }),
+});
+
+/** A message entry of the sender's API. */
+export const SenderSealedSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    subject: Type.String(),
+    sealedAt: Type.String({ format: 'date-time' }),
+    expiresAt: Type.Optional(ExpiresAtSchema),
+    end: Type.Optional(SealEndSchema),
+    recipients: Type.Array(SenderRecipientSchema),
+  },
+  { title: "Sender's sealed message" },
+);
+export const SenderSealedListSchema = Type.Object(
+  { sealed: Type.Array(SenderSealedSchema, { description: 'newest first' }) },
+  { title: "Sender's sealed messages" },
+);
+
+/** PUT /v1/senders/{sender}/sealed/{id}/expiry (service token). */
+export const ExpiryBodySchema = Type.Object(
+  {
+    expiresAt: Type.String({
+      format: 'date-time',
+      description: 'the new end date (RFC 3339): after now and within SEAL_MAX_EXPIRY of sealedAt',
+    }),
+  },
+  { additionalProperties: false, title: 'End date' },
 );

@@ -1,11 +1,12 @@
 /**
  * The variables more than one service reads: where each service listens and where the others reach it
- * (`start all` wires them through HOST and the ports), and the one size two services must agree on.
+ * (`start all` wires them through HOST and the ports), the one size two services must agree on, and the
+ * organisation's own mail domains.
  * Declared once here, listed by each service that reads them in its own src/<service>/config.ts, so the
  * reference (docs/configuration.md) names every reader. Specs only: no service code.
  */
 import type { ServiceConfigInput } from '../kernel/config.ts';
-import { bracketed, byteSize, httpUrl, isLoopback, localUrl, port } from '../kernel/parsers.ts';
+import { bracketed, byteSize, httpUrl, isLoopback, localUrl, parseDomainList, port } from '../kernel/parsers.ts';
 import { defineVariable } from '../kernel/variables.ts';
 
 export const AUTH_PORT = defineVariable({
@@ -59,6 +60,20 @@ export const SEAL_MAX_MESSAGE_SIZE = defineVariable({
     'sealed messages up to this size for GET /v1/message (set the same value for both)',
   default: '25MiB',
   ...byteSize,
+});
+
+/**
+ * The organisation's own mail domains: the exchange takes SMTP mail only from senders there, and the auth
+ * service gives a sender's code (the sender's page, `/sent`) only to addresses there.
+ */
+export const INBOUND_SMTP_SENDER_DOMAINS = defineVariable({
+  name: 'INBOUND_SMTP_SENDER_DOMAINS',
+  meaning:
+    'when set, the envelope sender and the From header of SMTP mail must be in one ' +
+    'of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed; ' +
+    "the auth service sends a sender's sign-in code (`/sent`) only to addresses of these domains",
+  parse: parseDomainList,
+  expected: 'comma-separated domain names, e.g. example.org,example.com',
 });
 
 /** Where another service is reached: its URL variable, else where `start all` runs it on this host. */

@@ -1,4 +1,4 @@
-import { EXCHANGE_PORT, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
+import { EXCHANGE_PORT, INBOUND_SMTP_SENDER_DOMAINS, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
 import {
@@ -7,7 +7,6 @@ import {
   integer,
   nonEmpty,
   parseCidrList,
-  parseDomainList,
   nonNegativeDuration,
   port,
   positiveDuration,
@@ -52,14 +51,7 @@ export const EXCHANGE_VARIABLES = defineVariables({
       'or `htpasswd -B` writes them), read at start; unset: no AUTH, only the allowed networks submit',
     ...nonEmpty('a file path'),
   },
-  inboundSmtpSenderDomains: {
-    name: 'INBOUND_SMTP_SENDER_DOMAINS',
-    meaning:
-      'when set, the envelope sender and the From header of SMTP mail must be in one ' +
-      'of these domains or their subdomains (550 5.7.1); the null sender <> stays allowed',
-    parse: parseDomainList,
-    expected: 'comma-separated domain names, e.g. example.org,example.com',
-  },
+  inboundSmtpSenderDomains: INBOUND_SMTP_SENDER_DOMAINS,
   smtpMaxMessageSize: {
     name: 'SMTP_MAX_MESSAGE_SIZE',
     meaning: 'largest message accepted over SMTP and JSON (advertised in EHLO; 552 above it)',

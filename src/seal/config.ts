@@ -112,6 +112,14 @@ export const SEAL_VARIABLES = defineVariables({
     default: '10s',
     ...positiveDuration,
   },
+  trailRetention: {
+    name: 'SEAL_TRAIL_RETENTION',
+    meaning:
+      "age at which a sealed message's trail entries are deleted (10 years, as the status history); " +
+      'the trail outlives the content',
+    default: '87600h',
+    ...positiveDuration,
+  },
   // The reader links it hands out point at the auth service.
   publicUrl: AUTH_PUBLIC_URL,
   authPort: AUTH_PORT,

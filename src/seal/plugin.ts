@@ -10,6 +10,10 @@ import type { Sealer } from './sealing/sealer.ts';
 import { pinsRoutes } from './sealing/pins-routes.ts';
 import { sealingRoutes } from './sealing/routes.ts';
 import type { SealedStore } from './sealing/store.ts';
+import { senderRoutes } from './senders/routes.ts';
+import type { SenderStore } from './senders/sender-store.ts';
+import { trailRoutes } from './trail/routes.ts';
+import type { TrailStore } from './trail/trail-store.ts';
 
 export interface SealPluginOptions {
   configStore: ClusterConfigStore;
@@ -18,6 +22,10 @@ export interface SealPluginOptions {
   sealedStore: SealedStore;
   endStore: EndStore;
   ender: SealEnder;
+  trailStore: TrailStore;
+  senderStore: SenderStore;
+  /** SEAL_MAX_EXPIRY in milliseconds; undefined: no cap. */
+  maxExpiryMs: number | undefined;
   adminToken: string;
   serviceToken: string;
   publicUrl: string;
@@ -27,7 +35,8 @@ export interface SealPluginOptions {
 }
 
 /**
- * The seal service's HTTP API: IPFS cluster configuration (admin), sealed messages (service) and their end.
+ * The seal service's HTTP API: IPFS cluster configuration (admin), sealed messages (service), their end, their
+ * trail, and the sender's side.
  */
 export async function sealPlugin(app: App, options: SealPluginOptions) {
   await app.register(clusterConfigRoutes, {
@@ -55,6 +64,21 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     sealedStore: options.sealedStore,
     adminToken: options.adminToken,
     serviceToken: options.serviceToken,
+    clock: options.clock,
+  });
+  await app.register(trailRoutes, {
+    trailStore: options.trailStore,
+    sealedStore: options.sealedStore,
+    adminToken: options.adminToken,
+    serviceToken: options.serviceToken,
+  });
+  await app.register(senderRoutes, {
+    senderStore: options.senderStore,
+    trailStore: options.trailStore,
+    endStore: options.endStore,
+    ender: options.ender,
+    serviceToken: options.serviceToken,
+    maxExpiryMs: options.maxExpiryMs,
     clock: options.clock,
   });
 }

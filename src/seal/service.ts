@@ -17,6 +17,9 @@ import { sealPlugin } from './plugin.ts';
 import { PinFollower } from './sealing/repin.ts';
 import { Sealer } from './sealing/sealer.ts';
 import { SealedStore } from './sealing/store.ts';
+import { SenderStore } from './senders/sender-store.ts';
+import { TrailRetention } from './trail/retention.ts';
+import { TrailStore } from './trail/trail-store.ts';
 import type { SealTables } from './tables.ts';
 import type { SealConfig } from './config.ts';
 
@@ -81,6 +84,8 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     });
     const endStore = new EndStore(db, clock);
     const ender = new SealEnder({ store: endStore, clusters, intervalMs: seal.endInterval, clock, logger });
+    const trailStore = new TrailStore(db, clock);
+    const trailRetention = new TrailRetention({ store: trailStore, retentionMs: seal.trailRetention, logger });
     const registry = createRegistry('seal');
     follower.registerMetrics(registry);
     ender.registerMetrics(registry);
@@ -103,6 +108,9 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         sealedStore,
         endStore,
         ender,
+        trailStore,
+        senderStore: new SenderStore(db),
+        maxExpiryMs: seal.maxExpiry,
         adminToken: config.adminToken,
         serviceToken: config.serviceToken,
         publicUrl: seal.publicUrl,
@@ -117,10 +125,12 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     });
     follower.start();
     ender.start();
+    trailRetention.start();
     return {
       ...running,
-      workers: { pinFollower: follower, ender },
+      workers: { pinFollower: follower, ender, trailRetention },
       async stop() {
+        await trailRetention.stop();
         await ender.stop();
         await follower.stop();
         await sealer.settle();

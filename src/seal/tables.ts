@@ -1,4 +1,4 @@
-import type { SignInMethodName } from '../contracts/seal.ts';
+import type { SignInMethodName, TrailDetail, TrailEventName } from '../contracts/seal.ts';
 import type { Language } from '../kernel/languages.ts';
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
@@ -9,6 +9,7 @@ export interface SealTables {
   sealed_recipients: SealedRecipientsTable;
   sealed_pins: SealedPinsTable;
   seal_end_work: SealEndWorkTable;
+  sealed_trail: SealedTrailTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -122,7 +123,27 @@ export interface SealEndWorkTable {
   created_at: CreatedAt;
 }
 
+/**
+ * The trail of a sealed message (docs/specification.md#trail): append-only, the database refuses an UPDATE and the
+ * DELETE of an entry younger than SEAL_TRAIL_RETENTION (migration 0006).
+ */
+export interface SealedTrailTable {
+  /** The order written. */
+  seq: Generated<string>;
+  sealed_id: string;
+  at: Date;
+  event: TrailEventName;
+  /** Normalised address; null for the message's own events (sealed, an end for everyone, an end date). */
+  recipient: string | null;
+  /** The client's address, masked as the logs mask it (by the service that reports the event). */
+  client: string | null;
+  detail: ColumnType<TrailDetail | null, string | null, never>;
+  /** The first entry of its event for its recipient (a partial unique index keeps it one). */
+  first: ColumnType<boolean, boolean | undefined, never>;
+}
+
 export type SealedMessage = Selectable<SealedMessagesTable>;
 export type SealedRecipient = Selectable<SealedRecipientsTable>;
 export type SealedPin = Selectable<SealedPinsTable>;
 export type SealEndWork = Selectable<SealEndWorkTable>;
+export type SealedTrailEntry = Selectable<SealedTrailTable>;

@@ -38,11 +38,14 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\/recipients\/:email\/sealed$/, 'service'],
     [/^\/v1\/admin\/unpinned$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/withdraw$/, 'admin'],
+    [/^\/v1\/admin\/sealed\/:id\/trail$/, 'admin'],
+    [/^\/v1\/senders\/:sender\/sealed(\/|$)/, 'service'],
     ...OPERATIONS,
   ],
   auth: [
-    // Starts a session for anyone: the reader page's first call.
+    // Start a session for anyone: the reader page's first call, and the sender's page's.
     [/^\/v1\/config$/, 'public'],
+    [/^\/v1\/sender\/config$/, 'public'],
     [/^\/v1\//, 'session'],
     [/^\/logout$/, 'public'],
     [/^\/m\/:id$/, 'public'],

@@ -11,7 +11,8 @@ interface SealCall {
  * A stand-in for the seal service's POST /v1/seal, to the contract the exchange codes against: records
  * each call, answers with the status `respond` picks (201 the first time an envelope is sealed, 200
  * after, as the real service does), with one reader link per envelope recipient and the end date
- * `expiresAt` names.
+ * `expiresAt` names. POST /v1/sealed/{id}/events (the trail's `notified`) is recorded in `events` and
+ * answered 201, or with `eventStatus`.
  */
 export async function startSealStandIn() {
   const calls: SealCall[] = [];
@@ -23,11 +24,20 @@ export async function startSealStandIn() {
     expiresAt: undefined as string | undefined,
     url: '',
     server: undefined as Server | undefined,
+    events: [] as Array<{ sealedId: string; authorization: string | undefined; body: unknown }>,
+    eventStatus: 201,
   };
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      const event = /^\/v1\/sealed\/([^/]+)\/events$/.exec(request.url ?? '');
+      if (request.method === 'POST' && event) {
+        const body: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        standIn.events.push({ sealedId: event[1]!, authorization: request.headers.authorization, body });
+        response.writeHead(standIn.eventStatus, { 'content-type': 'application/json' });
+        return response.end(JSON.stringify({ first: true }));
+      }
       calls.push({ headers: request.headers, body: Buffer.concat(chunks) });
       const envelopeId = String(request.headers['x-sealpost-envelope-id']);
       const attempt = calls.filter((c) => c.headers['x-sealpost-envelope-id'] === envelopeId).length;

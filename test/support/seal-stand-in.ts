@@ -10,7 +10,10 @@ import { SEAL_HEADER } from '../../src/contracts/seal.ts';
  * X-Sealpost-Seal header, GET /v1/sealed/{id}/recipients/{email}, GET /v1/recipients/{email}/sealed and
  * POST /v1/sealed/ended, with the service token). Messages are registered directly, and ended (expired,
  * withdrawn for everyone or for one recipient) as B's end does it: 410 message_expired / message_withdrawn
- * with endedAt and contact (docs/specification.md#end-dates). An end-to-end test uses the real seal service.
+ * with endedAt and contact (docs/specification.md#end-dates). The sender's side
+ * (docs/specification.md#the-senders-side): POST /v1/sealed/{id}/events records `events` (201 `{first}`), and the
+ * sender API under /v1/senders/{sender}/sealed answers from the records and those events, 404 for another sender's
+ * message. An end-to-end test uses the real seal service.
  */
 /** The record as B answers it: B's contract (src/contracts/seal.ts), which the auth service's client checks. */
 export type StandInRecord = SealedRecord;
@@ -36,7 +39,9 @@ export interface SealStandIn {
   end(id: string, reason: 'expired' | 'withdrawn', at?: Date): void;
   /** Withdraws the message for one recipient alone: their reads answer 410 message_withdrawn. */
   withdrawFor(id: string, email: string, at?: Date): void;
-  /** Requests seen, as `GET /v1/sealed/...` with the Authorization header they carried. */
+  /** Events reported to the trail, in the order they came. */
+  events: Array<{ id: string; event: string; recipient?: string; client?: string; detail?: Record<string, string> }>;
+  /** Requests seen (but the events), as `GET /v1/sealed/...` with the Authorization header they carried. */
   requests: Array<{ method: string; url: string; authorization: string | undefined }>;
   close(): Promise<void>;
 }
@@ -63,16 +68,118 @@ export async function startSealStandIn(options: {
     return withdrawnAt ? { errorCode: 'message_withdrawn', endedAt: withdrawnAt, contact: record.sender } : undefined;
   };
   const requests: SealStandIn['requests'] = [];
+  const events: SealStandIn['events'] = [];
+  const sendJson = (response: ServerResponse, status: number, body: unknown) =>
+    response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  /** A message as its sender sees it, the counts and times from the trail. */
+  const senderEntry = (record: StandInRecord) => {
+    const trail = events.filter((entry) => entry.id === record.id);
+    const end = endedNow(record);
+    return {
+      id: record.id,
+      subject: record.subject,
+      sealedAt: record.sealedAt,
+      ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+      ...(end ? { end } : {}),
+      recipients: record.recipients.map((recipient) => {
+        const own = trail.filter((entry) => entry.recipient?.toLowerCase() === recipient.email.toLowerCase());
+        const count = (event: string) => own.filter((entry) => entry.event === event).length;
+        return {
+          email: recipient.email,
+          ...(recipient.withdrawnAt ? { withdrawnAt: recipient.withdrawnAt } : {}),
+          failedSignIns: count('sign_in_failed'),
+          downloads: count('attachment_downloaded'),
+          replies: count('reply_sent'),
+        };
+      }),
+    };
+  };
+  const senderApi = (request: IncomingMessage, response: ServerResponse, url: URL, body: string): boolean => {
+    const route = /^\/v1\/senders\/([^/]+)\/sealed(?:\/([^/]+)(\/withdraw|\/expiry|\/trail)?)?$/.exec(url.pathname);
+    if (!route) return false;
+    const sender = decodeURIComponent(route[1]!).toLowerCase();
+    const own = [...messages.values()].filter(({ record }) => record.sender.toLowerCase() === sender);
+    if (!route[2]) {
+      sendJson(response, 200, { sealed: own.map(({ record }) => senderEntry(record)).reverse() });
+      return true;
+    }
+    const entry = own.find(({ record }) => record.id === decodeURIComponent(route[2]!));
+    // Another sender's message answers as one that does not exist.
+    if (!entry) {
+      sendError(response, 404, 'No sealed message of this sender with this id', 'not_found');
+      return true;
+    }
+    const { record } = entry;
+    const action = `${request.method} ${route[3] ?? ''}`;
+    if (action === 'POST /withdraw') {
+      const { recipient } = JSON.parse(body) as { reason: string; recipient?: string };
+      const at = new Date().toISOString();
+      const target = record.recipients.find((r) => r.email.toLowerCase() === recipient?.toLowerCase());
+      if (target) target.withdrawnAt = at;
+      else record.end = { reason: 'withdrawn', at };
+      sendJson(response, 200, senderEntry(record));
+    } else if (action === 'PUT /expiry') {
+      const { expiresAt } = JSON.parse(body) as { expiresAt: string };
+      if (endedNow(record)) sendError(response, 410, 'This sealed message ended', 'message_expired');
+      else if (Date.parse(expiresAt) <= Date.now()) sendError(response, 400, 'expiresAt must be after now');
+      else {
+        record.expiresAt = new Date(expiresAt).toISOString();
+        sendJson(response, 200, senderEntry(record));
+      }
+    } else if (action === 'GET /trail') {
+      const trail = events
+        .filter((event) => event.id === record.id)
+        .map(({ id: _id, ...event }) => ({ at: record.sealedAt, ...event }));
+      if (request.headers.accept === 'text/csv') {
+        const rows = trail.map((e) => [
+          e.at,
+          e.event,
+          e.recipient ?? '',
+          e.client ?? '',
+          JSON.stringify(e.detail ?? {}),
+        ]);
+        const csv = [['at', 'event', 'recipient', 'client', 'detail'], ...rows]
+          .map((row) => row.join(','))
+          .join('\r\n');
+        response.writeHead(200, { 'content-type': 'text/csv' }).end(`${csv}\r\n`);
+      } else sendJson(response, 200, { id: record.id, trail });
+    } else if (action === 'GET ') sendJson(response, 200, senderEntry(record));
+    else sendError(response, 404, 'No such route');
+    return true;
+  };
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    requests.push({
-      method: request.method ?? '',
-      url: request.url ?? '',
-      authorization: request.headers.authorization,
-    });
+    // The trail's events are kept in `events`, so that `requests` shows the reads a request made, as before them.
+    if (!/^\/v1\/sealed\/[^/]+\/events$/.test(request.url ?? ''))
+      requests.push({
+        method: request.method ?? '',
+        url: request.url ?? '',
+        authorization: request.headers.authorization,
+      });
     if (request.headers.authorization !== `Bearer ${options.serviceToken}`)
       return sendError(response, 401, 'This endpoint needs the service token');
     const url = new URL(request.url ?? '/', 'http://stand-in');
+    const eventRoute = /^\/v1\/sealed\/([^/]+)\/events$/.exec(url.pathname);
+    if (url.pathname.startsWith('/v1/senders/') || (request.method === 'POST' && eventRoute)) {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (!eventRoute) {
+          if (!senderApi(request, response, url, body)) sendError(response, 404, 'No such route');
+          return;
+        }
+        const id = decodeURIComponent(eventRoute[1]!);
+        if (!messages.has(id)) return sendError(response, 404, 'No sealed message with this id', 'not_found');
+        const reported = JSON.parse(body) as Omit<SealStandIn['events'][number], 'id'>;
+        const first = !events.some(
+          (e) => e.id === id && e.event === reported.event && e.recipient === reported.recipient,
+        );
+        events.push({ id, ...reported });
+        sendJson(response, 201, { first });
+      });
+      return;
+    }
     if (request.method === 'POST' && url.pathname === '/v1/sealed/ended') {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -157,6 +264,7 @@ export async function startSealStandIn(options: {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    events,
     register(message) {
       const raw = Buffer.isBuffer(message.raw) ? message.raw : Buffer.from(message.raw.replace(/\r?\n/g, '\r\n'));
       const now = new Date().toISOString();

@@ -29,7 +29,10 @@ const OpenableList = Type.Object({
  * GET /v1/message parses the whole message in memory (at most SEAL_MAX_MESSAGE_SIZE); an attachment
  * download streams its one part from the seal service's answer to ours.
  */
-export async function messageRoutes(app: App, context: Pick<AuthContext, 'clock' | 'seal' | 'access' | 'endedDrafts'>) {
+export async function messageRoutes(
+  app: App,
+  context: Pick<AuthContext, 'clock' | 'seal' | 'access' | 'endedDrafts' | 'trail'>,
+) {
   async function load(session: SignedInSession, options: { remoteImages?: boolean } = {}) {
     const { messageId } = session;
     // One request to B: the verified content comes with the seal it was verified against. B is asked for this
@@ -88,6 +91,8 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'clock'
         seal: { verified: true, cid: record.cid, sha256: record.sha256, sealedAt: record.sealedAt, pins },
       };
       const json = Buffer.from(JSON.stringify(answer));
+      const client = context.trail.client(request);
+      context.trail.report(record.id, { event: 'opened', recipient: session.email, client }, request.log);
       // The type provider types send() by the 200 schema; these bytes are that schema's JSON.
       return reply.type('application/json; charset=utf-8').send(json as unknown as typeof answer);
     },
@@ -139,6 +144,16 @@ export async function messageRoutes(app: App, context: Pick<AuthContext, 'clock'
         );
       const attachment = await findAttachment(stream, Number(request.params.n)).catch(unreadable);
       if (!attachment) throw notFound('No attachment with this index');
+      context.trail.report(
+        session.messageId,
+        {
+          event: 'attachment_downloaded',
+          recipient: session.email,
+          client: context.trail.client(request),
+          detail: { attachment: attachment.filename },
+        },
+        request.log,
+      );
       // Served from our origin, a sender's HTML or SVG must never render here: always a download, no sniffing.
       // No Content-Length: the decoded size is known only at the part's end; chunked encoding lets a
       // download that breaks off show as broken, not as a shorter file.

@@ -62,7 +62,7 @@ const Draft = Type.Object({
  */
 export async function replyRoutes(
   app: App,
-  context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'seal' | 'endedDrafts' | 'replies'>,
+  context: Pick<AuthContext, 'clock' | 'settings' | 'drafts' | 'access' | 'seal' | 'endedDrafts' | 'replies' | 'trail'>,
 ) {
   const retentionMs = context.settings.attachments.retentionMs;
   /** A stored draft as the API shows it: its files, and when it expires unless changed again. */
@@ -176,6 +176,8 @@ export async function replyRoutes(
         expectedVersion(request),
       );
       if (version !== undefined) setVersion(reply, version);
+      const client = context.trail.client(request);
+      context.trail.report(session.messageId, { event: 'reply_sent', recipient: session.email, client }, request.log);
       return reply.code(202).send(sent);
     },
   );

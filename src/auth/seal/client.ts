@@ -10,6 +10,11 @@ import {
   SEAL_HEADER,
   SealedViewSchema,
   SealFactsSchema,
+  SenderSealedListSchema,
+  SenderSealedSchema,
+  type TrailEventBodySchema,
+  TrailEventAnswerSchema,
+  TrailSchema,
 } from '../../contracts/seal.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { endedError, isEndCode } from './end.ts';
@@ -24,6 +29,15 @@ export type SealFacts = Static<typeof SealFactsSchema>;
 export type SealedRecipient = Static<typeof RecipientSchema>;
 /** POST {SEAL_URL}/v1/sealed/ended: which of the ids asked about have ended, and how. */
 export type EndedMessages = Static<typeof EndedAnswerSchema>['ended'];
+
+/** GET {SEAL_URL}/v1/senders/{sender}/sealed/{id}: a sealed message as its sender sees it. */
+export type SenderMessage = Static<typeof SenderSealedSchema>;
+/** GET {SEAL_URL}/v1/senders/{sender}/sealed: the sender's sealed messages, newest first. */
+export type SenderSealed = Static<typeof SenderSealedListSchema>;
+/** The trail of a sealed message as JSON (docs/specification.md#trail). */
+export type Trail = Static<typeof TrailSchema>;
+/** One event A reports to B's trail: POST {SEAL_URL}/v1/sealed/{id}/events (`client` masked by maskClient). */
+export type TrailReport = Static<typeof TrailEventBodySchema>;
 
 /** Sealed-message ids as they may appear in our URLs; anything else is never sent on to B. */
 export const MESSAGE_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -42,6 +56,10 @@ const CHECK = {
   sealFacts: Compile(SealFactsSchema),
   recipient: Compile(RecipientSchema),
   ended: Compile(EndedAnswerSchema),
+  eventAnswer: Compile(TrailEventAnswerSchema),
+  senderMessage: Compile(SenderSealedSchema),
+  senderSealed: Compile(SenderSealedListSchema),
+  trail: Compile(TrailSchema),
 };
 const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';
 
@@ -130,6 +148,72 @@ export class SealClient {
     if (!CHECK.ended.Check(answer))
       throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected list of ended messages');
     return answer.ended;
+  }
+
+  /**
+   * Records one event in the message's trail (docs/specification.md#trail); `first`: B had none of this event
+   * for this recipient before.
+   */
+  async reportEvent(id: string, report: TrailReport): Promise<{ first: boolean }> {
+    if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
+    const response = await this.send('POST', `/v1/sealed/${encodeURIComponent(id)}/events`, report);
+    if (response.statusCode !== 201 && response.statusCode !== 200)
+      throw await upstreamError(response, `record the event ${report.event}`);
+    const answer = await readJson(response);
+    if (!CHECK.eventAnswer.Check(answer))
+      throw new AppError('upstream_failed', 502, 'The seal service answered an event with something unexpected');
+    return { first: answer.first };
+  }
+
+  /** The sealed messages `sender` sent, newest first, as B pages and searches them. */
+  async senderSealed(sender: string, query: { limit?: number; before?: string; q?: string }): Promise<SenderSealed> {
+    const params = new URLSearchParams();
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.before !== undefined) params.set('before', query.before);
+    if (query.q !== undefined) params.set('q', query.q);
+    const search = params.size > 0 ? `?${params}` : '';
+    const response = await this.get(`${senderPath(sender)}${search}`);
+    const answer = await senderAnswer(response, 'list the sealed messages of a sender');
+    if (!CHECK.senderSealed.Check(answer))
+      throw new AppError('upstream_failed', 502, "The seal service answered with an unexpected sender's list");
+    return answer;
+  }
+
+  /** One message `sender` sent; 404 not_found for any other (another sender's message is not told apart). */
+  async senderMessage(sender: string, id: string): Promise<SenderMessage> {
+    const response = await this.get(senderPath(sender, id));
+    const answer = await senderAnswer(response, 'read a sealed message of a sender');
+    if (!CHECK.senderMessage.Check(answer) || answer.id !== id)
+      throw new AppError('upstream_failed', 502, "The seal service answered with an unexpected sender's message");
+    return answer;
+  }
+
+  /** The sender withdraws their message, for everyone or for one recipient. */
+  async senderWithdraw(sender: string, id: string, body: { reason: string; recipient?: string }): Promise<void> {
+    const response = await this.send('POST', `${senderPath(sender, id)}/withdraw`, body);
+    await senderAnswer(response, 'withdraw a sealed message');
+  }
+
+  /** The sender moves their message's end date (B answers 400 beyond SEAL_MAX_EXPIRY, 410 once it ended). */
+  async senderExpiry(sender: string, id: string, body: { expiresAt: string }): Promise<void> {
+    const response = await this.send('PUT', `${senderPath(sender, id)}/expiry`, body);
+    await senderAnswer(response, 'change the end date of a sealed message');
+  }
+
+  /** The trail of a message `sender` sent: JSON, or B's CSV as text. */
+  async senderTrail(sender: string, id: string, format: 'json'): Promise<Trail>;
+  async senderTrail(sender: string, id: string, format: 'csv'): Promise<string>;
+  async senderTrail(sender: string, id: string, format: 'json' | 'csv'): Promise<Trail | string> {
+    const accept = format === 'csv' ? 'text/csv' : 'application/json';
+    const response = await this.send('GET', `${senderPath(sender, id)}/trail`, undefined, undefined, { accept });
+    if (format === 'csv') {
+      if (response.statusCode !== 200) await senderAnswer(response, "read a sealed message's trail");
+      return (await readBody(response)).toString('utf8');
+    }
+    const answer = await senderAnswer(response, "read a sealed message's trail");
+    if (!CHECK.trail.Check(answer) || answer.id !== id)
+      throw new AppError('upstream_failed', 502, 'The seal service answered with an unexpected trail');
+    return answer;
   }
 
   /**
@@ -227,7 +311,13 @@ export class SealClient {
   }
 
   /** A request with an optional JSON body; B's answer as get() has it. */
-  private send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
+  private send(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<IncomingMessage> {
     const url = new URL(`${this.options.baseUrl}${path}`);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
@@ -235,6 +325,7 @@ export class SealClient {
         method,
         agent: this.agent,
         headers: {
+          ...extraHeaders,
           authorization: `Bearer ${this.options.serviceToken}`,
           ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
         },
@@ -254,6 +345,34 @@ export class SealClient {
       request.end(payload);
     });
   }
+}
+
+/** B's sender API for `sender` (the address the session proved), and one message of it. */
+function senderPath(sender: string, id?: string): string {
+  const base = `/v1/senders/${encodeURIComponent(sender)}/sealed`;
+  if (id === undefined) return base;
+  if (!MESSAGE_ID.test(id)) throw new AppError('not_found', 404, 'No such sealed message');
+  return `${base}/${encodeURIComponent(id)}`;
+}
+
+/**
+ * The JSON of B's 2xx answer to a sender's request. 404 (no such message, or another sender's: B does not
+ * tell them apart) is not_found; B's 400 (an end date out of bounds) is passed on with its message; 410 is the
+ * message's end; anything else a 502.
+ */
+async function senderAnswer(response: IncomingMessage, what: string): Promise<unknown> {
+  const status = response.statusCode ?? 0;
+  if (status >= 200 && status < 300) return readJson(response);
+  if (status === 404) {
+    response.resume();
+    throw new AppError('not_found', 404, 'No such sealed message among those this sender sent');
+  }
+  if (status === 400) {
+    const body = (await readJson(response)) as { message?: unknown } | undefined;
+    const message = typeof body?.message === 'string' ? body.message : 'The seal service refused the request';
+    throw new AppError('validation_failed', 400, message);
+  }
+  throw await upstreamError(response, what);
 }
 
 function tooLarge(limit: number): AppError {

@@ -147,6 +147,26 @@ export class SessionStore {
     return { token, expiresAt };
   }
 
+  /**
+   * Records `sender` as the address this session proved as a sender's and gives it a new token, as signIn()
+   * does (no session fixation). Its end stays where it was: a sender signs in to a session started just before.
+   */
+  async signInSender(
+    trx: Transaction<AuthTables>,
+    sessionId: string,
+    sender: string,
+    now: Date,
+  ): Promise<{ token: string; expiresAt: Date }> {
+    const token = newToken();
+    const row = await trx
+      .updateTable('sessions')
+      .set({ token_hash: tokenHash(token), sender, last_seen_at: now })
+      .where('id', '=', sessionId)
+      .returning('expires_at')
+      .executeTakeFirstOrThrow();
+    return { token, expiresAt: row.expires_at };
+  }
+
   /** The number a mobile change goes to, kept while the code to the current number is pending; null ends it. */
   async setMobileChangeTo(sessionId: string, mobile: string | null): Promise<void> {
     this.forget(

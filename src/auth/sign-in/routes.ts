@@ -15,6 +15,7 @@ import type { SealedRecord } from '../seal/client.ts';
 import { normalizeMobile } from '../mobile/number.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
+import { maskEmail, maskMobile } from '../masking.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 const CodeRequest = Type.Object(
@@ -70,6 +71,7 @@ export type SignInRoutesOptions = Pick<
   | 'cookie'
   | 'keys'
   | 'settings'
+  | 'trail'
 >;
 
 /** POST /v1/auth/code and POST /v1/auth/verify (docs/specification.md#auth-endpoints). */
@@ -198,6 +200,12 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
       const session = request.readerSession as LoadedSession;
       const rememberMe = request.body.rememberMe === true;
       const now = new Date(context.clock.now());
+      // Whom a wrong try is against, for the trail: the reader's pending code, read before it is checked.
+      const { row } = session;
+      const tried =
+        row.code_purpose === 'sign_in' && row.code_message_id && row.code_email
+          ? { messageId: row.code_message_id, recipient: row.code_email }
+          : undefined;
       const checked = await context.codes.check(session.row.id, request.body.code, 'sign_in', now, (trx, target) =>
         context.sessions.signIn(
           trx,
@@ -213,6 +221,17 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
         ),
       );
       context.metrics.signIns.inc({ outcome: OUTCOME_LABEL[checked.outcome] });
+      const client = context.trail.client(request);
+      if (checked.outcome === 'accepted') {
+        const { messageId, email: recipient } = checked.target;
+        context.trail.report(messageId, { event: 'sign_in_succeeded', recipient, client }, request.log);
+      } else if (tried) {
+        context.trail.report(
+          tried.messageId,
+          { event: 'sign_in_failed', recipient: tried.recipient, client },
+          request.log,
+        );
+      }
       if (checked.outcome === 'expired')
         throw new AppError('expired_code', 401, 'The code has expired; request a new one');
       if (checked.outcome === 'voided') {
@@ -269,6 +288,17 @@ async function issueCode(
     { method, client: to.client, log: request.log, language: recipient.language },
   );
   request.log.info({ messageId, method: method.name }, 'sign-in code issued');
+  const masked = method.name === 'sms' ? maskMobile(destination) : maskEmail(destination);
+  context.trail.report(
+    messageId,
+    {
+      event: 'code_sent',
+      recipient: recipient.email,
+      client: context.trail.client(request),
+      detail: { method: method.name, destination: masked },
+    },
+    request.log,
+  );
   return { method: method.name, codeLength: CODE_LENGTH, expiresIn: context.settings.codeExpiresInSeconds };
 }
 

@@ -63,6 +63,34 @@ describe('delivery through the seal strategy', () => {
   beforeEach(() => {
     seal.respond = () => 201;
     seal.expiresAt = undefined;
+    seal.eventStatus = 201;
+  });
+
+  it("reports each notified recipient to the seal service's trail, and delivers when that report fails", async () => {
+    for (const eventStatus of [201, 503]) {
+      seal.eventStatus = eventStatus;
+      const recipients = ['ann@rcpt.example', 'bo@rcpt.example'];
+      const { envelopeId } = await intake.accept({
+        channel: 'smtp',
+        sender: 'alice@sender.example',
+        recipients,
+        payload: confidential(`<trail-${eventStatus}@sender.example>`, recipients.join(', ')),
+      });
+      const history = await settled(exchange, envelopeId, 'delivered');
+      const sealedId = /sealed as ([0-9a-f-]{36})/.exec(history.at(-1)!.detail!)?.[1];
+      assert.ok(sealedId);
+      // Not awaited by the delivery: wait for both reports to arrive.
+      const deadline = Date.now() + 5_000;
+      const reported = () => seal.events.filter((event) => event.sealedId === sealedId);
+      while (reported().length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(
+        reported()
+          .map((event) => event.body)
+          .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+        recipients.map((recipient) => ({ event: 'notified', recipient })),
+      );
+      assert.ok(reported().every((event) => event.authorization === `Bearer ${exchange.serviceToken}`));
+    }
   });
 
   it('seals the raw message and sends every envelope recipient a notification with the reader link', async () => {

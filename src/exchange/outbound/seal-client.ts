@@ -76,7 +76,26 @@ export class SealClient {
         .slice(0, 900),
     });
   }
+
+  /**
+   * Tells the seal service's trail that `recipient`'s notification was handed to the relay or the outbox
+   * (docs/specification.md#trail: `notified`). Throws on any failure; the caller only logs it.
+   */
+  async reportNotified(sealedId: string, recipient: string): Promise<void> {
+    const response = await fetch(`${this.options.baseUrl}/v1/sealed/${encodeURIComponent(sealedId)}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.options.serviceToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ event: 'notified', recipient }),
+      signal: AbortSignal.timeout(EVENT_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    if (response.status !== 201 && response.status !== 200)
+      throw new Error(`seal service answered ${response.status} to the event notified`);
+  }
 }
+
+/** A trail report waits this long at most: it is never what a delivery waits for. */
+const EVENT_TIMEOUT_MS = 10_000;
 
 /** The answer, checked against the seal service's own schema (src/contracts/seal.ts) before any field is used. */
 function parseSealed(text: string): SealedMessage | undefined {

@@ -81,6 +81,17 @@ export function createSealOutbound(deps: {
           });
           const raw = deps.dkim ? await deps.dkim.sign(composed) : composed;
           const report = await transport.send({ envelope: { from: notifyAddress, to: [recipient] }, raw });
+          // For the sender's trail, not awaited: a failure to report never holds up or fails the delivery.
+          if (report.rejected.length === 0) {
+            client
+              .reportNotified(sealed.id, recipient)
+              .catch((error: unknown) =>
+                logger.warn(
+                  { envelopeId: envelope.id, sealedId: sealed.id, reason: (error as Error).message },
+                  'notified event not reported to the seal service',
+                ),
+              );
+          }
           // The embedded default has no mail server: the link in the log is how a developer reads the message.
           if (transport.kind === 'outbox') {
             logger.info(

@@ -16,7 +16,8 @@ type Due = SelectQueryBuilder<SealTables, 'sealed_messages', { id: string }>;
 /**
  * The end of sealed messages in PostgreSQL (docs/specification.md#end-dates). An end for everyone is one
  * statement: the end recorded, the wrapped key destroyed, the unpins queued (one seal_end_work row per cluster in
- * force) and the message's open pins taken off the follower's schedule, together or not at all.
+ * force), the message's open pins taken off the follower's schedule and the trail's entry written, together or
+ * not at all.
  */
 export class EndStore {
   constructor(
@@ -67,13 +68,74 @@ export class EndStore {
 
   /** Withdraws a message for one recipient (lower-cased address); false when it was withdrawn for them already. */
   async withdrawForRecipient(id: string, emailKey: string, note: string): Promise<boolean> {
+    const now = new Date(this.clock.now());
     const row = await this.db
-      .updateTable('sealed_recipients')
-      .set({ withdrawn_at: new Date(this.clock.now()), withdraw_note: note })
-      .where('sealed_id', '=', id)
-      .where('email_key', '=', emailKey)
-      .where('withdrawn_at', 'is', null)
-      .returning('sealed_id')
+      .with('withdrawn', (db) =>
+        db
+          .updateTable('sealed_recipients')
+          .set({ withdrawn_at: now, withdraw_note: note })
+          .where('sealed_id', '=', id)
+          .where('email_key', '=', emailKey)
+          .where('withdrawn_at', 'is', null)
+          .returning(['sealed_id', 'email']),
+      )
+      .with('trail', (db) =>
+        db
+          .insertInto('sealed_trail')
+          .columns(['sealed_id', 'at', 'event', 'recipient', 'detail'])
+          .expression(
+            db
+              .selectFrom('withdrawn')
+              .select([
+                'withdrawn.sealed_id',
+                sql<Date>`cast(${now} as timestamptz)`.as('at'),
+                sql<'withdrawn'>`'withdrawn'`.as('event'),
+                'withdrawn.email',
+                sql<string>`cast(${JSON.stringify({ scope: 'recipient', reason: note })} as jsonb)`.as('detail'),
+              ]),
+          )
+          .returning('sealed_id'),
+      )
+      .selectFrom('withdrawn')
+      .select('sealed_id')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Gives a running message a new end date and writes `end_date_changed`, in one statement; false when it has
+   * ended (a recorded end, or an end date already passed). The bounds are the caller's.
+   */
+  async changeEndDate(id: string, expiresAt: Date): Promise<boolean> {
+    const now = new Date(this.clock.now());
+    const row = await this.db
+      .with('changed', (db) =>
+        db
+          .updateTable('sealed_messages')
+          .set({ expires_at: expiresAt })
+          .where('id', '=', id)
+          .where('ended_at', 'is', null)
+          .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+          .returning('id'),
+      )
+      .with('trail', (db) =>
+        db
+          .insertInto('sealed_trail')
+          .columns(['sealed_id', 'at', 'event', 'detail'])
+          .expression(
+            db
+              .selectFrom('changed')
+              .select([
+                'changed.id',
+                sql<Date>`cast(${now} as timestamptz)`.as('at'),
+                sql<'end_date_changed'>`'end_date_changed'`.as('event'),
+                sql<string>`cast(${JSON.stringify({ expiresAt: expiresAt.toISOString() })} as jsonb)`.as('detail'),
+              ]),
+          )
+          .returning('sealed_id'),
+      )
+      .selectFrom('changed')
+      .select('id')
       .executeTakeFirst();
     return row !== undefined;
   }
@@ -84,49 +146,69 @@ export class EndStore {
     clusters: string[],
   ): Promise<Array<{ id: string; cid: string }>> {
     const now = new Date(this.clock.now());
-    return this.db
-      .with('due', () => due)
-      .with('ended', (db) =>
-        db
-          .updateTable('sealed_messages as m')
-          .from('due')
-          .set({ ended_at: end.at, end_reason: end.reason, end_note: end.note, wrapped_key: null })
-          .whereRef('m.id', '=', 'due.id')
-          .where('m.ended_at', 'is', null)
-          .returning(['m.id', 'm.cid']),
-      )
-      .with('work', (db) =>
-        db
-          .insertInto('seal_end_work')
-          .columns(['sealed_id', 'cluster', 'cid', 'next_attempt_at'])
-          .expression(
-            clusters
-              .map((cluster) =>
-                db
-                  .selectFrom('ended')
-                  .select((eb) => [
-                    eb.ref('ended.id').as('sealed_id'),
-                    sql<string>`cast(${cluster} as text)`.as('cluster'),
-                    eb.ref('ended.cid').as('cid'),
-                    sql<Date>`cast(${now} as timestamptz)`.as('next_attempt_at'),
-                  ]),
-              )
-              .reduce((union, select) => union.unionAll(select)),
-          )
-          .onConflict((oc) => oc.columns(['sealed_id', 'cluster']).doNothing())
-          .returning('sealed_id'),
-      )
-      .with('unfollowed', (db) =>
-        db
-          .updateTable('sealed_pins')
-          .set({ next_attempt_at: null })
-          .where('status', '<>', 'pinned')
-          .where('sealed_id', 'in', db.selectFrom('ended').select('ended.id'))
-          .returning('sealed_id'),
-      )
-      .selectFrom('ended')
-      .select(['ended.id', 'ended.cid'])
-      .execute();
+    const detail = end.reason === 'withdrawn' ? JSON.stringify({ scope: 'everyone', reason: end.note }) : null;
+    return (
+      this.db
+        .with('due', () => due)
+        .with('ended', (db) =>
+          db
+            .updateTable('sealed_messages as m')
+            .from('due')
+            .set({ ended_at: end.at, end_reason: end.reason, end_note: end.note, wrapped_key: null })
+            .whereRef('m.id', '=', 'due.id')
+            .where('m.ended_at', 'is', null)
+            .returning(['m.id', 'm.cid', 'm.ended_at']),
+        )
+        // The trail's `expired` or `withdrawn` entry, with the end itself (docs/specification.md#trail).
+        .with('trail', (db) =>
+          db
+            .insertInto('sealed_trail')
+            .columns(['sealed_id', 'at', 'event', 'detail'])
+            .expression(
+              db
+                .selectFrom('ended')
+                .select([
+                  'ended.id',
+                  sql<Date>`ended.ended_at`.as('at'),
+                  sql<EndReason>`cast(${end.reason} as text)`.as('event'),
+                  sql<string | null>`cast(${detail} as jsonb)`.as('detail'),
+                ]),
+            )
+            .returning('sealed_id'),
+        )
+        .with('work', (db) =>
+          db
+            .insertInto('seal_end_work')
+            .columns(['sealed_id', 'cluster', 'cid', 'next_attempt_at'])
+            .expression(
+              clusters
+                .map((cluster) =>
+                  db
+                    .selectFrom('ended')
+                    .select((eb) => [
+                      eb.ref('ended.id').as('sealed_id'),
+                      sql<string>`cast(${cluster} as text)`.as('cluster'),
+                      eb.ref('ended.cid').as('cid'),
+                      sql<Date>`cast(${now} as timestamptz)`.as('next_attempt_at'),
+                    ]),
+                )
+                .reduce((union, select) => union.unionAll(select)),
+            )
+            .onConflict((oc) => oc.columns(['sealed_id', 'cluster']).doNothing())
+            .returning('sealed_id'),
+        )
+        .with('unfollowed', (db) =>
+          db
+            .updateTable('sealed_pins')
+            .set({ next_attempt_at: null })
+            .where('status', '<>', 'pinned')
+            .where('sealed_id', 'in', db.selectFrom('ended').select('ended.id'))
+            .returning('sealed_id'),
+        )
+        .selectFrom('ended')
+        .select(['ended.id', 'ended.cid'])
+        .execute()
+    );
   }
 
   /**

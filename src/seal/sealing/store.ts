@@ -179,8 +179,8 @@ export class SealedStore {
   }
 
   /**
-   * Stores a sealed message with its recipients and pins in one statement (atomic like a transaction,
-   * one round trip instead of eight: this sits on every seal's path to its answer). The child rows
+   * Stores a sealed message with its recipients, pins and the trail's `sealed` entry in one statement (atomic
+   * like a transaction, one round trip instead of eight: this sits on every seal's path to its answer). The child rows
    * select from the inserted message, so when another request stored one for the same envelope first,
    * nothing is written and that record is returned (`created: false`): the same envelope always gives
    * the same sealed record.
@@ -265,6 +265,16 @@ export class SealedStore {
           .insertInto('sealed_pins')
           .columns(Object.keys(pinRows[0]!) as Array<keyof SealedPin>)
           .expression(fromMessage(db, pinRows, PIN_TYPES))
+          .returning('sealed_id'),
+      )
+      // The trail's first entry, written with the seal or not at all (docs/specification.md#trail).
+      .with('trail', (db) =>
+        db
+          .insertInto('sealed_trail')
+          .columns(['sealed_id', 'at', 'event'])
+          .expression(
+            db.selectFrom('message').select(['message.id', 'message.sealed_at', sql<'sealed'>`'sealed'`.as('event')]),
+          )
           .returning('sealed_id'),
       )
       .selectFrom('message')

@@ -22,4 +22,23 @@ export const de: CodeMailTexts = {
       `Sealpost: Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde ` +
       `am ${when} geändert. Falls Sie das nicht waren, wenden Sie sich an den Absender.`,
   },
+  senderNotice: {
+    openedSubject: (subject: string) => `Geöffnet: ${subject}`,
+    opened: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} hat Ihre versiegelte Nachricht «${subject}» geöffnet.`,
+        '',
+        'Wer sie gelesen und beantwortet hat, sehen und steuern Sie auf Ihrer Seite der gesendeten Nachrichten:',
+        link,
+      ].join('\r\n')}\r\n`,
+    repliedSubject: (subject: string) => `Antwort gesendet: ${subject}`,
+    replied: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} hat auf Ihre versiegelte Nachricht «${subject}» geantwortet.`,
+        'Die Antwort kommt per E-Mail zu Ihnen.',
+        '',
+        'Wer sie gelesen und beantwortet hat, sehen und steuern Sie auf Ihrer Seite der gesendeten Nachrichten:',
+        link,
+      ].join('\r\n')}\r\n`,
+  },
 };

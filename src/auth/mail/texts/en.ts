@@ -1,6 +1,7 @@
 /**
- * What the auth service writes to recipients, in English: the email that carries a sign-in code, and the
- * notices of a mobile change (email and SMS). A translation is a copy of this file with the same
+ * What the auth service writes, in English: the email that carries a sign-in code (to a recipient, or to a sender
+ * for the sender's page), the notices of a mobile change (email and SMS), and a sender's notice of a recipient's
+ * first opening or reply (NOTIFY_SENDER_ON). A translation is a copy of this file with the same
  * keys (de.ts, fr.ts, it.ts), listed in texts/index.ts; TypeScript refuses one with a key missing.
  */
 export const en = {
@@ -24,6 +25,22 @@ export const en = {
     sms: (sender: string, when: string) =>
       `Sealpost: the mobile number for your sealed message from ${sender} ` +
       `was changed on ${when}. If this was not you, contact the sender.`,
+  },
+  senderNotice: {
+    openedSubject: (subject: string) => `Opened: ${subject}`,
+    opened: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} has opened your sealed message "${subject}".`,
+        '',
+        `See who read and answered it, and steer it, on your page of sent messages: ${link}`,
+      ].join('\r\n')}\r\n`,
+    repliedSubject: (subject: string) => `Reply sent: ${subject}`,
+    replied: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} has replied to your sealed message "${subject}". The reply comes to you by email.`,
+        '',
+        `See who read and answered it, and steer it, on your page of sent messages: ${link}`,
+      ].join('\r\n')}\r\n`,
   },
 };
 

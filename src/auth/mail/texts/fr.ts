@@ -22,4 +22,20 @@ export const fr: CodeMailTexts = {
       `Sealpost : le numéro de mobile de votre message scellé de ${sender} a ` +
       `été modifié le ${when}. Si ce n'était pas vous, contactez l'expéditeur.`,
   },
+  senderNotice: {
+    openedSubject: (subject: string) => `Ouvert : ${subject}`,
+    opened: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} a ouvert votre message scellé « ${subject} ».`,
+        '',
+        `Voyez qui l'a lu et y a répondu, et gérez-le, sur votre page des messages envoyés : ${link}`,
+      ].join('\r\n')}\r\n`,
+    repliedSubject: (subject: string) => `Réponse envoyée : ${subject}`,
+    replied: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} a répondu à votre message scellé « ${subject} ». La réponse vous parvient par e-mail.`,
+        '',
+        `Voyez qui l'a lu et y a répondu, et gérez-le, sur votre page des messages envoyés : ${link}`,
+      ].join('\r\n')}\r\n`,
+  },
 };

@@ -22,4 +22,20 @@ export const it: CodeMailTexts = {
       `Sealpost: il numero di cellulare per il suo messaggio sigillato da ${sender} ` +
       `è stato cambiato il ${when}. Se non è stato lei, contatti il mittente.`,
   },
+  senderNotice: {
+    openedSubject: (subject: string) => `Aperto: ${subject}`,
+    opened: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} ha aperto il suo messaggio sigillato «${subject}».`,
+        '',
+        `Veda chi l'ha letto e vi ha risposto, e lo gestisca, nella sua pagina dei messaggi inviati: ${link}`,
+      ].join('\r\n')}\r\n`,
+    repliedSubject: (subject: string) => `Risposta inviata: ${subject}`,
+    replied: (recipient: string, subject: string, link: string) =>
+      `${[
+        `${recipient} ha risposto al suo messaggio sigillato «${subject}». La risposta le arriva per e-mail.`,
+        '',
+        `Veda chi l'ha letto e vi ha risposto, e lo gestisca, nella sua pagina dei messaggi inviati: ${link}`,
+      ].join('\r\n')}\r\n`,
+  },
 };

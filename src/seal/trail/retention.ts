@@ -1,0 +1,46 @@
+import type { Logger } from '../../kernel/logger.ts';
+import type { TrailStore } from './trail-store.ts';
+
+const INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * Deletes trail entries older than SEAL_TRAIL_RETENTION, hourly: the trail's only deletion, and one the database
+ * allows for old entries alone (migration 0006). Ten years by default, so a pass usually finds nothing.
+ */
+export class TrailRetention {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: { store: TrailStore; retentionMs: number; logger: Logger }) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One pass; returns how many entries were deleted. */
+  async runOnce(): Promise<number> {
+    const deleted = await this.options.store.deleteOlderThan(this.options.retentionMs);
+    if (deleted > 0) this.options.logger.info({ deleted }, 'trail entries past SEAL_TRAIL_RETENTION deleted');
+    return deleted;
+  }
+
+  private schedule(delay: number) {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch((error: unknown) => this.options.logger.error({ err: error }, 'trail retention pass failed'))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(INTERVAL_MS);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+}
