@@ -1,6 +1,7 @@
 /**
- * The reader half of `npm run build`: bundles the reader page (web/reader, browser code) with esbuild into
- * static files in dist/reader, which the auth service serves. Run this after changing the page; the auth
+ * The page half of `npm run build`: bundles the reader page (web/reader, browser code) and the sender's page
+ * (web/reader/sender, a second entry sharing the reader's helpers) with esbuild into static files in
+ * dist/reader, which the auth service serves. Run this after changing the page; the auth
  * service also runs it by itself at start when it runs from its sources and dist/reader is missing or
  * older than them (src/auth/reader/assets.ts). esbuild is a development dependency: a production install
  * (`npm ci --omit=dev`) has dist/reader built beforehand and never loads this file.
@@ -10,20 +11,31 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { READER_DIST_DIR, READER_SOURCE_DIR, type BuiltReader } from '../src/auth/reader/assets.ts';
+import { READER_DIST_DIR, READER_SOURCE_DIR, SENDER_PAGE, type BuiltReader } from '../src/auth/reader/assets.ts';
+
+/** Each page's template in web/reader and the file it becomes in dist/reader. */
+const PAGES: Array<[template: string, page: string]> = [
+  ['index.html', 'index.html'],
+  [join('sender', 'index.html'), SENDER_PAGE],
+];
 
 /**
- * Bundles the reader page: app-<hash>.js and .css, frame-<hash>.css (the message frame's stylesheet) and
- * index.html naming them. Content hashes in the names let the assets be cached for a year while
- * index.html is revalidated. Written to a temporary folder and renamed into place, so a running service
- * (or a second build at the same time) never sees half a page.
+ * Bundles the pages: app-<hash>.js and .css, frame-<hash>.css (the message frame's stylesheet) and index.html
+ * naming them (the reader's, /m/{id}); sender-<hash>.js and .css and sender.html (the sender's, /sent).
+ * Content hashes in the names let the assets be cached for a year while the pages are revalidated. Written
+ * to a temporary folder and renamed into place, so a running service (or a second build at the same time)
+ * never sees half a page.
  */
 export async function buildReader(outDir: string = READER_DIST_DIR): Promise<BuiltReader> {
   const staging = `${outDir.replace(/\/+$/, '')}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   await mkdir(staging, { recursive: true });
   try {
     const result = await esbuild.build({
-      entryPoints: { app: join(READER_SOURCE_DIR, 'main.ts'), frame: join(READER_SOURCE_DIR, 'frame.css') },
+      entryPoints: {
+        app: join(READER_SOURCE_DIR, 'main.ts'),
+        frame: join(READER_SOURCE_DIR, 'frame.css'),
+        sender: join(READER_SOURCE_DIR, 'sender/main.ts'),
+      },
       outdir: staging,
       entryNames: '[name]-[hash]',
       bundle: true,
@@ -41,22 +53,28 @@ export async function buildReader(outDir: string = READER_DIST_DIR): Promise<Bui
     const names: Record<string, string> = {};
     for (const [path, output] of Object.entries(result.metafile.outputs)) {
       const name = relative(staging, join(process.cwd(), path));
-      if (output.entryPoint?.endsWith('main.ts')) {
-        names['app.js'] = name;
-        if (output.cssBundle) names['app.css'] = relative(staging, join(process.cwd(), output.cssBundle));
+      const entry = output.entryPoint ? relative(READER_SOURCE_DIR, join(process.cwd(), output.entryPoint)) : undefined;
+      if (entry === 'main.ts' || entry === join('sender', 'main.ts')) {
+        const page = entry === 'main.ts' ? 'app' : 'sender';
+        names[`${page}.js`] = name;
+        if (output.cssBundle) names[`${page}.css`] = relative(staging, join(process.cwd(), output.cssBundle));
       } else if (output.entryPoint?.endsWith('frame.css')) {
         names['frame.css'] = name;
       }
     }
-    const template = await readFile(join(READER_SOURCE_DIR, 'index.html'), 'utf8');
-    const html = template.replace(/\{\{([a-z.]+)\}\}/g, (_, key: string) => {
-      const name = names[key];
-      if (!name) throw new Error(`reader build: no output for {{${key}}}`);
-      return name;
-    });
-    await writeFile(join(staging, 'index.html'), html);
+    for (const [template, page] of PAGES) {
+      const html = (await readFile(join(READER_SOURCE_DIR, template), 'utf8')).replace(
+        /\{\{([a-z.]+)\}\}/g,
+        (_, key: string) => {
+          const name = names[key];
+          if (!name) throw new Error(`reader build: no output for {{${key}}} in ${template}`);
+          return name;
+        },
+      );
+      await writeFile(join(staging, page), html);
+    }
     await swapIn(staging, outDir);
-    return { outDir, files: ['index.html', ...Object.values(names)] };
+    return { outDir, files: [...PAGES.map(([, page]) => page), ...Object.values(names)] };
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
     throw error;

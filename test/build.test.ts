@@ -34,7 +34,7 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
     }
   });
 
-  it('starts all three services with plain node, serves the reader page, and stops cleanly', async () => {
+  it('starts all three services with plain node, serves the reader and sender pages, and stops cleanly', async () => {
     // The other half of `npm run build`: the compiled server serves the page built beside it, never builds it.
     await buildReader();
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-built-'));
@@ -53,6 +53,9 @@ describe('the compiled server of `npm run build` (what the Dockerfile runs)', ()
         /<script[^>]+src="[^"]*app-[A-Z0-9]+\.js"/i,
         'the reader page found from dist/server',
       );
+      const sent = await fetch(`${sealpost.urls.auth}/sent`);
+      assert.equal(sent.status, 200);
+      assert.match(await sent.text(), /<script[^>]+src="[^"]*sender-[A-Z0-9]+\.js"/i, "the sender's page too");
     } finally {
       assert.equal(await sealpost.stop('SIGTERM'), 0);
     }

@@ -35,15 +35,17 @@ export function describeViolations(
  * collects axe's violations in `found`. `ready` waits until the screen is drawn in that language;
  * `prepare` brings it into the state to check (an alert, say) first. Back to English at the end.
  */
-export async function checkScreen(
+export async function checkScreen<T = Texts>(
   page: Page,
   screen: string,
   found: string[],
-  ready: (page: Page, t: Texts) => Promise<unknown>,
-  prepare?: (page: Page, t: Texts) => Promise<unknown>,
+  ready: (page: Page, t: T) => Promise<unknown>,
+  prepare?: (page: Page, t: T) => Promise<unknown>,
+  /** The page's texts by language: the reader's, unless the sender's page is checked. */
+  table: Record<Language, T> = TEXTS as unknown as Record<Language, T>,
 ): Promise<void> {
   for (const lang of LANGUAGES) {
-    const t = TEXTS[lang];
+    const t = table[lang];
     await page.locator('#language').selectOption(lang);
     await page.waitForFunction(`document.documentElement.lang === ${JSON.stringify(lang)}`);
     await ready(page, t);

@@ -1,11 +1,11 @@
 /**
- * The auth service's API as the reader page uses it (same origin, the session cookie rides along).
- * It keeps the CSRF token from the latest X-CSRF-Token response header and sends it on every POST, PUT
- * and DELETE (docs/specification.md#csrf). Failures become ApiError values, never raw bodies.
+ * The auth service's API as the reader page uses it; the transport (the session cookie, the CSRF token,
+ * failures as ApiError values) is client.ts's.
  */
 
 import type { Static } from 'typebox';
 import { ApiError } from './api-error.ts';
+import { apiError, isObject, JsonClient, parseJson, versionOf } from './client.ts';
 import type { MessageResponse } from '../../src/contracts/auth.ts';
 import type { SignInMethodName } from '../../src/contracts/seal.ts';
 
@@ -96,14 +96,14 @@ export interface Draft {
   version?: number;
 }
 
-export class Api {
-  private csrf: string | undefined;
-
+export class Api extends JsonClient {
   /** `messageId`: the page's sealed message, which every request about a message names. */
   constructor(
     private readonly messageId: string,
-    private readonly base = '',
-  ) {}
+    base = '',
+  ) {
+    super(base);
+  }
 
   /** The path with this page's message named (a session may open several). */
   private about(path: string): string {
@@ -236,68 +236,6 @@ export class Api {
       xhr.send(form);
     });
   }
-
-  private async json<T>(method: string, path: string, body?: unknown): Promise<T> {
-    return (await this.request<T>(method, path, body)).body;
-  }
-
-  /** A JSON request; `version` goes as If-Match, the answer's ETag comes back as `version`. */
-  private async request<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-    ifMatch?: number,
-  ): Promise<{ body: T; version: number | undefined }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (ifMatch !== undefined) headers['if-match'] = `"${ifMatch}"`;
-    if (method !== 'GET' && this.csrf) headers['x-csrf-token'] = this.csrf;
-    let response: Response;
-    try {
-      response = await fetch(`${this.base}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: 'same-origin',
-        cache: 'no-store',
-      });
-    } catch {
-      throw new ApiError(0, undefined, undefined, undefined, 'network error');
-    }
-    const token = response.headers.get('x-csrf-token');
-    if (token) this.csrf = token;
-    const text = await response.text().catch(() => '');
-    const parsed = parseJson(text);
-    const version = versionOf(response.headers.get('etag'));
-    if (!response.ok)
-      throw apiError(response.status, parsed, response.headers.get('retry-after'), response.headers.get('etag'));
-    return { body: parsed as T, version };
-  }
-}
-
-/** The draft version in an ETag (`"7"`). */
-function versionOf(etag: string | null): number | undefined {
-  const match = etag ? /^(?:W\/)?"(\d+)"$/.exec(etag.trim()) : null;
-  return match ? Number(match[1]) : undefined;
-}
-
-function apiError(status: number, body: unknown, retryAfter: string | null, etag: string | null = null): ApiError {
-  const object = isObject(body) ? body : {};
-  const seconds = retryAfter !== null && /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : undefined;
-  return new ApiError(
-    status,
-    typeof object.errorCode === 'string' ? object.errorCode : undefined,
-    typeof object.id === 'string' ? object.id : undefined,
-    seconds,
-    typeof object.message === 'string' ? object.message : `HTTP ${status}`,
-    {
-      ...(typeof object.attemptsLeft === 'number' ? { attemptsLeft: object.attemptsLeft } : {}),
-      ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
-      ...(typeof object.endedAt === 'string' ? { endedAt: object.endedAt } : {}),
-      ...(typeof object.contact === 'string' ? { contact: object.contact } : {}),
-    },
-    versionOf(etag),
-  );
 }
 
 function toDraftFile(value: unknown, file?: File): DraftFile {
@@ -306,18 +244,6 @@ function toDraftFile(value: unknown, file?: File): DraftFile {
   const size = [object.size, file?.size].find((v): v is number => typeof v === 'number') ?? 0;
   const type = [object.contentType, object.detectedType, object.type].find((v): v is string => typeof v === 'string');
   return { id: String(object.id ?? ''), name, size, ...(type ? { type } : {}) };
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return text ? (JSON.parse(text) as unknown) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function numberOr(value: unknown): number | undefined {

@@ -1,7 +1,7 @@
 import type { Api, CodePending, CodeRequest, CodeSent, MessageEnd, ReaderConfig } from './api.ts';
 import { ApiError } from './api-error.ts';
 import { append, h } from './dom.ts';
-import { errorReference, errorText } from './errors.ts';
+import { errorReference, errorText, type ErrorTexts } from './errors.ts';
 import type { Texts } from './texts/index.ts';
 
 /**
@@ -93,7 +93,7 @@ export function createReader(
  */
 export function alertBox(): {
   element: HTMLElement;
-  show(t: Texts, error: unknown, lead?: string): void;
+  show(t: ErrorTexts, error: unknown, lead?: string): void;
   say(text: string): void;
   clear(): void;
 } {

@@ -2,11 +2,14 @@ import { ApiError } from './api-error.ts';
 import { formatDuration } from './format.ts';
 import type { Texts } from './texts/index.ts';
 
+/** What a page's texts need to turn a failure into a sentence: the reader's and the sender's have it. */
+export type ErrorTexts = Pick<Texts, 'errors' | 'errorFallback' | 'units'>;
+
 /**
  * The sentence for a failure: the errorCode picks it (docs/specification.md#error-codes); a wait from
  * Retry-After is added where there is one. Never the server's own message or body.
  */
-export function errorText(t: Texts, error: unknown): string {
+export function errorText(t: ErrorTexts, error: unknown): string {
   if (!(error instanceof ApiError)) return t.errors.internal;
   if (error.network) return t.errorFallback.network;
   const known = error.errorCode !== undefined ? (t.errors as Record<string, string>)[error.errorCode] : undefined;
@@ -17,7 +20,7 @@ export function errorText(t: Texts, error: unknown): string {
 }
 
 /** The error object's id, shown small under server errors so that support can find the log line. */
-export function errorReference(t: Texts, error: unknown): string | undefined {
+export function errorReference(t: ErrorTexts, error: unknown): string | undefined {
   return error instanceof ApiError && error.errorId && error.status >= 500
     ? t.errorFallback.reference(error.errorId)
     : undefined;

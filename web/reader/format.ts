@@ -1,7 +1,7 @@
 import type { Texts } from './texts/index.ts';
 
 /** 1536 → "1.5 KB" (units of 1024, as file managers show them). */
-export function formatBytes(t: Texts, bytes: number): string {
+export function formatBytes(t: Pick<Texts, 'units'>, bytes: number): string {
   if (bytes < 1024) return t.units.bytes(bytes);
   const units = [t.units.kb, t.units.mb, t.units.gb];
   let value = bytes / 1024;
@@ -15,7 +15,7 @@ export function formatBytes(t: Texts, bytes: number): string {
 }
 
 /** 900 → "15 minutes"; 2592000 → "30 days"; a whole unit, rounded up for waits. */
-export function formatDuration(t: Texts, seconds: number): string {
+export function formatDuration(t: Pick<Texts, 'units'>, seconds: number): string {
   const s = Math.max(0, Math.ceil(seconds));
   if (s < 120) return t.units.seconds(s);
   if (s < 2 * 3600) return t.units.minutes(Math.ceil(s / 60));
@@ -23,7 +23,7 @@ export function formatDuration(t: Texts, seconds: number): string {
   return t.units.days(Math.round(s / 86400));
 }
 
-/** A date the way the reader's browser writes dates, with the time. */
+/** A date in the page's language (`lang`), with the time. */
 export function formatDate(value: string, lang: string): string {
   const date = new Date(value);
   if (Number.isNaN(date.getTime())) return value;

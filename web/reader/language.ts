@@ -2,6 +2,12 @@ import { LANGUAGES, type Language } from '../../src/kernel/languages.ts';
 import { h } from './dom.ts';
 import { pickTexts, TEXTS, type Texts } from './texts/index.ts';
 
+/**
+ * What the language helpers need of a page's texts: the reader's (texts/) and the sender's (sender/texts/)
+ * both have it.
+ */
+export type PageTexts = Pick<Texts, 'lang' | 'skipToContent' | 'language'>;
+
 /** Each language by its own name, so that a reader who cannot read the page as it is still finds theirs. */
 const NAMES: Record<Language, string> = { en: 'English', de: 'Deutsch', fr: 'Français', it: 'Italiano' };
 
@@ -9,9 +15,13 @@ const NAMES: Record<Language, string> = { en: 'English', de: 'Deutsch', fr: 'Fra
  * The link's `?lang=` first (the exchange writes the recipient's language there, and the switcher keeps
  * the reader's choice there), then the browser's languages, then English.
  */
-export function initialTexts(): Texts {
+export function initialTexts(): Texts;
+export function initialTexts<T>(pick: (preferred: ReadonlyArray<string | null | undefined>) => T): T;
+export function initialTexts(
+  pick: (preferred: ReadonlyArray<string | null | undefined>) => unknown = pickTexts,
+): unknown {
   const fromLink = new URLSearchParams(window.location.search).get('lang');
-  return pickTexts([fromLink, ...(navigator.languages ?? [navigator.language])]);
+  return pick([fromLink, ...(navigator.languages ?? [navigator.language])]);
 }
 
 /**
@@ -19,7 +29,7 @@ export function initialTexts(): Texts {
  * the skip link, and `?lang=` in the address, replaced without a reload, so that a reload or a bookmark
  * keeps the choice.
  */
-export function applyLanguage(t: Texts): void {
+export function applyLanguage(t: PageTexts): void {
   document.documentElement.lang = t.lang;
   const skip = document.querySelector<HTMLAnchorElement>('.skip-link');
   if (skip) skip.textContent = t.skipToContent;
@@ -31,12 +41,14 @@ export function applyLanguage(t: Texts): void {
 
 /**
  * A labelled <select> in the page header, on every screen: keyboard-usable as it is, and each option
- * marked with its own language. `choose` gets the texts of the new language.
+ * marked with its own language. `choose` gets the texts of the new language, from `table` (the reader's
+ * texts unless another page gives its own).
  */
-export function languageSwitcher(
-  t: Texts,
-  choose: (texts: Texts) => void,
-): { element: HTMLElement; update(t: Texts): void } {
+export function languageSwitcher<T extends PageTexts = Texts>(
+  t: T,
+  choose: (texts: T) => void,
+  table: Record<Language, T> = TEXTS as unknown as Record<Language, T>,
+): { element: HTMLElement; update(t: T): void } {
   const label = h('label', { for: 'language' }, t.language);
   const select = h(
     'select',
@@ -45,7 +57,7 @@ export function languageSwitcher(
       h('option', { value: language, lang: language, selected: language === t.lang }, NAMES[language]),
     ),
   );
-  select.addEventListener('change', () => choose(TEXTS[select.value as Language] ?? TEXTS.en));
+  select.addEventListener('change', () => choose(table[select.value as Language] ?? table.en));
   return {
     element: h('div', { class: 'language' }, label, select),
     update(next) {

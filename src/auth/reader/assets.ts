@@ -11,6 +11,8 @@ const PROJECT_ROOT = new URL(COMPILED ? '../../../../' : '../../../', import.met
 /** Sources of the reader page (browser code, web/reader) and where `npm run build` puts the page. */
 export const READER_SOURCE_DIR = fileURLToPath(new URL('web/reader/', PROJECT_ROOT));
 export const READER_DIST_DIR = fileURLToPath(new URL('dist/reader/', PROJECT_ROOT));
+/** The sender's page (/sent) in dist/reader, beside the reader's index.html: one build, two pages. */
+export const SENDER_PAGE = 'sender.html';
 
 export interface BuiltReader {
   outDir: string;

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errorObject } from '../../kernel/errors.ts';
 import { BROWSER_PAGE_CSP, type App } from '../../kernel/http.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
+import { SENDER_PAGE } from './assets.ts';
 
 export interface ReaderPageOptions {
   /** dist/reader with index.html; undefined when the page could not be built. */
@@ -28,10 +29,17 @@ export const READER_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/**
+ * The sender's page shows no message content and no frame: no image from elsewhere either. Its trail links are
+ * same-origin downloads.
+ */
+export const SENDER_CSP = READER_CSP.replace("img-src 'self' data: https:", "img-src 'self' data:");
+
 const HASHED_ASSET = /-[A-Z0-9]{8}\.(js|css|map)$/;
 
 /**
- * GET /m/{id} (the reader link, docs/design.md#reading) and the page's files under /reader/. Registered
+ * GET /m/{id} (the reader link, docs/design.md#reading), GET /sent (the sender's page, docs/sender.md) and the
+ * pages' files under /reader/. Registered
  * beside the auth plugin rather than in it: the page is public, carries no session and may be cached.
  */
 export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
@@ -63,18 +71,28 @@ export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
         request.log.error({ errorId: error.id }, message);
         return sendPage(reply, 503, unavailablePage(error.id));
       }
-      // Read each time (a few KB): after a rebuild the page names the new asset files at once.
-      const html = await readFile(join(page.dir, 'index.html'), 'utf8');
-      return reply
-        .type('text/html; charset=utf-8')
-        .header('cache-control', 'no-cache')
-        .header('content-security-policy', READER_CSP)
-        .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'no-referrer')
-        .header('x-frame-options', 'DENY')
-        .header('cross-origin-opener-policy', 'same-origin')
-        .header('permissions-policy', 'camera=(), microphone=(), geolocation=(), payment=()')
-        .send(html);
+      return sendBuiltPage(reply, page.dir, 'index.html', READER_CSP);
+    },
+  );
+
+  app.get(
+    '/sent',
+    {
+      schema: {
+        tags: ['reader'],
+        summary: "The sender's page (HTML): sign in with a code by email, see and steer the messages one sealed",
+        description: 'It calls the /v1/sender/* routes (docs/sender.md).',
+      },
+    },
+    async (request, reply) => {
+      if (!page) {
+        const message = "The sender's page is not built: run `npm run build` and restart the auth service";
+        if (!acceptsHtml(request)) throw new AppError('unavailable', 503, message);
+        const error = errorObject(503, message, 'unavailable');
+        request.log.error({ errorId: error.id }, message);
+        return sendPage(reply, 503, unavailablePage(error.id));
+      }
+      return sendBuiltPage(reply, page.dir, SENDER_PAGE, SENDER_CSP);
     },
   );
 
@@ -96,8 +114,8 @@ export async function readerPageRoutes(app: App, options: ReaderPageOptions) {
     prefix: '/reader/',
     decorateReply: false,
     index: false,
-    // The page itself only at /m/{id}, with its policy headers.
-    allowedPath: (path) => path !== '/index.html',
+    // The pages themselves only at /m/{id} and /sent, with their policy headers.
+    allowedPath: (path) => path !== '/index.html' && path !== `/${SENDER_PAGE}`,
     cacheControl: false,
     etag: true,
     lastModified: true,
@@ -121,6 +139,21 @@ export const FAVICON_SVG =
 
 function acceptsHtml(request: FastifyRequest): boolean {
   return /\btext\/html\b/i.test(request.headers.accept ?? '');
+}
+
+/** A page of dist/reader with its policy headers; read each time (a few KB): after a rebuild it names the new files. */
+async function sendBuiltPage(reply: FastifyReply, dir: string, file: string, csp: string) {
+  const html = await readFile(join(dir, file), 'utf8');
+  return reply
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-cache')
+    .header('content-security-policy', csp)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('x-frame-options', 'DENY')
+    .header('cross-origin-opener-policy', 'same-origin')
+    .header('permissions-policy', 'camera=(), microphone=(), geolocation=(), payment=()')
+    .send(html);
 }
 
 function sendPage(reply: FastifyReply, status: number, html: string) {
