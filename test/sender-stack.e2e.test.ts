@@ -9,23 +9,24 @@ import type { SmsCapture } from './support/sms-capture.ts';
 import type { SmtpSink } from './support/smtp-sink.ts';
 
 /**
- * The sender's page on the real stack (the three services, branch sender-auth's /v1/sender/* routes): Dana seals a
- * message to Alice and Carol by mail; Alice reads it; Dana signs in at /sent with the code her mail brought, sees
- * Alice's opening and Carol's notification only, withdraws for Carol, and Carol's open tab learns it at its next
- * request; the trail Dana downloads holds the events in order.
+ * The sender's page on the real stack (the three services): Dana seals a message to Alice and Carol by mail; Alice
+ * reads it and replies; Dana signs in at /sent with the code her mail brought, sees Alice's opening and reply and
+ * Carol's notification only, withdraws for Carol, and Carol's open tab learns it at its next request; the trail,
+ * as CSV and JSON from the page and from the seal service's admin API, holds the events in order.
  */
 
 const DANA = 'dana@sender.example';
 const ALICE = { email: 'alice@example.com', mobile: '+41791234567' };
 const CAROL = { email: 'carol@example.com', mobile: '+41791234568' };
 const SUBJECT = 'The lease, sealed for two';
+const ADMIN = 'sender-stack-admin-token';
 
 describe("the sender's page on the real stack (Chromium)", () => {
   let sms: SmsCapture;
   let sink: SmtpSink;
   let sealpost: SealpostProcess;
   let browser: Browser;
-  const stack = useReaderStack('sender-stack', { DELIVERY_RETRY_BASE: '1s' });
+  const stack = useReaderStack('sender-stack', { DELIVERY_RETRY_BASE: '1s', ADMIN_TOKEN: ADMIN });
   before(() => {
     ({ sms, sink, sealpost, browser } = stack);
   });
@@ -52,6 +53,9 @@ describe("the sender's page on the real stack (Chromium)", () => {
       await requestCode(alice.page, aliceLink, ALICE);
       await enterCode(alice.page, await nextCode(sms, ALICE.mobile, sent));
       await alice.page.getByRole('heading', { name: SUBJECT }).waitFor();
+      await alice.page.getByLabel('Your reply').fill('Signed, here it is.');
+      await alice.page.getByRole('button', { name: 'Send reply' }).click();
+      await alice.page.getByRole('heading', { name: 'Your reply was sent' }).waitFor({ timeout: 15_000 });
       // Carol's tab waits on the sign-in form.
       await carol.page.goto(carolLink);
       await carol.page.getByLabel('Email address').waitFor();
@@ -80,6 +84,7 @@ describe("the sender's page on the real stack (Chromium)", () => {
       const aliceRow = await timeline(ALICE.email);
       const carolRow = await timeline(CAROL.email);
       assert.notEqual(aliceRow['First opened'], 'Never', JSON.stringify(aliceRow));
+      assert.equal(aliceRow['Replies sent'], '1', JSON.stringify(aliceRow));
       assert.equal(carolRow['First opened'], 'Never');
       assert.notEqual(carolRow.Notified, 'Not yet', JSON.stringify(carolRow));
 
@@ -110,7 +115,7 @@ describe("the sender's page on the real stack (Chromium)", () => {
         .slice(1)
         .map((line) => line.split(',')[1]);
       assert.equal(events[0], 'sealed');
-      const order = ['notified', 'sign_in_succeeded', 'opened', 'withdrawn'];
+      const order = ['notified', 'code_sent', 'sign_in_succeeded', 'opened', 'reply_sent', 'withdrawn'];
       const at = order.map((event) => events.indexOf(event));
       assert.ok(
         at.every((i) => i > 0),
@@ -122,6 +127,36 @@ describe("the sender's page on the real stack (Chromium)", () => {
         `in order: ${events.join(' ')}`,
       );
       assert.match(await text(dana.page, '.end-date'), /./);
+
+      // The same events as JSON from the page, and from the seal service's admin API in both forms.
+      const [json] = await Promise.all([
+        dana.page.waitForEvent('download'),
+        dana.page.getByRole('link', { name: 'Download the trail as JSON' }).click(),
+      ]);
+      const fromPage = JSON.parse(await readFile((await json.path())!, 'utf8')) as { trail: Array<{ event: string }> };
+      assert.deepEqual(
+        fromPage.trail.map((entry) => entry.event),
+        events,
+      );
+      const id = /\/m\/([0-9a-f-]{36})/.exec(aliceLink)![1];
+      const admin = (accept: string) =>
+        fetch(`${sealpost.urls.seal}/v1/admin/sealed/${id}/trail`, {
+          headers: { authorization: `Bearer ${ADMIN}`, accept },
+        });
+      const adminJson = (await (await admin('application/json')).json()) as { trail: Array<{ event: string }> };
+      assert.deepEqual(
+        adminJson.trail.map((entry) => entry.event),
+        events,
+      );
+      const adminCsv = await (await admin('text/csv')).text();
+      assert.deepEqual(
+        adminCsv
+          .trim()
+          .split('\n')
+          .slice(1)
+          .map((line) => line.split(',')[1]),
+        events,
+      );
     } finally {
       await alice.context.close();
       await carol.context.close();
