@@ -49,6 +49,8 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\//, 'session'],
     [/^\/logout$/, 'public'],
     [/^\/m\/:id$/, 'public'],
+    // The sender's page: it signs in by its own API, which the session guard above covers.
+    [/^\/sent$/, 'public'],
     // The reader page's static files (@fastify/static's wildcard).
     [/^(\/reader\/)?\*$/, 'public'],
     // The tab's icon.
