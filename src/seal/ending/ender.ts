@@ -4,12 +4,11 @@ import type { Logger } from '../../kernel/logger.ts';
 import { cachedFor } from '../../kernel/metrics.ts';
 import type { ClusterClient } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
+import { retryDelayMs, timerMs } from '../clusters/retry-delay.ts';
 import type { ClaimedEndWork, EndStore } from './end-store.ts';
 
 const EXPIRE_BATCH = 100;
 const WORK_BATCH = 50;
-const MAX_DELAY_MS = 60 * 60 * 1000;
-const MAX_TIMER_MS = 2_147_483_647;
 
 export interface SealEnderOptions {
   store: EndStore;
@@ -58,7 +57,7 @@ export class SealEnder {
   };
 
   constructor(private readonly options: SealEnderOptions) {
-    this.intervalMs = Math.max(1, Math.min(options.intervalMs, MAX_TIMER_MS));
+    this.intervalMs = timerMs(options.intervalMs);
     this.metrics.withdrawn.inc({ scope: 'everyone' }, 0);
     this.metrics.withdrawn.inc({ scope: 'recipient' }, 0);
     for (const cluster of options.clusters) this.metrics.unpinFailures.inc({ cluster: cluster.name }, 0);
@@ -180,7 +179,7 @@ export class SealEnder {
       await cluster.unpin(work.cid);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const delay = Math.min(this.intervalMs * 2 ** Math.min(work.attempts - 1, 30), MAX_DELAY_MS);
+      const delay = retryDelayMs(this.intervalMs, work.attempts);
       this.metrics.unpinFailures.inc({ cluster: work.cluster });
       await store.workFailed(work, message, new Date(clock.now() + delay));
       logger.warn({ ...context, err: message }, 'unpinning an ended message failed; it will be retried');

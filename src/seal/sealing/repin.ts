@@ -4,11 +4,10 @@ import type { Clock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { ClusterClient, PinState } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
+import { retryDelayMs, timerMs } from '../clusters/retry-delay.ts';
 import type { ClaimedPin, SealedStore } from './store.ts';
 
 const BATCH = 50;
-const MAX_DELAY_MS = 60 * 60 * 1000;
-const MAX_TIMER_MS = 2_147_483_647;
 
 export interface PinFollowerOptions {
   store: SealedStore;
@@ -45,8 +44,8 @@ export class PinFollower {
   private readonly deadlineMs: number;
 
   constructor(private readonly options: PinFollowerOptions) {
-    this.repinMs = Math.max(1, Math.min(options.repinIntervalMs, MAX_TIMER_MS));
-    this.checkMs = Math.max(1, Math.min(options.checkIntervalMs, MAX_TIMER_MS));
+    this.repinMs = timerMs(options.repinIntervalMs);
+    this.checkMs = timerMs(options.checkIntervalMs);
     this.deadlineMs = options.deadlineMs;
   }
 
@@ -199,7 +198,7 @@ export class PinFollower {
     const context = { sealedId: pin.sealedId, cluster: pin.cluster, cid: pin.cid };
     const attempts = pin.attempts + (repinning ? 1 : 0);
     if (state.state === 'pin_error') {
-      const delay = Math.min(this.repinMs * 2 ** Math.min(attempts - 1, 30), MAX_DELAY_MS);
+      const delay = retryDelayMs(this.repinMs, attempts);
       await store.recordPinState(pin, {
         status: 'pin_error',
         error: state.error,
