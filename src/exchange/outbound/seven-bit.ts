@@ -6,13 +6,21 @@ export class SevenBitImpossible extends Error {}
 
 const CRLF = '\r\n';
 
+/** The message/* types a transfer encoding may carry, unlike message/rfc822 (RFC 2046 §5.2.1). */
+const GLOBAL_MESSAGE_TYPES = new Set([
+  'message/global',
+  'message/global-headers',
+  'message/global-delivery-status',
+  'message/global-disposition-notification',
+]);
+
 /**
  * The message re-encoded for a relay that does not offer 8BITMIME (RFC 6152 §3: the client must
  * convert the message or refuse it): every leaf part with 8-bit bytes is re-encoded, text as
  * quoted-printable and anything else as base64, with its Content-Transfer-Encoding set; multipart
  * bodies are walked part by part, everything else is kept byte for byte. Impossible, and thrown as
- * SevenBitImpossible: 8-bit bytes in a header (that needs SMTPUTF8), in a message/* part (RFC 2046
- * §5.2.1 allows no encoding there) or outside the parts of a multipart.
+ * SevenBitImpossible: 8-bit bytes in a header (that needs SMTPUTF8), in a message/* part other than
+ * the message/global* ones (RFC 2046 §5.2.1 allows no encoding there) or outside the parts of a multipart.
  *
  * Hand-written because the libraries at hand parse a message into a different one (mailparser) or
  * build new messages (nodemailer); this keeps every byte it does not have to change. The message is in
@@ -43,7 +51,8 @@ function entity(text: string, where: string): string {
     if (!delimiter) throw new SevenBitImpossible(`${where} is a multipart without a boundary`);
     return head + CRLF + multipart(body, delimiter, where);
   }
-  if (type.startsWith('message/'))
+  // RFC 6532 §3.5 and RFC 6533 §6: message/global and its report kin may be encoded (base64 below).
+  if (type.startsWith('message/') && !GLOBAL_MESSAGE_TYPES.has(type))
     throw new SevenBitImpossible(`${where} is a ${type} part with 8-bit content, which no transfer encoding may carry`);
 
   const encoding = /^content-transfer-encoding:\s*(\S+)/im.exec(unfolded)?.[1]?.toLowerCase();
