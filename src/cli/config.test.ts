@@ -238,6 +238,18 @@ describe('configuration', () => {
     assert.deepEqual(config.exchange.inboundSmtpTls, { certPath: '/c.pem', keyPath: '/k.pem' });
   });
 
+  it("sends undeliverable bounces to NOTIFY_FROM's postmaster unless BOUNCE_NOTICE_RECIPIENT says otherwise", () => {
+    assert.equal(loadConfig({}).exchange.bounceNoticeRecipient, 'postmaster@localhost');
+    const notify = { NOTIFY_FROM: 'Sealpost <no-reply@mail.example.org>' };
+    assert.equal(loadConfig(notify).exchange.bounceNoticeRecipient, 'postmaster@mail.example.org');
+    const set = { ...notify, BOUNCE_NOTICE_RECIPIENT: ' mail-admin@example.org ' };
+    assert.equal(loadConfig(set).exchange.bounceNoticeRecipient, 'mail-admin@example.org');
+    assert.match(
+      problemsOf({ BOUNCE_NOTICE_RECIPIENT: 'Admin <a@example.org>' }).join('\n'),
+      /BOUNCE_NOTICE_RECIPIENT/,
+    );
+  });
+
   it('takes the IPFS cluster fallback from IPFS_CLUSTER_* with the spec defaults', () => {
     const config = loadConfig({ IPFS_CLUSTER_HOST: 'cluster.example', IPFS_CLUSTER_USER: 'u', IPFS_CLUSTER_PASS: 'p' });
     assert.deepEqual(config.seal.envCluster, {

@@ -1,3 +1,4 @@
+import addressparser from 'nodemailer/lib/addressparser';
 import { EXCHANGE_PORT, INBOUND_SMTP_SENDER_DOMAINS, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
@@ -10,6 +11,7 @@ import {
   nonNegativeDuration,
   port,
   positiveDuration,
+  ValueError,
 } from '../kernel/parsers.ts';
 import { defineVariables, loadVariables, required } from '../kernel/variables.ts';
 
@@ -97,6 +99,15 @@ export const EXCHANGE_VARIABLES = defineVariables({
     meaning: 'From address of reader-link notifications and bounces',
     default: 'Sealpost <no-reply@localhost>',
     ...nonEmpty('an address, optionally with a display name'),
+  },
+  bounceNoticeRecipient: {
+    name: 'BOUNCE_NOTICE_RECIPIENT',
+    meaning:
+      "where a bounce that cannot be delivered goes, as a report from `<>` (Postfix's 2bounce_notice_recipient); " +
+      'a notice that fails too is only logged; unset: `postmaster@` the domain of NOTIFY_FROM (RFC 5321 §4.5.1: ' +
+      'every domain has a postmaster)',
+    parse: parseEnvelopeAddress,
+    expected: 'an email address such as postmaster@example.org',
   },
   dkim: DKIM_VARIABLES,
   notifyDefaultLanguage: NOTIFY_DEFAULT_LANGUAGE,
@@ -199,7 +210,22 @@ export function loadExchangeConfig(input: ServiceConfigInput) {
       : undefined,
     /** DKIM_*: undefined when not configured (nothing signed). */
     dkim: dkimSettings(values.dkim, problems),
+    bounceNoticeRecipient: values.bounceNoticeRecipient ?? `postmaster@${domainOf(values.notifyFrom)}`,
   };
+}
+
+/** A bare address, for an envelope (no display name, no angle brackets). */
+function parseEnvelopeAddress(raw: string): string {
+  const address = raw.trim();
+  if (!/^[^@\s<>"]+@[^@\s<>]+$/.test(address)) throw new ValueError();
+  return address;
+}
+
+/** The domain of NOTIFY_FROM's address (`Sealpost <no-reply@example.org>`: example.org). */
+function domainOf(mailbox: string): string {
+  const [first] = addressparser(mailbox, { flatten: true });
+  const address = first && 'address' in first && first.address ? first.address : mailbox.trim();
+  return address.slice(address.lastIndexOf('@') + 1) || 'localhost';
 }
 
 export type ExchangeConfig = ReturnType<typeof loadExchangeConfig>;

@@ -22,8 +22,12 @@ export interface RelayOptions {
  *   Postfix's cleanup adds them too): the Date is the moment Sealpost accepted it, the Message-ID
  *   derived from the envelope id, so a retry sends the same one.
  * - Re-encoded to 7-bit for a relay without 8BITMIME.
- * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
- *   mail), like OpenDKIM's signing table.
+ * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, a bounce From NOTIFY_FROM, the
+ *   organisation's own mail), like OpenDKIM's signing table: last, over the very bytes the relay gets, after
+ *   any re-encoding. A signature already there is kept and ours added, even one of DKIM_DOMAIN (a message
+ *   signed upstream, or a bounce signed when it was written before signing moved here): a re-encoding may
+ *   have broken it, and a second signature costs a verifier nothing (RFC 6376 §4: any one that verifies
+ *   counts).
  * A payload held in memory (OpenPayload.bytes), or one re-encoded to 7-bit, becomes one Buffer; any other
  * is streamed, read once for the signature and once more for the relay, so that memory stays small.
  * Returns a function that opens the bytes, to be called once per send.
@@ -42,7 +46,7 @@ export async function relayMessage(
   ];
   const prefix = Buffer.from(added.map((line) => `${line}\r\n`).join(''), 'latin1');
   const dkim = options.dkim;
-  const signs = dkim?.aligned(fromDomain(headText)) && !signedBy(headText, dkim.domain);
+  const signs = dkim?.aligned(fromDomain(headText));
 
   // A relay without 8BITMIME needs the whole message to re-encode it, whatever its size.
   const held = whole ?? (options.sevenBit ? await readAll(await openPayload()) : undefined);
@@ -72,13 +76,6 @@ async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** Whether a DKIM-Signature of this domain is there already (our bounces are signed as they are written). */
-function signedBy(headers: string, domain: string): boolean {
-  return [...headers.matchAll(/^dkim-signature:(.*)$/gim)].some((m) =>
-    new RegExp(`(^|;)\\s*d=${domain.replaceAll('.', '\\.')}\\s*(;|$)`, 'i').test(m[1]!),
-  );
 }
 
 /** The domain of the (first) From address of an unfolded header block. */
