@@ -74,7 +74,7 @@ export const EXCHANGE_VARIABLES = defineVariables({
   },
   smtpHostname: {
     name: 'SMTP_HOSTNAME',
-    meaning: 'name in the SMTP greeting, Received headers and bounces',
+    meaning: 'name in the SMTP greeting, the EHLO to the relay, Received headers and bounces',
     default: 'localhost',
     ...nonEmpty('a host name'),
   },

@@ -54,6 +54,7 @@ export function startDeliveryEngine(deps: {
     outboundSmtpUrl: settings.outboundSmtpUrl,
     outboxDir: join(resolve(config.dataDir), 'outbox'),
     maxConnections: delivery.concurrency,
+    hostname: settings.smtpHostname,
   });
   logger.info(
     { transport: transport.kind, to: transport.description },

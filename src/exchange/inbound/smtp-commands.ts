@@ -106,7 +106,7 @@ export class SmtpCommands {
    */
   private async checkMailFrom(address: SMTPServerAddress, session: SMTPServerSession): Promise<void> {
     const { log, metrics, policy } = this.door;
-    const refusal = unadvertised(address, mailParameters(session.secure, this.door.auth));
+    const refusal = unadvertised(address, mailParameters(session.secure && this.door.auth));
     if (refusal) throw refusal;
     const client = session.remoteAddress;
     if (!session.user && !policy.isAllowedClient(client)) {

@@ -26,6 +26,8 @@ export function smtpServerOptions(door: SmtpDoor): SMTPServerOptions {
     disabledCommands: tls ? (auth ? [] : ['AUTH']) : ['AUTH', 'STARTTLS'],
     // Sealpost does not implement DSN (NOTIFY, RET, ENVID, ORCPT): not advertised, so those parameters are refused.
     hideDSN: true,
+    // Nor RFC 8689 (smtp-parameters.ts): REQUIRETLS is neither advertised nor taken.
+    hideREQUIRETLS: true,
     ...(tls ? { key: tls.key, cert: tls.cert } : {}),
     disableReverseLookup: !settings.smtpReverseLookup,
     maxClients: settings.smtpMaxConnections,
