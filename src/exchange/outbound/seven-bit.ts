@@ -44,8 +44,8 @@ const GLOBAL_MESSAGE_TYPES = new Set([
  * smtp_line_length_limit breaks it and changes what it says.
  * Impossible, thrown as SevenBitImpossible: 8-bit bytes in a header (that needs SMTPUTF8), in a message/*
  * part other than the message/global* ones (RFC 2046 §5.2.1 allows no encoding there) or outside the parts
- * of a multipart; thrown as LineTooLong: a header line with no whitespace to fold at, a long line in another message/* part or
- * outside the parts of a multipart.
+ * of a multipart; thrown as LineTooLong: a header line with no whitespace to fold at, a long line in another
+ * message/* part or outside the parts of a multipart.
  *
  * Hand-written because the libraries at hand parse a message into a different one (mailparser) or
  * build new messages (nodemailer); this keeps every byte it does not have to change. The message is in
