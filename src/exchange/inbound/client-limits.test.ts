@@ -10,6 +10,7 @@ import { createLogger } from '../../kernel/logger.ts';
 import { createExchangeMetrics } from '../metrics.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
+import { AUTH_FAILURE_MEMORY, ClientLimits } from './client-limits.ts';
 import { startInboundSmtpServer, type InboundSmtpServer } from './smtp-server.ts';
 import {
   envelopeCount,
@@ -26,6 +27,24 @@ import { createTestCertificate, type TestCertificate } from '../../../test/suppo
 const HOST = 'mx.limits.test';
 const RELAY = { user: 'relay', pass: 'relay-password' };
 const plain = (user: string, pass: string) => Buffer.from(`\0${user}\0${pass}`).toString('base64');
+
+describe('the per-client counts', () => {
+  it('count an IPv6 client by its /64 and an IPv4-mapped one as IPv4; a closed connection frees its place', () => {
+    const limits = new ClientLimits({ connections: 2, rate: undefined, authFailures: AUTH_FAILURE_MEMORY });
+    assert.equal(limits.admit('a', '2001:db8:1:2::10', false), undefined);
+    assert.equal(limits.admit('b', '2001:db8:1:2:ffff::1', false), undefined);
+    assert.equal(limits.admit('c', '2001:db8:1:2::99', false), 'client_connections', 'the same /64');
+    assert.equal(limits.admit('d', '2001:db8:1:3::1', false), undefined, 'another /64');
+    limits.release('c'); // refused: it held no place
+    assert.equal(limits.admit('e', '2001:db8:1:2::99', false), 'client_connections');
+    limits.release('a');
+    assert.equal(limits.admit('f', '2001:db8:1:2::99', false), undefined);
+    assert.equal(limits.admit('g', '::ffff:192.0.2.1', false), undefined);
+    assert.equal(limits.admit('h', '192.0.2.1', false), undefined);
+    assert.equal(limits.admit('i', '192.0.2.1', false), 'client_connections', 'IPv4-mapped is the IPv4 address');
+    for (let i = 0; i < 5; i++) assert.equal(limits.admit(`allowed-${i}`, '10.0.0.1', true), undefined);
+  });
+});
 
 describe('the SMTP door: limits per client (Postfix anvil)', () => {
   let dir: string;

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
  * At most a few password checks at once. @node-rs/bcrypt runs each check on libuv's thread pool (4 threads
  * by default), which the file system, DNS lookups and zlib share: ten guessers would otherwise fill the
  * pool and queue every other call behind ~100 ms checks, and take every core from the intake. One check
- * at a time on two cores, two from four up: honest AUTH needs a few per second, a check takes ~50-100 ms.
+ * at a time on two cores, two from three up: honest AUTH needs a few per second, a check takes ~50-100 ms.
  *
  * Written here rather than taken from a library: a counter and a queue, with nothing to configure.
  */
