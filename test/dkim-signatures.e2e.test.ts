@@ -80,9 +80,7 @@ print(json.dumps(verdicts))
 
 async function dkimpyVerdicts(messages: Buffer[], dir: string): Promise<boolean[]> {
   await writeFile(join(dir, 'dns.json'), JSON.stringify(Object.fromEntries(dns)));
-  await Promise.all(
-    messages.map((raw, index) => writeFile(join(dir, `${String(index).padStart(5, '0')}.eml`), raw)),
-  );
+  await Promise.all(messages.map((raw, index) => writeFile(join(dir, `${String(index).padStart(5, '0')}.eml`), raw)));
   const { stdout } = await run('/usr/bin/python3', ['-c', PYTHON_VERIFIER, dir], { maxBuffer: 16 * 1024 * 1024 });
   const verdicts = JSON.parse(stdout) as Record<string, boolean>;
   return messages.map((_, index) => verdicts[`${String(index).padStart(5, '0')}.eml`] ?? false);
@@ -172,7 +170,9 @@ describe('1,000 signed mails, verified by mailauth and by dkimpy', () => {
             failures.push(`${kindOf(message)} #${index}: mailauth ${verdict}, dkimpy ${python[index]}`);
           }
         }
-        t.diagnostic(`${messages.length} ${type} signatures checked twice: ${JSON.stringify(Object.fromEntries(kinds))}`);
+        t.diagnostic(
+          `${messages.length} ${type} signatures checked twice: ${JSON.stringify(Object.fromEntries(kinds))}`,
+        );
         assert.deepEqual(failures, [], `signatures that did not verify, of ${messages.length}`);
       } finally {
         await sealpost?.stop();
@@ -191,7 +191,11 @@ async function routes(sealpost: SealpostProcess): Promise<void> {
     const rule = await fetch(`${sealpost.urls.exchange}/v1/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: channel, priority: 1, configuration: { params: { channel }, outbound: [outbound] } }),
+      body: JSON.stringify({
+        name: channel,
+        priority: 1,
+        configuration: { params: { channel }, outbound: [outbound] },
+      }),
     });
     assert.ok(rule.status === 201 || rule.status === 200, await rule.text());
   }

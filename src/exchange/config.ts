@@ -9,6 +9,7 @@ import {
   nonEmpty,
   parseCidrList,
   nonNegativeDuration,
+  perPeriod,
   port,
   positiveDuration,
   ValueError,
@@ -68,9 +69,36 @@ export const EXCHANGE_VARIABLES = defineVariables({
   },
   smtpMaxConnections: {
     name: 'SMTP_MAX_CONNECTIONS',
-    meaning: 'concurrent inbound SMTP connections (421 above it)',
+    meaning: 'concurrent inbound SMTP connections, all clients together (421 4.3.2 above it)',
     default: '1000',
     ...integer(1, 1000000),
+  },
+  inboundSmtpClientConnections: {
+    name: 'INBOUND_SMTP_CLIENT_CONNECTIONS',
+    meaning:
+      'simultaneous SMTP connections from one client address (IPv6: one /64) outside ' +
+      "INBOUND_SMTP_ALLOWED_NETWORKS (421 4.7.0 above it; Postfix's smtpd_client_connection_count_limit); " +
+      '0 turns the limit off',
+    default: '50',
+    ...integer(0, 1000000),
+  },
+  inboundSmtpClientRate: {
+    name: 'INBOUND_SMTP_CLIENT_RATE',
+    meaning:
+      'new SMTP connections from one client address (IPv6: one /64) outside INBOUND_SMTP_ALLOWED_NETWORKS ' +
+      "per period, written COUNT/PERIOD, refused or not (421 4.7.0 above it; Postfix's " +
+      'smtpd_client_connection_rate_limit); 0 turns the limit off',
+    default: '600/1m',
+    ...perPeriod(integer(1, 1000000), 'COUNT/PERIOD, a count per duration such as 600/1m or 100/10s, or 0'),
+  },
+  inboundSmtpMinDataRate: {
+    name: 'INBOUND_SMTP_MIN_DATA_RATE',
+    meaning:
+      'least a client must send of a message during DATA in each period, written SIZE/PERIOD, the first ' +
+      'period being its grace; a slower client is cut with 421 4.4.2 and nothing of the message is kept ' +
+      '(any client); 0 turns it off',
+    default: '8KiB/30s',
+    ...perPeriod(byteSize, 'SIZE/PERIOD, a byte size per duration such as 8KiB/30s or 1MiB/1m, or 0'),
   },
   smtpHostname: {
     name: 'SMTP_HOSTNAME',

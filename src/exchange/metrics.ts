@@ -54,7 +54,9 @@ export function createExchangeMetrics(registry: Registry) {
     // Not the spec's: for operators (deploy/prometheus/alerts.yml), beside smtp_incoming_*.
     smtpRefused: new Counter({
       name: 'smtp_refused_total',
-      help: 'SMTP commands refused with a permanent or policy reply, by reason (invalid_address, ...)',
+      help:
+        'SMTP connections and commands refused with a permanent or policy reply, by reason (invalid_address, ' +
+        'auth_failed, max_connections, client_connections, client_rate, auth_failures, slow_data, ...)',
       labelNames: ['reason'] as const,
       registers,
     }),

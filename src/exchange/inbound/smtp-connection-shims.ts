@@ -3,7 +3,7 @@ import type { SMTPServer, SMTPServerAddress, SMTPServerSession } from 'smtp-serv
 import { mailParameters, unadvertised } from './smtp-parameters.ts';
 
 /**
- * smtp-server 3.21 has no option for four things Sealpost's SMTP door needs, so each is added to the
+ * smtp-server 3.21 has no option for five things Sealpost's SMTP door needs, so each is added to the
  * connection (its internal SMTPConnection) when a client connects. They lean on that class's method
  * names; submission.test.ts fails if an upgrade changes them.
  *
@@ -22,6 +22,7 @@ import { mailParameters, unadvertised } from './smtp-parameters.ts';
  *   input is read): smtp-server writes each reply to the socket at once, so a client's MAIL FROM, RCPT TO
  *   and DATA sent together cost a write and a read each; the replies are held until the end of the event
  *   loop's turn, or until 354, and go out together.
+ * - A 421 in the middle of DATA (hangUp), for a client that sends its message too slowly.
  */
 interface Connection {
   session: SMTPServerSession;
@@ -44,11 +45,15 @@ const noCodeFor = (context: string | false | undefined) =>
 /** Stands in for the spaces of a quoted local part while smtp-server splits the command: not whitespace, not ASCII. */
 const SPACE_STAND_IN = '\ue000';
 
+/** Each connection by its session (the same object for the connection's life), for hangUp(). */
+const connections = new WeakMap<SMTPServerSession, Connection>();
+
 export function shimConnection(server: SMTPServer, session: SMTPServerSession): void {
   const connection = [...(server as unknown as { connections: Set<Connection> }).connections].find(
     (c) => c.session === session,
   );
   if (!connection) throw new Error('smtp-server connection not found for its session (smtp-server internals changed?)');
+  connections.set(session, connection);
 
   const send = coalescedReplies(connection);
   connection.send = (code, data, context) => {
@@ -125,4 +130,13 @@ function coalescedReplies(connection: Connection): Connection['send'] {
     // input is read. Held to the end of the turn, it waited for the work the message starts in that turn.
     if (code === 354) flush();
   };
+}
+
+/**
+ * Answers `code` (a 421: smtp-server then closes the connection) in the middle of anything, DATA included:
+ * smtp-server's handlers can only answer a command, and a client stuck in DATA sends none.
+ * `message` starts with its enhanced status code.
+ */
+export function hangUp(session: SMTPServerSession, code: 421, message: string): void {
+  connections.get(session)?.send(code, message, false);
 }
