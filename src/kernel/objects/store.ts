@@ -44,8 +44,8 @@ export interface ObjectStore {
   /** Deletes the object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
   /**
-   * Deletes these objects (missing keys are not an error): on S3 one DeleteObjects call per
-   * DELETE_MANY_MAX keys instead of a call each, for callers that delete in bulk.
+   * Deletes these objects (missing keys are not an error): on S3 one DeleteObjects call per 100 keys
+   * (s3.ts, DELETE_CALL_KEYS) instead of a call each, for callers that delete in bulk.
    */
   deleteMany(keys: string[]): Promise<void>;
   /** Every object whose key starts with `prefix`, in key order. */
@@ -55,7 +55,7 @@ export interface ObjectStore {
   close(): Promise<void>;
 }
 
-/** The most keys one S3 DeleteObjects call takes. */
+/** The most keys one S3 DeleteObjects call takes, and the most a caller hands deleteMany at once. */
 export const DELETE_MANY_MAX = 1000;
 
 /** What a client is told when the store fails, whichever driver and whatever the reason. */
