@@ -330,7 +330,8 @@ const BARE_CLIENTS: Record<string, () => BarePut> = {
 /**
  * PutObject of a 10 KB body per message, `connections` calls at a time, from one bare client. With `deleting`,
  * the keys put are deleted alongside as a delivering exchange asks the store to while its intake is busy:
- * one DeleteObjects call per 1,000 keys or per DELETION_HOLD_MAX_MS, whichever comes first.
+ * up to 1,000 keys or DELETION_HOLD_MAX_MS at a time, whichever comes first, handed to deleteMany (which
+ * sends them in DeleteObjects calls of 100 keys, src/kernel/objects/s3.ts).
  */
 async function rawPuts(
   clientName: string,
