@@ -25,9 +25,13 @@ export interface IncomingMessage {
 }
 
 export interface AcceptedMessage {
+  /** The first envelope's id (the one the SMTP server named in its Received header). */
   envelopeId: string;
   size: number;
+  /** The first envelope's outbound strategies. */
   outbound: OutboundStrategyName[];
+  /** Every envelope, when the recipients fell to different rules and the message was split. */
+  parts?: Array<{ envelopeId: string; outbound: OutboundStrategyName[] }>;
 }
 
 /** The intake as delivery sees it (MessageIntake). */

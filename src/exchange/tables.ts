@@ -32,8 +32,22 @@ export interface RulesTable {
   /** Normalised sender address; null matches every sender. */
   sender: string | null;
   outbound: OutboundStrategyName[];
+  /** What the rule matches beyond channel and sender, and its stripSubjectTag; null for none (rules/criteria.ts). */
+  criteria: ColumnType<RuleCriteria | null, RuleCriteria | null | undefined, RuleCriteria | null>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+}
+
+/**
+ * A rule's criteria as stored: domains normalised (lower case, IDN as punycode, a leading `!` kept),
+ * each present one required (docs/specification.md#delivery-configuration-rule).
+ */
+export interface RuleCriteria {
+  recipientDomains?: string[];
+  senderDomains?: string[];
+  subjectContains?: string;
+  header?: { name: string; value: string };
+  stripSubjectTag?: boolean;
 }
 
 export interface EnvelopesTable {
@@ -63,6 +77,8 @@ export interface EnvelopesTable {
   long_lines: ColumnType<boolean, boolean | undefined, boolean>;
   /** Accepted with SMTPUTF8 (or UTF-8 addresses over JSON): the relay declares it again. */
   smtputf8: ColumnType<boolean, boolean | undefined, boolean>;
+  /** The subject text its rule strips (stripSubjectTag) from every copy that leaves; null strips nothing. */
+  subject_strip: ColumnType<string | null, string | null | undefined, string | null>;
   /** Recipients that failed for good, with their DSN status, once known; a bounce is built from it. */
   bounce_report: ColumnType<BounceReport | null, never, BounceReport | null>;
   created_at: CreatedAt;

@@ -26,6 +26,7 @@ const ENVELOPE_COLUMNS = everyColumn<Envelope>()([
   'body_8bitmime',
   'smtputf8',
   'long_lines',
+  'subject_strip',
   'bounce_report',
   'created_at',
   'updated_at',

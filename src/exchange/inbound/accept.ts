@@ -7,12 +7,15 @@ import type { Logger } from '../../kernel/logger.ts';
 import type { ObjectStore } from '../../kernel/objects/index.ts';
 import { payloadKey, type AcceptedMessage, type IncomingMessage, type Intake } from '../handoff.ts';
 import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../recent-payloads.ts';
+import { byRule, decide, headerFields, needsHeaders, subjectStrip } from '../rules/criteria.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
+import { headerBlockOf, readHeaderBlock } from '../outbound/header-block.ts';
 import { BodyTraits } from './body-traits.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
+import { writeParts, type EnvelopePart } from './split-writer.ts';
 
 /** How long after a message came in the intake counts as busy: a few messages' time at 1 connection. */
 const INTAKE_BUSY_WINDOW_MS = 100;
@@ -77,12 +80,113 @@ export class MessageIntake implements Intake {
       size,
       acceptedDetail: acceptedDetail(message, size),
     };
-    const written =
-      (await this.writeEnvelope(envelope).catch((error: unknown) => this.writeFailed(error, envelope))) ??
-      (await this.writeAfterNoRule(message, envelope));
-    if (bytes) this.deps.recentPayloads?.remember(envelopeId, bytes);
+    const written = await this.writeEnvelope(envelope).catch((error: unknown) => this.writeFailed(error, envelope));
+    const parts = written
+      ? [{ envelopeId, outbound: written.outbound }]
+      : await this.writePerRecipient(message, envelope, bytes);
+    if (bytes) for (const part of parts) this.deps.recentPayloads?.remember(part.envelopeId, bytes);
     for (const listener of this.acceptedListeners) listener();
-    return { envelopeId, size, outbound: written.outbound };
+    return { envelopeId, size, outbound: parts[0]!.outbound, ...(parts.length > 1 ? { parts } : {}) };
+  }
+
+  /**
+   * The fast path wrote nothing: no rule matched by channel and sender, or the first that did has criteria.
+   * The channel's rules are read now and matched per recipient (rules/criteria.ts), the header block parsed
+   * only if a rule asks for the subject or a header. Recipients that fall to different rules become one
+   * envelope each, each with its own copy of the payload (so delivery, retention and deletion stay per
+   * envelope), all written in one transaction (writeParts). A recipient no rule takes refuses the whole
+   * message. A rule changed meanwhile gets one more read; every payload goes unless the rows are written.
+   */
+  private async writePerRecipient(
+    message: IncomingMessage,
+    envelope: NewEnvelope,
+    bytes: Buffer | undefined,
+  ): Promise<NonNullable<AcceptedMessage['parts']>> {
+    const copies: string[] = [];
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const parts = await this.planParts(message, envelope, bytes);
+        for (const part of parts.slice(1)) {
+          copies.push(part.payloadKey);
+          await this.copyPayload(envelope.payloadKey, part.payloadKey, bytes);
+        }
+        if (await writeParts(this.deps.db, parts)) {
+          return parts.map((part) => ({ envelopeId: part.id, outbound: part.rule.outbound }));
+        }
+        await this.deps.objects.deleteMany(copies.splice(0));
+      }
+    } catch (error) {
+      await this.deletePayloads([envelope.payloadKey, ...copies], envelope.id);
+      databaseUnavailable(error);
+    }
+    await this.deletePayloads([envelope.payloadKey, ...copies], envelope.id);
+    throw new AppError(
+      'unavailable',
+      503,
+      'Delivery rules changed while the message was being accepted; try again later',
+    );
+  }
+
+  /** The envelopes a message becomes under the rules as they are now; a 503 AppError when a recipient has none. */
+  private async planParts(
+    message: IncomingMessage,
+    envelope: NewEnvelope,
+    bytes: Buffer | undefined,
+  ): Promise<EnvelopePart[]> {
+    const rules = await this.deps.rules.forChannel(message.channel);
+    const headers = needsHeaders(rules) ? headerFields(await this.headerBlock(envelope.payloadKey, bytes)) : undefined;
+    const decisions = decide(rules, { ...message, headers });
+    const unmatched = decisions.find((decision) => !decision.rule);
+    if (unmatched) {
+      // RuleStore.match words "no rule at all" and "none for this channel and sender".
+      await this.route(message);
+      throw new AppError(
+        'unavailable',
+        503,
+        `No delivery rule takes recipient ${unmatched.recipient} of this message ` +
+          `(${unmatched.misses.join('; ')}); add one with POST /v1/config`,
+      );
+    }
+    const groups = byRule(decisions);
+    return groups.map(({ rule, recipients }, index) => {
+      const id = index === 0 ? envelope.id : randomUUID();
+      return {
+        ...envelope,
+        id,
+        recipients,
+        payloadKey: payloadKey(id),
+        acceptedDetail:
+          groups.length > 1
+            ? `${envelope.acceptedDetail}; part ${index + 1} of ${groups.length} of message ${envelope.id}, ` +
+              `split by rule`
+            : envelope.acceptedDetail,
+        rule: { id: rule.id, name: rule.name, updatedAt: rule.updated_at, outbound: rule.outbound },
+        subjectStrip: subjectStrip(rule.criteria),
+      };
+    });
+  }
+
+  /** The stored message's header block: from memory, or from the start of the stored object. */
+  private async headerBlock(key: string, bytes: Buffer | undefined): Promise<Buffer> {
+    return bytes ? headerBlockOf(bytes) : readHeaderBlock(await this.deps.objects.get(key));
+  }
+
+  /** A second object of the same bytes, for a further envelope of a split message. */
+  private async copyPayload(from: string, to: string, bytes: Buffer | undefined): Promise<void> {
+    try {
+      await this.deps.objects.put(to, bytes ?? (await this.deps.objects.get(from)), { contentType: 'message/rfc822' });
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  private async deletePayloads(keys: string[], envelopeId: string): Promise<void> {
+    await this.deps.objects.deleteMany(keys).catch((cleanupError: unknown) => {
+      this.deps.logger.error(
+        { err: cleanupError, envelopeId, keys },
+        'could not delete the payloads of a message that was not accepted',
+      );
+    });
   }
 
   /**
@@ -99,33 +203,6 @@ export class MessageIntake implements Intake {
         'envelope write failed with its outcome unknown; the payload stays for the orphan sweep',
       );
     databaseUnavailable(error);
-  }
-
-  /**
-   * No rule matched: RuleStore.match says why (no rule at all, or none for this channel and sender); a rule
-   * created between the statement and match() gets one more try. The payload goes unless a row is written.
-   */
-  private async writeAfterNoRule(
-    message: IncomingMessage,
-    envelope: NewEnvelope,
-  ): Promise<NonNullable<WrittenEnvelope>> {
-    let written: WrittenEnvelope;
-    try {
-      await this.route(message);
-      written = await this.writeEnvelope(envelope);
-    } catch (error) {
-      await this.deletePayload(envelope.payloadKey, envelope.id);
-      databaseUnavailable(error);
-    }
-    if (!written) {
-      await this.deletePayload(envelope.payloadKey, envelope.id);
-      throw new AppError(
-        'unavailable',
-        503,
-        'Delivery rules changed while the message was being accepted; try again later',
-      );
-    }
-    return written;
   }
 
   /**

@@ -26,7 +26,10 @@ export interface NewEnvelope {
   acceptedDetail: string;
 }
 
-/** The envelope as written, with what its `routed` status row says; undefined when no rule matched it. */
+/**
+ * The envelope as written, with what its `routed` status row says; undefined when no rule matched it, or
+ * when its first candidate rule has criteria (the intake then matches per recipient: rules/criteria.ts).
+ */
 export type WrittenEnvelope = { outbound: OutboundStrategyName[]; routedDetail: string } | undefined;
 
 /**
@@ -131,13 +134,20 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
         .selectFrom(incoming)
         .leftJoinLateral(
           (eb) => {
-            const rules = eb.selectFrom('rules').select(['rules.id', 'rules.name', 'rules.outbound']);
+            const rules = eb.selectFrom('rules').select(['rules.id', 'rules.name', 'rules.outbound', 'rules.criteria']);
             return firstMatchingRule(rules, eb.ref('incoming.channel'), eb.ref('incoming.sender_key')).as('rule');
           },
           // Bounces take BOUNCE_STRATEGY without a rule.
           (join) => join.on('incoming.is_bounce', '=', false),
         )
-        .where((w) => w.or([w('incoming.is_bounce', '=', true), w('rule.id', 'is not', null)]))
+        // A first rule with criteria (recipient domains, subject, header) is matched per recipient in
+        // JavaScript (rules/criteria.ts): no row here, and the intake takes the message that way.
+        .where((w) =>
+          w.or([
+            w('incoming.is_bounce', '=', true),
+            w.and([w('rule.id', 'is not', null), w('rule.criteria', 'is', null)]),
+          ]),
+        )
         .select([
           'incoming.id',
           'incoming.channel',

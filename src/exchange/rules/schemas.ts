@@ -6,6 +6,41 @@ export const ChannelSchema = Type.Union([Type.Literal('smtp'), Type.Literal('jso
   description: 'inbound channel the rule matches: `smtp` (the SMTP server) or `json` (POST /v1/messages)',
 });
 
+const domainList = (whose: string) =>
+  Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 254, pattern: '^!?[^\\s@!]+$' }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      description:
+        `${whose} domains; a domain matches itself and its subdomains, a leading \`!\` means "any domain but" ` +
+        `(\`["!org.example"]\`: outside org.example); one plain entry (if any) and no \`!\` entry must match. ` +
+        'IDN domains compare as punycode',
+    }),
+  );
+
+/** What a rule can match beyond channel and sender (rules/criteria.ts), all optional. */
+const criteriaSchemas = {
+  recipientDomains: domainList('recipient'),
+  senderDomains: domainList('envelope sender'),
+  subjectContains: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'text the Subject contains, compared case-insensitively after RFC 2047 decoding, e.g. `[secure]`',
+    }),
+  ),
+  header: Type.Optional(
+    Type.Object(
+      {
+        name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[!-9;-~]+$', description: 'any case' }),
+        value: Type.String({ maxLength: 998, description: 'the exact value, unfolded and trimmed' }),
+      },
+      { additionalProperties: false, description: 'a header the message carries, e.g. `X-Sealpost-Seal: yes`' },
+    ),
+  ),
+};
+
 /**
  * The rule schemas for an exchange's outbound strategies: their allowed values, descriptions and
  * `maxItems` (each strategy at most once) follow the registry, so a new strategy needs no edit here.
@@ -39,8 +74,14 @@ export function ruleSchemas<Name extends string>(strategies: readonly OutboundSt
                     'domain lower-cased, IDN as punycode), compared case-insensitively; absent: every sender',
                 }),
               ),
+              ...criteriaSchemas,
             },
-            { additionalProperties: false, description: 'what a message must match' },
+            {
+              additionalProperties: false,
+              description:
+                'what a message must match, every given field (AND); rules are matched per recipient, and a message ' +
+                'whose recipients fall to different rules is split into one envelope per rule',
+            },
           ),
           outbound: Type.Array(outbound, {
             minItems: 1,
@@ -48,6 +89,13 @@ export function ruleSchemas<Name extends string>(strategies: readonly OutboundSt
             uniqueItems: true,
             description: 'outbound strategies the message takes, all of them, in this order',
           }),
+          stripSubjectTag: Type.Optional(
+            Type.Boolean({
+              description:
+                'removes the params.subjectContains text from the subject of every copy that leaves (relayed, ' +
+                'sealed), so the recipient never sees the tag; the stored message keeps it',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -60,8 +108,9 @@ export function ruleSchemas<Name extends string>(strategies: readonly OutboundSt
       name: Type.String(),
       priority: Type.Integer(),
       configuration: Type.Object({
-        params: Type.Object({ channel: ChannelSchema, sender: Type.Optional(Type.String()) }),
+        params: Type.Object({ channel: ChannelSchema, sender: Type.Optional(Type.String()), ...criteriaSchemas }),
         outbound: Type.Array(outbound),
+        stripSubjectTag: Type.Optional(Type.Boolean()),
       }),
       created_at: Type.String({ format: 'date-time' }),
       updated_at: Type.String({ format: 'date-time' }),

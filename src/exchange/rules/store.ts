@@ -2,7 +2,8 @@ import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { compileOnce } from '../../kernel/db/compile-once.ts';
 import { AppError, badRequest, notFound } from '../../kernel/errors.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
-import type { Channel, ExchangeTables, Rule } from '../tables.ts';
+import type { Channel, ExchangeTables, Rule, RuleCriteria } from '../tables.ts';
+import { normalizedDomain } from './criteria.ts';
 import { firstMatchingRule, inExecutionOrder, normalizedSender, senderKey } from './match.ts';
 import type { RuleBody, RuleView } from './schemas.ts';
 import { RULE_SNAPSHOT_MAX_RULES, RuleSnapshot } from './snapshot.ts';
@@ -46,6 +47,11 @@ export class RuleStore {
 
   async list(): Promise<Rule[]> {
     return inExecutionOrder(this.db.selectFrom('rules').selectAll()).execute();
+  }
+
+  /** A channel's rules in execution order, read now: what the intake matches per recipient (rules/criteria.ts). */
+  async forChannel(channel: Channel): Promise<Rule[]> {
+    return inExecutionOrder(this.db.selectFrom('rules').selectAll().where('channel', '=', channel)).execute();
   }
 
   async get(id: string): Promise<Rule> {
@@ -124,7 +130,37 @@ function toRow(body: RuleBody) {
     channel,
     sender: storedSender,
     outbound: [...body.configuration.outbound],
+    criteria: toCriteria(body),
   };
+}
+
+/** The criteria as stored: domains normalised, and null when there are none (the rule then matches in SQL). */
+function toCriteria(body: RuleBody): RuleCriteria | null {
+  const { recipientDomains, senderDomains, subjectContains, header } = body.configuration.params;
+  const { stripSubjectTag } = body.configuration;
+  if (stripSubjectTag && subjectContains === undefined) {
+    throw badRequest('configuration.stripSubjectTag needs configuration.params.subjectContains: the text it strips');
+  }
+  if (subjectContains !== undefined && !subjectContains.trim()) {
+    throw badRequest('configuration.params.subjectContains must hold more than white space');
+  }
+  const criteria: RuleCriteria = {
+    ...(recipientDomains ? { recipientDomains: domains(recipientDomains, 'recipientDomains') } : {}),
+    ...(senderDomains ? { senderDomains: domains(senderDomains, 'senderDomains') } : {}),
+    ...(subjectContains !== undefined ? { subjectContains } : {}),
+    ...(header ? { header: { name: header.name, value: header.value.trim() } } : {}),
+    ...(stripSubjectTag ? { stripSubjectTag } : {}),
+  };
+  return Object.keys(criteria).length ? criteria : null;
+}
+
+function domains(list: readonly string[], field: string): string[] {
+  return list.map((entry) => {
+    const negated = entry.startsWith('!');
+    const domain = normalizedDomain(negated ? entry.slice(1) : entry);
+    if (!domain) throw badRequest(`configuration.params.${field}: ${JSON.stringify(entry)} is not a domain name`);
+    return negated ? `!${domain}` : domain;
+  });
 }
 
 export function ruleView(rule: Rule): RuleView {
@@ -133,10 +169,18 @@ export function ruleView(rule: Rule): RuleView {
     name: rule.name,
     priority: rule.priority,
     configuration: {
-      params: { channel: rule.channel, ...(rule.sender ? { sender: rule.sender } : {}) },
+      params: { channel: rule.channel, ...(rule.sender ? { sender: rule.sender } : {}), ...matchOf(rule.criteria) },
       outbound: rule.outbound,
+      ...(rule.criteria?.stripSubjectTag ? { stripSubjectTag: true } : {}),
     },
     created_at: rule.created_at.toISOString(),
     updated_at: rule.updated_at.toISOString(),
   };
+}
+
+/** The criteria that belong in params (all but the stripSubjectTag action). */
+function matchOf(criteria: RuleCriteria | null): Omit<RuleCriteria, 'stripSubjectTag'> {
+  if (!criteria) return {};
+  const { stripSubjectTag: _action, ...match } = criteria;
+  return match;
 }
