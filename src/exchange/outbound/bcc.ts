@@ -1,5 +1,5 @@
-import { Readable } from 'node:stream';
-import { headerEnd } from './header-block.ts';
+import type { Readable } from 'node:stream';
+import { messageWithHead, streamWithHead } from './head-rewrite.ts';
 
 /** A Bcc field with its folded lines (the payload's line ends are CRLF since intake). */
 const BCC_FIELD = /^bcc:[^\r\n]*(?:\r\n[ \t][^\r\n]*)*(?:\r\n|$)/gim;
@@ -21,44 +21,7 @@ export function headWithoutBcc(head: Buffer): Buffer {
 }
 
 /** A whole message without the Bcc fields of its header block; the same Buffer when it has none. */
-export function messageWithoutBcc(message: Buffer): Buffer {
-  const end = headerEnd(message) ?? message.length;
-  const head = message.subarray(0, end);
-  const stripped = headWithoutBcc(head);
-  return stripped === head ? message : Buffer.concat([stripped, message.subarray(end)]);
-}
+export const messageWithoutBcc = (message: Buffer): Buffer => messageWithHead(message, headWithoutBcc);
 
-/**
- * A message stream without the Bcc fields of its header block: the block is held until its end has come
- * (the first chunk, as a rule), rewritten, and the rest passed on chunk by chunk.
- */
-export function streamWithoutBcc(source: Readable): Readable {
-  return Readable.from(withoutBccChunks(source));
-}
-
-async function* withoutBccChunks(source: Readable): AsyncGenerator<Buffer> {
-  // The header block read so far; undefined once it has gone out.
-  let head: Buffer | undefined = Buffer.alloc(0);
-  try {
-    for await (const data of source) {
-      const chunk = Buffer.isBuffer(data) ? data : Buffer.from(String(data));
-      if (!head) {
-        yield chunk;
-        continue;
-      }
-      // Only the new bytes (and the three before them, for an empty line cut in two) are searched again.
-      const from = Math.max(0, head.length - 3);
-      head = Buffer.concat([head, chunk]);
-      const found = headerEnd(head.subarray(from));
-      if (found === undefined) continue;
-      const end = from + found;
-      yield headWithoutBcc(head.subarray(0, end));
-      yield head.subarray(end);
-      head = undefined;
-    }
-    // A message that is all header.
-    if (head?.length) yield headWithoutBcc(head);
-  } finally {
-    source.destroy();
-  }
-}
+/** A message stream without the Bcc fields of its header block (head-rewrite.ts streamWithHead). */
+export const streamWithoutBcc = (source: Readable): Readable => streamWithHead(source, headWithoutBcc);

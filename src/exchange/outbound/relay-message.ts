@@ -3,9 +3,11 @@ import addressparser from 'nodemailer/lib/addressparser';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Envelope } from '../tables.ts';
 import { hasLongLine } from '../inbound/body-traits.ts';
-import { hasBcc, messageWithoutBcc, streamWithoutBcc } from './bcc.ts';
+import { hasBcc } from './bcc.ts';
+import { messageWithHead, streamWithHead } from './head-rewrite.ts';
 import { HEADER_LIMIT, headerBlockOf, readHeaderBlock } from './header-block.ts';
 import { reencode } from './seven-bit.ts';
+import { outgoingHead } from './subject-tag.ts';
 import type { OpenPayload } from './types.ts';
 
 export interface RelayOptions {
@@ -17,6 +19,8 @@ export interface RelayOptions {
   sevenBit: boolean;
   /** The intake found a line over 998 octets (the envelope's long_lines): re-encode the parts with one. */
   longLines: boolean;
+  /** The subject text the envelope's rule strips (stripSubjectTag; the envelope's subject_strip), or null. */
+  subjectStrip?: string | null;
 }
 
 /**
@@ -26,6 +30,7 @@ export interface RelayOptions {
  *   Postfix's cleanup adds them too): the Date is the moment Sealpost accepted it, the Message-ID
  *   derived from the envelope id, so a retry sends the same one.
  * - Without its `Bcc:` fields (bcc.ts; the Bcc recipients are in the envelope), as Postfix's cleanup does.
+ * - Without the subject tag its rule strips (stripSubjectTag: subject-tag.ts), so the recipient never sees it.
  * - Re-encoded to 7-bit for a relay without 8BITMIME; the parts with a line over 998 octets re-encoded
  *   whatever the relay offers (seven-bit.ts), so that no line goes out longer than RFC 5322 allows.
  * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
@@ -55,15 +60,19 @@ export async function relayMessage(
   const prefix = Buffer.from(added.map((line) => `${line}\r\n`).join(''), 'latin1');
   const dkim = options.dkim;
   const signs = dkim?.aligned(fromDomain(headText));
-  const bcc = hasBcc(headText);
+  // Bcc fields and the subject tag go from the header block (head-rewrite.ts), before the signature.
+  const strip = options.subjectStrip ?? null;
+  const rewritesHead = hasBcc(headText) || strip !== null;
+  const rewriteHead = outgoingHead(strip);
   const rewrite = options.sevenBit || options.longLines || (whole !== undefined && hasLongLine(whole));
 
-  // Re-encoding needs the whole message, whatever its size; so does a Bcc in a header block too long to
+  // Re-encoding needs the whole message, whatever its size; so does a header rewrite of a block too long to
   // have been read whole (readHeaderBlock stops at HEADER_LIMIT).
   const held =
-    whole ?? (rewrite || (bcc && head.length >= HEADER_LIMIT) ? await readAll(await openPayload()) : undefined);
+    whole ??
+    (rewrite || (rewritesHead && head.length >= HEADER_LIMIT) ? await readAll(await openPayload()) : undefined);
   if (held) {
-    let message = bcc ? messageWithoutBcc(held) : held;
+    let message = rewritesHead ? messageWithHead(held, rewriteHead) : held;
     if (prefix.length) message = Buffer.concat([prefix, message]);
     if (rewrite) message = reencode(message, { eightBit: options.sevenBit });
     if (signs) message = Buffer.concat([await dkim!.signature(message), message]);
@@ -71,7 +80,7 @@ export async function relayMessage(
   }
 
   const open = async () => {
-    const payload = bcc ? streamWithoutBcc(await openPayload()) : await openPayload();
+    const payload = rewritesHead ? streamWithHead(await openPayload(), rewriteHead) : await openPayload();
     return prefix.length ? Readable.from(prefixed(prefix, payload)) : payload;
   };
   if (!signs) return open;

@@ -3,9 +3,10 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
-import { streamWithoutBcc } from './bcc.ts';
+import { streamWithHead } from './head-rewrite.ts';
 import { composeNotification } from './notification.ts';
 import { SealClient } from './seal-client.ts';
+import { outgoingHead } from './subject-tag.ts';
 import {
   DeliveryError,
   X_DIAGNOSTIC,
@@ -54,8 +55,10 @@ export function createSealOutbound(deps: {
   const notifyAddress = mailboxOf(deps.notifyFrom);
   return {
     async deliver(envelope, openPayload) {
-      // Without its Bcc fields (bcc.ts): the reader shows no Bcc, and the sealed record names none of them.
-      const sealed = await client.seal(envelope.id, envelope.recipients, streamWithoutBcc(await openPayload()));
+      // Without its Bcc fields (bcc.ts): the reader shows no Bcc, and the sealed record names none of them;
+      // without the subject tag its rule strips (subject-tag.ts), so the reader never shows it.
+      const payload = streamWithHead(await openPayload(), outgoingHead(envelope.subject_strip));
+      const sealed = await client.seal(envelope.id, envelope.recipients, payload);
       const links = new Map(sealed.recipients.map((r) => [comparable(r.email), r]));
       const outcomes = await Promise.allSettled(
         envelope.recipients.map(async (recipient): Promise<FailedRecipient[]> => {

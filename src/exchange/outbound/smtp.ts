@@ -52,6 +52,7 @@ export function createSmtpOutbound(
           dkim: options.dkim,
           sevenBit,
           longLines: envelope.long_lines,
+          subjectStrip: envelope.subject_strip,
         });
       } catch (error) {
         if (error instanceof LineTooLong) {
