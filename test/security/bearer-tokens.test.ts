@@ -110,6 +110,7 @@ describe('admin and service endpoints: every route of B and C refuses a missing,
     const guards = (name: Exclude<ServiceName, 'auth'>, method: string, path: string) =>
       guardOf(name, { method, path });
     assert.equal(guards('exchange', 'POST', '/v1/config'), 'admin');
+    assert.equal(guards('exchange', 'POST', '/v1/config/match'), 'admin');
     assert.equal(guards('exchange', 'POST', '/v1/messages'), 'service');
     assert.equal(guards('seal', 'POST', '/v1/ipfs/config'), 'admin');
     assert.equal(guards('seal', 'POST', '/v1/seal'), 'service');

@@ -144,3 +144,14 @@ export function headerFields(head: Buffer): HeaderFields {
   const raw = fields.get('subject')?.[0];
   return { fields, subject: raw === undefined ? '' : libmime.decodeWords(raw) };
 }
+
+/** The header fields of a dry run's sample (POST /v1/config/match): its headers, and its subject if given. */
+export function sampleHeaders(subject: string | undefined, headers: ReadonlyArray<{ name: string; value: string }>) {
+  const fields = new Map<string, string[]>();
+  for (const { name, value } of headers) {
+    const key = name.toLowerCase();
+    fields.set(key, [...(fields.get(key) ?? []), value.replace(/\r?\n(?=[ \t])/g, '').trim()]);
+  }
+  const raw = subject ?? fields.get('subject')?.[0];
+  return { fields, subject: raw === undefined ? '' : libmime.decodeWords(raw) } satisfies HeaderFields;
+}

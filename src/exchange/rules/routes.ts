@@ -2,7 +2,18 @@ import { Type } from 'typebox';
 import type { App } from '../../kernel/http.ts';
 import { requireBearer } from '../../kernel/bearer.ts';
 import type { OutboundRegistry } from '../outbound/registry.ts';
-import { RuleIdParams, ruleSchemas, type RuleBody } from './schemas.ts';
+import { badRequest } from '../../kernel/errors.ts';
+import { normalizeEmail } from '../../kernel/email.ts';
+import { byRule, decide, needsHeaders, sampleHeaders, subjectStrip } from './criteria.ts';
+import {
+  MatchAnswerSchema,
+  MatchSampleSchema,
+  RuleIdParams,
+  ruleSchemas,
+  type MatchAnswer,
+  type MatchSample,
+  type RuleBody,
+} from './schemas.ts';
 import { ruleView, type RuleStore } from './store.ts';
 
 const errors = {
@@ -52,6 +63,22 @@ export async function ruleRoutes(
     },
     async () => ({ rules: (await rules.list()).map(ruleView) }),
   );
+  app.post(
+    '/v1/config/match',
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Dry run: which rule takes each recipient of a sample message',
+        description:
+          'Matches the sample as the intake would, per recipient, with the rules as they are now; nothing is sent ' +
+          'or stored. A message whose recipients fall to different rules is split into one envelope per rule.',
+        body: MatchSampleSchema,
+        response: { 200: MatchAnswerSchema, 400: errors[400], 401: errors[401] },
+      },
+    },
+    async (request) => dryRun(rules, request.body as MatchSample),
+  );
   app.get(
     '/v1/config/:id',
     {
@@ -100,4 +127,40 @@ export async function ruleRoutes(
       return reply.code(204).send(null);
     },
   );
+}
+
+/** POST /v1/config/match: the intake's decision for a sample (rules/criteria.ts), from the rules as they are now. */
+async function dryRun(rules: RuleStore, sample: MatchSample): Promise<MatchAnswer> {
+  if (sample.sender !== '' && !normalizeEmail(sample.sender)) {
+    throw badRequest(`sender ${JSON.stringify(sample.sender)} is not a valid email address`);
+  }
+  for (const [index, recipient] of sample.recipients.entries()) {
+    if (!normalizeEmail(recipient)) {
+      throw badRequest(`recipients[${index}] ${JSON.stringify(recipient)} is not a valid email address`);
+    }
+  }
+  const candidates = await rules.forChannel(sample.channel);
+  const headers = needsHeaders(candidates) ? sampleHeaders(sample.subject, sample.headers ?? []) : undefined;
+  const decisions = decide(candidates, { ...sample, headers });
+  const refused = decisions.some((decision) => !decision.rule);
+  return {
+    recipients: decisions.map(({ recipient, rule, misses }) => {
+      if (!rule) {
+        return {
+          recipient,
+          reason: candidates.length
+            ? `no rule applies: ${misses.join('; ')}`
+            : `no delivery rule exists for channel ${sample.channel}`,
+        };
+      }
+      const strip = subjectStrip(rule.criteria);
+      return {
+        recipient,
+        rule: { id: rule.id, name: rule.name, priority: rule.priority },
+        outbound: rule.outbound,
+        ...(strip ? { stripSubjectTag: strip } : {}),
+      };
+    }),
+    envelopes: refused ? 0 : byRule(decisions).length,
+  };
 }

@@ -120,6 +120,20 @@ describe('delivery rules API', () => {
     for (const path of ['/v1/config', '/v1/config/{id}']) assert.ok(spec.paths[path], path);
     assert.deepEqual(Object.keys(spec.paths['/v1/config/{id}']).sort(), ['delete', 'get', 'put']);
     assert.ok(spec.paths['/v1/config'].post.requestBody.content['application/json'].schema.properties.configuration);
+    const params =
+      spec.paths['/v1/config'].post.requestBody.content['application/json'].schema.properties.configuration.properties
+        .params.properties;
+    for (const field of ['recipientDomains', 'senderDomains', 'subjectContains', 'header'])
+      assert.ok(params[field], field);
+    const dryRun = spec.paths['/v1/config/match'].post;
+    assert.deepEqual(Object.keys(dryRun.requestBody.content['application/json'].schema.properties).sort(), [
+      'channel',
+      'headers',
+      'recipients',
+      'sender',
+      'subject',
+    ]);
+    assert.ok(dryRun.responses['200'] && dryRun.responses['400']);
     assert.equal((await fetch(`${exchange.url}/swagger/`)).status, 200);
   });
 
@@ -168,6 +182,160 @@ describe('delivery rules API', () => {
         rules.match('json', 'a@b.example'),
         /No delivery rule matches channel json and sender a@b.example/,
       );
+    });
+  });
+
+  describe('criteria and the dry run (POST /v1/config/match)', () => {
+    const withCriteria = (name: string, priority: number, params: object, outbound: string[], more = {}) => ({
+      name,
+      priority,
+      configuration: { params: { channel: 'smtp', ...params }, outbound, ...more },
+    });
+    const match = async (sample: object) => {
+      const response = await call('POST', '/v1/config/match', sample);
+      return { status: response.status, body: await response.json() };
+    };
+    const ruleNames = (body: { recipients: Array<{ rule?: { name: string } }> }) =>
+      body.recipients.map((r) => r.rule?.name ?? null);
+
+    it('stores criteria normalised and shows them back; rules without criteria stay as before', async () => {
+      const created = await call(
+        'POST',
+        '/v1/config',
+        withCriteria(
+          'outside',
+          1,
+          {
+            recipientDomains: ['!Org.Example', 'BÜCHER.example'],
+            subjectContains: '[secure]',
+            header: { name: 'X-Sealpost-Seal', value: ' yes ' },
+          },
+          ['seal'],
+          { stripSubjectTag: true },
+        ),
+      );
+      assert.equal(created.status, 201);
+      assert.deepEqual((await created.json()).configuration, {
+        params: {
+          channel: 'smtp',
+          recipientDomains: ['!org.example', 'xn--bcher-kva.example'],
+          subjectContains: '[secure]',
+          header: { name: 'X-Sealpost-Seal', value: 'yes' },
+        },
+        outbound: ['seal'],
+        stripSubjectTag: true,
+      });
+      const plain = await (await call('POST', '/v1/config', rule('plain', 2, 'smtp', ['smtp']))).json();
+      assert.deepEqual(plain.configuration, { params: { channel: 'smtp' }, outbound: ['smtp'] });
+      const row = await rules.get(plain.id);
+      assert.equal(row.criteria, null, 'a rule without criteria is matched in SQL, as before');
+    });
+
+    it('refuses criteria that are not valid', async () => {
+      for (const [params, more, text] of [
+        [{ recipientDomains: ['not a domain'] }, {}, /recipientDomains/],
+        [{ recipientDomains: ['!bad_domain!.example'] }, {}, /recipientDomains/],
+        [{ senderDomains: [] }, {}, /senderDomains/],
+        [{ subjectContains: '' }, {}, /subjectContains/],
+        [{}, { stripSubjectTag: true }, /stripSubjectTag needs/],
+        [{ header: { name: 'X Bad', value: 'v' } }, {}, /header/],
+        [{ unknown: 1 }, {}, /unknown|additional/i],
+      ] as const) {
+        const response = await call('POST', '/v1/config', withCriteria('bad', 1, params, ['seal'], more));
+        const body = await response.json();
+        assert.equal(response.status, 400, JSON.stringify(params));
+        assert.equal(body.kind, 400);
+        assert.match(body.message, text);
+      }
+    });
+
+    it('answers per recipient for a subject tag, outside recipients and a header', async () => {
+      await call(
+        'POST',
+        '/v1/config',
+        withCriteria('tag', 1, { subjectContains: '[secure]' }, ['seal'], {
+          stripSubjectTag: true,
+        }),
+      );
+      await call(
+        'POST',
+        '/v1/config',
+        withCriteria('header', 2, { header: { name: 'X-Sealpost-Seal', value: 'yes' } }, ['seal']),
+      );
+      await call('POST', '/v1/config', withCriteria('outside', 3, { recipientDomains: ['!org.example'] }, ['seal']));
+      await call('POST', '/v1/config', rule('rest', 4, 'smtp', ['smtp']));
+
+      const tagged = await match({
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['colleague@org.example'],
+        subject: '=?UTF-8?Q?=5BSecure=5D_Vertrag?=',
+      });
+      assert.equal(tagged.status, 200);
+      assert.deepEqual(tagged.body.recipients[0].outbound, ['seal']);
+      assert.equal(tagged.body.recipients[0].rule.name, 'tag');
+      assert.equal(tagged.body.recipients[0].rule.priority, 1);
+      assert.equal(tagged.body.recipients[0].stripSubjectTag, '[secure]');
+
+      const untagged = await match({
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['colleague@org.example'],
+        subject: 'Plans',
+      });
+      assert.deepEqual(ruleNames(untagged.body), ['rest']);
+      assert.deepEqual(untagged.body.recipients[0].outbound, ['smtp']);
+
+      const header = await match({
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['colleague@org.example'],
+        headers: [{ name: 'x-sealpost-seal', value: 'yes' }],
+      });
+      assert.deepEqual(ruleNames(header.body), ['header']);
+
+      const split = await match({
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['colleague@org.example', 'customer@example.com'],
+        subject: 'Offer',
+      });
+      assert.deepEqual(ruleNames(split.body), ['rest', 'outside']);
+      assert.deepEqual(
+        split.body.recipients.map((r: { outbound: string[] }) => r.outbound),
+        [['smtp'], ['seal']],
+      );
+      assert.equal(split.body.envelopes, 2);
+    });
+
+    it('says why no rule takes a recipient', async () => {
+      await call('POST', '/v1/config', withCriteria('outside', 1, { recipientDomains: ['!org.example'] }, ['seal']));
+      const answer = await match({ channel: 'smtp', sender: '', recipients: ['a@org.example', 'b@example.com'] });
+      assert.equal(answer.status, 200);
+      assert.deepEqual(ruleNames(answer.body), [null, 'outside']);
+      assert.match(answer.body.recipients[0].reason, /rule "outside": recipient domain is not !org.example/);
+      assert.equal(answer.body.envelopes, 0, 'the message would be refused');
+      const none = await match({ channel: 'json', sender: '', recipients: ['a@org.example'] });
+      assert.match(none.body.recipients[0].reason, /no delivery rule exists for channel json/);
+    });
+
+    it('refuses malformed samples with the error object', async () => {
+      for (const [sample, text] of [
+        [{ channel: 'smtp', sender: 'a@b.example' }, /recipients/],
+        [{ channel: 'fax', sender: 'a@b.example', recipients: ['c@d.example'] }, /channel/],
+        [{ channel: 'smtp', sender: 'a@b.example', recipients: [] }, /recipients/],
+        [{ channel: 'smtp', sender: 'not an address', recipients: ['c@d.example'] }, /sender/],
+        [{ channel: 'smtp', sender: 'a@b.example', recipients: ['c@d.example', 'nope'] }, /recipients\[1\]/],
+        [{ channel: 'smtp', sender: 'a@b.example', recipients: ['c@d.example'], headers: [{ name: 'X' }] }, /value/],
+        [{ channel: 'smtp', sender: 'a@b.example', recipients: ['c@d.example'], extra: true }, /extra|additional/i],
+      ] as const) {
+        const { status, body } = await match(sample);
+        assert.equal(status, 400, JSON.stringify(sample));
+        assert.equal(body.kind, 400);
+        assert.equal(typeof body.message, 'string');
+        assert.match(body.message, text, JSON.stringify(body));
+      }
+      assert.equal((await call('POST', '/v1/config/match', { channel: 'smtp' }, 'wrong-token')).status, 401);
     });
   });
 });

@@ -125,3 +125,57 @@ export type RuleBody = Static<typeof shipped.body>;
 export type RuleView = Static<typeof shipped.stored>;
 
 export const RuleIdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'rule id' }) });
+
+/** A dry run's sample message (POST /v1/config/match). */
+export const MatchSampleSchema = Type.Object(
+  {
+    channel: ChannelSchema,
+    sender: Type.String({ maxLength: 254, description: "the envelope sender (MAIL FROM); '' for the null sender <>" }),
+    recipients: Type.Array(Type.String({ minLength: 3, maxLength: 254 }), {
+      minItems: 1,
+      maxItems: 1000,
+      description: 'the envelope recipients (RCPT TO)',
+    }),
+    subject: Type.Optional(Type.String({ maxLength: 998, description: 'the Subject, RFC 2047 words allowed' })),
+    headers: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[!-9;-~]+$' }),
+            value: Type.String({ maxLength: 998 }),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 100, description: 'header fields of the message, in order' },
+      ),
+    ),
+  },
+  { additionalProperties: false, title: 'Rule match sample' },
+);
+export type MatchSample = Static<typeof MatchSampleSchema>;
+
+export const MatchAnswerSchema = Type.Object(
+  {
+    recipients: Type.Array(
+      Type.Object({
+        recipient: Type.String(),
+        rule: Type.Optional(
+          Type.Object({ id: Type.String({ format: 'uuid' }), name: Type.String(), priority: Type.Integer() }),
+        ),
+        outbound: Type.Optional(Type.Array(Type.String(), { description: "the rule's outbound strategies" })),
+        stripSubjectTag: Type.Optional(Type.String({ description: 'the subject text removed before delivery' })),
+        reason: Type.Optional(
+          Type.String({ description: "why no rule takes the recipient: each rule's first criterion that failed" }),
+        ),
+      }),
+      { description: 'per recipient, in the order given: the rule that takes it, or why none does' },
+    ),
+    envelopes: Type.Integer({
+      description:
+        'how many envelopes the message becomes (one per rule); 0 when a recipient has no rule, as the ' +
+        'message would then be refused',
+    }),
+  },
+  { title: 'Rule match decisions' },
+);
+export type MatchAnswer = Static<typeof MatchAnswerSchema>;
