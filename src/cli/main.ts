@@ -15,6 +15,10 @@ const USAGE = `Usage: sealpost <command> [--help]
   check                            ${CHECK_HELP}
   config [--markdown|--json]       print the environment variables Sealpost reads (markdown table or JSON)
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
+  rules test --to ADDR [--to ADDR ...] [--from ADDR] [--channel smtp|json]
+                                   [--subject TEXT] [--header "Name: value" ...] [--json]
+                                   which delivery rule of the running exchange (EXCHANGE_URL) takes each
+                                   recipient of a sample message (a dry run); exit 1 when one has none
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
   dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519] [--bits 2048]
@@ -83,6 +87,19 @@ async function main(argv: string[]): Promise<number> {
         return await queueCommand(readConfig(['exchange']), rest, process.stdout);
       } catch (error) {
         process.stderr.write(`sealpost queue: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
+    case 'rules': {
+      if (rest[0] !== 'test') {
+        process.stderr.write(commandHelp('rules') ?? '');
+        return 2;
+      }
+      const { rulesTestCommand } = await import('./rules.ts');
+      try {
+        return await rulesTestCommand(readConfig(['exchange']), rest.slice(1), process.stdout);
+      } catch (error) {
+        process.stderr.write(`sealpost rules test: ${(error as Error).message}\n`);
         return 1;
       }
     }

@@ -23,7 +23,8 @@ export async function keepGeneratedAdminToken(config: Config): Promise<void> {
   await chmod(file, 0o600);
 }
 
-async function adminToken(config: Config): Promise<string> {
+/** ADMIN_TOKEN, or the one the embedded default generated and kept in the data folder. */
+export async function adminToken(config: Config): Promise<string> {
   if (!config.generatedTokens.includes('ADMIN_TOKEN')) return config.adminToken;
   const file = join(resolve(config.dataDir), TOKEN_FILE);
   try {
