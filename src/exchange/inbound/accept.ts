@@ -148,8 +148,10 @@ export class MessageIntake implements Intake {
       );
     }
     const groups = byRule(decisions);
+    // The first part keeps the id the client is told; every part's history names all of them.
+    const ids = groups.map((_, index) => (index === 0 ? envelope.id : randomUUID()));
     return groups.map(({ rule, recipients }, index) => {
-      const id = index === 0 ? envelope.id : randomUUID();
+      const id = ids[index]!;
       return {
         ...envelope,
         id,
@@ -158,7 +160,7 @@ export class MessageIntake implements Intake {
         acceptedDetail:
           groups.length > 1
             ? `${envelope.acceptedDetail}; part ${index + 1} of ${groups.length} of message ${envelope.id}, ` +
-              `split by rule`
+              `split by rule (envelopes ${ids.join(', ')})`
             : envelope.acceptedDetail,
         rule: { id: rule.id, name: rule.name, updatedAt: rule.updated_at, outbound: rule.outbound },
         subjectStrip: subjectStrip(rule.criteria),
