@@ -26,7 +26,8 @@ export interface SenderOptions {
   /** The messages to send, each at most once, in order across the connections. */
   messages: Array<{ messageId: string; raw: Buffer }>;
   from?: string;
-  to?: string;
+  /** One RCPT TO, or several in one transaction (a message the exchange may split per recipient). */
+  to?: string | string[];
   /** Checked before each message; true ends that connection's loop (the rest stay `unsent`). */
   stop?: () => boolean;
   /** Called after each final reply, e.g. to start a fault once enough messages are queued. */
@@ -44,7 +45,7 @@ export interface SenderOptions {
 export async function sendOverSmtp(options: SenderOptions): Promise<SentMessage[]> {
   const sent: SentMessage[] = options.messages.map((m) => ({ ...m, outcome: 'unsent' }));
   const from = options.from ?? 'alice@sender.example';
-  const to = options.to ?? 'bob@rcpt.example';
+  const to = [options.to ?? 'bob@rcpt.example'].flat();
   let next = 0;
 
   const sender = async () => {
@@ -60,12 +61,10 @@ export async function sendOverSmtp(options: SenderOptions): Promise<SentMessage[
         const message = sent[next++]!;
         message.outcome = 'unanswered';
         try {
-          const replies = [
-            await talk.send(`MAIL FROM:<${from}>`),
-            await talk.send(`RCPT TO:<${to}>`),
-            await talk.send('DATA'),
-          ];
-          if (!replies[2]!.startsWith('354')) {
+          const replies = [await talk.send(`MAIL FROM:<${from}>`)];
+          for (const recipient of to) replies.push(await talk.send(`RCPT TO:<${recipient}>`));
+          replies.push(await talk.send('DATA'));
+          if (!replies.at(-1)!.startsWith('354')) {
             message.outcome = 'refused';
             // The refusal is the first reply that is not 2xx/3xx (MAIL FROM when the database is down:
             // the rule lookup runs there); the 503s after it only follow from it.
