@@ -8,6 +8,8 @@ import type { Channel, ExchangeTables } from '../tables.ts';
  * never disagree, or a sender told "accepted" at MAIL FROM would be refused after DATA. The one
  * disagreement allowed is in time: MAIL FROM may answer yes from rules read up to SMTP_RULE_CACHE_TTL
  * ago (snapshot.ts), so a rule deleted on another instance in that moment refuses after DATA instead.
+ * A rule with criteria beyond channel and sender (rules/criteria.ts) counts here as one that may apply: the
+ * envelope writer leaves a message whose first such rule has criteria to the per-recipient match.
  */
 
 /**

@@ -63,6 +63,15 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
     await withExchange(url, { embedded: true }, async (exchange) => {
       const starters = [
         {
+          name: 'starter: seal mail tagged [secure], tag removed',
+          priority: 90,
+          configuration: {
+            params: { channel: 'smtp', subjectContains: '[secure]' },
+            outbound: ['seal'],
+            stripSubjectTag: true,
+          },
+        },
+        {
           name: 'starter: relay replies',
           priority: 100,
           configuration: { params: { channel: 'json' }, outbound: ['smtp'] },
@@ -73,6 +82,7 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
           configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
         },
       ];
+      starters.sort((a, b) => a.name.localeCompare(b.name));
       assert.deepEqual(await rulesOf(exchange), starters);
       const logged = starterLogs(exchange).map((line) => line.rule as { name: string });
       assert.deepEqual(
@@ -144,6 +154,7 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
       assert.deepEqual((await new RuleStore(db).list()).map((rule) => rule.name).sort(), [
         'starter: relay replies',
         'starter: seal inbound mail',
+        'starter: seal mail tagged [secure], tag removed',
       ]);
       await db.deleteFrom('rules').execute();
       await createStarterRules(db, options);

@@ -4,8 +4,21 @@ import type { ExchangeTables } from '../tables.ts';
 import type { RuleBody } from './schemas.ts';
 import { RuleStore } from './store.ts';
 
-/** The embedded default's starter rules: a first email to localhost:2525 is sealed, and replies go out. */
+/**
+ * The embedded default's starter rules: a first email to localhost:2525 is sealed, and replies go out. The
+ * first shows a match beyond the channel (docs/operating.md#deciding-what-to-seal): a `[secure]` tag in the
+ * subject is removed before the recipient sees the message; the rule below seals the rest all the same.
+ */
 export const STARTER_RULES: RuleBody[] = [
+  {
+    name: 'starter: seal mail tagged [secure], tag removed',
+    priority: 90,
+    configuration: {
+      params: { channel: 'smtp', subjectContains: '[secure]' },
+      outbound: ['seal'],
+      stripSubjectTag: true,
+    },
+  },
   {
     name: 'starter: seal inbound mail',
     priority: 100,
