@@ -45,7 +45,7 @@ export function formatDecisions(answer: MatchAnswer): string {
   const width = Math.max(...answer.recipients.map((r) => r.recipient.length));
   const lines = answer.recipients.map(({ recipient, rule, outbound, stripSubjectTag, reason }) => {
     const who = recipient.padEnd(width);
-    if (!rule) return `${who}  no rule: ${reason}`;
+    if (!rule) return `${who}  ${reason}`;
     const strip = stripSubjectTag ? `, subject without ${JSON.stringify(stripSubjectTag)}` : '';
     return `${who}  rule "${rule.name}" (priority ${rule.priority}, ${rule.id}) -> ${outbound?.join(', ')}${strip}`;
   });

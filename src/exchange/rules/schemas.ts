@@ -81,6 +81,11 @@ export function ruleSchemas<Name extends string>(strategies: readonly OutboundSt
               description:
                 'what a message must match, every given field (AND); rules are matched per recipient, and a message ' +
                 'whose recipients fall to different rules is split into one envelope per rule',
+              examples: [
+                { channel: 'smtp', subjectContains: '[secure]' },
+                { channel: 'smtp', header: { name: 'X-Sealpost-Seal', value: 'yes' } },
+                { channel: 'smtp', recipientDomains: ['!org.example'] },
+              ],
             },
           ),
           outbound: Type.Array(outbound, {
@@ -150,7 +155,19 @@ export const MatchSampleSchema = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false, title: 'Rule match sample' },
+  {
+    additionalProperties: false,
+    title: 'Rule match sample',
+    examples: [
+      {
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['colleague@org.example', 'customer@example.com'],
+        subject: '[secure] The offer',
+        headers: [{ name: 'X-Sealpost-Seal', value: 'yes' }],
+      },
+    ],
+  },
 );
 export type MatchSample = Static<typeof MatchSampleSchema>;
 
