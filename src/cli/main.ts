@@ -17,6 +17,7 @@ const USAGE = `Usage: sealpost <command> [--help]
   queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
   rules test --to ADDR [--to ADDR ...] [--from ADDR] [--channel smtp|json]
                                    [--subject TEXT] [--header "Name: value" ...] [--json]
+                                   (--recipient and --sender name --to and --from too; no --from: <>)
                                    which delivery rule of the running exchange (EXCHANGE_URL) takes each
                                    recipient of a sample message (a dry run); exit 1 when one has none
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);

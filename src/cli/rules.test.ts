@@ -58,8 +58,10 @@ describe('sealpost rules test (the dry run of the delivery rules)', () => {
 
   it('passes the subject and headers, and answers JSON with --json', async () => {
     const { stdout } = await rules([
-      '--to',
+      '--recipient',
       'colleague@org.example',
+      '--sender',
+      'dana@org.example',
       '--subject',
       '[Secure] offer',
       '--header',

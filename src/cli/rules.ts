@@ -15,15 +15,19 @@ export function sampleOf(args: string[]) {
     args,
     options: {
       channel: { type: 'string', default: 'smtp' },
-      from: { type: 'string', default: '' },
+      // Named as swaks names them, and as the sample's fields.
+      from: { type: 'string' },
+      sender: { type: 'string' },
       to: { type: 'string', multiple: true },
+      recipient: { type: 'string', multiple: true },
       subject: { type: 'string' },
       header: { type: 'string', multiple: true },
       json: { type: 'boolean', default: false },
     },
     strict: true,
   });
-  if (!values.to?.length) throw new Error('give at least one recipient with --to ADDR');
+  const recipients = [...(values.to ?? []), ...(values.recipient ?? [])];
+  if (!recipients.length) throw new Error('give at least one recipient with --to ADDR');
   const headers = (values.header ?? []).map((field) => {
     const colon = field.indexOf(':');
     if (colon <= 0) throw new Error(`--header ${JSON.stringify(field)}: write it as "Name: value"`);
@@ -33,8 +37,9 @@ export function sampleOf(args: string[]) {
     json: values.json,
     sample: {
       channel: values.channel,
-      sender: values.from,
-      recipients: values.to,
+      // No sender given: the null sender <>, as a bounce has.
+      sender: values.from ?? values.sender ?? '',
+      recipients,
       ...(values.subject !== undefined ? { subject: values.subject } : {}),
       ...(headers.length ? { headers } : {}),
     },
