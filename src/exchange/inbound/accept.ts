@@ -103,6 +103,7 @@ export class MessageIntake implements Intake {
     bytes: Buffer | undefined,
   ): Promise<NonNullable<AcceptedMessage['parts']>> {
     const copies: string[] = [];
+    let writing = false;
     try {
       for (let attempt = 0; attempt < 2; attempt++) {
         const parts = await this.planParts(message, envelope, bytes);
@@ -110,13 +111,24 @@ export class MessageIntake implements Intake {
           copies.push(part.payloadKey);
           await this.copyPayload(envelope.payloadKey, part.payloadKey, bytes);
         }
+        writing = true;
         if (await writeParts(this.deps.db, parts)) {
           return parts.map((part) => ({ envelopeId: part.id, outbound: part.rule.outbound }));
         }
+        writing = false;
         await this.deps.objects.deleteMany(copies.splice(0));
       }
     } catch (error) {
-      await this.deletePayloads([envelope.payloadKey, ...copies], envelope.id);
+      // As writeFailed: a transaction whose outcome is unknown (the connection lost at its commit) may have
+      // written the rows, so its payloads stay, delivered if it did, else removed by OrphanPayloadSweep.
+      if (writing && !statementRolledBack(error)) {
+        this.deps.logger.warn(
+          { err: error, envelopeId: envelope.id, keys: [envelope.payloadKey, ...copies], step: 'insert' },
+          'envelope parts write failed with its outcome unknown; the payloads stay for the orphan sweep',
+        );
+      } else {
+        await this.deletePayloads([envelope.payloadKey, ...copies], envelope.id);
+      }
       databaseUnavailable(error);
     }
     await this.deletePayloads([envelope.payloadKey, ...copies], envelope.id);

@@ -5,8 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
+import { openDatabase } from '../../kernel/db/index.ts';
+import { AppError } from '../../kernel/errors.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createLocalObjectStore, type ObjectStore } from '../../kernel/objects/index.ts';
+import { refuseConnections } from '../../../test/support/db-faults.ts';
 import { openExchangeTestDatabase, type ExchangeTestDatabase } from '../../../test/support/exchange-delivery.ts';
 import { payloadKey } from '../handoff.ts';
 import { RECENT_PAYLOAD_MAX } from '../recent-payloads.ts';
@@ -250,5 +253,86 @@ describe('MessageIntake matching per recipient', () => {
     );
     assert.deepEqual(await keys(), before, 'no payload left');
     assert.equal(await countAll(), count, 'no row written');
+  });
+
+  it('a write PostgreSQL refuses (rolled back) leaves no payload of any part', async () => {
+    await rule('outside', 1, { recipientDomains: ['!org.example'] }, ['seal']);
+    await rule('inside', 2, {}, ['smtp']);
+    const envelopeId = '00000000-0000-4000-8000-0000000c0de1';
+    // A row with the first part's id, written meanwhile: the transaction's insert fails and rolls back.
+    afterRead = async () => {
+      await db
+        .insertInto('envelopes')
+        .values({
+          id: envelopeId,
+          channel: 'smtp',
+          sender: '',
+          recipients: ['x@example.com'],
+          size: 1,
+          payload_key: 'exchange/payloads/elsewhere',
+          rule_id: null,
+          outbound: ['smtp'],
+          status: 'delivered',
+        })
+        .execute();
+    };
+    const before = await keys();
+    await assert.rejects(
+      intake.accept({
+        channel: 'smtp',
+        sender: 'dana@org.example',
+        recipients: ['a@org.example', 'c@example.com'],
+        payload: message('Hi'),
+        envelopeId,
+      }),
+      (error: unknown) => error instanceof AppError && error.status === 503,
+    );
+    assert.deepEqual(await keys(), before, 'the payload and its copy deleted');
+    await db.deleteFrom('envelopes').where('id', '=', envelopeId).execute();
+  });
+
+  it("keeps every part's payload when the write's outcome is unknown (connection lost), for the sweep", async () => {
+    await rule('outside', 1, { recipientDomains: ['!org.example'] }, ['seal']);
+    await rule('inside', 2, {}, ['smtp']);
+    // An intake with a pool of its own, cut off between its read of the rules and its write.
+    const other = await openDatabase({ url: testDb.url, poolSize: 1 });
+    const otherDb = other.db.withSchema('exchange') as Kysely<ExchangeTables>;
+    const store = new RuleStore(otherDb);
+    let restore: (() => Promise<void>) | undefined;
+    const cutOffRules = Object.assign(Object.create(store) as RuleStore, {
+      forChannel: async (channel: Channel) => {
+        const read = await store.forChannel(channel);
+        restore = await refuseConnections(testDb.url);
+        return read;
+      },
+    });
+    const cutOff = new MessageIntake({
+      db: otherDb,
+      objects,
+      rules: cutOffRules,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const envelopeId = '00000000-0000-4000-8000-0000000c0de2';
+    const before = new Set(await keys());
+    try {
+      await assert.rejects(
+        cutOff.accept({
+          channel: 'smtp',
+          sender: 'dana@org.example',
+          recipients: ['a@org.example', 'c@example.com'],
+          payload: message('Hi'),
+          envelopeId,
+        }),
+        (error: unknown) => error instanceof AppError && error.status === 503,
+      );
+    } finally {
+      await restore?.();
+      await other.close();
+    }
+    const kept = (await keys()).filter((key) => !before.has(key));
+    assert.equal(kept.length, 2, 'the payload and its copy stay: the rows might have been committed');
+    assert.ok(kept.includes(payloadKey(envelopeId)));
+    assert.deepEqual(await envelopesOf([envelopeId]), [], 'no row: the sweep will remove them');
+    await objects.deleteMany(kept);
   });
 });
