@@ -157,6 +157,13 @@ export const MessageAcceptedSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid', description: 'envelope id; GET /v1/messages/{id}/status shows its history' }),
     status: Type.Literal('accepted'),
+    parts: Type.Optional(
+      Type.Array(Type.String({ format: 'uuid' }), {
+        description:
+          'only when the recipients fell to different delivery rules: the id of every envelope the message ' +
+          'became, `id` first; each has its own status history',
+      }),
+    ),
   },
   { title: 'Message accepted' },
 );

@@ -56,13 +56,18 @@ export async function jsonInboundRoutes(
           recipients: message.recipients.length,
           size: accepted.size,
           outbound: accepted.outbound,
+          ...(accepted.parts ? { parts: accepted.parts } : {}),
         },
         'message accepted over JSON',
       );
       return reply
         .code(202)
         .header('location', `/v1/messages/${accepted.envelopeId}/status`)
-        .send({ id: accepted.envelopeId, status: 'accepted' as const });
+        .send({
+          id: accepted.envelopeId,
+          status: 'accepted' as const,
+          ...(accepted.parts ? { parts: accepted.parts.map((part) => part.envelopeId) } : {}),
+        });
     },
   );
 }

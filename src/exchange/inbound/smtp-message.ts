@@ -70,6 +70,8 @@ export function receiveMessage(
           recipients: recipients.length,
           size: accepted.size,
           outbound: accepted.outbound,
+          // Split per recipient by the rules: every envelope, the first being envelopeId.
+          ...(accepted.parts ? { parts: accepted.parts } : {}),
           client,
           tls: session.secure,
           ms: Date.now() - started,

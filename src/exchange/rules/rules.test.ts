@@ -308,6 +308,37 @@ describe('delivery rules API', () => {
       assert.equal(split.body.envelopes, 2);
     });
 
+    it('splits a JSON message per recipient, and the 202 names every part', async () => {
+      await call('POST', '/v1/config', {
+        name: 'outside',
+        priority: 1,
+        configuration: { params: { channel: 'json', recipientDomains: ['!org.example'] }, outbound: ['seal'] },
+      });
+      await call('POST', '/v1/config', rule('rest', 2, 'json', ['smtp']));
+      const submit = (to: string[]) =>
+        fetch(`${exchange.url}/v1/messages`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${exchange.serviceToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ from: 'dana@org.example', to, subject: 'Offer', text: 'Hello' }),
+        });
+      const split = await submit(['colleague@org.example', 'customer@example.com']);
+      assert.equal(split.status, 202);
+      const body = await split.json();
+      assert.equal(body.parts.length, 2);
+      assert.equal(body.parts[0], body.id);
+      const envelopes = await exchange.database.db
+        .withSchema('exchange')
+        .selectFrom('envelopes')
+        .select(['id', 'recipients', 'outbound'])
+        .where('id', 'in', body.parts)
+        .execute();
+      const byId = new Map(envelopes.map((e) => [e.id, e]));
+      assert.deepEqual(byId.get(body.parts[0])?.recipients, ['colleague@org.example']);
+      assert.deepEqual(byId.get(body.parts[1])?.outbound, ['seal']);
+      const whole = await (await submit(['colleague@org.example'])).json();
+      assert.equal(whole.parts, undefined, 'one envelope: no parts');
+    });
+
     it('says why no rule takes a recipient', async () => {
       await call('POST', '/v1/config', withCriteria('outside', 1, { recipientDomains: ['!org.example'] }, ['seal']));
       const answer = await match({ channel: 'smtp', sender: '', recipients: ['a@org.example', 'b@example.com'] });
