@@ -32,6 +32,8 @@ export interface StoredCluster {
   timeout: string;
   addParams?: Record<string, boolean>;
   pinParams?: { replicationFactorMin?: number; replicationFactorMax?: number; name?: string; expireIn?: string };
+  /** The cluster's IPFS API, `http://host:port`; absent: its host on IPFS_PROXY_PORT. */
+  ipfsApi?: string;
 }
 
 export type SignInMethod = SignInMethodName;
