@@ -1,6 +1,15 @@
 import { AUTH_PORT, AUTH_PUBLIC_URL, authPublicUrl, SEAL_MAX_MESSAGE_SIZE, SEAL_PORT } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
-import { boolean, nonEmpty, port, positiveDuration, text, ValueError } from '../kernel/parsers.ts';
+import {
+  boolean,
+  integer,
+  nonEmpty,
+  nonNegativeDuration,
+  port,
+  positiveDuration,
+  text,
+  ValueError,
+} from '../kernel/parsers.ts';
 import { parseSealExpiry } from '../kernel/seal-expiry.ts';
 import { defineVariables, loadVariables } from '../kernel/variables.ts';
 import { parseIpfsApi } from './clusters/config.ts';
@@ -128,6 +137,23 @@ export const SEAL_VARIABLES = defineVariables({
       'asked to unpin ended content (failed unpins retried, doubling up to 1h); expiry itself holds at once',
     default: '10s',
     ...positiveDuration,
+  },
+  scrubInterval: {
+    name: 'SEAL_SCRUB_INTERVAL',
+    meaning:
+      "how often the scrub reads every running sealed message's copy on every cluster and checks it against its " +
+      'seal (first one interval after sealing); damaged or missing copies are listed in GET /v1/admin/copies; ' +
+      '0s turns the scrub off',
+    default: '168h',
+    ...nonNegativeDuration,
+  },
+  scrubRate: {
+    name: 'SEAL_SCRUB_RATE',
+    meaning:
+      'messages the scrub reads per second at most (each on every cluster, one at a time), so that it never ' +
+      'competes with sealing and reading',
+    default: '2',
+    ...integer(1, 1000),
   },
   trailRetention: {
     name: 'SEAL_TRAIL_RETENTION',

@@ -315,12 +315,13 @@ export class ClusterClient {
    * address and timeouts, no certificate; it calls http.Server.Serve). So the cluster's Basic
    * credentials go to the proxy (where Kubo's API.Authorizations may check them) only for a cluster
    * with `secure: false`, whose REST calls carry them in clear anyway; a `secure` cluster's password
-   * is never sent unencrypted. Returns the byte count.
+   * is never sent unencrypted. `offline` is Kubo's global option: only the blocks the daemon holds are read,
+   * none fetched from its peers (the scrub's question is this cluster's own copy). Returns the byte count.
    */
-  async cat(path: string, sink: Writable): Promise<number> {
+  async cat(path: string, sink: Writable, offline = false): Promise<number> {
     return this.call(
       'POST',
-      `/api/v0/cat?arg=${encodeURIComponent(path)}`,
+      `/api/v0/cat?arg=${encodeURIComponent(path)}${offline ? '&offline=true' : ''}`,
       {},
       async (res) => {
         if (res.statusCode !== 200) {

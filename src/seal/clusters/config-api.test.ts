@@ -205,7 +205,7 @@ describe('POST /v1/ipfs/config validation', () => {
       { clusters: [{ ...ok, pinParams: { name: 'ü'.repeat(400) } }] },
       /^clusters\[0\]\.pinParams\.name takes 2400 bytes URL-encoded; at most 2048 fit/,
     ],
-    // Settings as the real cluster would take them (issue 50): a time limit it can work with, no control characters.
+    // Settings as the real cluster would take them: a time limit it can work with, no control characters.
     [
       'a timeout of one nanosecond',
       { clusters: [{ ...ok, timeout: '1ns' }] },
