@@ -11,6 +11,8 @@ export interface ScrubTarget {
   wrappedKey: string;
   sha256: string;
   size: number;
+  /** The clusters whose pin of it is `pinned`: the others are the pin follower's (GET /v1/admin/unpinned). */
+  pinnedOn: string[];
 }
 
 /** One copy as the scrub found it. */
@@ -85,6 +87,16 @@ export class ScrubStore {
       )
       .where('wrapped_key', 'is not', null)
       .execute();
+    const pinned = await this.db
+      .selectFrom('sealed_pins')
+      .select(['sealed_id', 'cluster'])
+      .where(
+        'sealed_id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .where('status', '=', 'pinned')
+      .execute();
     return rows.map((row) => ({
       id: row.id,
       cid: row.cid,
@@ -93,6 +105,7 @@ export class ScrubStore {
       wrappedKey: row.wrapped_key!,
       sha256: row.sha256,
       size: row.size,
+      pinnedOn: pinned.filter((pin) => pin.sealed_id === row.id).map((pin) => pin.cluster),
     }));
   }
 

@@ -83,7 +83,7 @@ describe('the scrub', () => {
         standInCluster(primary, { ipfsApi: primary.proxyUrl, timeout: '2s' }),
         standInCluster(secondary, { ipfsApi: secondary.proxyUrl, timeout: '2s' }),
       ],
-      { SEAL_SCRUB_INTERVAL: '1s', SEAL_SCRUB_RATE: '50', ...env },
+      { SEAL_SCRUB_INTERVAL: '1s', SEAL_SCRUB_RATE: '50', SEAL_PIN_CHECK_INTERVAL: '100ms', ...env },
     );
     stops.push(() => seal.stop());
     const sealOne = async (body: string) => {
@@ -91,6 +91,17 @@ describe('the scrub', () => {
       assert.equal(response.status, 201, await response.clone().text());
       const { id, cid } = (await response.json()) as { id: string; cid: string };
       await replicate(primary, secondary);
+      // The scrub reads the copies the clusters hold as pinned: wait until both do.
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const record = await fetch(`${seal.url}/v1/sealed/${id}`, {
+          headers: { authorization: `Bearer ${seal.serviceToken}` },
+        });
+        const { pins } = (await record.json()) as { pins: Array<{ status: string }> };
+        if (pins.every((pin) => pin.status === 'pinned')) break;
+        assert.ok(Date.now() < deadline, `not pinned on both: ${JSON.stringify(pins)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       return { id, cid };
     };
     return { primary, secondary, seal, sealOne };
@@ -146,6 +157,21 @@ describe('the scrub', () => {
     secondary.setIpfsDown(false);
     await listedUntil(seal, 'cleared once the daemon is back', (list) => list.length === 0);
     await metricBecomes(seal, `seal_scrub_copies{cluster="${name(secondary)}",state="missing"}`, 0);
+  });
+
+  it('leaves a copy not pinned yet to the pin follower: not read, not listed', async () => {
+    const { primary, secondary, seal, sealOne } = await setUp({ SEAL_SCRUB_INTERVAL: '0s' });
+    const { cid } = await sealOne('pinned on both');
+    secondary.setFailPins(true);
+    const response = await postSeal(seal, rawMessage({ body: 'pinned on the primary only' }));
+    assert.equal(response.status, 201);
+    const pending = (await response.json()) as { cid: string };
+    const pass = await seal.service.workers!.scrubber!.runOnce();
+    assert.deepEqual(pass, { messages: 2, damaged: 0, missing: 0 });
+    assert.equal(cats(secondary, pending.cid).length, 0, 'the copy in error is not read');
+    assert.equal(cats(primary, pending.cid).length, 1);
+    assert.equal(cats(secondary, cid).length, 1);
+    assert.deepEqual(await copies(seal), []);
   });
 
   it('skips ended messages, and keeps to SEAL_SCRUB_RATE', async () => {

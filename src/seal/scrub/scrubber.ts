@@ -38,12 +38,13 @@ export interface ScrubberOptions {
 
 /**
  * The scrub (docs/operating.md#the-scrub), as a storage system scrubs its disks: every running sealed message's
- * copy on every cluster is read (offline: the cluster's own blocks, none fetched from its peers) and checked
- * against its seal, AES-256-GCM and SHA-256, streaming without keeping the content. A damaged or missing copy
- * is listed (GET /v1/admin/copies), counted on /metrics, and repaired where the cluster can (a missing copy's
- * pin recovered); an intact one is cleared from the list. One message at a time at SEAL_SCRUB_RATE at most, so
- * it never competes with sealing and reading for more than a trickle. Instances share the work through
- * seal_scrub_due: each message is read once per SEAL_SCRUB_INTERVAL, first one interval after sealing.
+ * copy on every cluster that holds its pin as pinned is read (offline: the cluster's own blocks, none fetched
+ * from its peers) and checked against its seal, AES-256-GCM and SHA-256, streaming without keeping the content.
+ * A damaged or missing copy is listed (GET /v1/admin/copies), counted on /metrics, and repaired where the
+ * cluster can (a missing copy's pin recovered); an intact one is cleared from the list. One message at a time
+ * at SEAL_SCRUB_RATE at most, so it never competes with sealing and reading for more than a trickle. Instances
+ * share the work through seal_scrub_due: each message is read once per SEAL_SCRUB_INTERVAL, first one interval
+ * after sealing.
  */
 export class Scrubber {
   private timer: NodeJS.Timeout | undefined;
@@ -147,7 +148,9 @@ export class Scrubber {
       size: target.size,
     };
     const findings: CopyFinding[] = [];
-    for (const cluster of clusters) {
+    // A copy not pinned yet (or in error) is the pin follower's, listed by GET /v1/admin/unpinned: reading it
+    // here would call a copy still on its way missing.
+    for (const cluster of clusters.filter((entry) => target.pinnedOn.includes(entry.name))) {
       const context = { sealedId: target.id, cid: target.cid, cluster: cluster.name };
       try {
         await verifyCopy(cluster, facts, true);

@@ -402,14 +402,13 @@ export class Sealer {
     if (problems.some((problem) => problem.state === 'damaged')) {
       logger.error(
         { sealedId: id, cid: message.cid, copies: problems },
-        'no copy of sealed content verifies: not served',
+        'sealed content failed verification: not served',
       );
       // Its own errorCode: a broken seal is final, unlike a cluster that failed for now (upstream_failed, unavailable).
       throw new AppError(
         'seal_broken',
         502,
-        `The content of sealed message ${id} failed verification and is not served; ` +
-          `no copy verifies: ${describeCopies(problems)}`,
+        `The content of sealed message ${id} failed verification and is not served: ${describeCopies(problems)}`,
         { details: { cid: message.cid, copies } },
       );
     }
