@@ -2,6 +2,10 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import { systemClock } from '../../kernel/clock.ts';
+import type { SealTables } from '../tables.ts';
+import { ScrubStore } from './scrub-store.ts';
 import {
   postSeal,
   rawMessage,
@@ -196,5 +200,19 @@ describe('the scrub', () => {
     assert.equal(cats(primary, withdrawn.cid).length, 0, 'the withdrawn message is not read');
     const firsts = sealed.map(({ cid }) => cats(primary, cid)[0]!.time).sort((a, b) => a - b);
     assert.ok(firsts[2]! - firsts[0]! >= 900, `2 messages a second: ${firsts[2]! - firsts[0]!} ms for three`);
+  });
+
+  it('lets one instance at a time claim a message, so instances share the pass', async () => {
+    const { seal, sealOne } = await setUp({ SEAL_SCRUB_INTERVAL: '0s' });
+    for (const body of ['a', 'b', 'c', 'd', 'e']) await sealOne(body);
+    const instance = () => new ScrubStore(seal.database.db.withSchema('seal') as Kysely<SealTables>, systemClock);
+    const lease = new Date(Date.now() + 60_000);
+    const claim = (limit: number) => instance().claimDue(limit, lease, new Date());
+    const [one, two] = await Promise.all([claim(3), claim(3)]);
+    const rest = await claim(10);
+    const ids = [...one, ...two, ...rest].map((target) => target.id);
+    assert.equal(new Set(ids).size, ids.length, `no message claimed twice: ${ids}`);
+    assert.equal(ids.length, 5, 'every due message claimed once');
+    assert.deepEqual(await claim(10), [], 'a leased message is not due until its lease ends');
   });
 });

@@ -3,11 +3,14 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { cp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { loadConfig } from '../../cli/config.ts';
 import type { RecordedRequest } from '../../devstack/ipfs-cluster/index.ts';
+import { freePort } from '../../../test/support/ports.ts';
 import {
   postSeal,
   rawMessage,
   standInCluster,
+  startSealOnStandIn,
   startSealWithClusters,
   startStandIn,
   type StandIn,
@@ -170,5 +173,33 @@ describe('reading a sealed message falls over to the next cluster', () => {
     assert.ok(waited < 6_000, `and not the 30s default (waited ${waited} ms)`);
     const failure = seal.logs.find((line) => line.msg === 'reading sealed content failed on this cluster');
     assert.match(String(failure?.err), /no complete answer to POST \/api\/v0\/cat within 1s/);
+  });
+
+  it('reads the fallback cluster at IPFS_PROXY_URL, not on IPFS_PROXY_PORT', async () => {
+    const standIn = await startStandIn();
+    stops.push(() => standIn.close());
+    const seal = await startSealOnStandIn(standIn, {
+      // Nothing listens on this port: a read there would fail.
+      IPFS_PROXY_PORT: String(await freePort()),
+      IPFS_PROXY_URL: standIn.proxyUrl,
+    });
+    stops.push(() => seal.stop());
+    const raw = rawMessage({ body: 'read through the address the variable names' });
+    const response = await postSeal(seal, raw);
+    assert.equal(response.status, 201, await response.clone().text());
+    const { id } = await response.json();
+    const read = await fetch(`${seal.url}/v1/sealed/${id}/content`, {
+      headers: { authorization: `Bearer ${seal.serviceToken}` },
+    });
+    assert.equal(read.status, 200, await read.clone().text());
+    assert.deepEqual(Buffer.from(await read.arrayBuffer()), raw);
+    assert.equal(cats(standIn).length, 1);
+  });
+
+  it('refuses an IPFS_PROXY_URL with a path, naming the variable', () => {
+    assert.throws(
+      () => loadConfig({ IPFS_CLUSTER_HOST: '127.0.0.1', IPFS_PROXY_URL: 'http://10.0.0.5:9095/api/v0' }),
+      /IPFS_PROXY_URL="http:\/\/10\.0\.0\.5:9095\/api\/v0" is not valid: expected an http:\/\/ or https:\/\/ URL/,
+    );
   });
 });
