@@ -188,12 +188,15 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
         ),
       ].map((m) => m[1] ?? m[2]!);
       assert.ok(
-        dashboardExprs.length >= 20 && alertExprs.length === 6,
+        dashboardExprs.length >= 20 && alertExprs.length === 7,
         `${dashboardExprs.length} panel queries, ${alertExprs.length} alert expressions`,
       );
       const used = new Set([...dashboardExprs, ...alertExprs].flatMap(metricNames));
       assert.ok(
-        used.has('exchange_envelopes') && used.has('seal_pins_overdue') && used.has('auth_sign_ins_total'),
+        used.has('exchange_envelopes') &&
+          used.has('seal_pins_overdue') &&
+          used.has('seal_scrub_copies') &&
+          used.has('auth_sign_ins_total'),
         [...used].join(' '),
       );
       assert.deepEqual(
