@@ -114,7 +114,7 @@ async function checkRelay(config: Config): Promise<string> {
     return `no relay (OUTBOUND_SMTP_URL unset): outbound mail is written to ${join(resolve(config.dataDir), 'outbox')}`;
   const parsed = new URL(url);
   try {
-    const offers = await probeRelay(url, CHECK_TIMEOUT_MS);
+    const offers = await probeRelay(url, CHECK_TIMEOUT_MS, config.exchange.smtpHostname);
     const yesNo = (offered: boolean) => (offered ? 'yes' : 'no');
     return (
       `${parsed.hostname}:${parsed.port || 25} answers EHLO ` +

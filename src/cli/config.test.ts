@@ -213,6 +213,22 @@ describe('configuration', () => {
     assert.match(problemsOf({ SMS_CODE_EXPIRATION: '-5m' })[0]!, /SMS_CODE_EXPIRATION="-5m"/);
   });
 
+  it('reads the SMTP per-client rates as AMOUNT/PERIOD, 0 as no limit, and names a bad one', () => {
+    const defaults = loadConfig({}).exchange;
+    assert.deepEqual(defaults.inboundSmtpClientRate, { amount: 600, periodMs: 60_000 });
+    assert.deepEqual(defaults.inboundSmtpMinDataRate, { amount: 8192, periodMs: 30_000 });
+    assert.equal(defaults.inboundSmtpClientConnections, 50);
+    const set = loadConfig({ INBOUND_SMTP_CLIENT_RATE: '100/10s', INBOUND_SMTP_MIN_DATA_RATE: '0' }).exchange;
+    assert.deepEqual(set.inboundSmtpClientRate, { amount: 100, periodMs: 10_000 });
+    assert.equal(set.inboundSmtpMinDataRate, undefined);
+    const problems = problemsOf({
+      INBOUND_SMTP_CLIENT_RATE: '100',
+      INBOUND_SMTP_MIN_DATA_RATE: '1KiB/0s',
+    });
+    assert.ok(problems.some((p) => p.startsWith('INBOUND_SMTP_CLIENT_RATE="100" is not valid: expected COUNT/PERIOD')));
+    assert.ok(problems.some((p) => p.startsWith('INBOUND_SMTP_MIN_DATA_RATE="1KiB/0s" is not valid: expected SIZE')));
+  });
+
   it("accepts Go's boolean spellings", () => {
     assert.equal(loadConfig({ IPFS_CLUSTER_HOST: 'c1', IPFS_CLUSTER_SECURE: 'F' }).seal.envCluster?.secure, false);
     assert.equal(loadConfig({ IPFS_CLUSTER_HOST: 'c1', IPFS_CLUSTER_SECURE: '1' }).seal.envCluster?.secure, true);
@@ -236,6 +252,18 @@ describe('configuration', () => {
       INBOUND_SMTP_TLS_PRIVATE_KEY: '/k.pem',
     });
     assert.deepEqual(config.exchange.inboundSmtpTls, { certPath: '/c.pem', keyPath: '/k.pem' });
+  });
+
+  it("sends undeliverable bounces to NOTIFY_FROM's postmaster unless BOUNCE_NOTICE_RECIPIENT says otherwise", () => {
+    assert.equal(loadConfig({}).exchange.bounceNoticeRecipient, 'postmaster@localhost');
+    const notify = { NOTIFY_FROM: 'Sealpost <no-reply@mail.example.org>' };
+    assert.equal(loadConfig(notify).exchange.bounceNoticeRecipient, 'postmaster@mail.example.org');
+    const set = { ...notify, BOUNCE_NOTICE_RECIPIENT: ' mail-admin@example.org ' };
+    assert.equal(loadConfig(set).exchange.bounceNoticeRecipient, 'mail-admin@example.org');
+    assert.match(
+      problemsOf({ BOUNCE_NOTICE_RECIPIENT: 'Admin <a@example.org>' }).join('\n'),
+      /BOUNCE_NOTICE_RECIPIENT/,
+    );
   });
 
   it('takes the IPFS cluster fallback from IPFS_CLUSTER_* with the spec defaults', () => {

@@ -1,3 +1,4 @@
+import addressparser from 'nodemailer/lib/addressparser';
 import { EXCHANGE_PORT, INBOUND_SMTP_SENDER_DOMAINS, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
 import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
@@ -8,8 +9,10 @@ import {
   nonEmpty,
   parseCidrList,
   nonNegativeDuration,
+  perPeriod,
   port,
   positiveDuration,
+  ValueError,
 } from '../kernel/parsers.ts';
 import { defineVariables, loadVariables, required } from '../kernel/variables.ts';
 
@@ -66,13 +69,40 @@ export const EXCHANGE_VARIABLES = defineVariables({
   },
   smtpMaxConnections: {
     name: 'SMTP_MAX_CONNECTIONS',
-    meaning: 'concurrent inbound SMTP connections (421 above it)',
+    meaning: 'concurrent inbound SMTP connections, all clients together (421 4.3.2 above it)',
     default: '1000',
     ...integer(1, 1000000),
   },
+  inboundSmtpClientConnections: {
+    name: 'INBOUND_SMTP_CLIENT_CONNECTIONS',
+    meaning:
+      'simultaneous SMTP connections from one client address (IPv6: one /64) outside ' +
+      "INBOUND_SMTP_ALLOWED_NETWORKS (421 4.7.0 above it; Postfix's smtpd_client_connection_count_limit); " +
+      '0 turns the limit off',
+    default: '50',
+    ...integer(0, 1000000),
+  },
+  inboundSmtpClientRate: {
+    name: 'INBOUND_SMTP_CLIENT_RATE',
+    meaning:
+      'new SMTP connections from one client address (IPv6: one /64) outside INBOUND_SMTP_ALLOWED_NETWORKS ' +
+      "per period, written COUNT/PERIOD, refused or not (421 4.7.0 above it; Postfix's " +
+      'smtpd_client_connection_rate_limit); 0 turns the limit off',
+    default: '600/1m',
+    ...perPeriod(integer(1, 1000000), 'COUNT/PERIOD, a count per duration such as 600/1m or 100/10s, or 0'),
+  },
+  inboundSmtpMinDataRate: {
+    name: 'INBOUND_SMTP_MIN_DATA_RATE',
+    meaning:
+      'least a client must send of a message during DATA in each period, written SIZE/PERIOD, the first ' +
+      'period being its grace; a slower client is cut with 421 4.4.2 and nothing of the message is kept ' +
+      '(any client); 0 turns it off',
+    default: '8KiB/30s',
+    ...perPeriod(byteSize, 'SIZE/PERIOD, a byte size per duration such as 8KiB/30s or 1MiB/1m, or 0'),
+  },
   smtpHostname: {
     name: 'SMTP_HOSTNAME',
-    meaning: 'name in the SMTP greeting, Received headers and bounces',
+    meaning: 'name in the SMTP greeting, the EHLO to the relay, Received headers and bounces',
     default: 'localhost',
     ...nonEmpty('a host name'),
   },
@@ -97,6 +127,15 @@ export const EXCHANGE_VARIABLES = defineVariables({
     meaning: 'From address of reader-link notifications and bounces',
     default: 'Sealpost <no-reply@localhost>',
     ...nonEmpty('an address, optionally with a display name'),
+  },
+  bounceNoticeRecipient: {
+    name: 'BOUNCE_NOTICE_RECIPIENT',
+    meaning:
+      "where a bounce that cannot be delivered goes, as a report from `<>` (Postfix's 2bounce_notice_recipient); " +
+      'a notice that fails too is only logged; unset: `postmaster@` the domain of NOTIFY_FROM (RFC 5321 §4.5.1: ' +
+      'every domain has a postmaster)',
+    parse: parseEnvelopeAddress,
+    expected: 'an email address such as postmaster@example.org',
   },
   dkim: DKIM_VARIABLES,
   notifyDefaultLanguage: NOTIFY_DEFAULT_LANGUAGE,
@@ -199,7 +238,22 @@ export function loadExchangeConfig(input: ServiceConfigInput) {
       : undefined,
     /** DKIM_*: undefined when not configured (nothing signed). */
     dkim: dkimSettings(values.dkim, problems),
+    bounceNoticeRecipient: values.bounceNoticeRecipient ?? `postmaster@${domainOf(values.notifyFrom)}`,
   };
+}
+
+/** A bare address, for an envelope (no display name, no angle brackets). */
+function parseEnvelopeAddress(raw: string): string {
+  const address = raw.trim();
+  if (!/^[^@\s<>"]+@[^@\s<>]+$/.test(address)) throw new ValueError();
+  return address;
+}
+
+/** The domain of NOTIFY_FROM's address (`Sealpost <no-reply@example.org>`: example.org). */
+function domainOf(mailbox: string): string {
+  const [first] = addressparser(mailbox, { flatten: true });
+  const address = first && 'address' in first && first.address ? first.address : mailbox.trim();
+  return address.slice(address.lastIndexOf('@') + 1) || 'localhost';
 }
 
 export type ExchangeConfig = ReturnType<typeof loadExchangeConfig>;

@@ -42,10 +42,21 @@ export function createExchangeMetrics(registry: Registry) {
       help: 'Bounces (delivery status notifications) generated for failed messages',
       registers,
     }),
+    // Not the spec's: a bounce of ours that could not be delivered either (Postfix's double bounce).
+    bounceNotices: new Counter({
+      name: 'bounce_notices_total',
+      help:
+        'Undeliverable bounces, by outcome: queued (a notice to BOUNCE_NOTICE_RECIPIENT) or ' +
+        'dropped (the notice itself failed: only logged)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     // Not the spec's: for operators (deploy/prometheus/alerts.yml), beside smtp_incoming_*.
     smtpRefused: new Counter({
       name: 'smtp_refused_total',
-      help: 'SMTP commands refused with a permanent or policy reply, by reason (invalid_address, ...)',
+      help:
+        'SMTP connections and commands refused with a permanent or policy reply, by reason (invalid_address, ' +
+        'auth_failed, max_connections, client_connections, client_rate, auth_failures, slow_data, ...)',
       labelNames: ['reason'] as const,
       registers,
     }),

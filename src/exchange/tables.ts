@@ -57,8 +57,10 @@ export interface EnvelopesTable {
   last_error: string | null;
   /** A bounce we generated: it never bounces itself. */
   is_bounce: ColumnType<boolean, boolean | undefined, boolean>;
-  /** Accepted with BODY=8BITMIME (or 8-bit bytes over JSON): the relay declares it again. */
+  /** Accepted with BODY=8BITMIME, or holding 8-bit bytes whatever was declared: the relay declares it. */
   body_8bitmime: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Has a line over 998 octets (RFC 5322 §2.1.1), found at intake: the relay re-encodes what has one. */
+  long_lines: ColumnType<boolean, boolean | undefined, boolean>;
   /** Accepted with SMTPUTF8 (or UTF-8 addresses over JSON): the relay declares it again. */
   smtputf8: ColumnType<boolean, boolean | undefined, boolean>;
   /** Recipients that failed for good, with their DSN status, once known; a bounce is built from it. */

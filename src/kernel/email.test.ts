@@ -29,8 +29,29 @@ describe('normalizeEmail', () => {
       'a@b@c',
       'a@example.com\r\nBcc: x@y.z',
       `${'x'.repeat(65)}@example.com`,
+      // Quoted local parts that are not Quoted-strings: an unescaped quote, the closing quote escaped,
+      // no closing quote, an empty one, a control character, a header injection.
+      '"a"b"@example.com',
+      '"a\\"@example.com',
+      '"ab@example.com',
+      '""@example.com',
+      '"a\tb"@example.com',
+      '"a"@example.com\r\nBcc: x@y.z',
     ]) {
       assert.equal(normalizeEmail(bad), undefined, JSON.stringify(bad));
     }
+  });
+  it('accepts quoted local parts with escaped quotes and backslashes (RFC 5321 §4.1.2), kept as written', () => {
+    for (const good of [
+      '"we\\"ird"@example.com',
+      '"back\\\\slash"@example.com',
+      '"quoted local"@example.com',
+      '"a@b"@example.com',
+      '"(specials);<>,:"@example.com',
+      '"\\a"@example.com',
+    ]) {
+      assert.equal(normalizeEmail(good), good, good);
+    }
+    assert.equal(normalizeEmail('"we\\"ird"@Example.COM'), '"we\\"ird"@example.com');
   });
 });

@@ -146,6 +146,47 @@ describe('HTTP server factory', () => {
     assert.equal(big.json().errorCode, 'payload_too_large');
   });
 
+  it('refuses a JSON body that is not UTF-8 with 400 validation_failed, and takes UTF-8 as it is', async () => {
+    for (const bytes of [
+      Buffer.from([0xff, 0xfe]), // never in UTF-8
+      Buffer.from('\xe9', 'latin1'), // Latin-1 é
+      Buffer.from([0xc3]), // a sequence cut short
+      Buffer.from([0xed, 0xa0, 0x80]), // an encoded surrogate
+    ]) {
+      const payload = Buffer.concat([Buffer.from('{"clusters": [{"host": "a'), bytes, Buffer.from('"}]}')]);
+      const bad = await app.inject({
+        method: 'POST',
+        url: '/v1/clusters',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        payload,
+      });
+      assert.equal(bad.statusCode, 400, bytes.toString('hex'));
+      assert.equal(bad.json().errorCode, 'validation_failed');
+      assert.match(bad.json().message, /not valid UTF-8/);
+    }
+    const good = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      headers: { 'content-type': 'application/json' },
+      payload: Buffer.from('{"clusters": [{"host": "zürich-ß-😀"}]}'),
+    });
+    assert.equal(good.statusCode, 200);
+    const poisoned = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"clusters": [{"host": "a"}], "__proto__": {"x": 1}}',
+    });
+    assert.equal(poisoned.statusCode, 400, 'prototype poisoning is still refused');
+    const empty = await app.inject({
+      method: 'POST',
+      url: '/v1/clusters',
+      headers: { 'content-type': 'application/json' },
+      payload: '',
+    });
+    assert.equal(empty.statusCode, 400);
+  });
+
   it("answers the router's refusals (bad percent-encoding, over-long path parameter) with logged errors", async () => {
     logLines.length = 0;
     const badUrl = await app.inject({ method: 'GET', url: '/x/%E0%A4%A' });

@@ -54,6 +54,9 @@ export interface HttpServerOptions {
 
 export type BrowserPage = (request: FastifyRequest, status: number, errorId: string) => string | undefined;
 
+/** Throws on bytes that are not UTF-8 rather than replacing them. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Headers of a page from BrowserPage: nothing runs, nothing loads but our icon, nothing frames it. */
 export const BROWSER_PAGE_CSP =
   "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -161,6 +164,21 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+
+  // Fastify decodes a JSON body leniently, turning bytes that are not UTF-8 into U+FFFD (a sender's
+  // address among them): RFC 8259 §8.1 JSON is UTF-8, so such a body is refused as it came.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(body as Buffer);
+    } catch {
+      done(badRequest('The request body is not valid UTF-8 (RFC 8259 §8.1)'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
   });
 
   // Before any route's schema: a NUL in a JSON string would reach PostgreSQL (which refuses it, a 500)

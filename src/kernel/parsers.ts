@@ -128,6 +128,31 @@ export const byteSize: ValueKind<number> = {
   expected: BYTE_SIZE,
 };
 
+/** A limit per period, `AMOUNT/PERIOD` (600/1m, 8KiB/30s); undefined when the variable says 0 (no limit). */
+export interface PerPeriod {
+  amount: number;
+  /** The period in milliseconds, as durations are kept. */
+  periodMs: number;
+}
+
+/**
+ * An amount of `kind` (a count, a byte size: written as the variables of that kind are) per duration, or 0
+ * for no limit. One value rather than two variables: the amount means nothing without its period.
+ */
+export function perPeriod(kind: ValueKind<number>, expected: string): ValueKind<PerPeriod | undefined> {
+  return {
+    parse: (raw) => {
+      if (raw.trim() === '0') return undefined;
+      const slash = raw.indexOf('/');
+      if (slash < 0) throw new ValueError();
+      const amount = kind.parse(raw.slice(0, slash).trim());
+      if (amount <= 0) throw new ValueError();
+      return { amount, periodMs: positiveDuration.parse(raw.slice(slash + 1).trim()) };
+    },
+    expected,
+  };
+}
+
 /**
  * One mailbox, `Name <address>` or a bare address, whose address is plausible; kept as written. The
  * check is here so that a typo stops start-up instead of every message.

@@ -12,6 +12,8 @@ export interface SinkMessage {
   receivedAt: number;
   /** The MAIL FROM parameters (BODY=8BITMIME, SMTPUTF8, ...) as the client gave them. */
   mailFromArgs: Record<string, string | boolean>;
+  /** The name the client gave in EHLO or HELO. */
+  helo: string;
 }
 
 export interface SmtpSinkOptions {
@@ -92,6 +94,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
             raw,
             receivedAt: Date.now(),
             mailFromArgs: (session.envelope.mailFrom ? session.envelope.mailFrom.args : undefined) || {},
+            helo: session.hostNameAppearsAs,
             messageId: /^message-id:\s*(\S+)/im.exec(
               raw.subarray(0, raw.indexOf('\r\n\r\n') + 2 || undefined).toString(),
             )?.[1],

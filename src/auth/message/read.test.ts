@@ -110,3 +110,25 @@ describe('readMessage: what it takes from the parser', () => {
     assert.ok(view.html!.includes(`data:image/png;base64,${PIXEL.toString('base64')}`));
   });
 });
+
+describe('readMessage: what it never shows', () => {
+  it('shows no Bcc, nor any address it names, for a message sealed with its Bcc header', async () => {
+    // Sealed before the exchange removed Bcc on the way to the seal service: the header is in the record.
+    const raw = Buffer.from(
+      'From: Dana <dana@sender.example>\r\nTo: Erin <erin@rcpt.example>\r\nCc: carl@rcpt.example\r\n' +
+        'Bcc: Hidden One <hidden@blind.example>,\r\n secret@blind.example\r\nSubject: blind\r\n' +
+        'Date: Tue, 24 Nov 2026 10:00:00 +0000\r\n\r\nHello\r\n',
+    );
+    const view = await readMessage(raw);
+    assert.deepEqual(
+      view.to.map((a) => a.address),
+      ['erin@rcpt.example'],
+    );
+    assert.deepEqual(
+      view.cc.map((a) => a.address),
+      ['carl@rcpt.example'],
+    );
+    const shown = JSON.stringify(view);
+    assert.doesNotMatch(shown, /blind\.example|Hidden One|bcc/i);
+  });
+});

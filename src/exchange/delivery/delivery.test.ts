@@ -339,7 +339,7 @@ describe('delivery through the smtp strategy', () => {
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore);
   });
 
-  it('does not bounce a bounce that cannot be delivered', async () => {
+  it('does not bounce a bounce that cannot be delivered: it goes to the postmaster instead', async () => {
     const bouncesBefore = await metric(exchange, 'bounce_replies_total');
     // The sender's own mailbox refuses mail, so the bounce to it fails as well.
     const { envelopeId } = await intake.accept({
@@ -358,12 +358,19 @@ describe('delivery through the smtp strategy', () => {
     const bounceHistory = await settled(exchange, bounceId, 'failed');
     assert.deepEqual(
       bounceHistory.map((s) => s.status),
-      ['accepted', 'routed', 'delivering', 'failed'],
+      ['accepted', 'routed', 'delivering', 'failed', 'bounced'],
     );
+    // BOUNCE_NOTICE_RECIPIENT unset: the postmaster of NOTIFY_FROM's domain (no-reply@localhost here).
+    assert.match(bounceHistory.at(-1)!.detail!, /^notice [0-9a-f-]{36} queued to <postmaster@localhost>$/);
     assert.equal(await metric(exchange, 'bounce_replies_total'), bouncesBefore + 1, 'one bounce, none for the bounce');
     assert.equal(
       sink.messages.filter((m) => m.from === '').filter((m) => m.to.includes('ghost@sender.example')).length,
       0,
+    );
+    await sink.waitUntil(
+      () => bouncesTo('postmaster@localhost').some((m) => m.raw.includes('Final-Recipient: rfc822; ghost@sender')),
+      20_000,
+      'the notice to the postmaster',
     );
   });
 

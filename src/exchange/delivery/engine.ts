@@ -54,6 +54,7 @@ export function startDeliveryEngine(deps: {
     outboundSmtpUrl: settings.outboundSmtpUrl,
     outboxDir: join(resolve(config.dataDir), 'outbox'),
     maxConnections: delivery.concurrency,
+    hostname: settings.smtpHostname,
   });
   logger.info(
     { transport: transport.kind, to: transport.description },
@@ -77,7 +78,7 @@ export function startDeliveryEngine(deps: {
     logger,
     reportingMta: settings.smtpHostname,
     notifyFrom: settings.notifyFrom,
-    dkim: deps.dkim,
+    noticeRecipient: settings.bounceNoticeRecipient,
     intakeBusy: deps.intake.recentlyBusy ? () => deps.intake.recentlyBusy!() : undefined,
     // Clean-ups (payload deletes, row removals) run behind the deliveries, up to one DeleteObjects call's
     // worth of keys at once; the rest wait their turn (EnvelopeFinisher.finishSoon).

@@ -25,6 +25,7 @@ const ENVELOPE_COLUMNS = everyColumn<Envelope>()([
   'is_bounce',
   'body_8bitmime',
   'smtputf8',
+  'long_lines',
   'bounce_report',
   'created_at',
   'updated_at',

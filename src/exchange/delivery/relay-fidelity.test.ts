@@ -263,8 +263,9 @@ describe('fidelity of the smtp strategy', () => {
       await sink.waitUntil(() => sink.messages.some((m) => m.from === ''), 20_000, 'the bounce');
       const bounce = sink.messages.find((m) => m.from === '')!;
       const raw = bounce.raw.toString('utf8');
+      // 8-bit headers go as message/global-headers (RFC 6533 §6.3), byte for byte.
       const part =
-        /Content-Type: text\/rfc822-headers\r\nContent-Transfer-Encoding: (\w+)\r\n\r\n([\s\S]*?)\r\n--/.exec(raw);
+        /Content-Type: message\/global-headers\r\nContent-Transfer-Encoding: (\w+)\r\n\r\n([\s\S]*?)\r\n--/.exec(raw);
       assert.ok(part, raw);
       assert.equal(part[1], '8bit');
       assert.ok(part[2]!.includes(original), `the headers as they were, without soft breaks:\n${part[2]}`);

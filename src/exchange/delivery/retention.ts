@@ -1,4 +1,3 @@
-import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { Batcher } from '../../kernel/batcher.ts';
 import { DELETE_MANY_MAX, ObjectNotFoundError, type ObjectStore } from '../../kernel/objects/index.ts';
@@ -6,7 +5,7 @@ import type { Intake } from '../handoff.ts';
 import type { ExchangeMetrics } from '../metrics.ts';
 import type { Envelope } from '../tables.ts';
 import { readHeaderBlock } from '../outbound/header-block.ts';
-import { bounceRefusal, composeBounce } from './bounce.ts';
+import { bounceRefusal, composeBounce, isNotice, reportParameters } from './bounce.ts';
 import type { EnvelopeQueue } from './queue.ts';
 
 export interface FinisherDeps {
@@ -19,8 +18,11 @@ export interface FinisherDeps {
   reportingMta: string;
   /** NOTIFY_FROM, the bounce's From header. */
   notifyFrom: string;
-  /** Signs the bounce as it is written (DKIM_*), so that the relay hop carries it signed. */
-  dkim?: DkimSigner;
+  /**
+   * BOUNCE_NOTICE_RECIPIENT: where a bounce of ours that could not be delivered goes. (A bounce is not signed
+   * here: relay-message.ts signs it, like all mail From DKIM_DOMAIN, over the bytes that go out.)
+   */
+  noticeRecipient: string;
   /** Whether the intake is busy (Intake.recentlyBusy): payload deletions then wait, see below. */
   intakeBusy?: () => boolean;
   /** Clean-ups finishSoon() runs at once (default DELETE_MANY_MAX); the rest wait (see finishSoon). */
@@ -54,7 +56,8 @@ export const DELETION_HOLD_MAX_MS = 5000;
  * crash between queueing the bounce and writing that row can send the bounce twice; none is ever lost.
  *
  * The bounce goes through MessageIntake as a new envelope (null sender, is_bounce, routed to smtp),
- * so it gets durable retries of its own, and, being a bounce, never bounces itself.
+ * so it gets durable retries of its own, and, being a bounce, never bounces itself: one that fails for good
+ * goes to the postmaster instead (notice()), and a failed notice only to the log.
  */
 export class EnvelopeFinisher {
   /** drain() was called: the instance is stopping, and deletions are no longer held. */
@@ -231,43 +234,91 @@ export class EnvelopeFinisher {
   }
 
   private async bounce(envelope: Envelope): Promise<void> {
-    const { queue, objects, intake, metrics, logger } = this.deps;
+    if (envelope.is_bounce) return this.notice(envelope);
+    const { queue, intake, metrics, logger } = this.deps;
     const early = bounceRefusal(envelope, undefined);
     if (early) return void logger.info({ envelopeId: envelope.id, reason: early }, 'no bounce');
     if (await queue.hasStatus(envelope.id, 'bounced')) return;
-    const originalHeaders = await objects
-      .get(envelope.payload_key)
-      .then((stream) => readHeaderBlock(stream))
-      .catch((error: unknown) => {
-        // The payload is needed only for the headers part; a bounce without it still tells the sender.
-        if (error instanceof ObjectNotFoundError) return undefined;
-        throw error;
-      });
+    const originalHeaders = await this.headersOf(envelope);
     const refusal = bounceRefusal(envelope, originalHeaders);
     if (refusal) {
       logger.info({ envelopeId: envelope.id, reason: refusal }, 'no bounce');
       return;
     }
-    const composed = await composeBounce({
+    const raw = await composeBounce({
       reportingMta: this.deps.reportingMta,
       from: this.deps.notifyFrom,
       envelope,
       report: envelope.bounce_report!,
       originalHeaders,
     });
-    const raw = this.deps.dkim ? await this.deps.dkim.sign(composed) : composed;
-    // Returned 8-bit header text makes the bounce 8-bit: the relay is told so (BODY=8BITMIME).
-    const body8bitmime = raw.some((byte) => byte >= 0x80);
     const accepted = await intake.accept({
       channel: 'smtp',
       sender: '',
       recipients: [envelope.sender],
       payload: raw,
       isBounce: true,
-      body8bitmime,
+      ...reportParameters(raw, envelope.sender),
     });
     await queue.recordStatus(envelope.id, 'bounced', `bounce ${accepted.envelopeId} queued to <${envelope.sender}>`);
     metrics.bounces.inc();
     logger.info({ envelopeId: envelope.id, bounceId: accepted.envelopeId, to: envelope.sender }, 'bounce queued');
+  }
+
+  /**
+   * A bounce of ours that failed for good (a double bounce) goes to the postmaster, BOUNCE_NOTICE_RECIPIENT,
+   * as a report of its own from `<>`, so that it never ends only in the log (Postfix's
+   * 2bounce_notice_recipient). A notice that fails in turn is logged and counted, never noticed again: it is
+   * known by its header (NOTICE_HEADER), or, its payload unreadable, by going to the notice recipient.
+   */
+  private async notice(envelope: Envelope): Promise<void> {
+    const { queue, intake, metrics, logger, noticeRecipient } = this.deps;
+    if (await queue.hasStatus(envelope.id, 'bounced')) return;
+    const bounceHeaders = await this.headersOf(envelope);
+    const report = envelope.bounce_report!;
+    const failed = report.recipients.map((r) => `<${r.recipient}>: ${r.diagnostic ?? r.status}`);
+    const toPostmaster = envelope.recipients.some((r) => r.toLowerCase() === noticeRecipient.toLowerCase());
+    if (isNotice(bounceHeaders) || toPostmaster) {
+      metrics.bounceNotices.inc({ outcome: 'dropped' });
+      logger.warn(
+        { envelopeId: envelope.id, to: envelope.recipients, failed },
+        'a report to the postmaster could not be delivered; dropped (it is never returned again)',
+      );
+      return;
+    }
+    const raw = await composeBounce({
+      reportingMta: this.deps.reportingMta,
+      from: this.deps.notifyFrom,
+      envelope,
+      report,
+      originalHeaders: bounceHeaders,
+      noticeTo: noticeRecipient,
+    });
+    const accepted = await intake.accept({
+      channel: 'smtp',
+      sender: '',
+      recipients: [noticeRecipient],
+      payload: raw,
+      isBounce: true,
+      ...reportParameters(raw, noticeRecipient),
+    });
+    await queue.recordStatus(envelope.id, 'bounced', `notice ${accepted.envelopeId} queued to <${noticeRecipient}>`);
+    metrics.bounceNotices.inc({ outcome: 'queued' });
+    logger.warn(
+      { envelopeId: envelope.id, noticeId: accepted.envelopeId, to: noticeRecipient, failed },
+      'a bounce could not be delivered; a notice is queued to the postmaster',
+    );
+  }
+
+  /** The header block of an envelope's payload; undefined when the payload is gone. */
+  private async headersOf(envelope: Envelope): Promise<Buffer | undefined> {
+    return this.deps.objects
+      .get(envelope.payload_key)
+      .then((stream) => readHeaderBlock(stream))
+      .catch((error: unknown) => {
+        // The payload is needed only for the headers part; a report without it still tells its reader.
+        if (error instanceof ObjectNotFoundError) return undefined;
+        throw error;
+      });
   }
 }

@@ -10,6 +10,7 @@ import { RECENT_PAYLOAD_MAX, type RecentPayloads } from '../recent-payloads.ts';
 import { senderKey } from '../rules/match.ts';
 import type { RuleStore } from '../rules/store.ts';
 import type { ExchangeTables } from '../tables.ts';
+import { BodyTraits } from './body-traits.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
 
@@ -58,7 +59,8 @@ export class MessageIntake implements Intake {
       throw storageError(message.payload.errored ?? new Error('The message stream was closed before it was stored'));
     }
     const envelopeId = message.envelopeId ?? randomUUID();
-    const body = await crlfBody(message.payload);
+    const traits = new BodyTraits();
+    const body = await crlfBody(message.payload, traits);
     const { size, bytes } = await this.storePayload(payloadKey(envelopeId), body);
     const envelope: NewEnvelope = {
       id: envelopeId,
@@ -68,7 +70,9 @@ export class MessageIntake implements Intake {
       recipients: message.recipients,
       payloadKey: payloadKey(envelopeId),
       isBounce: message.isBounce ?? false,
-      body8bitmime: message.body8bitmime ?? false,
+      // 8-bit content is declared on relay whether or not the client declared it (as Postfix flags it).
+      body8bitmime: (message.body8bitmime ?? false) || traits.eightBit,
+      longLines: traits.longLines,
       smtputf8: message.smtputf8 ?? false,
       size,
       acceptedDetail: acceptedDetail(message, size),
@@ -195,9 +199,9 @@ function storageError(error: unknown): unknown {
 }
 
 /** withCrlfLineEnds; its failure (the sender gone, the size limit) reported as a put's is: nothing is stored yet. */
-async function crlfBody(payload: Readable | Buffer): Promise<Readable | Buffer> {
+async function crlfBody(payload: Readable | Buffer, traits: BodyTraits): Promise<Readable | Buffer> {
   try {
-    return await withCrlfLineEnds(payload);
+    return await withCrlfLineEnds(payload, traits);
   } catch (error) {
     throw storageError(error);
   }
@@ -211,11 +215,17 @@ function acceptedDetail(message: IncomingMessage, size: number): string {
 /**
  * The message as it is stored, with CRLF line ends (line-endings.ts): whole when it arrives within
  * RECENT_PAYLOAD_MAX bytes (read first, then converted in one call: a stream pipeline per message cost
- * three times the CPU of the conversion), else a stream.
+ * three times the CPU of the conversion), else a stream. `traits` reads the stored bytes on the way: complete
+ * once the store has read them all.
  */
-async function withCrlfLineEnds(payload: Readable | Buffer): Promise<Readable | Buffer> {
+async function withCrlfLineEnds(payload: Readable | Buffer, traits: BodyTraits): Promise<Readable | Buffer> {
   const whole = Buffer.isBuffer(payload) ? payload : await readUpTo(payload, RECENT_PAYLOAD_MAX);
-  if (Buffer.isBuffer(whole)) return crlfLineEnds(whole);
+  if (Buffer.isBuffer(whole)) {
+    const converted = crlfLineEnds(whole);
+    traits.scan(converted);
+    traits.end();
+    return converted;
+  }
   // pipeline passes a failure of the source (the size limit, the sender gone) on to what the store reads.
-  return pipeline(whole, new CrlfLineEndsStream(), () => {});
+  return pipeline(whole, new CrlfLineEndsStream(traits), () => {});
 }

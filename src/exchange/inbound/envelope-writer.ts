@@ -18,6 +18,8 @@ export interface NewEnvelope {
   isBounce: boolean;
   body8bitmime: boolean;
   smtputf8: boolean;
+  /** A line over 998 octets (RFC 5322 §2.1.1): the relay re-encodes the parts that have one. */
+  longLines: boolean;
   /** The stored payload's size. */
   size: number;
   /** What the `accepted` status row says. */
@@ -35,7 +37,8 @@ export const INTAKE_BATCHES = { maxBatch: 200, maxConcurrent: 2, retryAlone: isD
 
 /** The columns of the statement's input rows (jsonb_to_recordset needs them spelled out). */
 const INCOMING_COLUMNS = sql`incoming(id uuid, channel text, sender text, sender_key text, recipients text[],
-  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, size bigint, accepted_detail text)`;
+  payload_key text, is_bounce boolean, body_8bitmime boolean, smtputf8 boolean, long_lines boolean, size bigint,
+  accepted_detail text)`;
 
 /**
  * The select list of an envelope's first status rows, `accepted` then `routed`: unnest emits them in array
@@ -91,6 +94,7 @@ async function insertEnvelopes(
       is_bounce: e.isBounce,
       body_8bitmime: e.body8bitmime,
       smtputf8: e.smtputf8,
+      long_lines: e.longLines,
       size: e.size,
       accepted_detail: e.acceptedDetail,
     })),
@@ -116,6 +120,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
     is_bounce: boolean;
     body_8bitmime: boolean;
     smtputf8: boolean;
+    long_lines: boolean;
     size: number;
     accepted_detail: string;
   }>`jsonb_to_recordset(${rows}::jsonb)`.as<'incoming'>(INCOMING_COLUMNS);
@@ -142,6 +147,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'incoming.is_bounce',
           'incoming.body_8bitmime',
           'incoming.smtputf8',
+          'incoming.long_lines',
           'incoming.size',
           'incoming.accepted_detail',
           'rule.id as rule_id',
@@ -172,6 +178,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
           'is_bounce',
           'body_8bitmime',
           'smtputf8',
+          'long_lines',
         ])
         .expression((eb) =>
           eb
@@ -190,6 +197,7 @@ function insertStatement(db: Kysely<ExchangeTables>, rows: string) {
               'routed.is_bounce',
               'routed.body_8bitmime',
               'routed.smtputf8',
+              'routed.long_lines',
             ]),
         )
         .returning(['id', 'outbound']),

@@ -229,6 +229,45 @@ describe('JSON inbound: POST /v1/messages', { timeout: 120_000 }, () => {
     assert.deepEqual(await flags((await utf8.json()).id), { body_8bitmime: true, smtputf8: true });
   });
 
+  it('refuses a body that is not UTF-8 with 400 validation_failed and stores nothing', async () => {
+    const before = await counts();
+    const json = Buffer.concat([
+      Buffer.from('{"from": "b'),
+      Buffer.from([0xf6]), // ö in Latin-1, never UTF-8 alone
+      Buffer.from('b@example.com", "to": ["alice@example.com"], "subject": "x", "text": "y"}'),
+    ]);
+    const res = await fetch(`${exchange.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${exchange.serviceToken}` },
+      body: json,
+    });
+    assert.equal(res.status, 400);
+    const body = await res.json();
+    assert.equal(body.errorCode, 'validation_failed');
+    assert.match(body.message, /not valid UTF-8/);
+    assert.deepEqual(await counts(), before);
+  });
+
+  it('takes quoted local parts with escaped characters as RFC 5321 allows, kept as written', async () => {
+    const res = await submit(
+      message({ from: '"bo\\"b"@example.com', to: ['"we\\"ird"@example.com', 'Back <"back\\\\slash"@example.com>'] }),
+    );
+    assert.equal(res.status, 202, await res.clone().text());
+    const { id } = await res.json();
+    const envelope = await db.selectFrom('envelopes').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(envelope.sender, '"bo\\"b"@example.com');
+    assert.deepEqual(envelope.recipients, ['"we\\"ird"@example.com', '"back\\\\slash"@example.com']);
+    const parsed = await simpleParser(await readObject(exchange.objects, payloadKey(id)));
+    assert.deepEqual(parsed.to && !Array.isArray(parsed.to) ? parsed.to.value.map((a) => a.address) : [], [
+      '"we\\"ird"@example.com',
+      '"back\\\\slash"@example.com',
+    ]);
+    for (const bad of ['"we"ird"@example.com', '"open@example.com']) {
+      const refused = await submit(message({ to: [bad] }));
+      assert.equal(refused.status, 400, bad);
+    }
+  });
+
   it('routes by sender: a rule for the from address wins over the catch-all', async () => {
     await rules.create({
       name: 'bob seals',

@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import type { BodyTraits } from './body-traits.ts';
 
 const CRLF = Buffer.from('\r\n');
 const CR = 0x0d;
@@ -71,16 +72,24 @@ export function crlfLineEnds(message: Buffer): Buffer {
   return rest.length ? Buffer.concat([body, rest]) : body;
 }
 
-/** A stream of the message with CRLF line ends. */
+/** A stream of the message with CRLF line ends; `traits` sees each converted chunk (no stream more per message). */
 export class CrlfLineEndsStream extends Transform {
   private readonly ends = new CrlfLineEnds();
 
+  constructor(private readonly traits?: BodyTraits) {
+    super();
+  }
+
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    done(null, this.ends.push(chunk));
+    const converted = this.ends.push(chunk);
+    this.traits?.scan(converted);
+    done(null, converted);
   }
 
   override _flush(done: TransformCallback): void {
     const rest = this.ends.end();
+    if (rest.length) this.traits?.scan(rest);
+    this.traits?.end();
     done(null, rest.length ? rest : undefined);
   }
 }

@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { pipeline, type Readable } from 'node:stream';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import MailComposer from 'nodemailer/lib/mail-composer';
@@ -121,7 +122,7 @@ export function composeMessage(body: MessageBody, limits: InboundLimits): Compos
   };
 }
 
-const hasEightBit = (bytes: Buffer) => bytes.some((byte) => byte >= 0x80);
+const hasEightBit = (bytes: Buffer) => !isAscii(bytes);
 const utf8Addresses = (...addresses: Array<string | string[]>) =>
   addresses.flat().some((address) => /[^\x00-\x7f]/.test(address));
 

@@ -12,7 +12,8 @@ import { replyFor, smtpReply } from './smtp-replies.ts';
 type Done = (error?: Error | null) => void;
 type AuthDone = (error: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void;
 
-/** AUTH, MAIL FROM and RCPT TO as the submission policy answers them, with what each connection remembers. */
+/** The connection, AUTH, MAIL FROM and RCPT TO as the door's limits and policy answer them, with what each
+ * connection remembers. */
 export class SmtpCommands {
   /** Failed AUTH attempts per connection (smtp-server's session id). */
   private readonly authFailures = new Map<string, number>();
@@ -33,15 +34,68 @@ export class SmtpCommands {
   forget(session: SMTPServerSession): void {
     this.authFailures.delete(session.id);
     this.recipientsWritten.delete(session.id);
+    this.door.clients.release(session.id);
   }
 
+  /**
+   * A new connection, `open` counting it: SMTP_MAX_CONNECTIONS for all clients together (`421 4.3.2`, the
+   * system is full), then the client's own limits (`421 4.7.0`, in Postfix's words for anvil's refusals).
+   */
+  connect(session: SMTPServerSession, open: number, callback: Done): void {
+    const { clients, log, metrics, policy, settings } = this.door;
+    const client = session.remoteAddress;
+    const host = settings.smtpHostname;
+    if (open > settings.smtpMaxConnections) {
+      metrics.smtpRefused.inc({ reason: 'max_connections' });
+      log.warn({ client, max: settings.smtpMaxConnections }, 'SMTP_MAX_CONNECTIONS reached: connection refused');
+      callback(smtpReply(421, `4.3.2 ${host} Too many connected clients, try again in a moment`));
+      return;
+    }
+    const refusal = clients.admit(session.id, client, policy.isAllowedClient(client));
+    if (!refusal) {
+      callback();
+      return;
+    }
+    metrics.smtpRefused.inc({ reason: refusal });
+    const why = {
+      client_connections: [
+        `too many connections from ${client}`,
+        'INBOUND_SMTP_CLIENT_CONNECTIONS reached: connection refused',
+      ],
+      client_rate: [`too many new connections from ${client}`, 'INBOUND_SMTP_CLIENT_RATE reached: connection refused'],
+      auth_failures: [
+        `too many failed authentication attempts from ${client}`,
+        'client refused for its failed AUTH attempts: connection refused',
+      ],
+    }[refusal];
+    log.info({ client }, why[1]);
+    callback(smtpReply(421, `4.7.0 ${host} Error: ${why[0]}; try again later`));
+  }
+
+  /**
+   * AUTH: at most 5 failures per connection (Postfix's smtpd_hard_error_limit), and the client's failures
+   * across connections (client-limits.ts): each answered a little later, and past the limit the client's
+   * AUTH, and its connections unless it is of the allowed networks, are refused with 421 4.7.0 for a while.
+   */
   auth(credentials: SMTPServerAuthentication, session: SMTPServerSession, callback: AuthDone): void {
-    const { log, metrics, policy } = this.door;
+    const { clients, log, metrics, policy, settings } = this.door;
     const failures = this.authFailures.get(session.id) ?? 0;
     const client = session.remoteAddress;
     if (failures >= 5) {
       log.warn({ client, user: credentials.username }, 'SMTP AUTH: too many failures on one connection, closing it');
       callback(smtpReply(421, '4.7.0 Too many failed authentication attempts; closing the connection'));
+      return;
+    }
+    if (clients.authRefused(client)) {
+      metrics.smtpRefused.inc({ reason: 'auth_failures' });
+      log.info({ client, user: credentials.username }, 'client refused for its failed AUTH attempts: AUTH refused');
+      callback(
+        smtpReply(
+          421,
+          `4.7.0 ${settings.smtpHostname} Error: too many failed authentication attempts from ${client}; ` +
+            'try again later',
+        ),
+      );
       return;
     }
     policy.authenticate(credentials.username ?? '', credentials.password ?? '').then(
@@ -51,10 +105,14 @@ export class SmtpCommands {
           return callback(null, { user: credentials.username });
         }
         this.authFailures.set(session.id, failures + 1);
+        const delay = clients.authFailed(client);
         metrics.smtpRefused.inc({ reason: 'auth_failed' });
         // Never the password: the client and the name it tried are what an operator needs.
         log.warn({ client, user: credentials.username, failures: failures + 1 }, 'SMTP AUTH failed');
-        callback(smtpReply(535, '5.7.8 Authentication credentials invalid'));
+        if (clients.authRefused(client)) {
+          log.warn({ client }, 'SMTP client refused for a while: too many failed AUTH attempts');
+        }
+        setTimeout(() => callback(smtpReply(535, '5.7.8 Authentication credentials invalid')), delay);
       },
       (error: unknown) => callback(error as Error),
     );
@@ -106,7 +164,7 @@ export class SmtpCommands {
    */
   private async checkMailFrom(address: SMTPServerAddress, session: SMTPServerSession): Promise<void> {
     const { log, metrics, policy } = this.door;
-    const refusal = unadvertised(address, mailParameters(session.secure, this.door.auth));
+    const refusal = unadvertised(address, mailParameters(session.secure && this.door.auth));
     if (refusal) throw refusal;
     const client = session.remoteAddress;
     if (!session.user && !policy.isAllowedClient(client)) {

@@ -4,12 +4,14 @@ import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { AppError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import { normalizedSender } from '../rules/match.ts';
+import { watchDataRate } from './data-rate.ts';
 import { expiresRefusal, expiresValues } from './expires-header.ts';
 import { fromRefusal, watchHeaderSection } from './header-checks.ts';
 import { receivedHeader } from './received-header.ts';
 import { MessageSizeLimit } from './size-limit.ts';
+import { hangUp } from './smtp-connection-shims.ts';
 import type { SmtpDoor } from './smtp-door.ts';
-import { replyFor, senderGone } from './smtp-replies.ts';
+import { replyFor, senderGone, sentTooSlowly } from './smtp-replies.ts';
 
 /** smtp-server's DATA callback: no arguments for 250, an Error for a refusal. */
 type Answer = (error?: Error | null, message?: string) => void;
@@ -39,6 +41,24 @@ export function receiveMessage(
   });
   const discardRest = pipeData(door, stream, payload);
   const { settled, answer } = settleOnceAnswered(stream, payload, callback, stopTimer);
+  const minRate = settings.inboundSmtpMinDataRate;
+  if (minRate) {
+    watchDataRate(stream, minRate, (received) => {
+      metrics.smtpRefused.inc({ reason: 'slow_data' });
+      log.warn(
+        { envelopeId, client, received, periodMs: minRate.periodMs, bytes: stream.byteLength },
+        'SMTP client sends its message slower than INBOUND_SMTP_MIN_DATA_RATE: connection cut, nothing kept',
+      );
+      // The upload fails first, so that nothing is stored; then the client is told and the message dropped.
+      payload.destroy(sentTooSlowly());
+      hangUp(
+        session,
+        421,
+        `4.4.2 ${settings.smtpHostname} Error: the message arrives too slowly; closing the connection`,
+      );
+      stream.destroy();
+    });
+  }
 
   door.intake.accept({ channel: 'smtp', sender, recipients, payload, envelopeId, ...declaredEncoding(session) }).then(
     (accepted) => {

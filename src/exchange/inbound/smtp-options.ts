@@ -26,9 +26,12 @@ export function smtpServerOptions(door: SmtpDoor): SMTPServerOptions {
     disabledCommands: tls ? (auth ? [] : ['AUTH']) : ['AUTH', 'STARTTLS'],
     // Sealpost does not implement DSN (NOTIFY, RET, ENVID, ORCPT): not advertised, so those parameters are refused.
     hideDSN: true,
+    // Nor RFC 8689 (smtp-parameters.ts): REQUIRETLS is neither advertised nor taken.
+    hideREQUIRETLS: true,
     ...(tls ? { key: tls.key, cert: tls.cert } : {}),
     disableReverseLookup: !settings.smtpReverseLookup,
-    maxClients: settings.smtpMaxConnections,
+    // SMTP_MAX_CONNECTIONS is checked with the per-client limits at connect (SmtpCommands.connect):
+    // smtp-server's own maxClients answers 421 without an enhanced status code, and has no option for one.
     maxRecipients: settings.smtpMaxRecipients,
     // A backstop only: close() cuts the connections itself once the transfers are done.
     closeTimeout: drainTimeoutMs + 1_000,

@@ -3,20 +3,20 @@ import { type SmtpReply, smtpReply } from './smtp-replies.ts';
 
 /**
  * MAIL and RCPT parameters Sealpost advertises (RFC 5321 §4.1.1.11: others get 555 5.5.4): SIZE,
- * BODY (8BITMIME), SMTPUTF8; after STARTTLS REQUIRETLS, and with AUTH the AUTH= parameter (RFC 4954).
- * DSN is not offered, so RET, ENVID, NOTIFY and ORCPT are refused.
+ * BODY (8BITMIME), SMTPUTF8, and the AUTH= parameter (RFC 4954) where AUTH is offered (after STARTTLS,
+ * with accounts). DSN is not offered, so RET, ENVID, NOTIFY and ORCPT are refused; nor is REQUIRETLS
+ * (RFC 8689 is not implemented: a message that demands TLS on every hop could be relayed in clear).
  */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
-const MAIL_PARAMETERS_TLS = new Set([...MAIL_PARAMETERS, 'REQUIRETLS']);
-const MAIL_PARAMETERS_TLS_AUTH = new Set([...MAIL_PARAMETERS_TLS, 'AUTH']);
+const MAIL_PARAMETERS_AUTH = new Set([...MAIL_PARAMETERS, 'AUTH']);
 export const RCPT_PARAMETERS = new Set<string>();
 
-export function mailParameters(secure: boolean, auth: boolean): Set<string> {
-  if (!secure) return MAIL_PARAMETERS;
-  return auth ? MAIL_PARAMETERS_TLS_AUTH : MAIL_PARAMETERS_TLS;
+/** The MAIL parameters of a connection: `authOffered` when its EHLO answer lists AUTH. */
+export function mailParameters(authOffered: boolean): Set<string> {
+  return authOffered ? MAIL_PARAMETERS_AUTH : MAIL_PARAMETERS;
 }
 
-export function unadvertised(address: SMTPServerAddress, allowed: Set<string>): SmtpReply | undefined {
+export function unadvertised(address: Pick<SMTPServerAddress, 'args'>, allowed: Set<string>): SmtpReply | undefined {
   const unknown = Object.keys(address.args || {}).find((name) => !allowed.has(name.toUpperCase()));
   return unknown === undefined ? undefined : smtpReply(555, `5.5.4 Parameter ${unknown} is not supported here`);
 }

@@ -12,6 +12,11 @@ export function senderGone(): AppError {
   return new AppError(undefined, 499, 'The sender closed the connection before the end of the message');
 }
 
+/** A message cut off for INBOUND_SMTP_MIN_DATA_RATE: the client has been told (421 4.4.2) and is gone. */
+export function sentTooSlowly(): AppError {
+  return new AppError(undefined, 408, 'The client sent the message too slowly (INBOUND_SMTP_MIN_DATA_RATE)');
+}
+
 /**
  * The SMTP reply for a refused message. A message refused for what it says (400: a header the intake
  * refuses, expires-header.ts) is refused for good: 554 5.6.0 (RFC 3463, "other or undefined media error").

@@ -24,7 +24,7 @@ import { MessageIntake } from './accept.ts';
 import { startInboundSmtpServer } from './smtp-server.ts';
 import { loadInboundTls } from './smtp-tls.ts';
 import { refuseConnections } from '../../../test/support/db-faults.ts';
-import { exchangeDb, payloadCount, payloadKeys, readObject } from '../../../test/support/exchange-delivery.ts';
+import { exchangeDb, metric, payloadCount, payloadKeys, readObject } from '../../../test/support/exchange-delivery.ts';
 import { createTestDatabase } from '../../../test/support/postgres.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startSealpostProcess } from '../../../test/support/sealpost-process.ts';
@@ -492,7 +492,8 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
     }
   });
 
-  it('refuses a connection over SMTP_MAX_CONNECTIONS with 421', async () => {
+  it('refuses a connection over SMTP_MAX_CONNECTIONS with 421 4.3.2, and counts it', async () => {
+    const refused = await metric(exchange, 'smtp_refused_total', { reason: 'max_connections' });
     const open: SmtpTalk[] = [];
     try {
       for (let i = 0; i < MAX_CONNECTIONS; i++) {
@@ -502,11 +503,12 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
       }
       const { talk, greeting } = await SmtpTalk.open(port);
       open.push(talk);
-      assert.match(greeting, /^421 .*Too many connected clients/);
+      assert.equal(greeting, '421 4.3.2 mx.sealpost.test Too many connected clients, try again in a moment');
       await talk.closedByServer();
     } finally {
       for (const talk of open) talk.close();
     }
+    assert.equal(await metric(exchange, 'smtp_refused_total', { reason: 'max_connections' }), refused + 1);
   });
 
   it('answers 451 saying a rule must be created first when there is no rule, and stores nothing', async () => {

@@ -26,10 +26,12 @@ export interface InboundSmtpServer {
  * the envelope row) and is answered 250 only once both are durable. Replies carry RFC 3463 enhanced
  * status codes (ENHANCEDSTATUSCODES is advertised): a store or rule problem is `451 4.3.0`, a message
  * over SMTP_MAX_MESSAGE_SIZE `552 5.3.4`, a recipient over SMTP_MAX_RECIPIENTS `452 4.5.3`, a
- * connection over SMTP_MAX_CONNECTIONS `421`. Addresses: smtp-server's own syntax check answers
- * `501 5.1.7`/`501 5.1.3`; one that parses but does not normalise (an address literal such as
- * user@[10.0.0.1], a bad IDN domain) gets `553 5.1.3` from ours. A successful DATA is answered
- * `250 2.6.0 Ok: queued as <envelopeId>` (smtp-server's enhanced code for an accepted message).
+ * connection over SMTP_MAX_CONNECTIONS `421 4.3.2`, one over the client's own limits `421 4.7.0`
+ * (client-limits.ts), a message sent slower than INBOUND_SMTP_MIN_DATA_RATE `421 4.4.2`. Addresses:
+ * smtp-server's own syntax check answers `501 5.1.7`/`501 5.1.3`; one that parses but does not normalise
+ * (an address literal such as user@[10.0.0.1], a bad IDN domain) gets `553 5.1.3` from ours. A successful
+ * DATA is answered `250 2.6.0 Ok: queued as <envelopeId>` (smtp-server's enhanced code for an accepted
+ * message).
  */
 export async function startInboundSmtpServer(options: InboundSmtpOptions): Promise<InboundSmtpServer> {
   const door = await openSmtpDoor(options);
@@ -68,7 +70,7 @@ function createSmtpServer(door: SmtpDoor, transfers: Transfers): SMTPServer {
     ...options,
     onConnect(session, callback) {
       shimConnection(server, session);
-      callback();
+      commands.connect(session, server.connections.size, callback);
     },
     onClose: (session) => commands.forget(session),
     onAuth: (credentials, session, callback) => commands.auth(credentials, session, callback),

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { BlockList, isIP } from 'node:net';
-import bcrypt from 'bcryptjs';
+import { hash, hashSync, verify } from '@node-rs/bcrypt';
+import { HashingSlots } from './hashing-slots.ts';
 
 /**
  * Who may submit mail over SMTP, as Postfix's `smtpd_relay_restrictions = permit_mynetworks,
@@ -18,8 +20,6 @@ export interface SubmissionPolicySettings {
 export class UsersFileError extends Error {}
 
 const BCRYPT = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
-/** bcrypt of a password nobody has: compared against for unknown users, so they take as long as known ones. */
-const DUMMY_HASH = '$2b$10$.Tehjb5Vj1hRS2SpZHPZXuDANqMwFnF5I9OoJO6iFkw/5PfQfZ3ja';
 
 /** Reads an htpasswd file (`htpasswd -B`): one `name:$2y$…` line per account; # comments and blank lines skipped. */
 export async function readUsersFile(path: string): Promise<Map<string, string>> {
@@ -35,7 +35,7 @@ export async function readUsersFile(path: string): Promise<Map<string, string>> 
     const colon = line.indexOf(':');
     const name = line.slice(0, colon);
     const hash = line.slice(colon + 1).trim();
-    if (colon <= 0 || !BCRYPT.test(hash)) {
+    if (colon <= 0 || !BCRYPT.test(hash) || !hasUsableCost(hash)) {
       throw new UsersFileError(
         `INBOUND_SMTP_USERS_FILE=${path} line ${index + 1}: expected name:bcrypt-hash ` +
           '($2y$, $2b$ or $2a$, as `htpasswd -B` or `sealpost smtp-user add` write); ' +
@@ -47,10 +47,34 @@ export async function readUsersFile(path: string): Promise<Map<string, string>> 
   return users;
 }
 
-/** The htpasswd line of an account: bcrypt, cost 10, `$2y$` as Apache's htpasswd -B writes it. */
-export function htpasswdLine(name: string, password: string): string {
+/** A hash's cost: the two digits after `$2y$`. */
+const costOf = (hash: string) => Number(hash.slice(4, 6));
+
+/**
+ * bcrypt's costs run from 4 to 31, and the salt's 22nd character carries only 2 of its 6 bits (one of
+ * `.Oeu`): a hash outside them could never match.
+ */
+function hasUsableCost(hash: string): boolean {
+  const cost = costOf(hash);
+  return cost >= 4 && cost <= 31 && '.Oeu'.includes(hash[28]!);
+}
+
+/** bcrypt as Apache's htpasswd -B writes it: `$2y$`, the same algorithm as the library's `$2b$`. */
+const htpasswdHash = (password: string, cost: number) => hashSync(password, cost).replace(/^\$2[ab]\$/, '$2y$');
+
+/** The htpasswd line of an account: bcrypt, cost 10 (tests take a lower one), `$2y$` as htpasswd -B writes it. */
+export function htpasswdLine(name: string, password: string, cost = 10): string {
   if (name === '' || /[:\s]/.test(name)) throw new Error('the user name may not be empty or contain ":" or spaces');
-  return `${name}:${bcrypt.hashSync(password, 10).replace(/^\$2b\$/, '$2y$')}`;
+  return `${name}:${htpasswdHash(password, cost)}`;
+}
+
+/**
+ * bcrypt of a random password nobody knows, at the highest cost of the file's accounts: an unknown user's
+ * check costs what a known user's does, so the time of a refusal does not tell which names exist.
+ */
+async function standInHash(costs: number[]): Promise<string> {
+  // Without accounts AUTH is not offered and the stand-in never checked: the cheapest cost then.
+  return (await hash(randomBytes(18).toString('base64'), costs.at(-1) ?? 4)).replace(/^\$2b\$/, '$2y$');
 }
 
 /** Client addresses whose answer is remembered; past this many, the memory starts again. */
@@ -64,16 +88,23 @@ export class SubmissionPolicy {
    */
   private readonly clients = new Map<string, boolean>();
 
+  private readonly hashing = new HashingSlots();
+
   private constructor(
     private readonly settings: SubmissionPolicySettings,
     private readonly users: Map<string, string>,
+    /** The bcrypt costs of the accounts, each once, lowest first. */
+    readonly hashCosts: number[],
+    private readonly standIn: string,
   ) {
     for (const network of settings.allowedNetworks)
       this.networks.addSubnet(network.address, network.prefix, network.family);
   }
 
   static async load(settings: SubmissionPolicySettings): Promise<SubmissionPolicy> {
-    return new SubmissionPolicy(settings, settings.usersFile ? await readUsersFile(settings.usersFile) : new Map());
+    const users = settings.usersFile ? await readUsersFile(settings.usersFile) : new Map<string, string>();
+    const costs = [...new Set([...users.values()].map(costOf))].sort((a, b) => a - b);
+    return new SubmissionPolicy(settings, users, costs, await standInHash(costs));
   }
 
   /** Whether SMTP AUTH is offered at all (an account exists). */
@@ -103,11 +134,14 @@ export class SubmissionPolicy {
     return allowed;
   }
 
-  /** Checks a password in constant time per hash (bcrypt); an unknown user costs the same as a known one. */
+  /**
+   * Checks a password (bcrypt, off the event loop, a few at a time: hashing-slots.ts); an unknown user is
+   * checked against the stand-in hash, so that it costs what a known user of the highest cost does.
+   */
   async authenticate(username: string, password: string): Promise<boolean> {
-    const hash = this.users.get(username);
-    const ok = await bcrypt.compare(password, hash ?? DUMMY_HASH);
-    return hash !== undefined && ok;
+    const known = this.users.get(username);
+    const ok = await this.hashing.run(() => verify(password, known ?? this.standIn));
+    return known !== undefined && ok;
   }
 
   /** Whether an address's domain is one of INBOUND_SMTP_SENDER_DOMAINS or below one (always, when unset). */

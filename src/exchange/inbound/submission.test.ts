@@ -15,7 +15,7 @@ import { startSmtpSink, type SmtpSink } from '../../../test/support/smtp-sink.ts
 import { createTestCertificate, type TestCertificate } from '../../../test/support/tls.ts';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
-import { readUsersFile, UsersFileError } from './submission-policy.ts';
+import { htpasswdLine, readUsersFile, UsersFileError } from './submission-policy.ts';
 
 const run = promisify(execFile);
 /** "Outside": the allowed networks are 127.0.0.1/32 only, and these clients connect from 127.0.0.2. */
@@ -276,7 +276,7 @@ describe('the SMTP door: who may submit, and RFC 5321 answers', () => {
 
     it('stops start-up on a users file line that is not name:bcrypt-hash, naming the line', async () => {
       const file = join(dir, 'bad-users');
-      await writeFile(file, `good:$2y$10$${'a'.repeat(53)}\nplain:{SHA}abc\n`);
+      await writeFile(file, `${htpasswdLine('good', 'pass')}\nplain:{SHA}abc\n`);
       await assert.rejects(
         readUsersFile(file),
         (error: Error) =>

@@ -7,6 +7,7 @@ import * as m0005 from './0005_storing_index.ts';
 import * as m0006 from './0006_lean_status_history.ts';
 import * as m0007 from './0007_payload_pending.ts';
 import * as m0008 from './0008_one_way_in.ts';
+import * as m0009 from './0009_long_lines.ts';
 
 /** The exchange schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_lean_status_history': m0006,
   '0007_payload_pending': m0007,
   '0008_one_way_in': m0008,
+  '0009_long_lines': m0009,
 };

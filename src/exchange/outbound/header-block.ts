@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 
 /** A header block's default limit: what a bounce returns and what the relay hop inspects. */
-const HEADER_LIMIT = 64 * 1024;
+export const HEADER_LIMIT = 64 * 1024;
 
 /**
  * A message's header block (through the line before the first empty line), read from its

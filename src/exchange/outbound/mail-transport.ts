@@ -15,13 +15,18 @@ export function createMailTransport(options: {
   outboxDir: string;
   /** Relay connections kept open at most: one per delivery worker is enough. */
   maxConnections: number;
+  /**
+   * SMTP_HOSTNAME: the name our EHLO gives the relay. nodemailer's default is the machine's name, or
+   * `[127.0.0.1]` when that does not resolve (a container's), which relays that check HELO refuse.
+   */
+  hostname: string;
 }): MailTransport {
   return options.outboundSmtpUrl
-    ? createRelayTransport(options.outboundSmtpUrl, options.maxConnections)
+    ? createRelayTransport(options.outboundSmtpUrl, options.maxConnections, options.hostname)
     : createOutboxTransport(options.outboxDir);
 }
 
-function createRelayTransport(url: string, maxConnections: number): MailTransport {
+function createRelayTransport(url: string, maxConnections: number, hostname: string): MailTransport {
   const parsed = new URL(url);
   // RFC 3464 §2.3.5: a relay named by an address is written as an address literal (RFC 5321 §4.1.3).
   const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -30,6 +35,7 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
     url,
     pool: true,
     maxConnections,
+    name: hostname,
     // A requeue after a dropped connection would resend a payload stream that was already partly read;
     // the delivery queue retries with a fresh stream instead.
     maxRequeues: 0,
@@ -57,7 +63,7 @@ function createRelayTransport(url: string, maxConnections: number): MailTranspor
       }
     },
     async capabilities() {
-      offers ??= probeRelay(url, 30_000).catch((error: unknown) => {
+      offers ??= probeRelay(url, 30_000, hostname).catch((error: unknown) => {
         offers = undefined;
         throw new DeliveryError(
           false,

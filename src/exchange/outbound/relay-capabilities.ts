@@ -6,8 +6,9 @@ import type { RelayCapabilities } from './types.ts';
  * neither says what the server offered nor refuses to send 8-bit data to a server without 8BITMIME,
  * so the answer is read from its transaction log (its documented `logger` option): the relay's lines
  * are logged with `tnx: 'server'`. The plaintext EHLO is enough: STARTTLS does not change these two.
+ * `name` is what our EHLO says (SMTP_HOSTNAME), as on the connections that send mail.
  */
-export async function probeRelay(url: string, timeoutMs: number): Promise<RelayCapabilities> {
+export async function probeRelay(url: string, timeoutMs: number, name: string): Promise<RelayCapabilities> {
   const parsed = new URL(url);
   const lines: string[] = [];
   const capture = (...args: unknown[]) => {
@@ -20,6 +21,7 @@ export async function probeRelay(url: string, timeoutMs: number): Promise<RelayC
     port: Number(parsed.port) || (parsed.protocol === 'smtps:' ? 465 : 25),
     secure: parsed.protocol === 'smtps:',
     ignoreTLS: true,
+    name,
     connectionTimeout: timeoutMs,
     greetingTimeout: timeoutMs,
     socketTimeout: timeoutMs,

@@ -2,8 +2,10 @@ import { Readable } from 'node:stream';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import type { Envelope } from '../tables.ts';
-import { headerBlockOf, readHeaderBlock } from './header-block.ts';
-import { toSevenBit } from './seven-bit.ts';
+import { hasLongLine } from '../inbound/body-traits.ts';
+import { hasBcc, messageWithoutBcc, streamWithoutBcc } from './bcc.ts';
+import { HEADER_LIMIT, headerBlockOf, readHeaderBlock } from './header-block.ts';
+import { reencode } from './seven-bit.ts';
 import type { OpenPayload } from './types.ts';
 
 export interface RelayOptions {
@@ -13,6 +15,8 @@ export interface RelayOptions {
   dkim?: DkimSigner;
   /** The relay lacks 8BITMIME and the message is 8-bit: re-encode it (seven-bit.ts). */
   sevenBit: boolean;
+  /** The intake found a line over 998 octets (the envelope's long_lines): re-encode the parts with one. */
+  longLines: boolean;
 }
 
 /**
@@ -21,11 +25,19 @@ export interface RelayOptions {
  * - `Date` and `Message-ID` added in front when the message has none (RFC 5322 §3.6 requires both;
  *   Postfix's cleanup adds them too): the Date is the moment Sealpost accepted it, the Message-ID
  *   derived from the envelope id, so a retry sends the same one.
- * - Re-encoded to 7-bit for a relay without 8BITMIME.
+ * - Without its `Bcc:` fields (bcc.ts; the Bcc recipients are in the envelope), as Postfix's cleanup does.
+ * - Re-encoded to 7-bit for a relay without 8BITMIME; the parts with a line over 998 octets re-encoded
+ *   whatever the relay offers (seven-bit.ts), so that no line goes out longer than RFC 5322 allows.
  * - DKIM-signed when its From is in DKIM_DOMAIN (a reply From REPLY_FROM, the organisation's own
- *   mail), like OpenDKIM's signing table.
- * A payload held in memory (OpenPayload.bytes), or one re-encoded to 7-bit, becomes one Buffer; any other
- * is streamed, read once for the signature and once more for the relay, so that memory stays small.
+ *   mail; a bounce From NOTIFY_FROM), like OpenDKIM's signing table. A signature already there is kept and
+ *   ours added, even one of DKIM_DOMAIN (a message signed upstream, or a bounce signed when it was written,
+ *   before signing moved here): a re-encoding may have broken it, and a second signature costs a verifier
+ *   nothing (RFC 6376 §4: any one that verifies counts).
+ * Everything happens before the signature, which is made over the bytes that go out. A payload held in
+ * memory (OpenPayload.bytes), or one to be re-encoded, becomes one Buffer; any other is streamed, read once
+ * for the signature and once more for the relay, so that memory stays small.
+ * A payload held in memory is looked at for long lines here too: one accepted before the intake
+ * recorded them has long_lines false.
  * Returns a function that opens the bytes, to be called once per send.
  */
 export async function relayMessage(
@@ -42,18 +54,26 @@ export async function relayMessage(
   ];
   const prefix = Buffer.from(added.map((line) => `${line}\r\n`).join(''), 'latin1');
   const dkim = options.dkim;
-  const signs = dkim?.aligned(fromDomain(headText)) && !signedBy(headText, dkim.domain);
+  const signs = dkim?.aligned(fromDomain(headText));
+  const bcc = hasBcc(headText);
+  const rewrite = options.sevenBit || options.longLines || (whole !== undefined && hasLongLine(whole));
 
-  // A relay without 8BITMIME needs the whole message to re-encode it, whatever its size.
-  const held = whole ?? (options.sevenBit ? await readAll(await openPayload()) : undefined);
+  // Re-encoding needs the whole message, whatever its size; so does a Bcc in a header block too long to
+  // have been read whole (readHeaderBlock stops at HEADER_LIMIT).
+  const held =
+    whole ?? (rewrite || (bcc && head.length >= HEADER_LIMIT) ? await readAll(await openPayload()) : undefined);
   if (held) {
-    let message = prefix.length ? Buffer.concat([prefix, held]) : held;
-    if (options.sevenBit) message = toSevenBit(message);
+    let message = bcc ? messageWithoutBcc(held) : held;
+    if (prefix.length) message = Buffer.concat([prefix, message]);
+    if (rewrite) message = reencode(message, { eightBit: options.sevenBit });
     if (signs) message = Buffer.concat([await dkim!.signature(message), message]);
     return async () => message;
   }
 
-  const open = async () => (prefix.length ? Readable.from(prefixed(prefix, await openPayload())) : openPayload());
+  const open = async () => {
+    const payload = bcc ? streamWithoutBcc(await openPayload()) : await openPayload();
+    return prefix.length ? Readable.from(prefixed(prefix, payload)) : payload;
+  };
   if (!signs) return open;
   const signature = await dkim!.signature(await open());
   return async () => Readable.from(prefixed(signature, await open()));
@@ -72,13 +92,6 @@ async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** Whether a DKIM-Signature of this domain is there already (our bounces are signed as they are written). */
-function signedBy(headers: string, domain: string): boolean {
-  return [...headers.matchAll(/^dkim-signature:(.*)$/gim)].some((m) =>
-    new RegExp(`(^|;)\\s*d=${domain.replaceAll('.', '\\.')}\\s*(;|$)`, 'i').test(m[1]!),
-  );
 }
 
 /** The domain of the (first) From address of an unfolded header block. */

@@ -3,6 +3,7 @@ import type { DkimSigner } from '../../kernel/dkim.ts';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { isLanguage, type Language } from '../../kernel/languages.ts';
 import type { Logger } from '../../kernel/logger.ts';
+import { streamWithoutBcc } from './bcc.ts';
 import { composeNotification } from './notification.ts';
 import { SealClient } from './seal-client.ts';
 import {
@@ -53,7 +54,8 @@ export function createSealOutbound(deps: {
   const notifyAddress = mailboxOf(deps.notifyFrom);
   return {
     async deliver(envelope, openPayload) {
-      const sealed = await client.seal(envelope.id, envelope.recipients, await openPayload());
+      // Without its Bcc fields (bcc.ts): the reader shows no Bcc, and the sealed record names none of them.
+      const sealed = await client.seal(envelope.id, envelope.recipients, streamWithoutBcc(await openPayload()));
       const links = new Map(sealed.recipients.map((r) => [comparable(r.email), r]));
       const outcomes = await Promise.allSettled(
         envelope.recipients.map(async (recipient): Promise<FailedRecipient[]> => {

@@ -1,6 +1,6 @@
 import type { DkimSigner } from '../../kernel/dkim.ts';
 import { relayMessage } from './relay-message.ts';
-import { SevenBitImpossible } from './seven-bit.ts';
+import { LineTooLong, SevenBitImpossible } from './seven-bit.ts';
 import {
   DeliveryError,
   X_DIAGNOSTIC,
@@ -18,8 +18,10 @@ export const smtpStrategy = defineOutboundStrategy({
 /**
  * The `smtp` strategy: the stored message goes to the relay with the envelope as it was accepted (MAIL
  * FROM and every RCPT TO, Bcc recipients included) and the MAIL FROM parameters it came with
- * (BODY=8BITMIME, SMTPUTF8). What the relay hop adds is in relay-message.ts: a missing Date or
- * Message-ID, a 7-bit re-encoding for a relay without 8BITMIME, the DKIM signature.
+ * (BODY=8BITMIME, SMTPUTF8; BODY=8BITMIME also when the intake found 8-bit bytes the client did not
+ * declare). What the relay hop changes is in relay-message.ts: a missing Date or Message-ID, no Bcc field,
+ * a 7-bit re-encoding for a relay without 8BITMIME, parts with lines over 998 octets re-encoded, the DKIM
+ * signature.
  */
 export function createSmtpOutbound(
   transport: MailTransport,
@@ -45,8 +47,24 @@ export function createSmtpOutbound(
       }
       let open;
       try {
-        open = await relayMessage(envelope, openPayload, { hostname: options.hostname, dkim: options.dkim, sevenBit });
+        open = await relayMessage(envelope, openPayload, {
+          hostname: options.hostname,
+          dkim: options.dkim,
+          sevenBit,
+          longLines: envelope.long_lines,
+        });
       } catch (error) {
+        if (error instanceof LineTooLong) {
+          // RFC 5322 §2.1.1 allows no such line, and breaking it would change the message.
+          throw new DeliveryError(
+            true,
+            `the message has a line over 998 octets that cannot be made shorter: ${error.message}`,
+            {
+              status: '5.6.0',
+              diagnostic: `${X_DIAGNOSTIC}; ${error.message}`,
+            },
+          );
+        }
         if (!(error instanceof SevenBitImpossible)) throw error;
         throw new DeliveryError(
           true,
