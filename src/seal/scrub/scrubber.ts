@@ -125,8 +125,19 @@ export class Scrubber {
       for (const target of batch) {
         if (this.stopped) break;
         const started = Date.now();
-        const findings = await this.check(target);
-        await store.record(target.id, findings, new Date(clock.now() + intervalMs));
+        let findings: CopyFinding[];
+        try {
+          findings = await this.check(target);
+          await store.record(target.id, findings, new Date(clock.now() + intervalMs));
+        } catch (error) {
+          // One message that cannot be checked (its key does not open, the database failed) does not stop the
+          // pass; it stays leased and comes back when the lease ends.
+          this.options.logger.error(
+            { sealedId: target.id, err: error },
+            'scrub: a sealed message could not be checked',
+          );
+          continue;
+        }
         totals.messages++;
         for (const finding of findings) if (finding.state !== 'intact') totals[finding.state]++;
         const wait = spacingMs - (Date.now() - started);
