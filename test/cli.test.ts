@@ -108,6 +108,7 @@ describe('a listen that fails names the variable to change', () => {
         EXCHANGE_PORT: await freePort(),
         INBOUND_SMTP_PORT: await freePort(),
         IPFS_PROXY_PORT: await freePort(),
+        IPFS_CLUSTER_PORT: await freePort(),
       };
       const child = spawn(process.execPath, [SEALPOST_BIN, 'start', 'all'], {
         env: {
@@ -134,7 +135,7 @@ describe('a listen that fails names the variable to change', () => {
     await once(taken, 'listening');
     const port = (taken.address() as { port: number }).port;
     try {
-      for (const variable of ['AUTH_PORT', 'INBOUND_SMTP_PORT', 'IPFS_PROXY_PORT']) {
+      for (const variable of ['AUTH_PORT', 'INBOUND_SMTP_PORT', 'IPFS_PROXY_PORT', 'IPFS_CLUSTER_PORT']) {
         const { code, stderr } = await startFailing({ [variable]: String(port) });
         assert.equal(code, 1, stderr);
         assert.match(stderr, new RegExp(`${variable}=${port}: the port is in use`), stderr);

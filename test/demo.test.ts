@@ -25,6 +25,7 @@ describe('npm run demo', () => {
       exchange: await freePort(),
       smtp: await freePort(),
       proxy: await freePort(),
+      ipfsCluster: await freePort(),
     };
     const child = spawn(process.execPath, ['--import', 'tsx', DEMO], {
       env: {
@@ -36,6 +37,7 @@ describe('npm run demo', () => {
         EXCHANGE_PORT: String(ports.exchange),
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.proxy),
+        IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
         SEAL_URL: `http://127.0.0.1:${ports.seal}`,
         EXCHANGE_URL: `http://127.0.0.1:${ports.exchange}`,
       },

@@ -13,7 +13,7 @@ import type { SealTables } from '../src/seal/tables.ts';
 import { Reader } from './support/auth-reader.ts';
 import { restGet, startRealClusters, type RealClusters } from './support/ipfs-real.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { TEST_MASTER_KEY } from './support/seal.ts';
+import { postSeal, rawMessage, startSealWithClusters, TEST_MASTER_KEY } from './support/seal.ts';
 import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmsCapture, type SmsCapture } from './support/sms-capture.ts';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
@@ -22,7 +22,8 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.ts';
  * Sealpost (`sealpost start all` as a process) against two real IPFS Clusters with their Kubo nodes:
  * mail in over SMTP, sealed on the primary, followed until both clusters hold it, read verified; then
  * the faults only the real servers show: a secondary whose Kubo is stopped while a message is sealed,
- * and a primary whose Kubo is stopped (not ready, seals retried by the exchange, nothing lost).
+ * and a primary whose Kubo is stopped (not ready, seals retried by the exchange, nothing lost). Then, on a
+ * pair of their own, damaged and missing copies as reads and the scrub see them.
  */
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
@@ -392,5 +393,146 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
     const last = await dave.get('/v1/message');
     assert.equal(last.status, 410);
     assert.equal(last.body.errorCode, 'message_withdrawn');
+  });
+});
+
+/**
+ * Every copy counts, on two real clusters whose IPFS APIs are on ports of their own (each named by its
+ * configuration's ipfsApi): a bit flipped in the primary's block in Kubo's blockstore on disk, the message
+ * read verified from the secondary's copy, the scrub reporting the damaged copy; both copies damaged, the
+ * seal broken naming both; the secondary's Kubo stopped, its copy missing until it is back.
+ */
+describe('every copy counts: reads and the scrub against the real IPFS Cluster and Kubo', () => {
+  let clusters: RealClusters;
+  let seal: Awaited<ReturnType<typeof startSealWithClusters>>;
+  let names: { primary: string; secondary: string };
+  type Copy = { id: string; cluster: string; state: string; detail: string; repair: string };
+
+  before(async () => {
+    clusters = await startRealClusters();
+    names = {
+      primary: `127.0.0.1:${clusters.primary.restPort}`,
+      secondary: `127.0.0.1:${clusters.secondary.restPort}`,
+    };
+    const cluster = (c: RealClusters['primary']) => ({
+      host: '127.0.0.1',
+      port: String(c.restPort),
+      user: c.user,
+      pass: c.pass,
+      secure: c.secure,
+      timeout: '20s',
+      ipfsApi: `http://127.0.0.1:${c.proxyPort}`,
+    });
+    assert.notEqual(clusters.primary.proxyPort, clusters.secondary.proxyPort);
+    seal = await startSealWithClusters([cluster(clusters.primary), cluster(clusters.secondary)], {
+      IPFS_CLUSTER_CA_FILE: clusters.ca.certPath,
+      SEAL_PIN_CHECK_INTERVAL: '500ms',
+      SEAL_REPIN_INTERVAL: '1s',
+      SEAL_SCRUB_INTERVAL: '1s',
+      SEAL_SCRUB_RATE: '20',
+    });
+  });
+
+  after(async () => {
+    await seal?.stop();
+    await clusters?.stop();
+  });
+
+  /** Seals a small message (one block) and waits until both clusters hold it. */
+  async function sealHeld(body: string): Promise<{ id: string; cid: string; raw: Buffer }> {
+    const raw = rawMessage({ body });
+    const response = await postSeal(seal, raw);
+    assert.equal(response.status, 201, await response.clone().text());
+    const { id, cid } = (await response.json()) as { id: string; cid: string };
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const record = await fetch(`${seal.url}/v1/sealed/${id}`, {
+        headers: { authorization: `Bearer ${seal.serviceToken}` },
+      });
+      const { pins } = (await record.json()) as { pins: Pin[] };
+      if (pins.every((pin) => pin.status === 'pinned')) break;
+      assert.ok(Date.now() < deadline, `not pinned on both clusters: ${JSON.stringify(pins)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    return { id, cid, raw };
+  }
+
+  const read = (id: string) =>
+    fetch(`${seal.url}/v1/sealed/${id}/content`, { headers: { authorization: `Bearer ${seal.serviceToken}` } });
+
+  async function copiesWhen(what: string, accept: (copies: Copy[]) => boolean): Promise<Copy[]> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const response = await fetch(`${seal.url}/v1/admin/copies`, {
+        headers: { authorization: `Bearer ${seal.adminToken}` },
+      });
+      assert.equal(response.status, 200);
+      const { copies } = (await response.json()) as { copies: Copy[] };
+      if (accept(copies)) return copies;
+      assert.ok(Date.now() < deadline, `${what}; listed: ${JSON.stringify(copies)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  async function gauge(cluster: string, state: string): Promise<number> {
+    const page = await (await fetch(`${seal.url}/metrics`)).text();
+    const line = page
+      .split('\n')
+      .find((entry) => entry.startsWith(`seal_scrub_copies{cluster="${cluster}",state="${state}",service="seal"} `));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  }
+
+  it("serves the secondary's copy when the primary's block is damaged on disk; the scrub lists it", async () => {
+    const { id, cid, raw } = await sealHeld('a copy that rots on the primary');
+    await clusters.primary.damageBlock(cid);
+
+    const response = await read(id);
+    assert.equal(response.status, 200, await response.clone().text());
+    assert.deepEqual(Buffer.from(await response.arrayBuffer()), raw, 'verified, from the second copy');
+    const failed = seal.logs.find(
+      (line) => line.msg === "this cluster's copy of sealed content failed verification" && line.sealedId === id,
+    );
+    assert.equal(failed?.cluster, names.primary);
+
+    const copies = await copiesWhen('the damaged copy is listed', (list) =>
+      list.some((copy) => copy.id === id && copy.cluster === names.primary),
+    );
+    assert.deepEqual(
+      copies.filter((copy) => copy.id === id).map((copy) => [copy.cluster, copy.state]),
+      [[names.primary, 'damaged']],
+      "the primary's copy damaged, the secondary's intact",
+    );
+    const deadline = Date.now() + 15_000;
+    while ((await gauge(names.primary, 'damaged')) < 1) {
+      assert.ok(Date.now() < deadline, 'seal_scrub_copies counts the damaged copy');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+
+    await clusters.secondary.damageBlock(cid);
+    const broken = await read(id);
+    assert.equal(broken.status, 502);
+    const error = await broken.json();
+    assert.equal(error.errorCode, 'seal_broken');
+    assert.deepEqual(error.copies, [
+      { cluster: names.primary, state: 'damaged' },
+      { cluster: names.secondary, state: 'damaged' },
+    ]);
+  });
+
+  it('reports the copies of a stopped Kubo as missing, and clears them once it is back', async () => {
+    const { id } = await sealHeld('a copy on a daemon that stops');
+    await clusters.secondary.stopKubo();
+    try {
+      const copies = await copiesWhen('the missing copy is listed', (list) =>
+        list.some((copy) => copy.id === id && copy.cluster === names.secondary),
+      );
+      const missing = copies.find((copy) => copy.id === id)!;
+      assert.equal(missing.state, 'missing');
+      assert.match(missing.repair, /recover/);
+      assert.equal(copies.filter((copy) => copy.id === id).length, 1, "the primary's copy is intact");
+    } finally {
+      await clusters.secondary.startKubo();
+    }
+    await copiesWhen('cleared after the restart', (list) => !list.some((copy) => copy.id === id));
   });
 });

@@ -37,6 +37,7 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
     exchange: await freePort(),
     smtp: await freePort(),
     ipfsProxy: await freePort(),
+    ipfsCluster: await freePort(),
   };
   const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-logs-'));
   await seedEmbeddedDatabase(dataDir);
@@ -54,6 +55,7 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
         EXCHANGE_PORT: String(ports.exchange),
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.ipfsProxy),
+        IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
         ...env,
       },
       stdio: ['pipe', 'pipe', 'pipe'],

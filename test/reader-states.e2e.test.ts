@@ -195,6 +195,7 @@ describe('the reader page says what happened (Chromium)', () => {
       const alert = await page.getByRole('alert').innerText();
       assert.match(alert, /its content no longer matches what was sealed/);
       assert.match(alert, /Sealed content: IPFS CID (Qm|bafy)[A-Za-z0-9]+/);
+      assert.match(alert, /The copy on \S.*: damaged/, 'each copy tried is named with its state');
       const color = await page
         .getByRole('heading', { name: 'The seal is broken' })
         .evaluate((element) => getComputedStyle(element).color);

@@ -101,15 +101,19 @@ export async function startSealpost(
     // The seal service needs an IPFS cluster; on the embedded default a stand-in plays it (no Kubo here).
     if (options.ipfsStandIn && names.includes('seal')) {
       const { startIpfsClusterStandIn } = await import('../devstack/ipfs-cluster/index.ts');
+      // Both listeners on ports named by a variable, so that two instances and a firewall can plan for them.
+      const restPort = config.seal.clusterPort;
       const standIn = await startIpfsClusterStandIn({
         host: '127.0.0.1',
-        port: 0, // any free port: only the proxy port is configuration (IPFS_PROXY_PORT)
+        port: restPort,
         proxyPort: config.seal.ipfsProxyPort,
         dataDir: join(resolve(config.dataDir), 'ipfs-cluster'),
       }).catch((error: unknown) => {
+        // Node's listen error carries the port it tried: the REST API's or the proxy's.
+        const rest = (error as { port?: unknown })?.port === restPort && restPort !== config.seal.ipfsProxyPort;
         throw listenError(error, {
-          portVariable: 'IPFS_PROXY_PORT',
-          port: config.seal.ipfsProxyPort,
+          portVariable: rest ? 'IPFS_CLUSTER_PORT' : 'IPFS_PROXY_PORT',
+          port: rest ? restPort : config.seal.ipfsProxyPort,
           host: '127.0.0.1',
         });
       });

@@ -16,6 +16,8 @@ export interface ErrorObject {
   attemptsLeft?: number;
   /** seal_broken: the IPFS CID of the content that failed verification. */
   cid?: string;
+  /** seal_broken, unavailable (seal service): each cluster's copy that could not be served, and why. */
+  copies?: Array<{ cluster: string; state: 'damaged' | 'missing' | 'unreachable' }>;
   /** message_withdrawn, message_expired: when the message ended (RFC 3339). */
   endedAt?: string;
   /** message_withdrawn, message_expired: whom to ask about it (the sender's address). */
@@ -23,7 +25,7 @@ export interface ErrorObject {
 }
 
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
-export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid' | 'endedAt' | 'contact'>;
+export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact'>;
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */
 export class AppError extends Error {

@@ -89,6 +89,19 @@ export const ErrorObjectSchema = Type.Object(
     cid: Type.Optional(
       Type.String({ description: 'seal_broken: the IPFS CID of the content that failed verification' }),
     ),
+    copies: Type.Optional(
+      Type.Array(
+        Type.Object({
+          cluster: Type.String({ description: '`host:port` of the cluster the copy was read from' }),
+          state: Type.Union([Type.Literal('damaged'), Type.Literal('missing'), Type.Literal('unreachable')], {
+            description:
+              'damaged: read, and fails verification; missing: the IPFS API answered without it; ' +
+              'unreachable: the IPFS API did not answer',
+          }),
+        }),
+        { description: 'seal_broken, unavailable (seal service): each copy that could not be served' },
+      ),
+    ),
     endedAt: Type.Optional(
       Type.String({ format: 'date-time', description: 'message_withdrawn, message_expired: when the message ended' }),
     ),

@@ -1,8 +1,18 @@
 import { AUTH_PORT, AUTH_PUBLIC_URL, authPublicUrl, SEAL_MAX_MESSAGE_SIZE, SEAL_PORT } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
-import { boolean, nonEmpty, port, positiveDuration, text, ValueError } from '../kernel/parsers.ts';
+import {
+  boolean,
+  integer,
+  nonEmpty,
+  nonNegativeDuration,
+  port,
+  positiveDuration,
+  text,
+  ValueError,
+} from '../kernel/parsers.ts';
 import { parseSealExpiry } from '../kernel/seal-expiry.ts';
 import { defineVariables, loadVariables } from '../kernel/variables.ts';
+import { parseIpfsApi } from './clusters/config.ts';
 
 /** A message's life as X-Sealpost-Expires gives one (`7d`, `72h`, `1d12h`), in milliseconds; no time of day. */
 const life = {
@@ -30,7 +40,9 @@ export const SEAL_VARIABLES = defineVariables({
     },
     port: {
       name: 'IPFS_CLUSTER_PORT',
-      meaning: 'fallback cluster port',
+      meaning:
+        'fallback cluster port; on the embedded default (`start all` with no IPFS_CLUSTER_HOST), the port the ' +
+        "IPFS Cluster stand-in's REST API listens on",
       default: '9094',
       parse: (raw: string) => String(port(1).parse(raw)),
       expected: port(1).expected,
@@ -46,9 +58,23 @@ export const SEAL_VARIABLES = defineVariables({
   },
   ipfsProxyPort: {
     name: 'IPFS_PROXY_PORT',
-    meaning: 'port of the IPFS HTTP API proxied by each cluster peer (reading content)',
+    meaning:
+      "port of the IPFS HTTP API proxied by each cluster peer (reading content), on the cluster's host, for a " +
+      "cluster without its own ipfsApi; on the embedded default, the stand-in's IPFS proxy listens on it",
     default: '9095',
     ...port(1),
+  },
+  ipfsProxyUrl: {
+    name: 'IPFS_PROXY_URL',
+    meaning:
+      'IPFS API (proxy) of the fallback cluster as http://host:port, where reads and the scrub go; ' +
+      'unset: IPFS_CLUSTER_HOST on IPFS_PROXY_PORT (the ipfsApi of a stored cluster configuration)',
+    parse: (raw: string) => {
+      const parsed = parseIpfsApi(raw, 'IPFS_PROXY_URL');
+      if ('problem' in parsed) throw new ValueError();
+      return parsed.url;
+    },
+    expected: 'an http:// or https:// URL with host and port only, e.g. http://10.0.0.5:9095',
   },
   masterKey: {
     name: 'SEAL_MASTER_KEY',
@@ -112,6 +138,23 @@ export const SEAL_VARIABLES = defineVariables({
     default: '10s',
     ...positiveDuration,
   },
+  scrubInterval: {
+    name: 'SEAL_SCRUB_INTERVAL',
+    meaning:
+      "how often the scrub reads every running sealed message's copy on every cluster and checks it against its " +
+      'seal (first one interval after sealing); damaged or missing copies are listed in GET /v1/admin/copies; ' +
+      '0s turns the scrub off',
+    default: '168h',
+    ...nonNegativeDuration,
+  },
+  scrubRate: {
+    name: 'SEAL_SCRUB_RATE',
+    meaning:
+      'messages the scrub reads per second at most (each on every cluster, one at a time), so that it never ' +
+      'competes with sealing and reading',
+    default: '2',
+    ...integer(1, 1000),
+  },
   trailRetention: {
     name: 'SEAL_TRAIL_RETENTION',
     meaning:
@@ -128,7 +171,7 @@ export const SEAL_VARIABLES = defineVariables({
 /** The seal service's configuration, durations in milliseconds; problems go to input.problems. */
 export function loadSealConfig(input: ServiceConfigInput) {
   const { problems } = input;
-  const { authPort, envCluster, ...values } = loadVariables(SEAL_VARIABLES, input.env, problems);
+  const { authPort, envCluster, ipfsProxyUrl, ...values } = loadVariables(SEAL_VARIABLES, input.env, problems);
   const user = envCluster.user || undefined;
   const pass = envCluster.pass || undefined;
   if (envCluster.host && Boolean(user) !== Boolean(pass)) {
@@ -144,8 +187,11 @@ export function loadSealConfig(input: ServiceConfigInput) {
           ...(user ? { user } : {}),
           ...(pass ? { pass } : {}),
           secure: envCluster.secure,
+          ...(ipfsProxyUrl ? { ipfsApi: ipfsProxyUrl } : {}),
         }
       : undefined,
+    /** IPFS_CLUSTER_PORT (or its default) even without IPFS_CLUSTER_HOST: the embedded stand-in's REST API port. */
+    clusterPort: Number(envCluster.port),
     /** AUTH_PUBLIC_URL: reader links are `{publicUrl}/m/{id}`. */
     publicUrl: authPublicUrl(values.publicUrl, authPort, input),
   };

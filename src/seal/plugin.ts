@@ -1,6 +1,7 @@
 import type { Clock } from '../kernel/clock.ts';
 import type { App } from '../kernel/http.ts';
 import type { ConfigInForce } from './clusters/in-force.ts';
+import { clusterName } from './clusters/config.ts';
 import { clusterConfigRoutes } from './clusters/routes.ts';
 import type { ClusterConfigStore } from './clusters/store.ts';
 import type { EndStore } from './ending/end-store.ts';
@@ -8,6 +9,8 @@ import type { SealEnder } from './ending/ender.ts';
 import { endingRoutes } from './ending/routes.ts';
 import type { Sealer } from './sealing/sealer.ts';
 import { pinsRoutes } from './sealing/pins-routes.ts';
+import { scrubRoutes } from './scrub/routes.ts';
+import type { ScrubStore } from './scrub/scrub-store.ts';
 import { sealingRoutes } from './sealing/routes.ts';
 import type { SealedStore } from './sealing/store.ts';
 import { senderRoutes } from './senders/routes.ts';
@@ -23,6 +26,7 @@ export interface SealPluginOptions {
   endStore: EndStore;
   ender: SealEnder;
   trailStore: TrailStore;
+  scrubStore: ScrubStore;
   senderStore: SenderStore;
   /** SEAL_MAX_EXPIRY in milliseconds; undefined: no cap. */
   maxExpiryMs: number | undefined;
@@ -57,6 +61,11 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     adminToken: options.adminToken,
     deadlineMs: options.pinDeadlineMs,
     clock: options.clock,
+  });
+  await app.register(scrubRoutes, {
+    store: options.scrubStore,
+    clusters: options.inForce.clusters.map(clusterName),
+    adminToken: options.adminToken,
   });
   await app.register(endingRoutes, {
     ender: options.ender,

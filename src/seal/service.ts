@@ -17,6 +17,8 @@ import { sealPlugin } from './plugin.ts';
 import { PinFollower } from './sealing/repin.ts';
 import { Sealer } from './sealing/sealer.ts';
 import { SealedStore } from './sealing/store.ts';
+import { Scrubber } from './scrub/scrubber.ts';
+import { ScrubStore } from './scrub/scrub-store.ts';
 import { SenderStore } from './senders/sender-store.ts';
 import { TrailRetention } from './trail/retention.ts';
 import { TrailStore } from './trail/trail-store.ts';
@@ -86,9 +88,21 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const ender = new SealEnder({ store: endStore, clusters, intervalMs: seal.endInterval, clock, logger });
     const trailStore = new TrailStore(db, clock);
     const trailRetention = new TrailRetention({ store: trailStore, retentionMs: seal.trailRetention, logger });
+    const scrubStore = new ScrubStore(db, clock);
+    const scrubber = new Scrubber({
+      store: scrubStore,
+      clusters,
+      masterKey: master.key,
+      intervalMs: seal.scrubInterval,
+      ratePerSecond: seal.scrubRate,
+      clock,
+      logger,
+    });
     const registry = createRegistry('seal');
     follower.registerMetrics(registry);
+    sealer.registerMetrics(registry);
     ender.registerMetrics(registry);
+    scrubber.registerMetrics(registry);
 
     const running = await startHttpService({
       name: 'seal',
@@ -109,6 +123,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         endStore,
         ender,
         trailStore,
+        scrubStore,
         senderStore: new SenderStore(db),
         maxExpiryMs: seal.maxExpiry,
         adminToken: config.adminToken,
@@ -126,10 +141,12 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     follower.start();
     ender.start();
     trailRetention.start();
+    scrubber.start();
     return {
       ...running,
-      workers: { pinFollower: follower, ender, trailRetention },
+      workers: { pinFollower: follower, ender, trailRetention, scrubber },
       async stop() {
+        await scrubber.stop();
         await trailRetention.stop();
         await ender.stop();
         await follower.stop();

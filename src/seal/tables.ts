@@ -10,6 +10,8 @@ export interface SealTables {
   sealed_pins: SealedPinsTable;
   seal_end_work: SealEndWorkTable;
   sealed_trail: SealedTrailTable;
+  seal_scrub_due: SealScrubDueTable;
+  seal_scrub_copies: SealScrubCopiesTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -32,6 +34,8 @@ export interface StoredCluster {
   timeout: string;
   addParams?: Record<string, boolean>;
   pinParams?: { replicationFactorMin?: number; replicationFactorMax?: number; name?: string; expireIn?: string };
+  /** The cluster's IPFS API, `http://host:port`; absent: its host on IPFS_PROXY_PORT. */
+  ipfsApi?: string;
 }
 
 export type SignInMethod = SignInMethodName;
@@ -140,6 +144,27 @@ export interface SealedTrailTable {
   detail: ColumnType<TrailDetail | null, string | null, never>;
   /** The first entry of its event for its recipient (a partial unique index keeps it one). */
   first: ColumnType<boolean, boolean | undefined, never>;
+}
+
+/** When a running message's copies are due to be read again by the scrub; also the lease of the instance on it. */
+export interface SealScrubDueTable {
+  sealed_id: string;
+  due_at: Date;
+}
+
+/** A copy the scrub found damaged (fails verification) or missing; deleted when found intact again. */
+export interface SealScrubCopiesTable {
+  sealed_id: string;
+  /** `host:port` of the cluster. */
+  cluster: string;
+  state: 'damaged' | 'missing';
+  /** What the check or the cluster said. */
+  detail: string;
+  /** What was done about it, or why the cluster cannot repair it. */
+  repair: string;
+  /** When the scrub first found it so (kept while the state holds). */
+  found_at: Date;
+  checked_at: Date;
 }
 
 export type SealedMessage = Selectable<SealedMessagesTable>;

@@ -37,6 +37,7 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\/sealed\//, 'service'],
     [/^\/v1\/recipients\/:email\/sealed$/, 'service'],
     [/^\/v1\/admin\/unpinned$/, 'admin'],
+    [/^\/v1\/admin\/copies$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/withdraw$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/trail$/, 'admin'],
     [/^\/v1\/senders\/:sender\/sealed(\/|$)/, 'service'],

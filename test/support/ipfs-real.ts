@@ -5,6 +5,8 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { base32 } from 'multiformats/bases/base32';
+import { CID } from 'multiformats/cid';
 import { freePort } from './ports.ts';
 import { createTestCertificate, type TestCertificate } from './tls.ts';
 
@@ -76,6 +78,11 @@ export interface RealCluster {
   peerId: string;
   /** Stops the Kubo daemon behind the cluster (the cluster keeps running and reports it). */
   stopKubo(): Promise<void>;
+  /**
+   * Flips one bit in the middle of the block `cid` in Kubo's blockstore on disk (flatfs), as a failing
+   * disk would: same CID, other bytes. The block of a small file (one chunk, under 256 KiB) is the file.
+   */
+  damageBlock(cid: string): Promise<void>;
   startKubo(): Promise<void>;
   stop(): Promise<void>;
   /** What the two daemons printed, for a failing test's message. */
@@ -147,6 +154,18 @@ async function until<T>(
   throw new Error(
     `${what} did not come up within ${timeoutMs} ms (${String(last)}); output:\n${log.join('').slice(-4000)}`,
   );
+}
+
+/**
+ * Kubo's flatfs keeps a block as blocks/<shard>/<key>.data: the key is the multihash in upper-case base32
+ * without padding (dshelp.MultihashToDsKey), the shard its next-to-last two characters (`next-to-last/2`).
+ */
+async function damageFlatfsBlock(kuboPath: string, cid: string): Promise<void> {
+  const key = base32.baseEncode(CID.parse(cid).multihash.bytes).toUpperCase();
+  const file = join(kuboPath, 'blocks', key.slice(-3, -1), `${key}.data`);
+  const bytes = await readFile(file);
+  bytes[bytes.length >> 1]! ^= 0x01;
+  await writeFile(file, bytes);
 }
 
 async function editJson(path: string, edit: (value: any) => void): Promise<void> {
@@ -300,6 +319,7 @@ export async function startRealClusters(): Promise<RealClusters> {
         peerId: '',
         stopKubo: () => stopDaemon(kubo),
         startKubo,
+        damageBlock: (cid) => damageFlatfsBlock(node.kuboPath, cid),
         async stop() {
           await stopDaemon(cluster);
           await stopDaemon(kubo);

@@ -48,6 +48,7 @@ export async function startSealpostProcess(
     exchange: await freePort(),
     smtp: await freePort(),
     ipfsProxy: await freePort(),
+    ipfsCluster: await freePort(),
   };
   const child = spawn(
     process.execPath,
@@ -62,6 +63,7 @@ export async function startSealpostProcess(
         EXCHANGE_PORT: String(ports.exchange),
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.ipfsProxy),
+        IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
         // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
         ...env,
       },

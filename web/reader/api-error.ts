@@ -15,7 +15,14 @@ export class ApiError extends Error {
      * The error object's extra fields: wrong tries left (incorrect_code), the broken seal's CID (seal_broken), when
      * the message ended and whom to ask (message_expired, message_withdrawn).
      */
-    readonly details: { attemptsLeft?: number; cid?: string; endedAt?: string; contact?: string } = {},
+    readonly details: {
+      attemptsLeft?: number;
+      cid?: string;
+      endedAt?: string;
+      contact?: string;
+      /** seal_broken: each cluster's copy and why it did not serve. */
+      copies?: Array<{ cluster: string; state: 'damaged' | 'missing' | 'unreachable' }>;
+    } = {},
     /** The draft's version after a refused change that still changed it (ETag); see Draft.version. */
     readonly version?: number,
   ) {

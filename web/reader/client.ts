@@ -74,8 +74,19 @@ export function apiError(
       ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
       ...(typeof object.endedAt === 'string' ? { endedAt: object.endedAt } : {}),
       ...(typeof object.contact === 'string' ? { contact: object.contact } : {}),
+      ...(Array.isArray(object.copies) ? { copies: copiesOf(object.copies) } : {}),
     },
     versionOf(etag),
+  );
+}
+
+/** seal_broken's copies, those of a known state only. */
+function copiesOf(list: unknown[]): NonNullable<ApiError['details']['copies']> {
+  return list.filter(
+    (copy): copy is NonNullable<ApiError['details']['copies']>[number] =>
+      isObject(copy) &&
+      typeof copy.cluster === 'string' &&
+      (copy.state === 'damaged' || copy.state === 'missing' || copy.state === 'unreachable'),
   );
 }
 

@@ -161,6 +161,30 @@ describe('the seal client (auth → B over keep-alive HTTP)', () => {
       client.content(ID, READER),
       (error) => isError('seal_broken', 502, /IPFS CID/)(error) && error.details.cid === RECORD.cid,
     );
+    // Each copy's state is passed on for the reader page, and only what B's schema allows.
+    script = (_request, response) =>
+      json(response, 502, {
+        errorCode: 'seal_broken',
+        message: 'no copy verifies',
+        cid: RECORD.cid,
+        copies: [
+          { cluster: 'primary', state: 'damaged' },
+          { cluster: 'second', state: 'unreachable' },
+          { cluster: 'third', state: 'on fire' },
+          { cluster: 42, state: 'missing' },
+        ],
+      });
+    await assert.rejects(
+      client.content(ID, READER),
+      (error) =>
+        isError('seal_broken', 502)(error) &&
+        error.details.cid === RECORD.cid &&
+        JSON.stringify(error.details.copies) ===
+          JSON.stringify([
+            { cluster: 'primary', state: 'damaged' },
+            { cluster: 'second', state: 'unreachable' },
+          ]),
+    );
     script = (_request, response) => json(response, 404, { errorCode: 'not_found', message: 'gone' });
     await assert.rejects(client.content(ID, READER), isError('not_found', 404));
     script = (_request, response) => json(response, 503, { errorCode: 'unavailable', message: 'no cluster' });

@@ -16,7 +16,7 @@ import {
   TrailEventAnswerSchema,
   TrailSchema,
 } from '../../contracts/seal.ts';
-import { AppError } from '../../kernel/errors.ts';
+import { AppError, type ErrorDetails } from '../../kernel/errors.ts';
 import { endedError, isEndCode } from './end.ts';
 
 /** GET {SEAL_URL}/v1/sealed/{id}: the sealed-message record as the seal service (B) keeps it. */
@@ -407,6 +407,7 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   let broken = false;
   let cid: string | undefined;
   let ended: AppError | undefined;
+  let copies: CopyState[] | undefined;
   try {
     const parsed = JSON.parse(body) as {
       message?: unknown;
@@ -414,8 +415,10 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
       cid?: unknown;
       endedAt?: unknown;
       contact?: unknown;
+      copies?: unknown;
     };
     if (typeof parsed.cid === 'string') cid = parsed.cid;
+    copies = copyStates(parsed.copies);
     // The message ended (for everyone, or for the recipient asked about): passed on with when and whom to ask.
     if (response.statusCode === 410 && isEndCode(parsed.errorCode)) {
       ended = endedError(parsed.errorCode, {
@@ -440,7 +443,7 @@ async function upstreamError(response: IncomingMessage, what: string): Promise<A
   if (response.statusCode === 410) return new AppError('not_found', 404, 'The sealed message is no longer available');
   // Final, unlike the failures below: the reader must see a broken seal, never "try again".
   if (broken) {
-    const error = new AppError('seal_broken', 502, SEAL_BROKEN, { cause });
+    const error = new AppError('seal_broken', 502, SEAL_BROKEN, { cause, ...(copies ? { details: { copies } } : {}) });
     // B names the CID in its error object; from a B that does not, the caller adds the record's.
     return cid ? withSealCid(error, cid) : error;
   }
@@ -452,8 +455,28 @@ export function withSealCid<T>(error: T, cid: string): T | AppError {
   if (!isSealBroken(error) || error.details.cid !== undefined) return error;
   return new AppError('seal_broken', 502, `${error.message} (IPFS CID ${cid})`, {
     cause: error.cause,
-    details: { cid },
+    details: { ...error.details, cid },
   });
+}
+
+type CopyState = NonNullable<ErrorDetails['copies']>[number];
+const COPY_STATES = new Set(['damaged', 'missing', 'unreachable']);
+
+/**
+ * B's `copies` (each cluster's copy and why it did not serve), kept only as B's schema says it: the reader
+ * page names them, so nothing else of B's answer reaches it.
+ */
+function copyStates(value: unknown): CopyState[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const copies = value.filter(
+    (copy): copy is CopyState =>
+      typeof copy === 'object' &&
+      copy !== null &&
+      typeof copy.cluster === 'string' &&
+      copy.cluster.length <= 200 &&
+      COPY_STATES.has(copy.state),
+  );
+  return copies.length > 0 ? copies.slice(0, 20).map(({ cluster, state }) => ({ cluster, state })) : undefined;
 }
 
 /** A broken seal: final, unlike the other failures to read. */

@@ -150,6 +150,27 @@ export class BlockStorage {
     return cid;
   }
 
+  /**
+   * Flips one bit in the middle of the first leaf block under `root`, on disk, as a failing disk or a stray
+   * write would: the block keeps its name (CID) and the store does not notice, as Kubo's flatfs does not
+   * (Datastore.HashOnRead is off by default). For tests of readers that verify what they get.
+   */
+  async damage(root: CID): Promise<void> {
+    let cid = root;
+    for (;;) {
+      const bytes = await collect(this.store.get(cid));
+      const links = cid.code === dagPb.code ? dagPb.decode(bytes).Links : [];
+      if (links.length > 0) {
+        cid = links[0]!.Hash;
+        continue;
+      }
+      const changed = Uint8Array.from(bytes);
+      changed[changed.length >> 1]! ^= 0x01;
+      await this.store.put(cid, changed);
+      return;
+    }
+  }
+
   close(): Promise<void> {
     return this.store.close();
   }

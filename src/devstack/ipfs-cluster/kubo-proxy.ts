@@ -29,6 +29,8 @@ export interface ProxyContext {
   blocks: BlockStorage;
   user?: string;
   pass?: string;
+  /** The IPFS daemon behind the proxy is stopped: the real proxy's reverse proxy answers 502. */
+  down?: () => boolean;
 }
 
 const EXPOSED = 'X-Stream-Output, X-Chunked-Output, X-Content-Length';
@@ -158,6 +160,13 @@ export async function handleProxy(
   path: string,
   q: GoQuery,
 ) {
+  if (ctx.down?.()) {
+    // Go's httputil.ReverseProxy when the backend refuses the connection: 502 and an empty body.
+    req.resume();
+    res.writeHead(502);
+    res.end();
+    return;
+  }
   if (ctx.user !== undefined && ctx.pass !== undefined) {
     // config.ConvertAuthSecret("basic:user:pass") and an exact header match.
     const expected = `Basic ${Buffer.from(`${ctx.user}:${ctx.pass}`).toString('base64')}`;

@@ -85,8 +85,13 @@ export interface IpfsClusterStandIn {
   pins(): Map<string, ClusterPin>;
   setHang(hang: boolean): void;
   setFailPins(fail: boolean): void;
-  /** Plays the IPFS daemon behind the peer stopped (true) or started again (false). */
+  /**
+   * Plays the IPFS daemon behind the peer stopped (true) or started again (false): pins fail, /id says so,
+   * and the IPFS proxy answers 502 as the real one does when it cannot reach Kubo.
+   */
   setIpfsDown(down: boolean): void;
+  /** Flips a bit of the first leaf block of `cid` on disk (a damaged copy: same CID, wrong bytes). */
+  damage(cid: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -156,7 +161,9 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
     restAddress: () => ({ host, port: restPort }),
   };
 
-  const proxyContext = options.proxyAuth === false ? { blocks } : { blocks, user: options.user, pass: options.pass };
+  const down = () => ipfsDown;
+  const proxyContext =
+    options.proxyAuth === false ? { blocks, down } : { blocks, user: options.user, pass: options.pass, down };
 
   /** Records the request, then hangs or dispatches it. */
   const handler =
@@ -213,6 +220,7 @@ export async function startIpfsClusterStandIn(options: IpfsClusterStandInOptions
       setIpfsDown: (b) => {
         ipfsDown = b;
       },
+      damage: (cid) => blocks.damage(decodeCid(cid)),
       close: () => {
         swarm.delete(blocks);
         closed ??= shutdown([rest, proxy], pins, blocks);

@@ -4,7 +4,7 @@ import https from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { clusterName, expireInToSend, timeoutMs, type ClusterSettings } from './config.ts';
+import { clusterName, expireInToSend, ipfsApiOf, timeoutMs, type ClusterSettings } from './config.ts';
 
 /**
  * A client of one IPFS cluster peer, speaking the cluster's REST API (ipfs-cluster/ipfs-cluster
@@ -45,7 +45,7 @@ class SourceFailure extends Error {
 }
 
 export interface ClusterClientOptions {
-  /** Port of the IPFS proxy on the cluster's host (IPFS_PROXY_PORT). */
+  /** Port of the IPFS proxy on the cluster's host (IPFS_PROXY_PORT), for a cluster without its own `ipfsApi`. */
   proxyPort: number;
   /** Certificate authorities trusted for HTTPS (PEM), in addition to Node's public roots. */
   ca?: string[];
@@ -96,6 +96,8 @@ export class ClusterClient {
    * per seal at 8 seals at a time (bench/seal.ts).
    */
   private readonly restAgent: http.Agent;
+  /** Where reads go: the cluster's own IPFS API address, or its host on IPFS_PROXY_PORT. */
+  readonly ipfsApi: URL;
 
   constructor(
     readonly settings: ClusterSettings,
@@ -103,6 +105,7 @@ export class ClusterClient {
   ) {
     this.name = clusterName(settings);
     this.timeout = timeoutMs(settings);
+    this.ipfsApi = ipfsApiOf(settings, options.proxyPort);
     // Idle sockets are closed after 5 s, as by Node's global agent: well before the cluster's own idle
     // timeout (2 min), so a request never goes out on a connection the server is closing.
     const keepAlive = { keepAlive: true, timeout: 5_000 };
@@ -306,17 +309,19 @@ export class ClusterClient {
   }
 
   /**
-   * Reads content through the peer's IPFS proxy (`POST /api/v0/cat?arg=...`, IPFS_PROXY_PORT) into
-   * `sink`. Always plain HTTP: the real proxy cannot serve TLS (api/ipfsproxy's config has a listen
+   * Reads content through the peer's IPFS proxy (`POST /api/v0/cat?arg=...`, at the cluster's `ipfsApi`,
+   * by default its host on IPFS_PROXY_PORT) into `sink`. Plain HTTP unless `ipfsApi` is https (a TLS front
+   * of the operator's): the real proxy cannot serve TLS (api/ipfsproxy's config has a listen
    * address and timeouts, no certificate; it calls http.Server.Serve). So the cluster's Basic
    * credentials go to the proxy (where Kubo's API.Authorizations may check them) only for a cluster
    * with `secure: false`, whose REST calls carry them in clear anyway; a `secure` cluster's password
-   * is never sent unencrypted. Returns the byte count.
+   * is never sent unencrypted. `offline` is Kubo's global option: only the blocks the daemon holds are read,
+   * none fetched from its peers (the scrub's question is this cluster's own copy). Returns the byte count.
    */
-  async cat(path: string, sink: Writable): Promise<number> {
+  async cat(path: string, sink: Writable, offline = false): Promise<number> {
     return this.call(
       'POST',
-      `/api/v0/cat?arg=${encodeURIComponent(path)}`,
+      `/api/v0/cat?arg=${encodeURIComponent(path)}${offline ? '&offline=true' : ''}`,
       {},
       async (res) => {
         if (res.statusCode !== 200) {
@@ -348,15 +353,16 @@ export class ClusterClient {
     upload?: (req: ClientRequest) => Promise<void>,
     proxy = false,
   ): Promise<T> {
-    const secure = !proxy && this.settings.secure;
+    const secure = proxy ? this.ipfsApi.protocol === 'https:' : this.settings.secure;
     const transport = secure ? https : http;
     const authorization = proxy && this.withholdsProxyCredentials() ? undefined : this.authorization;
     let timedOut = false;
     const req = transport.request({
       // The proxy (plain HTTP, reads) goes through Node's global agent; the REST API through ours.
-      ...(proxy ? {} : { agent: this.restAgent }),
-      host: this.settings.host,
-      port: proxy ? this.options.proxyPort : Number(this.settings.port),
+      ...(proxy ? (secure && this.options.ca ? { ca: this.options.ca } : {}) : { agent: this.restAgent }),
+      // URL.hostname keeps an IPv6 address in brackets, which the request's host must not have.
+      host: proxy ? this.ipfsApi.hostname.replace(/^\[(.*)\]$/, '$1') : this.settings.host,
+      port: proxy ? Number(this.ipfsApi.port || (secure ? 443 : 80)) : Number(this.settings.port),
       method,
       path,
       headers: { ...(authorization ? { authorization } : {}), ...headers },
@@ -398,7 +404,7 @@ export class ClusterClient {
 
   /** A secure cluster's credentials would travel in clear to its plain-HTTP IPFS proxy: not sent. */
   private withholdsProxyCredentials(): boolean {
-    return this.authorization !== undefined && this.settings.secure;
+    return this.authorization !== undefined && this.settings.secure && this.ipfsApi.protocol !== 'https:';
   }
 
   private toClusterError(error: unknown, timedOut: boolean, method: string, path: string): ClusterError {

@@ -205,6 +205,77 @@ describe('POST /v1/ipfs/config validation', () => {
       { clusters: [{ ...ok, pinParams: { name: 'ü'.repeat(400) } }] },
       /^clusters\[0\]\.pinParams\.name takes 2400 bytes URL-encoded; at most 2048 fit/,
     ],
+    // Settings as the real cluster would take them: a time limit it can work with, no control characters.
+    [
+      'a timeout of one nanosecond',
+      { clusters: [{ ...ok, timeout: '1ns' }] },
+      /^clusters\[0\]\.timeout "1ns" is below 100ms; a time limit for a cluster is taken from 100ms to 10m$/,
+    ],
+    ['a timeout of 99ms', { clusters: [{ ...ok, timeout: '99ms' }] }, /^clusters\[0\]\.timeout "99ms" is below 100ms/],
+    [
+      'a timeout Go would barely hold',
+      { clusters: [ok, { host: 'b.example', timeout: '2562047h' }] },
+      /^clusters\[1\]\.timeout "2562047h" is above 10m; a time limit for a cluster is taken from 100ms to 10m$/,
+    ],
+    ['a timeout of 10m1s', { clusters: [{ ...ok, timeout: '10m1s' }] }, /^clusters\[0\]\.timeout "10m1s" is above 10m/],
+    [
+      'a user with CR LF',
+      { clusters: [{ ...ok, user: 'sealer\r\nX-Injected: 1', pass: 'p' }] },
+      /^clusters\[0\]\.user contains the control character U\+000D; no setting takes control characters/,
+    ],
+    [
+      'a pin name with LF',
+      { clusters: [ok, { host: 'b.example', pinParams: { name: 'sealed\nmail' } }] },
+      /^clusters\[1\]\.pinParams\.name contains the control character U\+000A; /,
+    ],
+    [
+      'a password with NUL (the kernel refuses NUL in any body)',
+      { clusters: [{ ...ok, user: 'u', pass: 'se\u0000cret' }] },
+      /^clusters\[0\]\.pass contains a NUL character/,
+    ],
+    [
+      'a password with DEL, not echoed',
+      { clusters: [{ ...ok, user: 'u', pass: 'se\u007fcret' }] },
+      new RegExp(
+        /^clusters\[0\]\.pass contains the control character U\+007F; /.source +
+          /no setting takes control characters \(CR, LF, NUL, tab or any other C0 or C1 control\)$/.source,
+      ),
+    ],
+    [
+      'an expireIn with a C1 control',
+      { clusters: [{ ...ok, pinParams: { expireIn: '1h\u0085' } }] },
+      /^clusters\[0\]\.pinParams\.expireIn contains the control character U\+0085; /,
+    ],
+    [
+      'a host with a tab',
+      { clusters: [{ host: 'cluster\t.example' }] },
+      /^clusters\[0\]\.host contains the control character U\+0009; /,
+    ],
+    [
+      'an ipfsApi without scheme',
+      { clusters: [{ ...ok, ipfsApi: '10.0.0.5:9095' }] },
+      /^clusters\[0\]\.ipfsApi "10\.0\.0\.5:9095" is not a URL \(give it as http:\/\/host:port/,
+    ],
+    [
+      'an ipfsApi with another scheme',
+      { clusters: [{ ...ok, ipfsApi: 'ftp://10.0.0.5:9095' }] },
+      /^clusters\[0\]\.ipfsApi "ftp:\/\/10\.0\.0\.5:9095" is not an http or https URL/,
+    ],
+    [
+      'an ipfsApi with a path',
+      { clusters: [{ ...ok, ipfsApi: 'http://10.0.0.5:9095/api/v0' }] },
+      /^clusters\[0\]\.ipfsApi "http:\/\/10\.0\.0\.5:9095\/api\/v0" has a path, query or fragment/,
+    ],
+    [
+      'an ipfsApi with credentials',
+      { clusters: [{ ...ok, ipfsApi: 'http://u:p@10.0.0.5:9095' }] },
+      /^clusters\[0\]\.ipfsApi .* carries credentials, which belong in user and pass/,
+    ],
+    [
+      'an ipfsApi not a URL',
+      { clusters: [{ ...ok, ipfsApi: 'nowhere' }] },
+      /^clusters\[0\]\.ipfsApi "nowhere" is not a URL/,
+    ],
   ];
 
   for (const [name, body, message] of cases) {
@@ -238,16 +309,22 @@ describe('POST /v1/ipfs/config validation', () => {
         { host: 'ipfs_cluster' },
         { host: '10.0.0.7', port: 9097 },
         { host: '[2001:db8::1]', port: '09094', pinParams: { expireIn: 'never' } },
-        { host: 'cluster.example.' },
+        { host: 'cluster.example.', timeout: '100ms', ipfsApi: 'http://[2001:db8::2]:5001/' },
+        { host: 'cluster-5.example', timeout: '10m', ipfsApi: 'https://ipfs-5.example:8443' },
       ],
     });
     assert.equal(response.status, 201, await response.clone().text());
     const body = await response.json();
     assert.deepEqual(
       body.clusters.map((cluster: { host: string; port: string }) => `${cluster.host} ${cluster.port}`),
-      ['ipfs_cluster 9094', '10.0.0.7 9097', '2001:db8::1 9094', 'cluster.example. 9094'],
+      ['ipfs_cluster 9094', '10.0.0.7 9097', '2001:db8::1 9094', 'cluster.example. 9094', 'cluster-5.example 9094'],
     );
     assert.deepEqual(body.clusters[2].pinParams, { expireIn: 'never' });
+    assert.deepEqual(
+      body.clusters.map((cluster: { ipfsApi?: string }) => cluster.ipfsApi),
+      [undefined, undefined, undefined, 'http://[2001:db8::2]:5001', 'https://ipfs-5.example:8443'],
+      'the IPFS API address stored as scheme, host and port',
+    );
   });
 
   it('needs the admin token', async () => {

@@ -18,6 +18,17 @@ const MIN_EXPIRE_IN_NS = 60n * 1_000_000_000n;
 const MAX_ENCODED_NAME = 2048;
 
 /**
+ * The range of a cluster's `timeout`. Below 100 ms no exchange with a cluster over a network completes
+ * (`1ns` would be a 1 ms limit on every call); above 10 min a hung cluster holds a seal longer than any
+ * client waits, and Node's timers cap at about 24.8 days anyway.
+ */
+const MIN_TIMEOUT_NS = 100n * 1_000_000n;
+const MAX_TIMEOUT_NS = 10n * 60n * 1_000_000_000n;
+
+/** C0 controls (NUL, CR, LF, TAB ...), DEL and C1 controls: no setting the cluster reads carries them. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
  * The replication pair as the cluster server judges it at every pin (cluster.go setupReplicationFactor
  * and isReplicationFactorValid): 0 or a missing side takes the cluster's default, -1 (everywhere) in a
  * default configuration; then either both sides are -1 or neither is, and min may not exceed max.
@@ -55,6 +66,8 @@ export interface ClusterSettings {
   timeout: string;
   addParams?: AddParams;
   pinParams?: PinParams;
+  /** The IPFS API (the peer's proxy) reads go to, `http://host:port`; unset: the host on IPFS_PROXY_PORT. */
+  ipfsApi?: string;
 }
 
 /** Where the configuration in force came from. */
@@ -92,7 +105,49 @@ function durationNs(text: string): bigint | undefined {
 /** The cluster's time limit in milliseconds (validated positive when stored or read from the environment). */
 export function timeoutMs(cluster: ClusterSettings): number {
   const ns = durationNs(cluster.timeout) ?? 30_000_000_000n;
-  return Math.max(1, Math.min(Number(ns / 1_000_000n), 2_147_483_647));
+  // A configuration stored before the range was checked is held to it here too.
+  const clamped = ns < MIN_TIMEOUT_NS ? MIN_TIMEOUT_NS : ns > MAX_TIMEOUT_NS ? MAX_TIMEOUT_NS : ns;
+  return Number(clamped / 1_000_000n);
+}
+
+/**
+ * An IPFS API address as `http://host:port` (or https), or a sentence saying what is wrong with it
+ * (`what` names the field or variable). Only scheme, host and port: the client adds `/api/v0/...` itself.
+ */
+export function parseIpfsApi(raw: string, what: string): { url: string } | { problem: string } {
+  const problem = (why: string) => ({
+    problem: `${what} ${JSON.stringify(raw)} ${why} (give it as http://host:port, e.g. http://10.0.0.5:9095)`,
+  });
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return problem('is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return problem('is not an http or https URL');
+  if (url.username || url.password) return problem('carries credentials, which belong in user and pass');
+  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
+    return problem('has a path, query or fragment');
+  }
+  if (!parseHost(url.hostname)) return problem('has no valid host');
+  return { url: url.origin };
+}
+
+/** The IPFS API a cluster is read through: its own `ipfsApi`, else its host on IPFS_PROXY_PORT. */
+export function ipfsApiOf(cluster: ClusterSettings, proxyPort: number): URL {
+  const host = isIP(cluster.host) === 6 ? `[${cluster.host}]` : cluster.host;
+  return new URL(cluster.ipfsApi ?? `http://${host}:${proxyPort}`);
+}
+
+/** The first string field of a cluster entry holding a control character, as `[path, value]`. */
+function controlCharacterField(input: unknown, path = ''): [string, string] | undefined {
+  if (typeof input === 'string') return CONTROL.test(input) ? [path, input] : undefined;
+  if (input === null || typeof input !== 'object') return undefined;
+  for (const [key, value] of Object.entries(input)) {
+    const found = controlCharacterField(value, path ? `${path}.${key}` : key);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /**
@@ -114,6 +169,16 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
   const seen = new Map<string, number>();
   return body.clusters.map((input, index) => {
     const field = (name: string) => `clusters[${index}].${name}`;
+    const control = controlCharacterField(input);
+    if (control) {
+      const [name, value] = control;
+      const code = value.codePointAt(value.search(CONTROL))!;
+      // The value itself is not echoed: it may be the password.
+      throw badRequest(
+        `${field(name)} contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}; ` +
+          'no setting takes control characters (CR, LF, NUL, tab or any other C0 or C1 control)',
+      );
+    }
     const host = parseHost(input.host);
     if (!host) {
       throw badRequest(
@@ -142,6 +207,18 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
       throw badRequest(
         `${field('timeout')} ${JSON.stringify(timeout)} is not a duration string above zero (e.g. 30s, 1m30s, 500ms)`,
       );
+    }
+    if (ns < MIN_TIMEOUT_NS || ns > MAX_TIMEOUT_NS) {
+      throw badRequest(
+        `${field('timeout')} ${JSON.stringify(timeout)} is ${ns < MIN_TIMEOUT_NS ? 'below 100ms' : 'above 10m'}; ` +
+          'a time limit for a cluster is taken from 100ms to 10m',
+      );
+    }
+    let ipfsApi: string | undefined;
+    if (input.ipfsApi !== undefined) {
+      const parsed = parseIpfsApi(input.ipfsApi, field('ipfsApi'));
+      if ('problem' in parsed) throw badRequest(parsed.problem);
+      ipfsApi = parsed.url;
     }
     if (input.user?.includes(':')) {
       // Go's (*Request).BasicAuth splits the credentials at the first colon: such a user never logs in.
@@ -177,6 +254,7 @@ export function normalizeClusters(body: ClusterConfigBody): ClusterSettings[] {
       timeout,
       ...(input.addParams && Object.keys(input.addParams).length > 0 ? { addParams: { ...input.addParams } } : {}),
       ...(pinParams && Object.keys(pinParams).length > 0 ? { pinParams: { ...pinParams } } : {}),
+      ...(ipfsApi !== undefined ? { ipfsApi } : {}),
     };
     const name = clusterName(cluster);
     const earlier = seen.get(name);
@@ -194,6 +272,8 @@ export function environmentCluster(env: {
   user?: string;
   pass?: string;
   secure: boolean;
+  /** IPFS_PROXY_URL, already checked by the kernel config. */
+  ipfsApi?: string;
 }): ClusterSettings {
   const host = parseHost(env.host);
   if (!host) {
@@ -208,6 +288,7 @@ export function environmentCluster(env: {
     ...(env.user !== undefined && env.pass !== undefined ? { user: env.user, pass: env.pass } : {}),
     secure: env.secure,
     timeout: DEFAULT_TIMEOUT,
+    ...(env.ipfsApi !== undefined ? { ipfsApi: env.ipfsApi } : {}),
   };
 }
 

@@ -12,7 +12,8 @@ import {
 } from '../../../test/support/ipfs-real.ts';
 import { startStandIn, type StandIn } from '../../../test/support/seal.ts';
 import { createTestCertificate } from '../../../test/support/tls.ts';
-import { ClusterClient, type ClusterError, type PinState } from './client.ts';
+import { copyProblem } from '../sealing/copies.ts';
+import { ClusterClient, ClusterError, type PinState } from './client.ts';
 import type { ClusterSettings } from './config.ts';
 
 /**
@@ -30,6 +31,8 @@ interface Target {
   caPath: string;
   stopIpfs(which: 'primary' | 'secondary'): Promise<void>;
   startIpfs(which: 'primary' | 'secondary'): Promise<void>;
+  /** Flips a bit of the block of a small file in the peer's blockstore on disk (same CID, other bytes). */
+  damage(which: 'primary' | 'secondary', cid: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -66,6 +69,7 @@ async function standInTarget(): Promise<Target> {
     caPath: certificate.certPath,
     stopIpfs: async (which) => byName[which].setIpfsDown(true),
     startIpfs: async (which) => byName[which].setIpfsDown(false),
+    damage: (which, cid) => byName[which].damage(cid),
     async stop() {
       await primary.close();
       await secondary.close();
@@ -95,6 +99,7 @@ async function realTarget(): Promise<Target> {
     caPath: clusters.ca.certPath,
     stopIpfs: (which) => clusters[which].stopKubo(),
     startIpfs: (which) => clusters[which].startKubo(),
+    damage: (which, cid) => clusters[which].damageBlock(cid),
     stop: () => clusters.stop(),
   };
 }
@@ -135,7 +140,7 @@ async function* chunks(data: Buffer): AsyncGenerator<Buffer> {
   for (let i = 0; i < data.length; i += 65536) yield data.subarray(i, i + 65536);
 }
 
-async function cat(cluster: ClusterClient, path: string): Promise<Buffer> {
+async function cat(cluster: ClusterClient, path: string, offline = false): Promise<Buffer> {
   const parts: Buffer[] = [];
   await cluster.cat(
     path,
@@ -145,6 +150,7 @@ async function cat(cluster: ClusterClient, path: string): Promise<Buffer> {
         done();
       },
     }),
+    offline,
   );
   return Buffer.concat(parts);
 }
@@ -389,6 +395,20 @@ for (const [name, start] of [
       }
     });
 
+    it('serves a block damaged on disk as it is (same CID, one byte changed), offline too', async () => {
+      const primary = client(target, 'primary');
+      const data = randomBytes(5000);
+      const added = await primary.add(chunks(data), 'damaged.sealed');
+      assert.ok((await cat(primary, added.cid, true)).equals(data), 'read offline before the damage');
+      await target.damage('primary', added.cid);
+      for (const offline of [true, false]) {
+        const read = await cat(primary, added.cid, offline);
+        assert.equal(read.length, data.length);
+        const changed = [...read].filter((byte, index) => byte !== data[index]).length;
+        assert.equal(changed, 1, 'the daemon does not check a block against its CID when it reads it');
+      }
+    });
+
     it("with a peer's IPFS daemon down: /id shows ipfs.error; readiness, adds, pins fail, then recover", async () => {
       const added = await client(target, 'primary').add(chunks(randomBytes(3000)), 'outage.sealed');
       const secondary = client(target, 'secondary');
@@ -401,6 +421,13 @@ for (const [name, start] of [
         await secondary.pin(added.cid);
         const state = await settledState(secondary, added.cid);
         assert.equal(state.state, 'pin_error', 'accepted, then failed in IPFS');
+        // The proxy answers, the daemon behind it does not: a read finds the copy missing, not the cluster gone.
+        const read = await cat(secondary, added.cid, true).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        assert.ok(read instanceof ClusterError && read.kind === 'http', `an HTTP error from the proxy: ${read}`);
+        assert.equal(copyProblem(secondary.name, read).state, 'missing');
       } finally {
         await target.startIpfs('secondary');
       }

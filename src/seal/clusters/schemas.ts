@@ -98,18 +98,27 @@ export const ClusterInputSchema = Type.Object(
       Type.Boolean({
         description:
           'HTTPS to the REST API; default true. Reads go through the IPFS proxy ' +
-          "(IPFS_PROXY_PORT) in plain HTTP whatever this says, since IPFS Cluster's " +
-          'proxy has no TLS; with secure true the credentials are not sent there',
+          "(ipfsApi) in plain HTTP whatever this says, since IPFS Cluster's " +
+          'proxy has no TLS; with secure true the credentials are not sent there unless ipfsApi is https',
       }),
     ),
     timeout: Type.Optional(
       Type.String({
         maxLength: 100,
-        description: 'time limit of every call to this cluster (a duration string above zero); default "30s"',
+        description: 'time limit of every call to this cluster, a duration string from 100ms to 10m; default "30s"',
       }),
     ),
     addParams: Type.Optional(AddParamsSchema),
     pinParams: Type.Optional(PinParamsSchema),
+    ipfsApi: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          "this cluster's IPFS API (the peer's IPFS proxy), which reads and the scrub go to, as http://host:port " +
+          '(https:// when a TLS front serves it); default: the cluster host on IPFS_PROXY_PORT. ' +
+          'Not in the specification: an addition of this service',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'IPFS cluster' },
 );
@@ -139,6 +148,7 @@ export const ClusterViewSchema = Type.Object(
     timeout: Type.String(),
     addParams: Type.Optional(AddParamsSchema),
     pinParams: Type.Optional(PinParamsSchema),
+    ipfsApi: Type.Optional(Type.String()),
   },
   { title: 'IPFS cluster (redacted)' },
 );

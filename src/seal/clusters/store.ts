@@ -61,7 +61,7 @@ export class ClusterConfigStore {
       );
     }
     // Key order as normalizeClusters writes it, so that stored and in-force configurations compare equal.
-    const { host, port, user, secure, timeout, addParams, pinParams } = rest as ClusterSettings;
+    const { host, port, user, secure, timeout, addParams, pinParams, ipfsApi } = rest as ClusterSettings;
     return {
       host,
       port,
@@ -70,6 +70,7 @@ export class ClusterConfigStore {
       timeout,
       ...(addParams ? { addParams } : {}),
       ...(pinParams ? { pinParams } : {}),
+      ...(ipfsApi ? { ipfsApi } : {}),
     };
   }
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../../kernel/clock.ts';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/logger.ts';
@@ -20,6 +21,7 @@ import {
 } from '../crypto/message-cipher.ts';
 import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
 import { sealEndDate } from '../../kernel/seal-expiry.ts';
+import { copyProblem, describeCopies, type CopyProblem } from './copies.ts';
 import { assertReadable } from './end-state.ts';
 import { expiryOf } from './expires-header.ts';
 import { parseHead, readHead } from './message-head.ts';
@@ -79,8 +81,21 @@ export interface VerifiedContent {
  */
 export class Sealer {
   private readonly releasing = new Set<Promise<void>>();
+  /** Copies a read could not use, by the cluster they came from: the read went on to the next copy. */
+  private readonly copyFailures = new Counter({
+    name: 'seal_read_copy_failures_total',
+    help: "Reads of a cluster's copy of sealed content that failed: damaged (fails verification), missing, unreachable",
+    labelNames: ['cluster', 'state'] as const,
+    registers: [],
+  });
 
-  constructor(private readonly options: SealerOptions) {}
+  constructor(private readonly options: SealerOptions) {
+    for (const cluster of options.clusters) this.copyFailures.inc({ cluster: cluster.name, state: 'damaged' }, 0);
+  }
+
+  registerMetrics(registry: Registry): void {
+    registry.registerMetric(this.copyFailures);
+  }
 
   private get primary(): ClusterClient {
     return this.options.clusters[0]!;
@@ -346,13 +361,13 @@ export class Sealer {
     const path = message.wrapped ? `/ipfs/${message.cid}/${message.file_name}` : message.cid;
     const inMemory = message.size <= IN_MEMORY_READ_BYTES;
     const dir = inMemory ? undefined : await mkdtemp(join(tmpdir(), 'sealpost-read-'));
-    const problems: string[] = [];
-    let integrityFailures = 0;
+    const problems: CopyProblem[] = [];
     try {
       for (const cluster of this.options.clusters) {
         try {
           if (!dir) {
             const body = await readIntoMemory(cluster, path, key, message.sha256, message.size);
+            this.servedAfter(id, cluster.name, problems);
             return { record, size: message.size, body };
           }
           const file = join(dir, 'content.sealed');
@@ -364,14 +379,17 @@ export class Sealer {
               logger.warn({ sealedId: id, err: error }, 'serving verified content stopped (client gone?)'),
             )
             .finally(() => void rm(dir, { recursive: true, force: true }));
+          this.servedAfter(id, cluster.name, problems);
           return { record, size: message.size, body: stream };
         } catch (error) {
-          if (error instanceof IntegrityError) integrityFailures++;
-          const reason = error instanceof Error ? error.message : String(error);
-          problems.push(error instanceof IntegrityError ? `IPFS cluster ${cluster.name}: ${reason}` : reason);
-          logger.warn(
-            { sealedId: id, cluster: cluster.name, cid: message.cid, err: reason },
-            'reading sealed content failed on this cluster',
+          const problem = copyProblem(cluster.name, error);
+          problems.push(problem);
+          this.copyFailures.inc({ cluster: cluster.name, state: problem.state });
+          logger[problem.state === 'damaged' ? 'error' : 'warn'](
+            { sealedId: id, cluster: cluster.name, cid: message.cid, state: problem.state, err: problem.reason },
+            problem.state === 'damaged'
+              ? "this cluster's copy of sealed content failed verification"
+              : 'reading sealed content failed on this cluster',
           );
         }
       }
@@ -380,22 +398,34 @@ export class Sealer {
       throw error;
     }
     if (dir) await rm(dir, { recursive: true, force: true });
-    if (integrityFailures > 0) {
-      logger.error({ sealedId: id, cid: message.cid, problems }, 'sealed content failed verification: not served');
+    const copies = problems.map(({ cluster, state }) => ({ cluster, state }));
+    if (problems.some((problem) => problem.state === 'damaged')) {
+      logger.error(
+        { sealedId: id, cid: message.cid, copies: problems },
+        'sealed content failed verification: not served',
+      );
       // Its own errorCode: a broken seal is final, unlike a cluster that failed for now (upstream_failed, unavailable).
       throw new AppError(
         'seal_broken',
         502,
-        `The content of sealed message ${id} failed verification and is not served: ${problems.join('; ')}`,
-        {
-          details: { cid: message.cid },
-        },
+        `The content of sealed message ${id} failed verification and is not served: ${describeCopies(problems)}`,
+        { details: { cid: message.cid, copies } },
       );
     }
     throw new AppError(
       'unavailable',
       503,
-      `The content of sealed message ${id} could not be read from any IPFS cluster: ${problems.join('; ')}`,
+      `The content of sealed message ${id} could not be read from any IPFS cluster: ${describeCopies(problems)}`,
+      { details: { copies } },
+    );
+  }
+
+  /** A copy served after others failed: said once, with the copies that did not serve. */
+  private servedAfter(id: string, cluster: string, problems: CopyProblem[]): void {
+    if (problems.length === 0) return;
+    this.options.logger.warn(
+      { sealedId: id, servedFrom: cluster, copies: problems },
+      'sealed content served verified from another copy',
     );
   }
 }

@@ -53,6 +53,9 @@ export function brokenSealScreen(reader: Reader, error: ApiError): Screen {
     render() {
       const signOut = signOutControl(reader, 'secondary small');
       const cid = error.details.cid;
+      // Every copy that was tried, and why none served: the sender's operator can tell a damaged disk from a
+      // cluster that was down.
+      const copies = error.details.copies ?? [];
       return h(
         'section',
         { class: 'card narrow seal-broken' },
@@ -67,6 +70,15 @@ export function brokenSealScreen(reader: Reader, error: ApiError): Screen {
           { class: 'alert', role: 'alert' },
           h('p', {}, t.brokenSeal.body),
           cid ? h('p', { class: 'seal-broken-cid' }, ...cidLine(t.brokenSeal.cid(cid), cid)) : null,
+          copies.length > 0
+            ? h(
+                'ul',
+                { class: 'seal-broken-copies' },
+                ...copies.map((copy) =>
+                  h('li', {}, t.brokenSeal.copy(copy.cluster, t.brokenSeal.copyStates[copy.state])),
+                ),
+              )
+            : null,
         ),
         h('p', {}, t.brokenSeal.advice),
         error.errorId ? h('p', { class: 'reference' }, t.errorFallback.reference(error.errorId)) : null,

@@ -156,6 +156,8 @@ export const de = {
       'Diese Nachricht wird nicht angezeigt: Ihr Inhalt stimmt nicht mehr mit dem überein, was versiegelt wurde. ' +
       'Sie wurde möglicherweise nach dem Versiegeln verändert.',
     cid: (cid: string) => `Versiegelter Inhalt: IPFS-CID ${cid}`,
+    copy: (cluster: string, state: string) => `Die Kopie auf ${cluster}: ${state}`,
+    copyStates: { damaged: 'beschädigt', missing: 'fehlt', unreachable: 'nicht erreichbar' },
     advice:
       'Bitte verlassen Sie sich auf keine Kopie dieser Nachricht. ' +
       'Informieren Sie den Absender und nennen Sie ihm die Referenz unten.',

@@ -151,6 +151,8 @@ export const en = {
       'This message is not shown: its content no longer matches what was sealed. ' +
       'It may have been changed after it was sealed.',
     cid: (cid: string) => `Sealed content: IPFS CID ${cid}`,
+    copy: (cluster: string, state: string) => `The copy on ${cluster}: ${state}`,
+    copyStates: { damaged: 'damaged', missing: 'missing', unreachable: 'could not be reached' },
     advice: 'Please do not rely on any copy of this message. Tell the sender, and give them the reference below.',
   },
 

@@ -159,6 +159,8 @@ export const fr = {
       'Ce message n’est pas affiché : son contenu ne correspond plus à ce qui a été scellé. ' +
       'Il a peut-être été modifié après avoir été scellé.',
     cid: (cid: string) => `Contenu scellé : CID IPFS ${cid}`,
+    copy: (cluster: string, state: string) => `La copie sur ${cluster} : ${state}`,
+    copyStates: { damaged: 'endommagée', missing: 'absente', unreachable: 'injoignable' },
     advice: 'Ne vous fiez à aucune copie de ce message. Prévenez l’expéditeur et donnez-lui la référence ci-dessous.',
   },
 

@@ -160,6 +160,8 @@ export const it = {
       'Questo messaggio non viene mostrato: il suo contenuto non corrisponde più a ciò che è stato sigillato. ' +
       'Potrebbe essere stato modificato dopo la sigillatura.',
     cid: (cid: string) => `Contenuto sigillato: CID IPFS ${cid}`,
+    copy: (cluster: string, state: string) => `La copia su ${cluster}: ${state}`,
+    copyStates: { damaged: 'danneggiata', missing: 'mancante', unreachable: 'non raggiungibile' },
     advice:
       'Non faccia affidamento su alcuna copia di questo messaggio. ' +
       'Avvisi il mittente e gli comunichi il riferimento qui sotto.',
