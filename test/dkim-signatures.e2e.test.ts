@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import nodemailer from 'nodemailer';
 import { Reader } from './support/auth-reader.ts';
-import { SEALPOST_BIN, startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
+import { generateDkimKey } from './support/dkim-keys.ts';
+import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from './support/smtp-sink.ts';
 
 /**
@@ -33,23 +34,8 @@ const UTF8_BOUNCES = 125;
 const dns = new Map<string, string>();
 
 async function generateKey(dir: string, selector: string, type: 'rsa' | 'ed25519'): Promise<string> {
-  const file = join(dir, `${selector}.pem`);
-  const { stdout } = await run(process.execPath, [
-    SEALPOST_BIN,
-    'dkim-key',
-    'generate',
-    '--domain',
-    DOMAIN,
-    '--selector',
-    selector,
-    '--type',
-    type,
-    '--out',
-    file,
-  ]);
-  const line = stdout.split('\n').find((l) => l.startsWith(`${selector}._domainkey.${DOMAIN}. IN TXT `));
-  assert.ok(line, stdout);
-  dns.set(`${selector}._domainkey.${DOMAIN}`, [...line.matchAll(/"([^"]*)"/g)].map((m) => m[1]).join(''));
+  const { file, record } = await generateDkimKey(dir, DOMAIN, selector, type);
+  dns.set(`${selector}._domainkey.${DOMAIN}`, record);
   return file;
 }
 

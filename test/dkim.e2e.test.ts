@@ -1,18 +1,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { authenticate } from 'mailauth';
 import nodemailer from 'nodemailer';
 import { DkimSigner } from '../src/kernel/dkim.ts';
 import { Reader } from './support/auth-reader.ts';
-import { SEALPOST_BIN, startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
+import { generateDkimKey } from './support/dkim-keys.ts';
+import { startSealpostProcess, type SealpostProcess } from './support/sealpost-process.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from './support/smtp-sink.ts';
 
-const run = promisify(execFile);
 const ADMIN_TOKEN = 'dkim-admin-token-0123456789abcdef';
 const SERVICE_TOKEN = 'dkim-service-token-0123456789abcdef';
 const DOMAIN = 'example.org';
@@ -51,25 +49,8 @@ const BROKEN = new RegExp(`^${DOMAIN.replace('.', '\\.')}:(fail|neutral)$`);
 
 /** Writes a key with `sealpost dkim-key generate` and publishes the TXT record it prints. */
 async function generateKey(dir: string, selector: string, type: 'rsa' | 'ed25519'): Promise<string> {
-  const file = join(dir, `${selector}.pem`);
-  const { stdout } = await run(process.execPath, [
-    SEALPOST_BIN,
-    'dkim-key',
-    'generate',
-    '--domain',
-    DOMAIN,
-    '--selector',
-    selector,
-    '--type',
-    type,
-    '--out',
-    file,
-  ]);
-  const line = stdout.split('\n').find((l) => l.startsWith(`${selector}._domainkey.${DOMAIN}. IN TXT `));
-  assert.ok(line, stdout);
-  const value = [...line.matchAll(/"([^"]*)"/g)].map((m) => m[1]).join('');
-  assert.match(value, new RegExp(`^v=DKIM1; k=${type}; p=`));
-  dns.set(`${selector}._domainkey.${DOMAIN}`, [[value]]);
+  const { file, record } = await generateDkimKey(dir, DOMAIN, selector, type);
+  dns.set(`${selector}._domainkey.${DOMAIN}`, [[record]]);
   return file;
 }
 

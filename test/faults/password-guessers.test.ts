@@ -1,17 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { type AuthDoor, startAuthDoor } from '../support/auth-door.ts';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { RuleStore } from '../../src/exchange/rules/store.ts';
-import { exchangeService } from '../../src/exchange/service.ts';
-import { htpasswdLine } from '../../src/exchange/inbound/submission-policy.ts';
-import { exchangeDb } from '../support/exchange-delivery.ts';
-import { startServiceForTest, type ServiceUnderTest } from '../support/services.ts';
-import { createTestCertificate, type TestCertificate } from '../support/tls.ts';
+import type { TestCertificate } from '../support/tls.ts';
 import { numberedMessage, sendOverSmtp, tally } from './smtp-senders.ts';
 
 /** Clients guessing passwords at once (ten, whose checks on the intake's own thread once made a message take 14 s). */
@@ -44,39 +37,17 @@ function startGuessers(port: number, caFile: string) {
 }
 
 describe('ten clients guessing SMTP passwords', () => {
-  let dir: string;
+  let door: AuthDoor;
   let cert: TestCertificate;
-  let exchange: ServiceUnderTest;
   let port: number;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-guessers-'));
-    cert = await createTestCertificate();
     // Cost 10, what `sealpost smtp-user add` writes: each check is real work.
-    await writeFile(join(dir, 'users'), `${htpasswdLine('mta-relay', 'the-right-password')}\n`);
-    exchange = await startServiceForTest(exchangeService, {
-      env: {
-        LOG_LEVEL: 'error',
-        DELIVERY_ENABLED: 'false',
-        SEAL_URL: 'http://127.0.0.1:9',
-        INBOUND_SMTP_TLS: 'true',
-        INBOUND_SMTP_TLS_PUBLIC_KEY: cert.certPath,
-        INBOUND_SMTP_TLS_PRIVATE_KEY: cert.keyPath,
-        INBOUND_SMTP_ALLOWED_NETWORKS: '127.0.0.1/32',
-        INBOUND_SMTP_USERS_FILE: join(dir, 'users'),
-      },
-    });
-    port = Number(new URL(exchange.service.listening.smtp!).port);
-    await new RuleStore(exchangeDb(exchange)).create({
-      name: 'keep smtp mail',
-      priority: 1,
-      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
-    });
+    door = await startAuthDoor({ account: { user: 'mta-relay', pass: 'the-right-password' } });
+    ({ port, cert } = door);
   });
   after(async () => {
-    await exchange?.stop();
-    await cert?.remove();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await door?.stop();
   });
 
   /** The allowed client (127.0.0.1, no AUTH) sends MESSAGES one after another; how long they took. */

@@ -1,13 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { exchangeService } from '../service.ts';
-import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
+import { type AuthDoor, startAuthDoor } from '../../../test/support/auth-door.ts';
 import { SmtpTalk } from '../../../test/support/smtp-talk.ts';
-import { createTestCertificate, type TestCertificate } from '../../../test/support/tls.ts';
-import { htpasswdLine } from './submission-policy.ts';
+import type { TestCertificate } from '../../../test/support/tls.ts';
 
 /** Refusals timed per kind of name. */
 const TRIES = 200;
@@ -46,34 +41,17 @@ function criticalT(df: number): number {
 }
 
 describe('SMTP AUTH timing', () => {
-  let dir: string;
+  let door: AuthDoor;
   let cert: TestCertificate;
-  let exchange: ServiceUnderTest;
   let port: number;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-auth-timing-'));
-    cert = await createTestCertificate();
     // Cost 5: 400 checks stay quick; what matters is that both kinds of name cost the same.
-    await writeFile(join(dir, 'users'), `${htpasswdLine('known-user', 'the-password', 5)}\n`);
-    exchange = await startServiceForTest(exchangeService, {
-      env: {
-        LOG_LEVEL: 'error',
-        DELIVERY_ENABLED: 'false',
-        SEAL_URL: 'http://127.0.0.1:9',
-        INBOUND_SMTP_TLS: 'true',
-        INBOUND_SMTP_TLS_PUBLIC_KEY: cert.certPath,
-        INBOUND_SMTP_TLS_PRIVATE_KEY: cert.keyPath,
-        INBOUND_SMTP_ALLOWED_NETWORKS: '127.0.0.1/32',
-        INBOUND_SMTP_USERS_FILE: join(dir, 'users'),
-      },
-    });
-    port = Number(new URL(exchange.service.listening.smtp!).port);
+    door = await startAuthDoor({ account: { user: 'known-user', pass: 'the-password', cost: 5 } });
+    ({ port, cert } = door);
   });
   after(async () => {
-    await exchange?.stop();
-    await cert?.remove();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await door?.stop();
   });
 
   /** A connection from `from`, after STARTTLS and EHLO: ready for AUTH. */

@@ -1,14 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { type AuthDoor, startAuthDoor } from '../../../test/support/auth-door.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { createLogger } from '../../kernel/logger.ts';
 import { createExchangeMetrics } from '../metrics.ts';
-import { RuleStore } from '../rules/store.ts';
-import { exchangeService } from '../service.ts';
 import { AUTH_FAILURE_MEMORY, ClientLimits } from './client-limits.ts';
 import { startInboundSmtpServer, type InboundSmtpServer } from './smtp-server.ts';
 import {
@@ -19,10 +15,9 @@ import {
   metric,
   payloadCount,
 } from '../../../test/support/exchange-delivery.ts';
-import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
+import type { ServiceUnderTest } from '../../../test/support/services.ts';
 import { SmtpTalk } from '../../../test/support/smtp-talk.ts';
-import { createTestCertificate, type TestCertificate } from '../../../test/support/tls.ts';
-import { htpasswdLine } from './submission-policy.ts';
+import type { TestCertificate } from '../../../test/support/tls.ts';
 
 const HOST = 'mx.limits.test';
 const RELAY = { user: 'relay', pass: 'relay-password' };
@@ -47,43 +42,27 @@ describe('the per-client counts', () => {
 });
 
 describe('the SMTP door: limits per client (Postfix anvil)', () => {
-  let dir: string;
+  let door: AuthDoor;
   let cert: TestCertificate;
   let exchange: ServiceUnderTest;
   let port: number;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sealpost-client-limits-'));
-    cert = await createTestCertificate();
     // Cost 4: the tests here are about counting, not hashing.
-    await writeFile(join(dir, 'users'), `${htpasswdLine(RELAY.user, RELAY.pass, 4)}\n`);
-    exchange = await startServiceForTest(exchangeService, {
+    door = await startAuthDoor({
+      account: { user: RELAY.user, pass: RELAY.pass, cost: 4 },
       env: {
         LOG_LEVEL: 'info',
-        DELIVERY_ENABLED: 'false',
-        SEAL_URL: 'http://127.0.0.1:9',
-        INBOUND_SMTP_TLS: 'true',
-        INBOUND_SMTP_TLS_PUBLIC_KEY: cert.certPath,
-        INBOUND_SMTP_TLS_PRIVATE_KEY: cert.keyPath,
-        INBOUND_SMTP_ALLOWED_NETWORKS: '127.0.0.1/32',
-        INBOUND_SMTP_USERS_FILE: join(dir, 'users'),
         INBOUND_SMTP_CLIENT_CONNECTIONS: '2',
         INBOUND_SMTP_CLIENT_RATE: '6/1m',
         INBOUND_SMTP_MIN_DATA_RATE: '1KiB/1s',
         SMTP_HOSTNAME: HOST,
       },
     });
-    port = Number(new URL(exchange.service.listening.smtp!).port);
-    await new RuleStore(exchangeDb(exchange)).create({
-      name: 'keep smtp mail',
-      priority: 1,
-      configuration: { params: { channel: 'smtp' }, outbound: ['seal'] },
-    });
+    ({ exchange, port, cert } = door);
   });
   after(async () => {
-    await exchange?.stop();
-    await cert?.remove();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await door?.stop();
   });
 
   async function open(from: string, serverPort = port) {
