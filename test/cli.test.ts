@@ -255,7 +255,12 @@ describe('sealpost command line', () => {
   });
 
   it('refuses to start auth in production without an https AUTH_PUBLIC_URL', async () => {
-    const production = { ...process.env, NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+    const production = {
+      ...process.env,
+      NODE_ENV: 'production',
+      ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+      SERVICE_TOKEN: 'a-service-token-32-characters-long',
+    };
     for (const [extra, expected] of [
       [{}, /AUTH_PUBLIC_URL is not set: production needs the public https:\/\/ address/],
       [

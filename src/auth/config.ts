@@ -11,7 +11,15 @@ import {
   serviceUrl,
 } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
-import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
+import {
+  DKIM_VARIABLES,
+  dkimSettings,
+  NOTIFY_DEFAULT_LANGUAGE,
+  OUTBOUND_OUTBOX,
+  OUTBOUND_SMTP_URL,
+  outboxOnPurpose,
+} from '../kernel/mail-config.ts';
+import { weakSecretProblem } from '../kernel/secret-strength.ts';
 import {
   boolean,
   byteSize,
@@ -277,6 +285,7 @@ export const AUTH_VARIABLES = defineVariables({
   exchangePort: EXCHANGE_PORT,
   // The email codes go out like the exchange's mail: the same relay, DKIM key and default language.
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
+  outbox: OUTBOUND_OUTBOX,
   dkim: DKIM_VARIABLES,
   defaultLanguage: NOTIFY_DEFAULT_LANGUAGE,
   // The sender's page (/sent): who may sign in there, and what its sender is told by mail.
@@ -298,6 +307,11 @@ export function loadAuthConfig(input: ServiceConfigInput) {
   const { problems, shared } = input;
   const { sealPort, exchangePort, ...values } = loadVariables(AUTH_VARIABLES, input.env, problems);
   const { clamd, ...attachments } = values.attachments;
+  if (shared.production && values.secret !== undefined) {
+    const problem = weakSecretProblem('AUTH_SECRET', values.secret);
+    if (problem) problems.push(problem);
+  }
+  if (input.starting) outboxOnPurpose(values.outboundSmtpUrl, values.outbox, input);
   if (attachments.requireScan && !clamd.host)
     problems.push('ATTACHMENTS_REQUIRE_SCAN=true needs CLAMD_HOST (there is no scanner to require)');
   return {

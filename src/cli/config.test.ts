@@ -1,5 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { loadConfig, variableRows, variablesMarkdown, configurationDoc } from './config.ts';
 import { ConfigError, type LoadOptions } from '../kernel/config.ts';
 import { durationToMs, parseDuration } from '../kernel/duration.ts';
@@ -78,12 +81,21 @@ describe('configuration', () => {
 
   it('takes NODE_ENV only as development, production or test', () => {
     assert.equal(loadConfig({ NODE_ENV: 'test' }).env, 'test');
-    const production = loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' });
+    const production = loadConfig({
+      NODE_ENV: 'production',
+      ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+      SERVICE_TOKEN: 'a-service-token-32-characters-long',
+    });
     assert.deepEqual([production.env, production.production], ['production', true]);
     // A capital letter must not quietly give development's generated tokens and log SMS provider.
-    assert.deepEqual(problemsOf({ NODE_ENV: 'Production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' }), [
-      'NODE_ENV="Production" is not valid: expected development, production or test',
-    ]);
+    assert.deepEqual(
+      problemsOf({
+        NODE_ENV: 'Production',
+        ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+        SERVICE_TOKEN: 'a-service-token-32-characters-long',
+      }),
+      ['NODE_ENV="Production" is not valid: expected development, production or test'],
+    );
     assert.match(problemsOf({ NODE_ENV: 'prod' })[0]!, /^NODE_ENV="prod" is not valid/);
   });
 
@@ -132,7 +144,12 @@ describe('configuration', () => {
   });
 
   describe('AUTH_PUBLIC_URL in production', () => {
-    const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+    const production = {
+      NODE_ENV: 'production',
+      ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+      SERVICE_TOKEN: 'a-service-token-32-characters-long',
+      OUTBOUND_OUTBOX: 'true',
+    };
     const forAuth = { services: ['auth'] as const };
 
     it('is required when auth starts, so reader links and cookies never fall back to http://HOST:PORT', () => {
@@ -282,10 +299,16 @@ describe('configuration', () => {
     const dev = loadConfig({});
     assert.deepEqual(dev.generatedTokens, ['ADMIN_TOKEN', 'SERVICE_TOKEN']);
     assert.ok(dev.adminToken.length >= 32 && dev.adminToken !== dev.serviceToken);
-    assert.deepEqual(loadConfig({ ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' }).generatedTokens, []);
+    assert.deepEqual(
+      loadConfig({
+        ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+        SERVICE_TOKEN: 'a-service-token-32-characters-long',
+      }).generatedTokens,
+      [],
+    );
     assert.deepEqual(problemsOf({ NODE_ENV: 'production' }), [
-      'ADMIN_TOKEN is not set: production needs explicit tokens',
-      'SERVICE_TOKEN is not set: production needs explicit tokens',
+      'ADMIN_TOKEN is not set: production needs explicit tokens (generate each with `openssl rand -base64 32`)',
+      'SERVICE_TOKEN is not set: production needs explicit tokens (generate each with `openssl rand -base64 32`)',
     ]);
   });
 
@@ -325,5 +348,94 @@ describe('docs/configuration.md', () => {
     const doc = await readFile(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     assert.ok(doc.includes(variablesMarkdown()), 'the table holds every variable as config.ts describes it');
     assert.equal(doc, configurationDoc(), 'docs/configuration.md is stale: run npm run docs');
+  });
+});
+
+describe('production secrets', () => {
+  const all: LoadOptions = { services: ['seal', 'exchange', 'auth'] };
+  /** A production environment every check passes: each refusal below changes one variable of it. */
+  const good: Record<string, string> = {
+    NODE_ENV: 'production',
+    ADMIN_TOKEN: randomBytes(32).toString('base64'),
+    SERVICE_TOKEN: randomBytes(32).toString('base64'),
+    AUTH_SECRET: randomBytes(32).toString('hex'),
+    SEAL_MASTER_KEY: randomBytes(32).toString('hex'),
+    S3_SECRET_ACCESS_KEY: randomBytes(32).toString('base64'),
+    AUTH_PUBLIC_URL: 'https://read.example.org',
+    OUTBOUND_SMTP_URL: 'smtp://relay.example.org:587',
+    SMS_PROVIDER: 'http',
+    SMS_PROVIDER_URL: 'https://sms.example.org/send',
+  };
+  const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+
+  it('takes strong secrets', () => {
+    assert.equal(loadConfig(good, all).production, true);
+  });
+
+  it('refuses every placeholder of .env.example that reaches a Sealpost process, naming its variable', async () => {
+    const example = await readFile(root('.env.example'), 'utf8');
+    const compose = await readFile(root('compose.yaml'), 'utf8');
+    const placeholders = [...example.matchAll(/^([A-Z_]+)=(.+)$/gm)]
+      .map(([, name, value]) => [name!, value!.trim()] as const)
+      .filter(([, value]) => /CHANGE-ME/.test(value) || /^0+$/.test(value));
+    assert.ok(placeholders.length >= 6, 'the placeholders of .env.example were found');
+    const read = new Set(variableRows().map((row) => row.spec.name));
+    const tested: string[] = [];
+    for (const [name, value] of placeholders) {
+      // The Sealpost variables compose.yaml hands this .env value to (S3_SECRET_ACCESS_KEY for
+      // MINIO_ROOT_PASSWORD); the other containers' (CLUSTER_SECRET, GRAFANA_ADMIN_PASSWORD) are not Sealpost's.
+      const targets = [...compose.matchAll(new RegExp(`^\\s+([A-Z_0-9]+): "?\\$\\{${name}\\b`, 'gm'))]
+        .map(([, target]) => target!)
+        .filter((target) => read.has(target));
+      for (const target of targets) {
+        const problems = problemsOf({ ...good, [target]: value }, all);
+        assert.ok(
+          problems.some((problem) => problem.startsWith(`${target} `) && /openssl rand/.test(problem)),
+          `${name}=${value} as ${target}: ${problems.join(' | ')}`,
+        );
+        assert.ok(!problems.join('\n').includes(value), 'the value is not shown');
+        tested.push(target);
+      }
+    }
+    for (const name of ['ADMIN_TOKEN', 'SERVICE_TOKEN', 'SEAL_MASTER_KEY', 'AUTH_SECRET', 'S3_SECRET_ACCESS_KEY'])
+      assert.ok(tested.includes(name), `${name}'s placeholder was tried`);
+  });
+
+  it('refuses tokens under 32 characters, keys of one byte repeated, and one value in two secrets', () => {
+    assert.deepEqual(problemsOf({ ...good, ADMIN_TOKEN: 'a' }, all), [
+      'ADMIN_TOKEN is 1 characters long, refused in production (at least 32): ' +
+        'generate one with `openssl rand -base64 32`',
+    ]);
+    assert.match(
+      problemsOf({ ...good, SERVICE_TOKEN: 'x'.repeat(40) }, all)[0]!,
+      /^SERVICE_TOKEN is one character repeated/,
+    );
+    assert.match(
+      problemsOf({ ...good, SEAL_MASTER_KEY: 'ff'.repeat(32) }, all)[0]!,
+      /^SEAL_MASTER_KEY is one byte repeated .*`openssl rand -hex 32`/,
+    );
+    assert.match(
+      problemsOf({ ...good, SEAL_MASTER_KEY: 'abcd' }, all)[0]!,
+      /^SEAL_MASTER_KEY=\(value hidden\) is not valid/,
+    );
+    assert.deepEqual(problemsOf({ ...good, SERVICE_TOKEN: good.ADMIN_TOKEN! }, all), [
+      'SERVICE_TOKEN has the same value as ADMIN_TOKEN, refused in production: each secret needs its own; ' +
+        'generate one with `openssl rand -base64 32`',
+    ]);
+    // Outside production the same values start (a developer's machine).
+    assert.equal(loadConfig({ ...good, NODE_ENV: 'development', ADMIN_TOKEN: 'a' }, all).adminToken, 'a');
+  });
+
+  it('refuses production without a relay unless the outbox is named on purpose (OUTBOUND_OUTBOX)', () => {
+    const { OUTBOUND_SMTP_URL: _relay, ...noRelay } = good;
+    for (const service of ['exchange', 'auth'] as const) {
+      const problems = problemsOf(noRelay, { services: [service] });
+      assert.deepEqual(problems.length, 1, problems.join(' | '));
+      assert.match(problems[0]!, /^OUTBOUND_SMTP_URL is not set: .*set OUTBOUND_OUTBOX=true/);
+    }
+    assert.equal(loadConfig({ ...noRelay, OUTBOUND_OUTBOX: 'true' }, all).exchange.outbox, true);
+    // seal sends no mail, and outside production the outbox is the default.
+    assert.equal(loadConfig(noRelay, { services: ['seal'] }).exchange.outboundSmtpUrl, undefined);
+    assert.equal(loadConfig({ ...noRelay, NODE_ENV: 'development' }, all).exchange.outbox, false);
   });
 });

@@ -10,7 +10,8 @@ import {
 } from '../contracts/variables.ts';
 import { EXCHANGE_VARIABLES, loadExchangeConfig } from '../exchange/config.ts';
 import { ConfigError, type LoadOptions, loadSharedConfig, SHARED_VARIABLES } from '../kernel/config.ts';
-import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
+import { placeholderProblem, sharedSecretProblems } from '../kernel/secret-strength.ts';
+import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_OUTBOX, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
 import {
   type Declarations,
   type Env,
@@ -50,12 +51,27 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}) {
     seal: loadSealConfig(input('seal')),
     exchange: loadExchangeConfig(input('exchange')),
   };
+  if (shared.production) {
+    const secrets = secretValues(env);
+    for (const [name, raw] of secrets) {
+      const problem = placeholderProblem(name, raw);
+      if (problem) problems.push(problem);
+    }
+    problems.push(...sharedSecretProblems(secrets));
+  }
   // A variable two services read is told once.
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return config;
 }
 
 export type Config = ReturnType<typeof loadConfig>;
+
+/** Every secret variable with the value it was given, in the reference's order. */
+function secretValues(env: Env): Array<[string, string | undefined]> {
+  return variableRows()
+    .filter(({ spec }) => spec.secret)
+    .map(({ spec }) => [spec.name, env[spec.name]]);
+}
 
 const SERVICE_VARIABLES: Record<ServiceName, Declarations> = {
   auth: AUTH_VARIABLES,
@@ -82,6 +98,7 @@ export function variableRows(): VariableRow[] {
     EXCHANGE_URL,
     SEAL_MAX_MESSAGE_SIZE,
     OUTBOUND_SMTP_URL,
+    OUTBOUND_OUTBOX,
     ...variablesOf(DKIM_VARIABLES),
     NOTIFY_DEFAULT_LANGUAGE,
     ...SERVICE_NAMES.flatMap((name) => SERVICE_SPECS[name]),

@@ -1,7 +1,14 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { EXCHANGE_PORT, INBOUND_SMTP_SENDER_DOMAINS, SEAL_PORT, SEAL_URL, serviceUrl } from '../contracts/variables.ts';
 import type { ServiceConfigInput } from '../kernel/config.ts';
-import { DKIM_VARIABLES, dkimSettings, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../kernel/mail-config.ts';
+import {
+  DKIM_VARIABLES,
+  dkimSettings,
+  NOTIFY_DEFAULT_LANGUAGE,
+  OUTBOUND_OUTBOX,
+  OUTBOUND_SMTP_URL,
+  outboxOnPurpose,
+} from '../kernel/mail-config.ts';
 import {
   boolean,
   byteSize,
@@ -122,6 +129,7 @@ export const EXCHANGE_VARIABLES = defineVariables({
     ...nonNegativeDuration,
   },
   outboundSmtpUrl: OUTBOUND_SMTP_URL,
+  outbox: OUTBOUND_OUTBOX,
   notifyFrom: {
     name: 'NOTIFY_FROM',
     meaning: 'From address of reader-link notifications and bounces',
@@ -226,6 +234,7 @@ export function loadExchangeConfig(input: ServiceConfigInput) {
   const { problems } = input;
   const { sealPort, inboundSmtpTls: tls, ...values } = loadVariables(EXCHANGE_VARIABLES, input.env, problems);
   const { certPath, keyPath } = EXCHANGE_VARIABLES.inboundSmtpTls;
+  if (input.starting) outboxOnPurpose(values.outboundSmtpUrl, values.outbox, input);
   return {
     ...values,
     sealUrl: serviceUrl(values.sealUrl, sealPort, input),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { boolean, httpUrl, integer, nonEmpty, oneOf, positiveDuration, text, url } from './parsers.ts';
+import { weakSecretProblem } from './secret-strength.ts';
 import { defineVariables, loadVariables, required, type Env, type ServiceName } from './variables.ts';
 
 /**
@@ -126,7 +127,16 @@ export function loadSharedConfig(env: Env, problems: string[]) {
   const production = values.env === 'production';
   const generatedTokens: TokenName[] = [];
   function token(spec: (typeof SHARED_VARIABLES)['adminToken' | 'serviceToken'], value: string | undefined): string {
-    if (production) return required(spec, value, 'production needs explicit tokens', problems);
+    if (production) {
+      const problem = value === undefined ? undefined : weakSecretProblem(spec.name, value);
+      if (problem) problems.push(problem);
+      return required(
+        spec,
+        value,
+        'production needs explicit tokens (generate each with `openssl rand -base64 32`)',
+        problems,
+      );
+    }
     if (value !== undefined) return value;
     generatedTokens.push(spec.name);
     return randomBytes(24).toString('base64url');

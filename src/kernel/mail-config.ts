@@ -1,6 +1,6 @@
 import type { DkimSettings } from './dkim.ts';
 import { LANGUAGES } from './languages.ts';
-import { nonEmpty, oneOf, parseDomainName, url, ValueError, type ValueKind } from './parsers.ts';
+import { boolean, nonEmpty, oneOf, parseDomainName, url, ValueError, type ValueKind } from './parsers.ts';
 import { defineVariable, defineVariables, type Values } from './variables.ts';
 
 /**
@@ -17,6 +17,32 @@ export const OUTBOUND_SMTP_URL = defineVariable({
   secret: true,
   ...url(['smtp:', 'smtps:'], 'an smtp:// or smtps:// URL'),
 });
+
+export const OUTBOUND_OUTBOX = defineVariable({
+  name: 'OUTBOUND_OUTBOX',
+  meaning:
+    'true: without OUTBOUND_SMTP_URL, outbound mail is written to `$SEALPOST_DATA_DIR/outbox` on purpose; ' +
+    'production refuses to start with neither (notifications and email codes would reach no one)',
+  default: 'false',
+  ...boolean,
+});
+
+/**
+ * Production with no relay would write every notification and email code to a folder no one reads,
+ * and say so only at info level: it starts only when the operator named the outbox (OUTBOUND_OUTBOX).
+ */
+export function outboxOnPurpose(
+  url: string | undefined,
+  outbox: boolean,
+  input: { shared: { production: boolean }; problems: string[] },
+): void {
+  if (!input.shared.production || url !== undefined || outbox) return;
+  input.problems.push(
+    'OUTBOUND_SMTP_URL is not set: production sends notifications and email codes through a relay ' +
+      '(smtp://user:password@relay.example.org:587); to write them to the outbox folder instead, ' +
+      'set OUTBOUND_OUTBOX=true',
+  );
+}
 
 export const NOTIFY_DEFAULT_LANGUAGE = defineVariable({
   name: 'NOTIFY_DEFAULT_LANGUAGE',

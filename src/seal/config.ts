@@ -11,6 +11,7 @@ import {
   ValueError,
 } from '../kernel/parsers.ts';
 import { parseSealExpiry } from '../kernel/seal-expiry.ts';
+import { weakKeyProblem } from '../kernel/secret-strength.ts';
 import { defineVariables, loadVariables } from '../kernel/variables.ts';
 import { parseIpfsApi } from './clusters/config.ts';
 
@@ -176,6 +177,10 @@ export function loadSealConfig(input: ServiceConfigInput) {
   const pass = envCluster.pass || undefined;
   if (envCluster.host && Boolean(user) !== Boolean(pass)) {
     problems.push('IPFS_CLUSTER_USER and IPFS_CLUSTER_PASS must be set together (Basic auth needs both)');
+  }
+  if (input.shared.production && values.masterKey) {
+    const problem = weakKeyProblem('SEAL_MASTER_KEY', values.masterKey);
+    if (problem) problems.push(problem);
   }
   return {
     ...values,

@@ -137,7 +137,11 @@ describe('SMS provider: log (development)', () => {
 
 describe('SMS provider and secret: production rules', () => {
   const logger = createLogger({ level: 'silent' });
-  const production = { NODE_ENV: 'production', ADMIN_TOKEN: 'a', SERVICE_TOKEN: 's' };
+  const production = {
+    NODE_ENV: 'production',
+    ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+    SERVICE_TOKEN: 'a-service-token-32-characters-long',
+  };
   const providerFor = (env: Record<string, string>) => {
     const config = loadConfig(env);
     return createSmsProvider(config.auth.sms, config.production, logger);

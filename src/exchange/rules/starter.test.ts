@@ -27,6 +27,12 @@ async function rulesOf(exchange: ServiceUnderTest) {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** Tokens production takes (32 characters or more, no placeholder, two different values). */
+const PRODUCTION_TOKENS = {
+  ADMIN_TOKEN: 'an-admin-token-32-characters-long',
+  SERVICE_TOKEN: 'a-service-token-32-characters-long',
+};
+
 const starterLogs = (exchange: ServiceUnderTest) => exchange.logs.filter((line) => line.msg === STARTER_LOG);
 
 /** Starts the exchange on `url` (whose database the test owns), runs `check`, stops it again. */
@@ -119,11 +125,15 @@ describe('starter delivery rules', { timeout: 60_000 }, () => {
   });
 
   it('are never created in production mode, even when the caller says embedded', async () => {
-    await withExchange(await freshDatabase(), { embedded: true, env: { NODE_ENV: 'production' } }, async (exchange) => {
-      assert.equal(exchange.config.production, true);
-      assert.deepEqual(await rulesOf(exchange), []);
-      assert.deepEqual(starterLogs(exchange), []);
-    });
+    await withExchange(
+      await freshDatabase(),
+      { embedded: true, env: { NODE_ENV: 'production', ...PRODUCTION_TOKENS } },
+      async (exchange) => {
+        assert.equal(exchange.config.production, true);
+        assert.deepEqual(await rulesOf(exchange), []);
+        assert.deepEqual(starterLogs(exchange), []);
+      },
+    );
   });
 
   it('are not created on an existing database that an upgrade migrates', async () => {
