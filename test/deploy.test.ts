@@ -172,7 +172,7 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     it('finds each name on the /metrics of auth, seal or exchange', async () => {
       const pages = await Promise.all(
         [services.harness.auth, services.seal, services.exchange].map(async (service) =>
-          (await fetch(`${service.url}/metrics`)).text(),
+          (await fetch(`${service.metricsUrl}/metrics`)).text(),
         ),
       );
       const names = new Set(pages.flatMap((page) => [...exported(page)]));

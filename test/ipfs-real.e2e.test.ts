@@ -475,7 +475,7 @@ describe('every copy counts: reads and the scrub against the real IPFS Cluster a
   }
 
   async function gauge(cluster: string, state: string): Promise<number> {
-    const page = await (await fetch(`${seal.url}/metrics`)).text();
+    const page = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
     const line = page
       .split('\n')
       .find((entry) => entry.startsWith(`seal_scrub_copies{cluster="${cluster}",state="${state}",service="seal"} `));

@@ -7,6 +7,7 @@ import type { Logger } from '../kernel/logger.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { createObjectStore, type ObjectStore } from '../kernel/objects/index.ts';
 import { fixHeapGrowth } from '../kernel/heap-growth.ts';
+import { startMetricsListener } from '../kernel/metrics-listener.ts';
 import { replySizeWarning } from '../auth/replies/exchange-limit.ts';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../kernel/service.ts';
 import type { ServiceName } from '../kernel/variables.ts';
@@ -25,6 +26,8 @@ const START_ORDER: ServiceName[] = ['seal', 'exchange', 'auth'];
 export interface Sealpost {
   config: Config;
   services: RunningService[];
+  /** The process's metrics listener (METRICS_PORT): `${metricsUrl}/metrics`. */
+  metricsUrl: string;
   /** Human lines telling where everything listens and what runs embedded. */
   banner: string[];
   stop(): Promise<void>;
@@ -88,6 +91,7 @@ export async function startSealpost(
   if (objects) cleanups.push(() => objects.close());
   const services: RunningService[] = [];
   const embedded: string[] = [];
+  let metricsUrl = '';
   const stop = async () => {
     for (const service of [...services].reverse()) await service.stop();
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -128,11 +132,19 @@ export async function startSealpost(
     const shared = { database, objects, logger, embedded: options.embedded ?? false, clock: options.clock };
     for (const name of START_ORDER.filter((n) => names.includes(n)))
       services.push(await startService(name, config, shared));
+    // One listener for the process, after the services so that it serves each of their registries.
+    const metrics = await startMetricsListener({
+      host: config.metrics.host,
+      port: config.metrics.port,
+      registries: services.map((service) => service.registry),
+    });
+    cleanups.push(() => metrics.close());
+    metricsUrl = metrics.url;
   } catch (error) {
     await stop().catch(() => {});
     throw error;
   }
-  return { config, services, banner: banner(config, services, embedded, warnings), stop };
+  return { config, services, metricsUrl, banner: banner(config, services, metricsUrl, embedded, warnings), stop };
 }
 
 /**
@@ -174,7 +186,13 @@ export function startWarnings(config: Config, names: ServiceName[]): string[] {
   return warnings;
 }
 
-function banner(config: Config, services: RunningService[], embedded: string[], warnings: string[]): string[] {
+function banner(
+  config: Config,
+  services: RunningService[],
+  metricsUrl: string,
+  embedded: string[],
+  warnings: string[],
+): string[] {
   const lines = ['Sealpost is running.'];
   for (const service of services) {
     for (const [kind, url] of Object.entries(service.listening)) {
@@ -182,6 +200,7 @@ function banner(config: Config, services: RunningService[], embedded: string[], 
       lines.push(`  ${service.name.padEnd(9)} ${url.padEnd(26)} ${note}`);
     }
   }
+  lines.push(`  ${'metrics'.padEnd(9)} ${`${metricsUrl}/metrics`.padEnd(26)} Prometheus (METRICS_PORT, not public)`);
   if (services.some((s) => s.name === 'auth')) lines.push(`  reader links: ${config.auth.publicUrl}/m/{id}`);
   if (embedded.length > 0) lines.push('Embedded defaults:', ...embedded.map((line) => `  ${line}`));
   for (const warning of warnings) lines.push(`Warning: ${warning}`);

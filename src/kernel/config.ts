@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { boolean, httpUrl, integer, nonEmpty, oneOf, positiveDuration, text, url } from './parsers.ts';
+import { boolean, httpUrl, integer, nonEmpty, oneOf, port, positiveDuration, text, url } from './parsers.ts';
 import { weakSecretProblem } from './secret-strength.ts';
 import { defineVariables, loadVariables, required, type Env, type ServiceName } from './variables.ts';
 
@@ -82,14 +82,17 @@ export const SHARED_VARIABLES = defineVariables({
   adminToken: {
     name: 'ADMIN_TOKEN',
     meaning:
-      'bearer token of the configuration endpoints of B and C; ' +
-      'generated and printed at start when unset outside production',
+      'bearer token of the configuration endpoints of B and C; outside production, when unset, generated into ' +
+      '`$SEALPOST_DATA_DIR/admin-token` and printed; production: 32+ characters, no placeholder',
     secret: true,
     ...nonEmpty('a non-empty token'),
   },
   serviceToken: {
     name: 'SERVICE_TOKEN',
-    meaning: 'bearer token of service-to-service calls; generated and printed at start when unset outside production',
+    meaning:
+      'bearer token of service-to-service calls; outside production, when unset, generated into ' +
+      '`$SEALPOST_DATA_DIR/service-token` (shared by processes on that folder) and printed; ' +
+      'production: 32+ characters, no placeholder',
     secret: true,
     ...nonEmpty('a non-empty token'),
   },
@@ -109,6 +112,24 @@ export const SHARED_VARIABLES = defineVariables({
         'further ones are closed at once and counted in http_connections_refused_total',
       default: '4096',
       ...integer(1, 1000000),
+    },
+  },
+  metrics: {
+    port: {
+      name: 'METRICS_PORT',
+      meaning:
+        "port of the process's metrics listener: GET /metrics there answers the Prometheus metrics of every " +
+        'service the process runs (never on the service ports, which readers may reach)',
+      default: '9464',
+      ...port(1),
+    },
+    host: {
+      name: 'METRICS_HOST',
+      meaning:
+        'address the metrics listener binds to: loopback by default, so that /metrics is not published; ' +
+        'in a container, the address Prometheus scrapes over the private network (compose: 0.0.0.0, not published)',
+      default: '127.0.0.1',
+      ...nonEmpty('a host name or IP address'),
     },
   },
   shutdownTimeout: {

@@ -223,7 +223,7 @@ describe('HTTP server factory', () => {
   it('counts requests by route pattern, never by raw URL', async () => {
     await app.inject('/things/123');
     await app.inject('/things/456');
-    const text = await (await app.inject('/metrics')).body;
+    const text = await registry.metrics();
     assert.match(text, /http_requests_total\{operation="GET \/things\/:id",code="200",service="test"\} 2/);
     assert.match(text, /http_requests_total\{operation="unmatched",code="404",service="test"\}/);
     assert.match(
@@ -232,6 +232,10 @@ describe('HTTP server factory', () => {
     );
     assert.doesNotMatch(text, /things\/123/);
     assert.match(text, /process_resident_memory_bytes/);
+  });
+
+  it('serves no /metrics on the service port (the metrics listener does)', async () => {
+    assert.equal((await app.inject('/metrics')).statusCode, 404);
   });
 
   it('describes its routes in OpenAPI 3 from the same schemas', async () => {

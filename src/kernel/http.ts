@@ -136,7 +136,7 @@ class RequestLinesAtDebug extends LogController {
 /**
  * The Fastify factory shared by the three services: TypeBox schemas validate requests and describe
  * the API (OpenAPI 3 at /openapi.json, UI at /swagger/), every error leaves as the spec's error
- * object, and /metrics, /healthz and /readyz are always there.
+ * object, and /healthz and /readyz are always there (/metrics is on the metrics listener).
  */
 export async function createHttpServer(options: HttpServerOptions): Promise<App> {
   const app = Fastify({
@@ -218,10 +218,8 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
   await app.register(swaggerUi, { routePrefix: '/swagger' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' } }, async (_request, reply) => {
-    reply.type(options.registry.contentType);
-    return options.registry.metrics();
-  });
+  // No /metrics here: the service port is the one a proxy publishes; the process's metrics listener
+  // (METRICS_PORT, kernel/metrics-listener.ts) serves them.
   app.get(
     '/healthz',
     {

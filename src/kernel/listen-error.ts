@@ -5,10 +5,13 @@ import { ConfigError } from './config.ts';
  * rather than Node's `listen EADDRINUSE: address already in use 127.0.0.1:8081`, so that the operator
  * knows which variable to change. Errors that are not about the address pass through unchanged.
  */
-export function listenError(error: unknown, where: { portVariable: string; port: number; host: string }): unknown {
+export function listenError(
+  error: unknown,
+  where: { portVariable: string; port: number; host: string; hostVariable?: string },
+): unknown {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const port = `${where.portVariable}=${where.port}`;
-  const host = `HOST=${where.host}`;
+  const host = `${where.hostVariable ?? 'HOST'}=${where.host}`;
   switch (code) {
     case 'EADDRINUSE':
       return new ConfigError(

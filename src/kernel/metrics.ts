@@ -11,7 +11,8 @@ const EVENT_LOOP_SAMPLE_MS = 100;
 
 /**
  * One Prometheus registry per service, so that the three services running in one process
- * (`sealpost start all`) each expose only their own metrics on their own /metrics.
+ * (`sealpost start all`) keep their metrics apart under their own `service` label; the process's
+ * metrics listener (metrics-listener.ts) serves them all.
  */
 export function createRegistry(service: string): Registry {
   const registry = new Registry();

@@ -18,7 +18,6 @@ type Guard = 'public' | 'admin' | 'service' | 'service-or-admin' | 'session';
 const OPERATIONS: Array<[RegExp, Guard]> = [
   [/^\/swagger(\/|$)/, 'public'],
   [/^\/openapi\.json$/, 'public'],
-  [/^\/metrics$/, 'public'],
   [/^\/healthz$/, 'public'],
   [/^\/readyz$/, 'public'],
 ];

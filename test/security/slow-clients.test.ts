@@ -31,7 +31,7 @@ const portOf = (service: ServiceUnderTest) => Number(new URL(service.url).port);
 const openFiles = () => readdirSync('/proc/self/fd').length;
 async function refusedConnections(service: ServiceUnderTest): Promise<number> {
   // On a fresh connection each time: a pooled one may be the one the service just closed for idling.
-  const text = await (await fetch(`${service.url}/metrics`, { headers: { connection: 'close' } })).text();
+  const text = await (await fetch(`${service.metricsUrl}/metrics`, { headers: { connection: 'close' } })).text();
   return Number(/^http_connections_refused_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 

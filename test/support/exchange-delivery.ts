@@ -207,7 +207,7 @@ export async function metric(
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const text = await (await fetch(`${service.metricsUrl}/metrics`)).text();
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;

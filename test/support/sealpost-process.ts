@@ -12,8 +12,8 @@ export interface SealpostProcess {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  urls: { auth: string; seal: string; exchange: string };
-  ports: { auth: number; seal: number; exchange: number; smtp: number; ipfsProxy: number };
+  urls: { auth: string; seal: string; exchange: string; metrics: string };
+  ports: { auth: number; seal: number; exchange: number; smtp: number; ipfsProxy: number; metrics: number };
   /**
    * Moves the services' clock forward (only with NODE_ENV=test in env: the process then takes its time
    * from a clock its parent moves over the IPC channel) and resolves once the process has moved it.
@@ -49,6 +49,7 @@ export async function startSealpostProcess(
     smtp: await freePort(),
     ipfsProxy: await freePort(),
     ipfsCluster: await freePort(),
+    metrics: await freePort(),
   };
   const child = spawn(
     process.execPath,
@@ -64,6 +65,7 @@ export async function startSealpostProcess(
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.ipfsProxy),
         IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
+        METRICS_PORT: String(ports.metrics),
         // SEAL_URL and EXCHANGE_URL unset: `start all` must find its services on the ports it was given.
         ...env,
       },
@@ -97,6 +99,7 @@ export async function startSealpostProcess(
       auth: `http://127.0.0.1:${ports.auth}`,
       seal: `http://127.0.0.1:${ports.seal}`,
       exchange: `http://127.0.0.1:${ports.exchange}`,
+      metrics: `http://127.0.0.1:${ports.metrics}`,
     },
     async advanceClock(ms: number) {
       if (env.NODE_ENV !== 'test') throw new Error('advanceClock needs NODE_ENV=test in the environment');

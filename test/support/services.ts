@@ -7,6 +7,7 @@ import { openDatabase, migrateSchema, type Database } from '../../src/kernel/db/
 import { createLogger, type Logger } from '../../src/kernel/logger.ts';
 import { createObjectStore, type ObjectStore } from '../../src/kernel/objects/index.ts';
 import { createS3ObjectStore } from '../../src/kernel/objects/s3.ts';
+import { startMetricsListener } from '../../src/kernel/metrics-listener.ts';
 import type { RunningService, ServiceDefinition } from '../../src/kernel/service.ts';
 import type { ServiceName } from '../../src/kernel/variables.ts';
 import { createTestDatabase } from './postgres.ts';
@@ -22,6 +23,8 @@ export interface ServiceUnderTest {
   /** Every log line the service wrote, parsed (tests read them to check what is and is not logged). */
   logs: Array<Record<string, unknown>>;
   url: string;
+  /** The metrics listener's base URL (METRICS_PORT): `${metricsUrl}/metrics`, as a real process serves it. */
+  metricsUrl: string;
   adminToken: string;
   serviceToken: string;
   stop(): Promise<void>;
@@ -65,6 +68,7 @@ export async function startServiceForTest<Name extends ServiceName>(
     SEAL_PORT: String(await freePort()),
     EXCHANGE_PORT: String(await freePort()),
     INBOUND_SMTP_PORT: String(await freePort()),
+    METRICS_PORT: String(await freePort()),
     ...(options.s3 ? s3Env(options.s3, bucket!) : {}),
     ...options.env,
   };
@@ -87,6 +91,11 @@ export async function startServiceForTest<Name extends ServiceName>(
     clock: options.clock,
     embedded: options.embedded ?? false,
   });
+  const metrics = await startMetricsListener({
+    host: config.metrics.host,
+    port: config.metrics.port,
+    registries: [service.registry],
+  });
   return {
     config,
     service,
@@ -94,10 +103,12 @@ export async function startServiceForTest<Name extends ServiceName>(
     objects: objects ?? noObjectStore(definition.name),
     logs,
     url: service.listening.http!,
+    metricsUrl: metrics.url,
     adminToken: config.adminToken,
     serviceToken: config.serviceToken,
     async stop() {
       await service.stop();
+      await metrics.close();
       await objects?.close();
       await database.close();
       await fresh?.drop();

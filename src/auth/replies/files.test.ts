@@ -212,7 +212,7 @@ describe('reply attachments: upload checks, S3 storage, drafts across sessions',
     assertRefused(refused, 403, 'malware_detected');
     assert.match(refused.body.message, /Eicar-Test-Signature/);
     await assertNothingKeptBeyond([]);
-    const metrics = await (await fetch(`${harness.auth.url}/metrics`)).text();
+    const metrics = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
     assert.match(metrics, /^auth_attachments_scanned_total\{verdict="infected"[^}]*\} [1-9]/m, 'counted by verdict');
   });
 

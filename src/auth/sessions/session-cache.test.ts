@@ -15,7 +15,7 @@ const env = { SESSION_CACHE_TTL: '1h', SMS_LIMIT_NUMBER_INTERVAL: '0s' };
 const LISTENER = `sealpost listen ${SESSION_CHANGES_CHANNEL}`;
 
 async function metric(harness: AuthHarness, name: string, label = ''): Promise<number> {
-  const page = await (await fetch(`${harness.auth.url}/metrics`)).text();
+  const page = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
   const line = page.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
   return line ? Number(line.split(' ').at(-1)) : 0;
 }

@@ -575,7 +575,7 @@ describe('auth service: sign-in by code', () => {
 
   describe('what the service exposes', () => {
     it('counts sent SMS in sent_sms_messages_total and every route in the HTTP metrics', async () => {
-      const metrics = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const metrics = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
       const sent = Number(/^sent_sms_messages_total\{[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
       assert.equal(sent, harness.sms.messages.length);
       assert.match(metrics, /^http_requests_total\{[^}]*operation="POST \/v1\/auth\/code",code="200"[^}]*\} \d+$/m);
@@ -589,7 +589,7 @@ describe('auth service: sign-in by code', () => {
     it("counts codes by method and provider, sign-ins by outcome, for operators' alerts and dashboard", async () => {
       const value = (page: string, name: string, labels: string) =>
         Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(page)?.[1] ?? 0);
-      const before = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const before = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       assert.equal((await requestSmsCode(reader, record.id)).status, 200);
@@ -603,7 +603,7 @@ describe('auth service: sign-in by code', () => {
         (await reader.request('POST', '/v1/auth/verify', { body: { code, rememberMe: false } })).status,
         200,
       );
-      const after = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const after = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
       const delta = (name: string, labels: string) => value(after, name, labels) - value(before, name, labels);
       assert.equal(delta('auth_codes_sent_total', 'method="sms",provider="http"'), 1);
       assert.equal(delta('auth_sign_ins_total', 'outcome="incorrect_code"'), 1);
@@ -615,7 +615,7 @@ describe('auth service: sign-in by code', () => {
       } finally {
         harness.sms.failWith(undefined);
       }
-      const failed = await (await fetch(`${harness.auth.url}/metrics`)).text();
+      const failed = await (await fetch(`${harness.auth.metricsUrl}/metrics`)).text();
       assert.equal(
         value(failed, 'auth_codes_failed_total', 'method="sms",provider="http"') -
           value(before, 'auth_codes_failed_total', 'method="sms",provider="http"'),

@@ -620,7 +620,7 @@ describe('inbound SMTP server', { timeout: 120_000 }, () => {
 
   it('counts every DATA in smtp_incoming_total, every 250 in smtp_incoming_stored, and times each', async () => {
     const metric = async () => {
-      const text = await (await fetch(`${exchange.url}/metrics`)).text();
+      const text = await (await fetch(`${exchange.metricsUrl}/metrics`)).text();
       const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
       return {
         total: value('smtp_incoming_total'),

@@ -116,7 +116,7 @@ describe('sealpost queue (mailq for the exchange)', () => {
   });
 
   it('exports the queue as gauges at scrape time: envelopes by status, age of the oldest waiting one', async () => {
-    const metrics = await (await fetch(`${exchange.url}/metrics`)).text();
+    const metrics = await (await fetch(`${exchange.metricsUrl}/metrics`)).text();
     assert.match(metrics, /exchange_envelopes\{status="retrying",service="exchange"\} 1/);
     assert.match(metrics, /exchange_envelopes\{status="routed",service="exchange"\} 0/);
     const oldest = Number(

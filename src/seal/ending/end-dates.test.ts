@@ -59,7 +59,7 @@ async function endWork({ db }: Db, id: string) {
 
 /** A metric's value on the service's /metrics (0 when absent). */
 async function metric(seal: ServiceUnderTest, series: string): Promise<number> {
-  const page = await (await fetch(`${seal.url}/metrics`)).text();
+  const page = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
   const line = page.split('\n').find((entry) => entry.startsWith(`${series} `) || entry.startsWith(`${series}{`));
   const match = line && new RegExp(`^${series.replace(/[{}"=]/g, '.')}(?:\\{[^}]*\\})? (\\S+)$`).exec(line);
   return match ? Number(match[1]) : 0;

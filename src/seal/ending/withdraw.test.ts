@@ -54,7 +54,7 @@ async function endWork(seal: ServiceUnderTest, id: string) {
 }
 
 async function metric(seal: ServiceUnderTest, name: string, labels = ''): Promise<number> {
-  const page = await (await fetch(`${seal.url}/metrics`)).text();
+  const page = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
   const line = page.split('\n').find((entry) => entry.startsWith(`${name}{${labels}`) || entry.startsWith(`${name} `));
   return line ? Number(line.split(' ').at(-1)) : 0;
 }

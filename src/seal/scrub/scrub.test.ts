@@ -49,7 +49,7 @@ async function listedUntil(seal: Seal, what: string, accept: (list: Copy[]) => b
 }
 
 async function metric(seal: Seal, line: string): Promise<number> {
-  const page = await (await fetch(`${seal.url}/metrics`)).text();
+  const page = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
   const labelled = line.replace(/\}$/, ',service="seal"}');
   const found = page.split('\n').find((entry) => entry.startsWith(`${labelled} `));
   return found ? Number(found.split(' ').at(-1)) : 0;

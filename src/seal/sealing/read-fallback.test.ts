@@ -69,8 +69,8 @@ describe('reading a sealed message falls over to the next cluster', () => {
   }
 
   /** A metric's value on the service's /metrics (0 when absent); `line` without the service label. */
-  async function metric(seal: { url: string }, line: string): Promise<number> {
-    const page = await (await fetch(`${seal.url}/metrics`)).text();
+  async function metric(seal: { metricsUrl: string }, line: string): Promise<number> {
+    const page = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
     const labelled = line.replace(/\}$/, ',service="seal"}');
     const found = page.split('\n').find((entry) => entry.startsWith(`${labelled} `));
     return found ? Number(found.split(' ').at(-1)) : 0;
