@@ -5,6 +5,7 @@ import { clockFor } from '../kernel/clock.ts';
 import { createLogger } from '../kernel/logger.ts';
 import { keepGeneratedAdminToken } from './queue.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
+import { shareGeneratedTokens } from './tokens.ts';
 
 const CHECK_HELP = 'try every dependency (database, object store, IPFS, relay, SMS, clamd); exit 1 if one fails';
 
@@ -167,7 +168,8 @@ async function start(which: string): Promise<number> {
     process.stderr.write(`sealpost: unknown service ${JSON.stringify(which)}; expected all, auth, seal or exchange\n`);
     return 2;
   }
-  const config = readConfig(names);
+  // Generated tokens live in the data folder, so that services started separately on it agree.
+  const { config } = await shareGeneratedTokens(readConfig(names));
   const logger = createLogger({ level: config.logLevel, name: 'sealpost', format: config.logFormat });
   const started = Date.now();
   const embedded = which === 'all' && !config.production;

@@ -1,6 +1,8 @@
 import { join, resolve } from 'node:path';
 import type { Config } from './config.ts';
+import { TOKEN_FILES } from './tokens.ts';
 import type { SharedConfig } from '../kernel/config.ts';
+import { lockDataFolder } from '../kernel/data-lock.ts';
 import { openDatabase, migrateSchema, type Database } from '../kernel/db/index.ts';
 import { listenError } from '../kernel/listen-error.ts';
 import type { Logger } from '../kernel/logger.ts';
@@ -33,16 +35,44 @@ export interface Sealpost {
   stop(): Promise<void>;
 }
 
-/** The database, and the object store when `withObjects` (some service of the process keeps objects). */
+/**
+ * The database, and the object store when `withObjects` (some service of the process keeps objects).
+ * The embedded PGlite is opened only under the data folder's lock (kernel/data-lock.ts), released by
+ * `database.close()`: a second process on the folder is refused before it touches the database.
+ */
 export async function openStores(
   config: SharedConfig,
   withObjects: boolean,
 ): Promise<{ database: Database; objects: ObjectStore | undefined }> {
-  const database = await openDatabase({
-    url: config.databaseUrl,
-    pgliteDir: join(resolve(config.dataDir), 'pg'),
-    poolSize: config.databasePoolSize,
-  });
+  const lock = config.databaseUrl
+    ? undefined
+    : await lockDataFolder(config.dataDir, `sealpost ${process.argv.slice(2).join(' ')}`.trim());
+  let opened: Database;
+  try {
+    opened = await openDatabase({
+      url: config.databaseUrl,
+      pgliteDir: join(resolve(config.dataDir), 'pg'),
+      poolSize: config.databasePoolSize,
+    });
+  } catch (error) {
+    await lock?.release();
+    throw error;
+  }
+  const database: Database = lock
+    ? {
+        kind: opened.kind,
+        db: opened.db,
+        ping: () => opened.ping(),
+        listen: (channel, handlers) => opened.listen(channel, handlers),
+        close: async () => {
+          try {
+            await opened.close();
+          } finally {
+            await lock.release();
+          }
+        },
+      }
+    : opened;
   if (!withObjects) return { database, objects: undefined };
   try {
     return { database, objects: await createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) }) };
@@ -206,7 +236,8 @@ function banner(
   for (const warning of warnings) lines.push(`Warning: ${warning}`);
   for (const name of config.generatedTokens) {
     const value = name === 'ADMIN_TOKEN' ? config.adminToken : config.serviceToken;
-    lines.push(`Generated ${name}=${value} (for this run only; set ${name} to choose your own)`);
+    const file = join(resolve(config.dataDir), TOKEN_FILES[name]);
+    lines.push(`Generated ${name}=${value} (kept in ${file} for every start on it; set ${name} to choose your own)`);
   }
   return lines;
 }
