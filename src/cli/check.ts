@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { access, mkdir } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { constants } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { ClamdClient } from '../auth/clamd/client.ts';
 import { ClusterClient } from '../seal/clusters/client.ts';
 import { probeRelay } from '../exchange/outbound/relay-capabilities.ts';
 import type { Config } from './config.ts';
+import { dataFolderHolder } from '../kernel/data-lock.ts';
 import { openDatabase } from '../kernel/db/index.ts';
 import { createObjectStore } from '../kernel/objects/index.ts';
 
@@ -22,10 +23,12 @@ interface CheckResult {
 
 /**
  * `sealpost check`: reads the configuration and tries each dependency the way the services use it,
- * without sending anything anyone would receive: PostgreSQL, the object store (a probe object
- * written, read and deleted), the IPFS cluster's `/id` and its Kubo, the outbound relay's EHLO, the SMS
- * provider's address (a connection, no SMS), clamd's PING. Prints what works and what does not, and
- * why; exits 1 when anything does not.
+ * without sending anything anyone would receive and without writing anything here: PostgreSQL (the
+ * embedded PGlite's folder only), the object store (on S3 a probe object written, read and deleted; the
+ * local folder only looked at), the IPFS cluster's `/id` and its Kubo and the IPFS API readers are served
+ * through (the embedded stand-in is asked, not assumed), the outbound relay's EHLO, the SMS provider's
+ * address (a connection, no SMS), clamd's PING. Prints what works and what does not, naming the variable
+ * and the endpoint of each failure; exits 1 when anything does not.
  */
 export async function checkCommand(config: Config, out: NodeJS.WritableStream): Promise<number> {
   const checks: Array<[string, () => Promise<string>]> = [
@@ -55,15 +58,21 @@ export async function checkCommand(config: Config, out: NodeJS.WritableStream): 
 async function checkDatabase(config: Config): Promise<string> {
   if (!config.databaseUrl) {
     // The embedded PGlite belongs to the process that runs it: opening it beside `start all` could
-    // damage it, so only its folder is checked.
+    // damage it, so only its folder is looked at (and nothing created: check writes nothing).
     const dir = join(resolve(config.dataDir), 'pg');
-    await writableFolder(dir);
-    return `embedded PGlite in ${dir} (DATABASE_URL unset); folder writable`;
+    const holder = await dataFolderHolder(config.dataDir);
+    const state = holder
+      ? `in use by process ${holder.pid} on ${holder.host} (${holder.command})`
+      : await folderState(dir, `SEALPOST_DATA_DIR=${config.dataDir}`);
+    return `embedded PGlite in ${dir} (DATABASE_URL unset): ${state}`;
   }
+  const url = new URL(config.databaseUrl);
+  const where = `DATABASE_URL postgres://${url.host}${url.pathname}`;
   const database = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
   try {
-    await database.ping();
-    const url = new URL(config.databaseUrl);
+    await database.ping().catch((error: unknown) => {
+      throw new Error(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+    });
     return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname} answers`;
   } finally {
     await database.close();
@@ -71,21 +80,29 @@ async function checkDatabase(config: Config): Promise<string> {
 }
 
 async function checkObjects(config: Config): Promise<string> {
+  if (!config.s3.bucket) {
+    // The local driver creates its folder on first use: check leaves that to `start`.
+    const dir = join(resolve(config.dataDir), 'objects');
+    return `local folder ${dir} (S3_BUCKET unset): ${await folderState(dir, `SEALPOST_DATA_DIR=${config.dataDir}`)}`;
+  }
+  const where =
+    `S3_BUCKET=${config.s3.bucket} at S3_ENDPOINT=${config.s3.endpoint ?? '(unset: AWS)'} ` +
+    `(S3_REGION=${config.s3.region})`;
   const objects = await createObjectStore({ s3: config.s3, dataDir: resolve(config.dataDir) });
   const key = `check/probe-${randomUUID()}`;
   const probe = Buffer.from(`sealpost check ${new Date().toISOString()}`);
   try {
+    // A probe object written, read and deleted: the services write there, so writing is what is checked;
+    // nothing is left behind.
     await objects.put(key, Readable.from([probe]), { contentType: 'text/plain' });
     const chunks: Buffer[] = [];
     for await (const chunk of await objects.get(key)) chunks.push(chunk as Buffer);
     if (!Buffer.concat(chunks).equals(probe))
       throw new Error('the probe object read back differs from what was written');
     await objects.delete(key);
-    const store =
-      objects.driver === 's3'
-        ? `S3 bucket ${config.s3.bucket}`
-        : `local folder ${join(resolve(config.dataDir), 'objects')}`;
-    return `${store}: probe written, read and deleted`;
+    return `${where}: probe written, read and deleted`;
+  } catch (error) {
+    throw new Error(`${where}: ${describe(error)}`);
   } finally {
     await objects.delete(key).catch(() => {});
     await objects.close();
@@ -94,16 +111,29 @@ async function checkObjects(config: Config): Promise<string> {
 
 async function checkCluster(config: Config): Promise<string> {
   const env = config.seal.envCluster;
-  if (!env) {
-    if (config.production)
-      throw new Error('no IPFS cluster: set IPFS_CLUSTER_HOST (or store one through POST /v1/ipfs/config)');
-    return 'embedded IPFS Cluster stand-in (IPFS_CLUSTER_HOST unset), started by `sealpost start all`';
+  if (!env && config.production)
+    throw new Error('no IPFS cluster: set IPFS_CLUSTER_HOST (or store one through POST /v1/ipfs/config)');
+  // Without IPFS_CLUSTER_HOST, `sealpost start all` runs the stand-in on these two ports: ask it too.
+  const cluster = env ?? { host: '127.0.0.1', port: String(config.seal.clusterPort), secure: false };
+  const client = new ClusterClient({ ...cluster, timeout: '10s' }, { proxyPort: config.seal.ipfsProxyPort });
+  const rest = `REST API ${cluster.secure ? 'https' : 'http'}://${client.name} (IPFS_CLUSTER_HOST, IPFS_CLUSTER_PORT)`;
+  const what = env ? `${client.name}` : `embedded IPFS Cluster stand-in at ${client.name} (IPFS_CLUSTER_HOST unset)`;
+  const standInHint = env ? '' : '; the stand-in runs inside `sealpost start all`: is it running on these ports?';
+  let id: Awaited<ReturnType<ClusterClient['id']>>;
+  try {
+    id = await client.id();
+  } catch (error) {
+    throw new Error(`${rest}: ${describe(error)}${standInHint}`);
   }
-  const client = new ClusterClient({ ...env, timeout: '10s' }, { proxyPort: config.seal.ipfsProxyPort });
-  const id = await client.id();
-  if (id.ipfsError) throw new Error(`${client.name} answers, but its IPFS daemon does not: ${id.ipfsError}`);
+  if (id.ipfsError) throw new Error(`${what} answers, but its IPFS daemon does not: ${id.ipfsError}`);
+  // The read path: readers' messages come through the IPFS API, not the REST API.
+  try {
+    await client.ipfsVersion();
+  } catch (error) {
+    throw new Error(`${describe(error)}${standInHint}`);
+  }
   return (
-    `${client.name} answers /id (peer ${id.id}), its IPFS daemon is up ` +
+    `${what} answers /id (peer ${id.id}), its IPFS daemon is up, and reads reach the ${client.ipfsApiSource} ` +
     "(a configuration stored through POST /v1/ipfs/config is checked by the seal service's /readyz)"
   );
 }
@@ -111,7 +141,10 @@ async function checkCluster(config: Config): Promise<string> {
 async function checkRelay(config: Config): Promise<string> {
   const url = config.exchange.outboundSmtpUrl;
   if (!url)
-    return `no relay (OUTBOUND_SMTP_URL unset): outbound mail is written to ${join(resolve(config.dataDir), 'outbox')}`;
+    return (
+      `no relay (OUTBOUND_SMTP_URL unset${config.production ? ', OUTBOUND_OUTBOX=true' : ''}): ` +
+      `outbound mail is written to ${join(resolve(config.dataDir), 'outbox')} and reaches no one`
+    );
   const parsed = new URL(url);
   try {
     const offers = await probeRelay(url, CHECK_TIMEOUT_MS, config.exchange.smtpHostname);
@@ -132,7 +165,9 @@ async function checkSms(config: Config): Promise<string> {
   if (provider === 'log' || (provider === undefined && !config.production))
     return 'log provider: codes are printed, no SMS is sent (development only)';
   if (provider === undefined) throw new Error('SMS_PROVIDER is not set (required in production)');
+  if (provider !== 'twilio' && !url) throw new Error(`SMS_PROVIDER_URL is not set (SMS_PROVIDER=${provider} needs it)`);
   const target = new URL(provider === 'twilio' ? 'https://api.twilio.com' : url!);
+  const variable = provider === 'twilio' ? 'SMS_PROVIDER twilio' : `SMS_PROVIDER_URL ${target.origin}`;
   const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
   await new Promise<void>((done, fail) => {
     const socket = connect(port, target.hostname);
@@ -141,7 +176,9 @@ async function checkSms(config: Config): Promise<string> {
       socket.destroy();
       done();
     });
-    socket.once('error', (error) => fail(new Error(`SMS_PROVIDER ${provider} at ${target.host}: ${error.message}`)));
+    socket.once('error', (error) =>
+      fail(new Error(`SMS_PROVIDER ${provider} at ${target.host} (${variable}): ${error.message}`)),
+    );
   });
   return `${provider} provider at ${target.host} reachable (nothing sent)`;
 }
@@ -153,9 +190,32 @@ async function checkClamd(config: Config): Promise<string> {
   return `${clamd.host}:${clamd.port} answers PING`;
 }
 
-async function writableFolder(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await access(dir, constants.W_OK);
+/**
+ * Whether `start` can use `dir`, found without writing: the folder if it exists, else the nearest folder
+ * above it that does (where `start` would create it). The variable that moves it is named on failure.
+ */
+async function folderState(dir: string, setting: string): Promise<string> {
+  let existing = dir;
+  for (;;) {
+    try {
+      await access(existing, constants.F_OK);
+      break;
+    } catch {
+      const parent = dirname(existing);
+      if (parent === existing) break;
+      existing = parent;
+    }
+  }
+  try {
+    await access(existing, constants.W_OK);
+  } catch {
+    throw new Error(`${existing} is not writable (${setting})`);
+  }
+  return existing === dir ? 'folder writable' : `not created yet; ${existing} is writable (nothing written)`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -136,7 +136,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       registry,
       // B is ready when its primary cluster answers, and the IPFS daemon behind it too (GET /id is 200
       // with the daemon down; its ipfs.error says so): docs/specification.md#common-endpoints.
-      readiness: { ipfsCluster: () => primaryReady(clusters[0]!) },
+      readiness: { ipfsCluster: () => clustersReady(clusters) },
     });
     follower.start();
     ender.start();
@@ -157,10 +157,32 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
   },
 };
 
-/** The primary answers and so does its IPFS daemon; the daemon's error is shown in /readyz. */
-async function primaryReady(primary: ClusterClient): Promise<void> {
-  const { ipfsError } = await primary.id();
-  if (ipfsError !== '') throw new ReadinessProblem(`answers, but the IPFS daemon behind it does not: ${ipfsError}`);
+/**
+ * Every cluster answers on both paths it is used on: its REST API (/id, with the IPFS daemon behind it)
+ * for sealing and pinning, and its IPFS API (POST /api/v0/version) for the reads readers wait on. Each
+ * failure is shown in /readyz with the cluster and the endpoint and setting that failed.
+ */
+async function clustersReady(clusters: readonly ClusterClient[]): Promise<void> {
+  const problems = await Promise.all(
+    clusters.map(async (cluster) => {
+      const found: string[] = [];
+      try {
+        const { ipfsError } = await cluster.id();
+        if (ipfsError !== '')
+          found.push(`${cluster.name} answers, but the IPFS daemon behind it does not: ${ipfsError}`);
+      } catch (error) {
+        found.push(`${(error as Error).message} (its REST API)`);
+      }
+      try {
+        await cluster.ipfsVersion();
+      } catch (error) {
+        found.push((error as Error).message);
+      }
+      return found;
+    }),
+  );
+  const all = problems.flat();
+  if (all.length > 0) throw new ReadinessProblem(all.join('; '));
 }
 
 async function readCaFile(path: string): Promise<string> {

@@ -47,12 +47,15 @@ export function standInEnv(standIn: IpfsClusterStandIn): Record<string, string> 
   };
 }
 
-/** A cluster entry of the configuration API for a plain-HTTP stand-in. */
+/**
+ * A cluster entry of the configuration API for a plain-HTTP stand-in, with its IPFS API (reads): the
+ * seal service's /readyz asks it, as readers' reads go there.
+ */
 export function standInCluster(
   standIn: IpfsClusterStandIn,
   extra: Partial<ClusterConfigBody['clusters'][number]> = {},
 ) {
-  return { host: '127.0.0.1', port: String(standIn.port), secure: false, ...extra };
+  return { host: '127.0.0.1', port: String(standIn.port), secure: false, ipfsApi: standIn.proxyUrl, ...extra };
 }
 
 /**

@@ -179,6 +179,14 @@ export async function handleProxy(
       );
     }
   }
+  if (path === '/api/v0/version' && req.method === 'POST') {
+    // Kubo's `ipfs version` answer (core/commands/version.go), which Sealpost's readiness asks for to
+    // know that the read path reaches an IPFS API at all.
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(goJsonLine({ Version: '0.0.0-sealpost-stand-in', Commit: '', Repo: '16', System: 'node', Golang: '' }));
+    return;
+  }
   if (path !== '/api/v0/cat') return httpError(res, 404, '404 page not found');
   if (req.method === 'OPTIONS') {
     res.setHeader('Allow', 'OPTIONS, POST');

@@ -98,6 +98,11 @@ export class ClusterClient {
   private readonly restAgent: http.Agent;
   /** Where reads go: the cluster's own IPFS API address, or its host on IPFS_PROXY_PORT. */
   readonly ipfsApi: URL;
+  /**
+   * The IPFS API's address as an operator finds and fixes it: the address, and the setting it came
+   * from, for every failure of a read (a log naming the REST API's port sent operators to the wrong one).
+   */
+  readonly ipfsApiSource: string;
 
   constructor(
     readonly settings: ClusterSettings,
@@ -106,6 +111,11 @@ export class ClusterClient {
     this.name = clusterName(settings);
     this.timeout = timeoutMs(settings);
     this.ipfsApi = ipfsApiOf(settings, options.proxyPort);
+    this.ipfsApiSource = `IPFS API ${this.ipfsApi.origin} (${
+      settings.ipfsApi
+        ? "the cluster's ipfsApi; IPFS_PROXY_URL for the cluster of the environment"
+        : `IPFS_PROXY_PORT=${options.proxyPort} on the cluster's host; IPFS_PROXY_URL or ipfsApi to point elsewhere`
+    })`;
     // Idle sockets are closed after 5 s, as by Node's global agent: well before the cluster's own idle
     // timeout (2 min), so a request never goes out on a connection the server is closing.
     const keepAlive = { keepAlive: true, timeout: 5_000 };
@@ -186,6 +196,44 @@ export class ClusterClient {
         `peer ${id} answers, but its IPFS daemon does not: ${ipfsError}`,
       );
     return { id };
+  }
+
+  /**
+   * The read path's readiness: the IPFS API readers are served through (`ipfsApi`, by default the
+   * peer's IPFS proxy on IPFS_PROXY_PORT) answers POST /api/v0/version as Kubo does. The REST API's
+   * /id says nothing about it: with a wrong proxy port, /id is fine while every read fails.
+   */
+  async ipfsVersion(): Promise<string> {
+    return this.call(
+      'POST',
+      '/api/v0/version',
+      {},
+      async (res) => {
+        if (res.statusCode !== 200) {
+          const denied = (res.statusCode === 401 || res.statusCode === 403) && this.withholdsProxyCredentials();
+          throw await this.httpError(
+            res,
+            `POST /api/v0/version at the ${this.ipfsApiSource}`,
+            denied ? PROXY_CREDENTIALS_HINT : undefined,
+          );
+        }
+        let answer: { Version?: unknown } | null = null;
+        try {
+          answer = JSON.parse((await readBody(res, MAX_ANSWER_BYTES)).toString('utf8')) as { Version?: unknown };
+        } catch {
+          // not JSON: told below
+        }
+        if (typeof answer?.Version !== 'string')
+          throw new ClusterError(
+            this.name,
+            'protocol',
+            `${this.ipfsApiSource} answered POST /api/v0/version without a Version: not an IPFS API`,
+          );
+        return answer.Version;
+      },
+      undefined,
+      true,
+    );
   }
 
   /**
@@ -326,7 +374,11 @@ export class ClusterClient {
       async (res) => {
         if (res.statusCode !== 200) {
           const denied = (res.statusCode === 401 || res.statusCode === 403) && this.withholdsProxyCredentials();
-          throw await this.httpError(res, 'POST /api/v0/cat (IPFS proxy)', denied ? PROXY_CREDENTIALS_HINT : undefined);
+          throw await this.httpError(
+            res,
+            `POST /api/v0/cat at the ${this.ipfsApiSource}`,
+            denied ? PROXY_CREDENTIALS_HINT : undefined,
+          );
         }
         let bytes = 0;
         res.on('data', (chunk: Buffer) => (bytes += chunk.length));
@@ -395,7 +447,7 @@ export class ClusterClient {
       return await onResponse(res);
     } catch (error) {
       if (error instanceof SourceFailure) throw error;
-      throw this.toClusterError(error, timedOut, method, path);
+      throw this.toClusterError(error, timedOut, method, path, proxy);
     } finally {
       clearTimeout(timer);
       if (!req.destroyed && !req.writableFinished) req.destroy();
@@ -407,12 +459,14 @@ export class ClusterClient {
     return this.authorization !== undefined && this.settings.secure && this.ipfsApi.protocol !== 'https:';
   }
 
-  private toClusterError(error: unknown, timedOut: boolean, method: string, path: string): ClusterError {
+  private toClusterError(error: unknown, timedOut: boolean, method: string, path: string, proxy = false): ClusterError {
+    // A read goes to the IPFS API, not the REST API the cluster's name shows: say where it went.
+    const at = proxy ? ` at the ${this.ipfsApiSource}` : '';
     if (timedOut) {
       return new ClusterError(
         this.name,
         'timeout',
-        `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}`,
+        `no complete answer to ${method} ${path.split('?')[0]} within ${this.settings.timeout}${at}`,
         undefined,
         { cause: error },
       );
@@ -433,7 +487,7 @@ export class ClusterClient {
     return new ClusterError(
       this.name,
       'unreachable',
-      `${method} ${path.split('?')[0]} failed: ${code || message}`,
+      `${method} ${path.split('?')[0]} failed: ${code || message}${at}`,
       undefined,
       { cause: error },
     );

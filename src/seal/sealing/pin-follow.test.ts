@@ -90,7 +90,7 @@ describe('pins followed until they hold', () => {
       'once per pin, not every pass',
     );
 
-    const metrics = await (await fetch(`${seal.url}/metrics`)).text();
+    const metrics = await (await fetch(`${seal.metricsUrl}/metrics`)).text();
     assert.match(
       metrics,
       new RegExp(`seal_pins_open\\{cluster="127\\.0\\.0\\.1:${isolated.port}",state="pin_error",service="seal"\\} 1`),
@@ -141,13 +141,14 @@ describe('pins followed until they hold', () => {
     const primary = await standIn();
     const seal = await startSealWithClusters([standInCluster(primary)]);
     stops.push(() => seal.stop());
-    assert.equal((await fetch(`${seal.url}/readyz`)).status, 200);
+    const first = await fetch(`${seal.url}/readyz`);
+    assert.equal(first.status, 200, await first.clone().text());
     primary.setIpfsDown(true);
     const ready = await fetch(`${seal.url}/readyz`);
     assert.equal(ready.status, 503);
     assert.match(
       (await ready.json()).message,
-      /^Not ready: ipfsCluster answers, but the IPFS daemon behind it does not: dial tcp/,
+      /^Not ready: ipfsCluster \S+ answers, but the IPFS daemon behind it does not: dial tcp/,
     );
     primary.setIpfsDown(false);
     assert.equal((await fetch(`${seal.url}/readyz`)).status, 200);
