@@ -126,7 +126,8 @@ export const AUTH_VARIABLES = defineVariables({
     name: 'AUTH_SECRET',
     meaning:
       'secret from which the keys of code HMACs and CSRF tokens are derived; ' +
-      'the same on every auth instance; required in production, generated into the data folder otherwise',
+      'the same on every auth instance; required in production (no placeholder, not one character repeated), ' +
+      'generated into the data folder otherwise',
     secret: true,
     parse: authSecret,
     expected: 'at least 32 characters (e.g. `openssl rand -hex 32`)',

@@ -81,7 +81,8 @@ export const SEAL_VARIABLES = defineVariables({
     name: 'SEAL_MASTER_KEY',
     meaning:
       'key that wraps message keys and stored cluster passwords: 32 bytes as 64 hex ' +
-      'digits or base64; generated into the data folder when unset outside production',
+      'digits or base64; generated into the data folder when unset outside production; production refuses ' +
+      'a key of one byte repeated (`openssl rand -hex 32`)',
     secret: true,
     parse: masterKey,
     expected: '32 bytes as 64 hex digits or as base64',
