@@ -1,8 +1,8 @@
 /**
- * What production refuses in a secret (docs/operating.md#secrets): a value copied from .env.example, a
- * token short enough to guess, a key with no entropy, and one value used for two secrets (a leak of the
- * weaker one, say the S3 password in a log, would then open the stronger). Each refusal names the
- * variable and says how to make a good value; the value itself is never shown.
+ * What production refuses in a secret (docs/decisions.md#secrets-in-production): a value copied from
+ * .env.example, a token short enough to guess, a key with no entropy, and one value used for two secrets
+ * (a leak of the weaker one, say the S3 password in a log, would then open the stronger). Each refusal
+ * names the variable and says how to make a good value; the value itself is never shown.
  */
 
 /** How a good token or secret is made: the command .env.example gives. */
