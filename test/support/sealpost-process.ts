@@ -12,7 +12,9 @@ export interface SealpostProcess {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  urls: { auth: string; seal: string; exchange: string; metrics: string };
+  urls: { auth: string; seal: string; exchange: string };
+  /** The process's metrics listener (METRICS_PORT): `${metricsUrl}/metrics`. */
+  metricsUrl: string;
   ports: { auth: number; seal: number; exchange: number; smtp: number; ipfsProxy: number; metrics: number };
   /**
    * Moves the services' clock forward (only with NODE_ENV=test in env: the process then takes its time
@@ -99,8 +101,8 @@ export async function startSealpostProcess(
       auth: `http://127.0.0.1:${ports.auth}`,
       seal: `http://127.0.0.1:${ports.seal}`,
       exchange: `http://127.0.0.1:${ports.exchange}`,
-      metrics: `http://127.0.0.1:${ports.metrics}`,
     },
+    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
     async advanceClock(ms: number) {
       if (env.NODE_ENV !== 'test') throw new Error('advanceClock needs NODE_ENV=test in the environment');
       const moved = once(child, 'message');
