@@ -26,6 +26,7 @@ describe('npm run demo', () => {
       smtp: await freePort(),
       proxy: await freePort(),
       ipfsCluster: await freePort(),
+      metrics: await freePort(),
     };
     const child = spawn(process.execPath, ['--import', 'tsx', DEMO], {
       env: {
@@ -38,6 +39,7 @@ describe('npm run demo', () => {
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.proxy),
         IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
+        METRICS_PORT: String(ports.metrics),
         SEAL_URL: `http://127.0.0.1:${ports.seal}`,
         EXCHANGE_URL: `http://127.0.0.1:${ports.exchange}`,
       },

@@ -38,6 +38,7 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
     smtp: await freePort(),
     ipfsProxy: await freePort(),
     ipfsCluster: await freePort(),
+    metrics: await freePort(),
   };
   const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-logs-'));
   await seedEmbeddedDatabase(dataDir);
@@ -56,6 +57,7 @@ async function startInTerminal(env: Record<string, string>): Promise<Terminal> {
         INBOUND_SMTP_PORT: String(ports.smtp),
         IPFS_PROXY_PORT: String(ports.ipfsProxy),
         IPFS_CLUSTER_PORT: String(ports.ipfsCluster),
+        METRICS_PORT: String(ports.metrics),
         ...env,
       },
       stdio: ['pipe', 'pipe', 'pipe'],
