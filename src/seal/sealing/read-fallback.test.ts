@@ -173,6 +173,8 @@ describe('reading a sealed message falls over to the next cluster', () => {
     assert.ok(waited < 6_000, `and not the 30s default (waited ${waited} ms)`);
     const failure = seal.logs.find((line) => line.msg === 'reading sealed content failed on this cluster');
     assert.match(String(failure?.err), /no complete answer to POST \/api\/v0\/cat within 1s/);
+    // The address the read went to (the IPFS API), not only the REST API the cluster is named by.
+    assert.match(String(failure?.err), new RegExp(`at the IPFS API ${primary.proxyUrl} `));
   });
 
   it('reads the fallback cluster at IPFS_PROXY_URL, not on IPFS_PROXY_PORT', async () => {
