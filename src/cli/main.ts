@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig, variablesJson, variablesMarkdown, type Config } from './config.ts';
 import { ConfigError, SERVICE_NAMES, type ServiceName } from '../kernel/variables.ts';
 import { clockFor } from '../kernel/clock.ts';
-import { createLogger } from '../kernel/logger.ts';
+import { createLogger, resolveLogFormat } from '../kernel/logger.ts';
 import { UsageError } from './admin-client.ts';
 import { keepGeneratedAdminToken } from './admin-client.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
@@ -219,7 +219,10 @@ async function start(which: string): Promise<number> {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
-  process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
+  // With JSON logs, stdout is a stream of JSON lines for a collector: the banner (and the tokens it may hold)
+  // goes to stderr, where a person still sees it and no parser trips on it.
+  const bannerOut = resolveLogFormat(config.logFormat) === 'json' ? process.stderr : process.stdout;
+  bannerOut.write(`\n${sealpost.banner.join('\n')}\n\n`);
   await stopped;
   logger.info('stopped');
   return 0;
