@@ -251,6 +251,12 @@ describe("docs/operating.md's First run, walked from a fresh database", { skip: 
     const messageId = link.exec(notice.raw.toString().replace(/=\r\n/g, ''))?.[1];
     assert.ok(messageId, 'the notification links to AUTH_PUBLIC_URL/m/{id}');
 
+    // The pin is named after the sealed message, for `ipfs-cluster-ctl pin ls` / `status`.
+    const pins = await fetch(`http://127.0.0.1:${ports.cluster}/allocations`, {
+      headers: { authorization: `Basic ${Buffer.from(`sealpost:${env.IPFS_CLUSTER_PASS}`).toString('base64')}` },
+    });
+    assert.match(await pins.text(), new RegExp(`"name":"sealpost:${messageId}"`));
+
     const reader = new Reader(env.AUTH_PUBLIC_URL!);
     assert.equal((await reader.get(`/v1/config?messageId=${messageId}`)).status, 200);
     const before = sink.messages.length;
