@@ -49,19 +49,20 @@ const USAGE = `Usage: sealpost <command> [--help]
 /** What `sealpost <command> --help` prints: the command's lines of USAGE, and nothing is run. */
 function commandHelp(command: string): string | undefined {
   const lines = USAGE.split('\n');
-  const found: string[] = [];
+  const blocks: string[] = [];
   for (let start = 0; start < lines.length; start++) {
     if (!(lines[start]!.startsWith(`  ${command} `) || lines[start] === `  ${command}`)) continue;
     let end = start + 1;
     while (end < lines.length && /^ {20,}\S/.test(lines[end]!)) end++;
-    found.push(
-      lines
-        .slice(start, end)
-        .map((line) => line.trim())
-        .join('\n  '),
+    // `  rules add …` becomes `sealpost rules add …`, 14 columns to the right: its continuation lines follow.
+    blocks.push(
+      [
+        `sealpost ${lines[start]!.slice(2)}`,
+        ...lines.slice(start + 1, end).map((line) => `${' '.repeat(14)}${line}`),
+      ].join('\n'),
     );
   }
-  return found.length ? `Usage: sealpost ${found.join('\n       sealpost ')}\n` : undefined;
+  return blocks.length ? `Usage: ${blocks.join('\n       ')}\n` : undefined;
 }
 
 /** A command's failure: a UsageError (a mistake in the command line) exits 2 with the command's usage. */
