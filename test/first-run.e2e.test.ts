@@ -2,9 +2,9 @@
  * docs/operating.md's "First run", walked as a new operator would: a fresh PostgreSQL database, a real S3
  * server, an IPFS cluster, an SMTP relay and an SMS provider; the environment file of the section with the
  * test's addresses and secrets in place of the placeholders; the section's own command lines run as
- * written (dkim-key, check, rules add, rules test) and its swaks line run by swaks, against the SMTP door. The recipient's
- * notification must arrive and the message must read. A variable or command added to the section without
- * the test knowing fails here, so the section and this walk stay the same.
+ * written (dkim-key, check, rules add, rules test) and its swaks line run by swaks against the SMTP door.
+ * The recipient's notification must arrive and the message must read. A variable or command added to the
+ * section without the test knowing fails here, so the section and this walk stay the same.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
