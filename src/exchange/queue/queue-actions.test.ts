@@ -1,10 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import { SEALPOST_BIN } from '../../../test/support/sealpost-process.ts';
+import { startS3Server, swiftUnavailable, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
 import { EnvelopeQueue } from '../delivery/queue.ts';
 import { exchangeService } from '../service.ts';
@@ -12,16 +13,23 @@ import type { EnvelopeStatus, ExchangeTables } from '../tables.ts';
 
 const run = promisify(execFile);
 
-describe('sealpost queue flush|hold|release|requeue|delete|shape against a running exchange', () => {
+describe('sealpost queue flush|hold|release|requeue|delete|shape against a running exchange', {
+  skip: swiftUnavailable(),
+}, () => {
+  let s3: S3TestServer;
   let exchange: ServiceUnderTest;
   let db: Kysely<ExchangeTables>;
 
   before(async () => {
-    // Delivery off: only the test claims envelopes (through EnvelopeQueue, as a worker does).
-    exchange = await startServiceForTest(exchangeService, { env: { DELIVERY_ENABLED: 'false' } });
+    s3 = await startS3Server();
+    // Delivery off: only the test claims envelopes (through EnvelopeQueue, as a worker does). Payloads on S3.
+    exchange = await startServiceForTest(exchangeService, { s3, env: { DELIVERY_ENABLED: 'false' } });
     db = exchange.database.db.withSchema('exchange') as Kysely<ExchangeTables>;
   });
-  after(() => exchange?.stop());
+  after(async () => {
+    await exchange?.stop();
+    await s3?.stop();
+  });
 
   /** An envelope with its payload in the object store; returns its id. */
   async function envelope(
@@ -140,6 +148,39 @@ describe('sealpost queue flush|hold|release|requeue|delete|shape against a runni
     assert.ok(await exchange.objects.head(`exchange/payloads/${kept}`));
   });
 
+  it('deletes after a yes typed on a terminal, and keeps everything after a no', async () => {
+    const asked = await envelope();
+    // `script` gives the command a terminal; what the test writes to its stdin is what a person types.
+    const onTerminal = (answer: string) =>
+      new Promise<string>((resolve, reject) => {
+        const command = [process.execPath, SEALPOST_BIN, 'queue', 'delete', asked]
+          .map((w) => JSON.stringify(w))
+          .join(' ');
+        const child = spawn('script', ['-qfec', command, '/dev/null'], {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: process.env.HOME ?? '/tmp',
+            TERM: 'dumb',
+            EXCHANGE_URL: exchange.url,
+            ADMIN_TOKEN: exchange.adminToken,
+          },
+        });
+        let out = '';
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          if (out.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end(`${answer}\n`);
+        });
+        child.on('error', reject);
+        child.on('exit', () => resolve(out));
+      });
+    const declined = await onTerminal('n');
+    assert.match(declined, /Delete 1 envelope \([0-9a-f-]{36}\) and their messages, without a bounce\? \[y\/N\]/);
+    assert.match(declined, /Nothing deleted\./);
+    assert.equal(await statusOf(asked), 'accepted');
+    assert.match(await onTerminal('y'), /deleted: 1 envelope/);
+    assert.equal(await statusOf(asked), undefined);
+  });
+
   it('deletes one envelope with --yes: its row and payload go, its history records the deletion', async () => {
     const doomed = await envelope({ status: 'retrying', attempts: 1 });
     const { stdout } = await sealpost(['delete', doomed, '--yes']);
@@ -185,6 +226,31 @@ describe('sealpost queue flush|hold|release|requeue|delete|shape against a runni
     assert.equal(row.status, 'retrying');
     assert.ok(row.next_attempt_at.getTime() <= Date.now());
     assert.match((await history(stuck)).at(-1)!, /requeued by an operator: rule "seal requeue.example"/);
+  });
+
+  it('requeues by a rule that reads the subject: the header block comes from the stored payload', async () => {
+    const tagged = await envelope({ recipients: ['y@subject.example'] });
+    const added = await fetch(`${exchange.url}/v1/config`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${exchange.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'hello subjects',
+        priority: 1,
+        configuration: {
+          params: { channel: 'smtp', subjectContains: 'hello', recipientDomains: ['subject.example'] },
+          outbound: ['seal', 'smtp'],
+        },
+      }),
+    });
+    assert.equal(added.status, 201);
+    await sealpost(['requeue', tagged]);
+    const row = await db
+      .selectFrom('envelopes')
+      .select(['outbound', 'status'])
+      .where('id', '=', tagged)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row.outbound, ['seal', 'smtp']);
+    assert.equal(row.status, 'accepted');
   });
 
   it('shows the shape of the queue by destination domain and age, like qshape', async () => {
