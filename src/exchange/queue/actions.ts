@@ -224,7 +224,7 @@ export class QueueActions {
         .returning('id');
     if (!history) return (await update(this.db).execute()).map((row) => row.id);
     const rows = await this.db
-      .with('changed', (db) => update(db as unknown as Kysely<ExchangeTables>))
+      .with('changed', () => update(this.db))
       .insertInto('message_status')
       .columns(['envelope_id', 'status', 'detail'])
       .expression((eb) =>
@@ -271,8 +271,8 @@ export class QueueActions {
     statuses: EnvelopeStatus[],
   ) {
     const conditions: Expression<SqlBool>[] = [eb('status', 'in', statuses)];
-    if (selection.ids)
-      conditions.push(eb('id', 'in', selection.ids.length ? selection.ids : [null as unknown as string]));
+    // The route's schema takes 1 to 1,000 ids: never an empty list, which `in ()` could not say.
+    if (selection.ids) conditions.push(eb('id', 'in', selection.ids));
     if (selection.status) conditions.push(eb('status', '=', selection.status));
     if (selection.sender !== undefined) conditions.push(eb('sender', '=', selection.sender));
     if (selection.recipientDomain !== undefined) {
