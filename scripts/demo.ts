@@ -14,7 +14,8 @@ const say = (text: string) => process.stdout.write(`\n\x1b[1m==> ${text}\x1b[0m\
 
 const child = spawn(process.execPath, [fileURLToPath(new URL('../bin/sealpost.js', import.meta.url)), 'start', 'all'], {
   env: { LOG_LEVEL: 'info', ...process.env, LOG_FORMAT: 'json' },
-  stdio: ['ignore', 'pipe', 'inherit'],
+  // JSON logs on stdout, read here; the banner on stderr (kept out of the JSON stream), shown as it is.
+  stdio: ['ignore', 'pipe', 'pipe'],
 });
 const stop = () => child.kill('SIGTERM');
 process.on('SIGINT', stop);
@@ -22,6 +23,19 @@ process.on('SIGTERM', stop);
 child.on('exit', (code) => process.exit(code ?? 0));
 
 let sent = false;
+void (async () => {
+  for await (const line of createInterface({ input: child.stderr! })) {
+    process.stdout.write(`${line}\n`);
+    if (line.startsWith('Sealpost is running.') && !sent) {
+      sent = true;
+      // After the rest of the banner has been printed.
+      setTimeout(
+        () => void sendSample().catch((error: unknown) => say(`Could not send the sample email: ${String(error)}`)),
+        200,
+      );
+    }
+  }
+})();
 for await (const line of createInterface({ input: child.stdout! })) {
   // biome-ignore lint/suspicious/noExplicitAny: a JSON log line of any shape
   let entry: Record<string, any> | undefined;
@@ -32,17 +46,11 @@ for await (const line of createInterface({ input: child.stdout! })) {
   }
   if (!entry) {
     process.stdout.write(`${line}\n`);
-    if (line.startsWith('Sealpost is running.') && !sent) {
-      sent = true;
-      // After the rest of the banner has been printed.
-      setTimeout(
-        () => void sendSample().catch((error: unknown) => say(`Could not send the sample email: ${String(error)}`)),
-        200,
-      );
-    }
     continue;
   }
-  if (entry.msg?.startsWith('reader link')) {
+  // Only the line that carries a link: a visit to the banner's template link (`/m/{id}`) logs "reader link
+  // with an id that cannot be a message", which has none.
+  if (typeof entry.link === 'string' && entry.msg?.startsWith('reader link for')) {
     say(`A sealed message is waiting. Open ${entry.link} in your browser.`);
     process.stdout.write(`    Sign in as ${RECIPIENT} with the mobile number ${MOBILE}; the code appears here.\n`);
   } else if (entry.smsText || entry.emailText) {

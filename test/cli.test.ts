@@ -31,7 +31,8 @@ describe('sealpost start all on the embedded defaults', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-cli-'));
     dirs.push(dataDir);
     const first = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir }, { freshDatabase: true });
-    const banner = first.stdout();
+    // JSON logs (stdout is a pipe): the banner is on stderr, out of the JSON stream.
+    const banner = first.stderr();
     assert.match(banner, new RegExp(`auth +${first.urls.auth}`));
     assert.match(banner, new RegExp(`seal +${first.urls.seal}`));
     assert.match(
@@ -88,6 +89,28 @@ describe('the command line', () => {
       const { stdout } = await run(process.execPath, [SEALPOST_BIN, command, '--help'], { env });
       assert.match(stdout, new RegExp(`^Usage: sealpost ${command}\\b`), `${command} --help: ${stdout}`);
     }
+  });
+
+  it('takes -h for help, as --help, and names what is wrong with an argument, exiting 2', async () => {
+    for (const flag of ['-h', '--help']) {
+      const { stdout } = await run(process.execPath, [SEALPOST_BIN, flag]);
+      assert.match(stdout, /^Usage: sealpost <command>/, flag);
+    }
+    const refused = async (args: string[], reason: RegExp) =>
+      assert.rejects(run(process.execPath, [SEALPOST_BIN, ...args]), (error: { code: number; stderr: string }) => {
+        assert.equal(error.code, 2, `${args.join(' ')}: ${error.stderr}`);
+        assert.match(error.stderr, reason);
+        return true;
+      });
+    const dkim = ['dkim-key', 'generate', '--selector', 's1', '--out', join(tmpdir(), `never-${process.pid}.pem`)];
+    await refused(
+      [...dkim, '--domain', 'example.org', '--bits', '512'],
+      /--bits 512: an RSA key has 1024 to 8192 bits/,
+    );
+    await refused([...dkim, '--domain', 'exa mple'], /--domain "exa mple" is not a domain name/);
+    await refused([...dkim.slice(0, 2), '--domain', 'example.org', '--out', 'x.pem'], /--selector is required/);
+    await refused([...dkim, '--domain', 'example.org', '--bogus'], /Unknown option '--bogus'/);
+    await refused(['queue', '--bogus'], /Unknown option '--bogus'/);
   });
 
   it('prints the configuration variables as JSON, the same set as the markdown table', async () => {

@@ -68,6 +68,9 @@ describe('npm run demo', () => {
       'the reader link',
     );
     assert.equal(new URL(link!).port, String(ports.auth));
+    // The banner's template link, opened as written: the demo must not announce a link it does not have.
+    const template = await fetch(`http://127.0.0.1:${ports.auth}/m/{id}`, { headers: { accept: 'text/html' } });
+    assert.equal(template.status, 404);
 
     const reader = new Reader(`http://127.0.0.1:${ports.auth}`);
     assert.equal((await reader.get(`/v1/config?messageId=${id}`)).status, 200);
@@ -81,5 +84,7 @@ describe('npm run demo', () => {
     const message = await reader.get('/v1/message');
     assert.equal(message.status, 200);
     assert.match(JSON.stringify(message.body), /Your first sealed message/);
+    assert.doesNotMatch(out, /Open undefined/);
+    assert.equal(out.match(/A sealed message is waiting/g)?.length, 1, out);
   });
 });

@@ -137,6 +137,57 @@ describe('deploy/: Prometheus alerts, the Grafana dashboard, clamd and compose.y
     assert.match(stdout, /deploy\/clamd\/clamd\.conf:\/etc\/clamav\/clamd\.conf/, 'clamd gets its archive limits');
   });
 
+  it('pins every image of compose.yaml to a version and writes no password in it', async () => {
+    const compose = await readFile(root('compose.yaml'), 'utf8');
+    const images = [...compose.matchAll(/^\s*image:\s*(\S+)/gm)].map((m) => m[1]!);
+    assert.ok(images.length >= 8, images.join(' '));
+    for (const image of images) {
+      const tag = /^[^:]+:(.+)$/.exec(image)?.[1];
+      assert.ok(tag, `${image} has no tag (that is latest)`);
+      assert.doesNotMatch(tag, /^(latest|release|stable|main|master)$/, `${image} moves`);
+      assert.match(tag, /\d/, `${image} names a version`);
+    }
+    // A password, secret or key is given as ${VAR:?…} from .env, never as a value written here.
+    for (const [, name, value] of compose.matchAll(
+      /(?<![{\w])([A-Z0-9_]*(?:PASSWORD|PASS|SECRET)[A-Z0-9_]*):\s+"?(\$\{[^}]*\}|[^,}"\n]*)/g,
+    )) {
+      assert.match(value!, /^\$\{[A-Z_]+(:[?-][^}]*)?\}$/, `${name} is written in compose.yaml: ${value}`);
+    }
+    for (const [url] of compose.matchAll(/\w+:\/\/[^\s/@]+:[^\s/@]+@\S+/g)) {
+      assert.match(url, /:\/\/[^:]+:\$\{[A-Z_]+:\?[^}]*\}@/, `a password written in a URL: ${url}`);
+    }
+  });
+
+  it('has the dashboard ask for its Prometheus on import (__inputs), and every panel use it', async () => {
+    const dashboard = JSON.parse(await readFile(root('deploy/grafana/sealpost.json'), 'utf8')) as {
+      __inputs: Array<{ name: string; type: string; pluginId: string }>;
+      templating: { list: Array<{ name: string; type: string; query: string; current: { value?: string } }> };
+      panels: Array<{
+        type: string;
+        title: string;
+        datasource?: { type: string; uid: string };
+        targets?: Array<{ datasource?: { uid: string } }>;
+      }>;
+    };
+    assert.deepEqual(
+      dashboard.__inputs.map(({ name, type, pluginId }) => ({ name, type, pluginId })),
+      [{ name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' }],
+    );
+    // Import replaces ${DS_PROMETHEUS} with the data source chosen; the variable then carries it to every panel
+    // (and compose.yaml's provisioning, which replaces nothing, falls back to its default Prometheus).
+    const variable = dashboard.templating.list.find((v) => v.type === 'datasource');
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's ${DS_…} input syntax, not a template
+    assert.equal(variable?.current.value, '${DS_PROMETHEUS}');
+    assert.equal(variable?.query, 'prometheus');
+    const panels = dashboard.panels.filter((panel) => panel.type !== 'row');
+    assert.ok(panels.length >= 20);
+    for (const panel of panels) {
+      assert.deepEqual(panel.datasource, { type: 'prometheus', uid: `\${${variable!.name}}` }, panel.title);
+      for (const target of panel.targets ?? [])
+        assert.equal(target.datasource?.uid, `\${${variable!.name}}`, panel.title);
+    }
+  });
+
   it("gives clamd limits refusing zip bombs: AlertExceedsMax on, MaxFileSize not below the stream's", async () => {
     // clamconf reads clamd.conf from a folder; a copy keeps the check from reading anything else there.
     const dir = await mkdtemp(join(tmpdir(), 'sealpost-clamconf-'));

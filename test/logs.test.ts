@@ -9,7 +9,7 @@ import { createTransport } from 'nodemailer';
 import { Reader } from './support/auth-reader.ts';
 import { seedEmbeddedDatabase } from './support/embedded-database.ts';
 import { freePort } from './support/ports.ts';
-import { SEALPOST_BIN } from './support/sealpost-process.ts';
+import { SEALPOST_BIN, startSealpostProcess } from './support/sealpost-process.ts';
 
 /**
  * What a person sees after `npm start` in a terminal (docs/operating.md#logs): `script` gives the process a
@@ -89,6 +89,22 @@ async function stop(terminal: Terminal): Promise<void> {
   if (terminal.child.exitCode === null) await once(terminal.child, 'exit');
 }
 
+describe('the banner with JSON logs', () => {
+  it('goes to stderr with the generated tokens: stdout is JSON lines only', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sealpost-logs-json-'));
+    const sealpost = await startSealpostProcess({ SEALPOST_DATA_DIR: dataDir, LOG_FORMAT: 'json' });
+    try {
+      assert.match(sealpost.stderr(), /Sealpost is running\.[\s\S]*Generated SERVICE_TOKEN=\S+/);
+      const lines = sealpost.stdout().split('\n').filter(Boolean);
+      assert.ok(lines.length > 5, sealpost.stdout());
+      for (const line of lines) assert.doesNotThrow(() => JSON.parse(line), `not JSON: ${line}`);
+      assert.doesNotMatch(sealpost.stdout(), /Generated|Sealpost is running/);
+    } finally {
+      assert.equal(await sealpost.stop(), 0);
+    }
+  });
+});
+
 describe('logs on a terminal', () => {
   it('prints human lines: no JSON, request lines or default warnings; link and code on their own lines', async () => {
     const terminal = await startInTerminal({});
@@ -146,6 +162,12 @@ describe('logs on a terminal', () => {
         /^\[\d\d:\d\d:\d\d\] INFO: reader link for bob@example\.org: http/m,
         'the link leads its own line',
       );
+      // Details follow the message as key=value on the same line, never as a JSON object that wraps.
+      assert.match(
+        terminal.output(),
+        /^\[\d\d:\d\d:\d\d\] INFO: sealpost started services=seal,exchange,auth startupMs=\d+$/m,
+      );
+      for (const line of logLines) assert.doesNotMatch(line, /[{[]"|":/, `a JSON object in: ${line}`);
     } finally {
       await stop(terminal);
     }

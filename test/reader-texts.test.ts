@@ -100,3 +100,18 @@ describe('the reader page texts', () => {
     assert.equal(pickTexts([]).lang, 'en');
   });
 });
+
+describe("the README's words for the reader page", () => {
+  it('quotes every button it names as the English page labels it', async () => {
+    const readme = await (await import('node:fs/promises')).readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const pressed = [...readme.matchAll(/press "([^"]+)"/g)].map((match) => match[1]!);
+    assert.ok(pressed.length > 0, 'the README names a button');
+    const labels = new Set<string>();
+    const collect = (value: unknown): void => {
+      if (typeof value === 'string') labels.add(value);
+      else if (value && typeof value === 'object') for (const inner of Object.values(value)) collect(inner);
+    };
+    collect(en);
+    for (const label of pressed) assert.ok(labels.has(label), `the reader page has no "${label}"`);
+  });
+});

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { domainToASCII } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const USAGE =
@@ -10,6 +11,13 @@ const USAGE =
  * `sealpost dkim-key generate`: writes a DKIM private key (PEM, mode 0600, never over an existing
  * file) and prints the DNS TXT record to publish and the variables to set, as `opendkim-genkey` does.
  */
+/** A DNS name (RFC 1035 §2.3.1 labels, IDN as punycode); `needsDot`: a domain, not a single label. */
+function isDomainName(name: string, needsDot = true): boolean {
+  const ascii = domainToASCII(name);
+  if (!ascii || ascii.length > 253 || (needsDot && !ascii.includes('.'))) return false;
+  return ascii.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(label));
+}
+
 export async function dkimKeyGenerate(args: string[]): Promise<number> {
   let values;
   try {
@@ -22,6 +30,7 @@ export async function dkimKeyGenerate(args: string[]): Promise<number> {
         type: { type: 'string', default: 'rsa' },
         bits: { type: 'string', default: '2048' },
       },
+      strict: true,
     }));
   } catch (error) {
     process.stderr.write(`sealpost dkim-key: ${(error as Error).message}\n${USAGE}`);
@@ -29,16 +38,25 @@ export async function dkimKeyGenerate(args: string[]): Promise<number> {
   }
   const { domain, selector, out, type } = values;
   const bits = Number(values.bits);
-  if (
-    !domain ||
-    !selector ||
-    !out ||
-    (type !== 'rsa' && type !== 'ed25519') ||
-    !Number.isInteger(bits) ||
-    bits < 1024 ||
-    bits > 8192
-  ) {
-    process.stderr.write(USAGE);
+  const problem = !domain
+    ? '--domain is required (the domain that signs, e.g. example.org)'
+    : !isDomainName(domain)
+      ? `--domain ${JSON.stringify(domain)} is not a domain name (letters, digits, hyphens; dots between labels)`
+      : !selector
+        ? '--selector is required (the name of the key in DNS, e.g. sealpost2026)'
+        : !isDomainName(selector, false)
+          ? `--selector ${JSON.stringify(selector)} is not a DNS name (letters, digits, hyphens)`
+          : !out
+            ? '--out is required (the file the private key is written to)'
+            : type !== 'rsa' && type !== 'ed25519'
+              ? `--type ${JSON.stringify(type)}: expected rsa or ed25519`
+              : !Number.isInteger(bits) || bits < 1024 || bits > 8192
+                ? // RFC 8301 §3.2: verifiers must refuse RSA keys under 1024 bits; 2048 is what they expect.
+                  `--bits ${values.bits}: an RSA key has 1024 to 8192 bits (RFC 8301: verifiers refuse ` +
+                  'keys under 1024 bits); 2048 is the usual choice'
+                : undefined;
+  if (problem !== undefined || !domain || !selector || !out) {
+    process.stderr.write(`sealpost dkim-key: ${problem}\n${USAGE}`);
     return 2;
   }
   const pair =

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { loadConfig, variablesJson, variablesMarkdown, type Config } from './config.ts';
 import { ConfigError, SERVICE_NAMES, type ServiceName } from '../kernel/variables.ts';
 import { clockFor } from '../kernel/clock.ts';
-import { createLogger } from '../kernel/logger.ts';
-import { keepGeneratedAdminToken } from './queue.ts';
+import { createLogger, resolveLogFormat } from '../kernel/logger.ts';
+import { UsageError } from './admin-client.ts';
+import { keepGeneratedAdminToken } from './admin-client.ts';
 import { migrate, openStores, startSealpost } from './start.ts';
 import { shareGeneratedTokens } from './tokens.ts';
 
@@ -15,7 +16,22 @@ const USAGE = `Usage: sealpost <command> [--help]
   migrate                          apply the database migrations of every service, then exit
   check                            ${CHECK_HELP}
   config [--markdown|--json]       print the environment variables Sealpost reads (markdown table or JSON)
-  queue [--json] [--limit=N]       the delivery queue of the running exchange (EXCHANGE_URL), like mailq
+  queue [list] [--json] [--limit=N]
+                                   the delivery queue of the running exchange (EXCHANGE_URL), like mailq
+  queue shape [--by recipient|sender] [--status S] [--top N] [--json]
+                                   waiting recipients by domain and age, like qshape
+  queue flush|hold|release|requeue|delete [ID ...] [--status S] [--sender ADDR]
+                                   [--recipient-domain D] [--older-than 2h] [--all] [--yes] [--json]
+                                   deliver now (flush: all when nothing is named), hold, release, route again
+                                   by the current rules, or delete (asks first; --yes without a terminal)
+  rules list [--json]              the delivery rules of the running exchange, in execution order
+  rules add --name NAME --outbound seal|smtp[,...] [--priority 100] [--channel smtp|json]
+                                   [--sender ADDR] [--recipient-domain D ...] [--sender-domain D ...]
+                                   [--subject-contains TEXT [--strip-subject-tag]] [--header "Name: value"]
+                                   add a delivery rule (lower priority runs first)
+  rules move RULE --priority N | --before RULE | --after RULE
+                                   reorder a rule (RULE: its id, or its name when unique)
+  rules remove RULE [--yes]        remove a rule (asks first; --yes without a terminal)
   rules test --to ADDR [--to ADDR ...] [--from ADDR] [--channel smtp|json]
                                    [--subject TEXT] [--header "Name: value" ...] [--json]
                                    (--recipient and --sender name --to and --from too; no --from: <>)
@@ -28,19 +44,36 @@ const USAGE = `Usage: sealpost <command> [--help]
   devstack ipfs-cluster [--port 9094 --proxy-port 9095 --data DIR --user U --pass P]
                                    run the IPFS Cluster stand-in alone (development)
   --version                        print the version
+  -h, --help                       print this help
 `;
 
 /** What `sealpost <command> --help` prints: the command's lines of USAGE, and nothing is run. */
 function commandHelp(command: string): string | undefined {
   const lines = USAGE.split('\n');
-  const start = lines.findIndex((line) => line.startsWith(`  ${command} `) || line === `  ${command}`);
-  if (start < 0) return undefined;
-  let end = start + 1;
-  while (end < lines.length && /^ {20,}\S/.test(lines[end]!)) end++;
-  return `Usage: sealpost ${lines
-    .slice(start, end)
-    .map((line) => line.trim())
-    .join('\n  ')}\n`;
+  const blocks: string[] = [];
+  for (let start = 0; start < lines.length; start++) {
+    if (!(lines[start]!.startsWith(`  ${command} `) || lines[start] === `  ${command}`)) continue;
+    let end = start + 1;
+    while (end < lines.length && /^ {20,}\S/.test(lines[end]!)) end++;
+    // `  rules add …` becomes `sealpost rules add …`, 14 columns to the right: its continuation lines follow.
+    blocks.push(
+      [
+        `sealpost ${lines[start]!.slice(2)}`,
+        ...lines.slice(start + 1, end).map((line) => `${' '.repeat(14)}${line}`),
+      ].join('\n'),
+    );
+  }
+  return blocks.length ? `Usage: ${blocks.join('\n       ')}\n` : undefined;
+}
+
+/** A command's failure: a UsageError (a mistake in the command line) exits 2 with the command's usage. */
+function failed(command: string, error: unknown): number {
+  if (error instanceof UsageError) {
+    process.stderr.write(`sealpost ${command}: ${error.message}\n\n${commandHelp(command) ?? ''}`);
+    return 2;
+  }
+  process.stderr.write(`sealpost ${command}: ${(error as Error).message}\n`);
+  return 1;
 }
 
 /** The version in package.json, found above the source (src/cli/) or the build (dist/server/cli/). */
@@ -85,25 +118,11 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'queue': {
       const { queueCommand } = await import('./queue.ts');
-      try {
-        return await queueCommand(readConfig(['exchange']), rest, process.stdout);
-      } catch (error) {
-        process.stderr.write(`sealpost queue: ${(error as Error).message}\n`);
-        return 1;
-      }
+      return queueCommand(readConfig(['exchange']), rest, process.stdout).catch((error) => failed('queue', error));
     }
     case 'rules': {
-      if (rest[0] !== 'test') {
-        process.stderr.write(commandHelp('rules') ?? '');
-        return 2;
-      }
-      const { rulesTestCommand } = await import('./rules.ts');
-      try {
-        return await rulesTestCommand(readConfig(['exchange']), rest.slice(1), process.stdout);
-      } catch (error) {
-        process.stderr.write(`sealpost rules test: ${(error as Error).message}\n`);
-        return 1;
-      }
+      const { rulesCommand } = await import('./rules.ts');
+      return rulesCommand(readConfig(['exchange']), rest, process.stdout).catch((error) => failed('rules', error));
     }
     case 'smtp-user':
       if (rest[0] === 'add' && rest[1] !== undefined && rest.length === 2) {
@@ -142,6 +161,7 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
     case 'help':
     case '--help':
+    case '-h':
       process.stdout.write(USAGE);
       return 0;
   }
@@ -202,7 +222,10 @@ async function start(which: string): Promise<number> {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
-  process.stdout.write(`\n${sealpost.banner.join('\n')}\n\n`);
+  // With JSON logs, stdout is a stream of JSON lines for a collector: the banner (and the tokens it may hold)
+  // goes to stderr, where a person still sees it and no parser trips on it.
+  const bannerOut = resolveLogFormat(config.logFormat) === 'json' ? process.stderr : process.stdout;
+  bannerOut.write(`\n${sealpost.banner.join('\n')}\n\n`);
   await stopped;
   logger.info('stopped');
   return 0;

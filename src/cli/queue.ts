@@ -1,43 +1,37 @@
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import type { QueuedEnvelope, QueueSummary } from '../exchange/queue/view.ts';
+import type { QueuedEnvelope, QueueShape, QueueSummary } from '../exchange/queue/view.ts';
+import { confirm, exchangeAdmin, strictArgs, UsageError } from './admin-client.ts';
 import type { Config } from './config.ts';
 
 /**
- * `sealpost queue` (Postfix's mailq): the envelopes waiting in the exchange, by status and age, with the
- * last error of each retrying one. It asks the running exchange (GET /v1/admin/queue at EXCHANGE_URL),
- * so it also works on the embedded default, whose database only the running process can open.
+ * `sealpost queue` (Postfix's mailq, qshape, postqueue -f and postsuper -h/-H/-r/-d): the envelopes waiting
+ * in the exchange, their shape by domain and age, and an operator's actions on them. It asks the running
+ * exchange (/v1/admin/queue… at EXCHANGE_URL), so it also works on the embedded default, whose database only
+ * the running process can open.
  */
-
-const TOKEN_FILE = 'admin-token';
-
-/**
- * On a start that generated ADMIN_TOKEN (the embedded default), the token goes into the data folder,
- * readable by its owner only, so that `sealpost queue` on the same machine can use it.
- */
-export async function keepGeneratedAdminToken(config: Config): Promise<void> {
-  if (!config.generatedTokens.includes('ADMIN_TOKEN')) return;
-  const file = join(resolve(config.dataDir), TOKEN_FILE);
-  await mkdir(resolve(config.dataDir), { recursive: true });
-  await writeFile(file, `${config.adminToken}\n`, { mode: 0o600 });
-  await chmod(file, 0o600);
-}
-
-/** ADMIN_TOKEN, or the one the embedded default generated and kept in the data folder. */
-export async function adminToken(config: Config): Promise<string> {
-  if (!config.generatedTokens.includes('ADMIN_TOKEN')) return config.adminToken;
-  const file = join(resolve(config.dataDir), TOKEN_FILE);
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch {
-    throw new Error(`ADMIN_TOKEN is not set and ${file} does not exist: set ADMIN_TOKEN to the exchange's admin token`);
-  }
-}
 
 interface QueueAnswer {
   summary: QueueSummary[];
   envelopes: QueuedEnvelope[];
 }
+
+interface ActionAnswer {
+  action: string;
+  count: number;
+  ids: string[];
+  skipped: Array<{ id: string; reason: string }>;
+}
+
+const ACTIONS = ['flush', 'hold', 'release', 'requeue', 'delete'] as const;
+type Action = (typeof ACTIONS)[number];
+
+/** What each action did, for its summary line: `held 2 envelopes`. */
+const DONE: Record<Action, string> = {
+  flush: 'due now',
+  hold: 'held',
+  release: 'released',
+  requeue: 'requeued',
+  delete: 'deleted',
+};
 
 /** `1h02m`, `4m05s`, `12s`: ages as an operator reads them. */
 function age(seconds: number): string {
@@ -66,22 +60,116 @@ export function formatQueue(answer: QueueAnswer): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** qshape's table: one row per domain, one column per age bucket (minutes), the total first. */
+export function formatShape(shape: QueueShape): string {
+  const heads = [
+    '',
+    'T',
+    ...shape.bucketsMinutes.map((minutes, i) =>
+      i === shape.bucketsMinutes.length - 1 ? `${minutes}+` : String(minutes),
+    ),
+  ];
+  const rows = [
+    ['TOTAL', shape.total.total, ...shape.total.counts],
+    ...shape.domains.map((row) => [row.domain, row.total, ...row.counts]),
+  ].map((row) => row.map(String));
+  const width = Math.max(5, ...rows.map((row) => row[0]!.length));
+  const cell = (value: string, i: number) => (i === 0 ? value.padStart(width) : value.padStart(5));
+  return `${[heads, ...rows].map((row) => row.map(cell).join(' ')).join('\n')}\n`;
+}
+
 export async function queueCommand(config: Config, args: string[], out: NodeJS.WritableStream): Promise<number> {
-  const limit = args.find((arg) => arg.startsWith('--limit='))?.slice('--limit='.length) ?? '1000';
-  const response = await fetch(`${config.auth.exchangeUrl}/v1/admin/queue?limit=${encodeURIComponent(limit)}`, {
-    headers: { authorization: `Bearer ${await adminToken(config)}` },
-  }).catch((error: unknown) => {
-    throw new Error(
-      `the exchange at EXCHANGE_URL=${config.auth.exchangeUrl} does not answer: ` +
-        `${(error as Error).cause ?? (error as Error).message}`,
-    );
+  const [first, ...rest] = args;
+  if (first === 'shape') return shapeCommand(config, rest, out);
+  if ((ACTIONS as readonly string[]).includes(first ?? '')) return actionCommand(config, first as Action, rest, out);
+  const { values, positionals } = strictArgs(first === 'list' ? rest : args, {
+    json: { type: 'boolean', default: false },
+    limit: { type: 'string', default: '1000' },
   });
-  if (!response.ok)
-    throw new Error(
-      `the exchange at ${config.auth.exchangeUrl} answered ${response.status}: ` +
-        (await response.text()).slice(0, 300),
-    );
-  const answer = (await response.json()) as QueueAnswer;
-  out.write(args.includes('--json') ? `${JSON.stringify(answer, null, 2)}\n` : formatQueue(answer));
+  if (positionals.length) throw new UsageError(`unknown queue command ${JSON.stringify(positionals[0])}`);
+  if (!/^[1-9][0-9]{0,3}$/.test(values.limit))
+    throw new UsageError(`--limit ${JSON.stringify(values.limit)}: give 1 to 9999`);
+  const answer = await exchangeAdmin<QueueAnswer>(config, 'GET', `/v1/admin/queue?limit=${values.limit}`);
+  out.write(values.json ? `${JSON.stringify(answer, null, 2)}\n` : formatQueue(answer));
   return 0;
+}
+
+async function shapeCommand(config: Config, args: string[], out: NodeJS.WritableStream): Promise<number> {
+  const { values, positionals } = strictArgs(args, {
+    json: { type: 'boolean', default: false },
+    by: { type: 'string', default: 'recipient' },
+    status: { type: 'string' },
+    top: { type: 'string', default: '20' },
+  });
+  if (positionals.length) throw new UsageError(`queue shape takes no argument, got ${JSON.stringify(positionals[0])}`);
+  if (values.by !== 'recipient' && values.by !== 'sender')
+    throw new UsageError(`--by ${JSON.stringify(values.by)}: expected recipient or sender`);
+  const query = new URLSearchParams({ by: values.by, top: values.top });
+  if (values.status) query.set('status', values.status);
+  const shape = await exchangeAdmin<QueueShape>(config, 'GET', `/v1/admin/queue/shape?${query}`);
+  out.write(values.json ? `${JSON.stringify(shape, null, 2)}\n` : formatShape(shape));
+  return 0;
+}
+
+async function actionCommand(
+  config: Config,
+  action: Action,
+  args: string[],
+  out: NodeJS.WritableStream,
+): Promise<number> {
+  const { values, positionals: ids } = strictArgs(args, {
+    all: { type: 'boolean', default: false },
+    status: { type: 'string' },
+    sender: { type: 'string' },
+    'recipient-domain': { type: 'string' },
+    'older-than': { type: 'string' },
+    yes: { type: 'boolean', short: 'y', default: false },
+    json: { type: 'boolean', default: false },
+  });
+  const selection = {
+    ...(ids.length ? { ids } : {}),
+    ...(values.status !== undefined ? { status: values.status } : {}),
+    ...(values.sender !== undefined ? { sender: values.sender } : {}),
+    ...(values['recipient-domain'] !== undefined ? { recipientDomain: values['recipient-domain'] } : {}),
+    ...(values['older-than'] !== undefined ? { olderThan: values['older-than'] } : {}),
+  };
+  const filtered = Object.keys(selection).length > 0;
+  // flush with nothing named flushes everything, as postqueue -f does; the others want it said.
+  if (!filtered && !values.all && action !== 'flush')
+    throw new UsageError(`say which envelopes: ID ..., --status, --sender, --recipient-domain, --older-than, or --all`);
+  if (action === 'delete') {
+    const which = ids.length
+      ? `${ids.length} envelope${ids.length === 1 ? '' : 's'} (${ids.join(', ')})`
+      : filtered
+        ? `every waiting envelope with ${describe(selection)}`
+        : 'EVERY envelope in the queue';
+    if (!(await confirm(`Delete ${which} and their messages, without a bounce?`, { yes: values.yes }))) {
+      out.write('Nothing deleted.\n');
+      return 1;
+    }
+  }
+  const answer = await exchangeAdmin<ActionAnswer>(
+    config,
+    'POST',
+    `/v1/admin/queue/${action}`,
+    filtered ? selection : { all: true },
+  );
+  if (values.json) {
+    out.write(`${JSON.stringify(answer, null, 2)}\n`);
+  } else {
+    const lines = [
+      `${DONE[action]}: ${answer.count} envelope${answer.count === 1 ? '' : 's'}`,
+      ...answer.ids.map((id) => `  ${id}`),
+    ];
+    out.write(`${lines.join('\n')}\n`);
+    // What was asked for and not done goes where errors go: the exit status is 1 for it.
+    for (const skip of answer.skipped) process.stderr.write(`not ${DONE[action]}: ${skip.id}: ${skip.reason}\n`);
+  }
+  return answer.skipped.length ? 1 : 0;
+}
+
+function describe(selection: Record<string, unknown>): string {
+  return Object.entries(selection)
+    .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
+    .join(', ');
 }

@@ -56,7 +56,7 @@ export function createExchangeMetrics(registry: Registry) {
       name: 'smtp_refused_total',
       help:
         'SMTP connections and commands refused with a permanent or policy reply, by reason (invalid_address, ' +
-        'auth_failed, max_connections, client_connections, client_rate, auth_failures, slow_data, ...)',
+        'syntax (501), auth_failed, max_connections, client_connections, client_rate, auth_failures, slow_data, ...)',
       labelNames: ['reason'] as const,
       registers,
     }),

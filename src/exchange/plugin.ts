@@ -6,6 +6,7 @@ import type { OutboundRegistry } from './outbound/registry.ts';
 import { ruleRoutes } from './rules/routes.ts';
 import { queueRoutes } from './queue/routes.ts';
 import type { QueueView } from './queue/view.ts';
+import type { QueueActions } from './queue/actions.ts';
 import type { RuleStore } from './rules/store.ts';
 import type { StatusHistory } from './status/history.ts';
 import { statusRoutes } from './status/routes.ts';
@@ -18,6 +19,7 @@ export interface ExchangePluginOptions {
   statusHistory: StatusHistory;
   inboundLimits: InboundLimits;
   queue: QueueView;
+  queueActions: QueueActions;
   outboundStrategies: OutboundRegistry;
 }
 
@@ -38,5 +40,9 @@ export async function exchangePlugin(app: App, options: ExchangePluginOptions) {
     adminToken: options.adminToken,
     serviceToken: options.serviceToken,
   });
-  await app.register(queueRoutes, { view: options.queue, adminToken: options.adminToken });
+  await app.register(queueRoutes, {
+    view: options.queue,
+    actions: options.queueActions,
+    adminToken: options.adminToken,
+  });
 }

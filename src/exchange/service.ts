@@ -16,6 +16,7 @@ import {
 } from './outbound/registry.ts';
 import { migrations } from './migrations/index.ts';
 import { QueueView } from './queue/view.ts';
+import { QueueActions } from './queue/actions.ts';
 import { exchangePlugin } from './plugin.ts';
 import { createStarterRules } from './rules/starter.ts';
 import { RuleStore } from './rules/store.ts';
@@ -105,6 +106,7 @@ export function createExchangeService(
           statusHistory: new StatusHistory(db),
           inboundLimits: { maxMessageSize: settings.smtpMaxMessageSize, maxRecipients: settings.smtpMaxRecipients },
           queue,
+          queueActions: new QueueActions(db, { objects: objectsOf(context), rules, logger, clock }),
           outboundStrategies,
         },
       }).catch(async (error: unknown) => {

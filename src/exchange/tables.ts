@@ -22,7 +22,22 @@ export const CHANNELS: Channel[] = ['smtp', 'json'];
  * only: it is written with `accepted`, and the envelope row stays `accepted` until a worker claims it
  * (docs/design.md#delivery).
  */
-export type EnvelopeStatus = 'accepted' | 'routed' | 'delivering' | 'delivered' | 'retrying' | 'failed' | 'bounced';
+export const ENVELOPE_STATUSES = [
+  'accepted',
+  'routed',
+  'delivering',
+  'delivered',
+  'retrying',
+  'failed',
+  'bounced',
+  'held',
+  'deleted',
+] as const;
+/**
+ * `held`: an operator put the envelope on hold (`sealpost queue hold`); no worker claims it until it is
+ * released. `deleted`: a history entry only, an operator deleted the envelope and its payload.
+ */
+export type EnvelopeStatus = (typeof ENVELOPE_STATUSES)[number];
 
 export interface RulesTable {
   id: Generated<string>;

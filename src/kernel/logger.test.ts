@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger, REDACTED, redactSecrets } from './logger.ts';
+import { createLogger, prettyDetails, REDACTED, redactSecrets } from './logger.ts';
 
 /** A logger at info level whose lines are parsed into `lines`. */
 function capture() {
@@ -71,5 +71,38 @@ describe('log lines', () => {
   it('leave a line without secrets as it was, without a copy', () => {
     const fields = { envelopeId: 'e', sender: 'a@example.com', size: 10, outbound: ['smtp'], err: new Error('x') };
     assert.equal(redactSecrets(fields), fields);
+  });
+});
+
+describe('prettyDetails (the details of a terminal line)', () => {
+  it('writes key=value pairs on one line: bare words, quoted text, lists, objects one level down, errors', () => {
+    const err = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    assert.equal(
+      prettyDetails({
+        level: 30,
+        time: 1,
+        msg: 'hidden',
+        pid: 7,
+        reqId: 'r',
+        service: 'exchange',
+        networks: ['127.0.0.0/8', '::1/128'],
+        auth: false,
+        reason: 'relay answered 451 4.3.0 try later',
+        req: { method: 'GET', url: '/v1/config' },
+        err: { type: 'Error', message: err.message, stack: err.stack, code: err.code },
+      }),
+      'service=exchange networks=127.0.0.0/8,::1/128 auth=false reason="relay answered 451 4.3.0 try later" ' +
+        'req.method=GET req.url=/v1/config err="connect ECONNREFUSED 127.0.0.1:5432" err.code=ECONNREFUSED',
+    );
+    assert.doesNotMatch(prettyDetails({ text: 'two\nlines' }), /\n/);
+  });
+});
+
+describe('prettyDetails of nested values', () => {
+  it('writes objects inside a value as (key=value …), never as JSON', () => {
+    assert.equal(
+      prettyDetails({ clusters: [{ host: '127.0.0.1', port: '9094', secure: false }], limits: { size: { max: 1 } } }),
+      'clusters=(host=127.0.0.1 port=9094 secure=false) limits.size=(max=1)',
+    );
   });
 });

@@ -103,17 +103,67 @@ export function createLogger(
   );
 }
 
+/** Fields a terminal line leaves out: in its head already, or noise for a person (the JSON format keeps them). */
+const PRETTY_HIDDEN: ReadonlySet<string> = new Set(['time', 'level', 'msg', 'pid', 'hostname', 'name', 'reqId']);
+
+/**
+ * A value as `key=value` writes it: bare when it has no space, quote or `=`, quoted otherwise; a list
+ * comma-separated; an object inside a value as `(key=value …)`, so that no JSON is left on the line.
+ */
+function detailValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=(),]+$/.test(value) ? value : JSON.stringify(value);
+  if (value === null || typeof value !== 'object') return String(value);
+  if (Array.isArray(value)) return value.map(detailValue).join(',');
+  const pairs = Object.entries(value as Record<string, unknown>)
+    .filter(([, inner]) => inner !== undefined)
+    .map(([key, inner]) => `${key}=${detailValue(inner)}`);
+  return `(${pairs.join(' ')})`;
+}
+
+/**
+ * The details of a terminal line as `key=value` pairs after the message, one line whatever they hold: an
+ * object's fields one level down as `key.field=value`, an error as its message and code (its stack stays in
+ * the JSON format), so that a line never ends in a JSON object that wraps over the next rows.
+ */
+export function prettyDetails(log: Record<string, unknown>): string {
+  const pairs: string[] = [];
+  for (const [key, value] of Object.entries(log)) {
+    if (PRETTY_HIDDEN.has(key) || value === undefined) continue;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const fields = value as Record<string, unknown>;
+      if (typeof fields.message === 'string' && ('stack' in fields || key === 'err' || key === 'error')) {
+        pairs.push(`${key}=${detailValue(fields.message)}`);
+        if (fields.code !== undefined) pairs.push(`${key}.code=${detailValue(fields.code)}`);
+        continue;
+      }
+      for (const [field, inner] of Object.entries(fields)) {
+        if (inner !== undefined) pairs.push(`${key}.${field}=${detailValue(inner)}`);
+      }
+      continue;
+    }
+    pairs.push(`${key}=${detailValue(value)}`);
+  }
+  return pairs.join(' ');
+}
+
 /**
  * One line per event, in the process (pino-pretty as a stream, no worker thread): time, level, the
- * message, then the remaining fields as compact JSON. The request id and pid are dropped from the line:
- * a person at a terminal reads what happened, the JSON format keeps everything for machines.
+ * message, then the remaining fields as `key=value` (prettyDetails). The request id and pid are dropped from
+ * the line: a person at a terminal reads what happened, the JSON format keeps everything for machines.
  */
 function prettyStream(): DestinationStream {
   return PinoPretty({
     colorize: Boolean(process.stdout.isTTY),
-    singleLine: true,
+    // The details are part of the message (prettyDetails), so pino-pretty writes no object of its own and
+    // ends the line itself (it does not with singleLine).
     translateTime: 'SYS:HH:MM:ss',
     ignore: 'pid,hostname,name,reqId',
+    hideObject: true,
+    messageFormat: (log, messageKey) => {
+      const message = String(log[messageKey] ?? '');
+      const details = prettyDetails(log);
+      return details ? `${message} ${details}` : message;
+    },
     sync: true,
   });
 }

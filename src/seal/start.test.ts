@@ -64,7 +64,7 @@ describe('sealpost start seal', () => {
           'Set IPFS_CLUSTER_HOST (and IPFS_CLUSTER_PORT, IPFS_CLUSTER_SECURE, ' +
           'IPFS_CLUSTER_USER/IPFS_CLUSTER_PASS as needed)';
         assert.ok(error.stderr.includes(howTo), error.stderr);
-        assert.doesNotMatch(error.stdout, /Sealpost is running/);
+        assert.doesNotMatch(error.stdout + error.stderr, /Sealpost is running/);
         return true;
       },
     );

@@ -27,7 +27,7 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\/config(\/|$)/, 'admin'],
     [/^\/v1\/messages\/:id\/status$/, 'service-or-admin'],
     [/^\/v1\/messages$/, 'service'],
-    [/^\/v1\/admin\/queue$/, 'admin'],
+    [/^\/v1\/admin\/queue(\/|$)/, 'admin'],
     ...OPERATIONS,
   ],
   seal: [

@@ -82,7 +82,8 @@ export async function startSealpostProcess(
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
 
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
-  while (!out.includes('Sealpost is running.')) {
+  // The banner is on stdout with human logs, on stderr with JSON ones (a pipe's default).
+  while (!out.includes('Sealpost is running.') && !err.includes('Sealpost is running.')) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`sealpost exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${err}\n${out}`);
     }

@@ -117,7 +117,7 @@ describe('sealpost start all with replies larger than the messages the exchange 
         warnings[0]!.msg,
         /REPLY_MAX_TOTAL_SIZE \(50 MiB\).*Set SMTP_MAX_MESSAGE_SIZE=70MiB.*more than 17\.\d MiB of files/,
       );
-      assert.match(sealpost.stdout(), /^Warning: SMTP_MAX_MESSAGE_SIZE/m, 'the banner repeats it');
+      assert.match(sealpost.stderr(), /^Warning: SMTP_MAX_MESSAGE_SIZE/m, 'the banner repeats it');
     } finally {
       assert.equal(await sealpost.stop(), 0);
     }

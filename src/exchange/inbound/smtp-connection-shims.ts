@@ -23,6 +23,8 @@ import { mailParameters, unadvertised } from './smtp-parameters.ts';
  *   and DATA sent together cost a write and a read each; the replies are held until the end of the event
  *   loop's turn, or until 354, and go out together.
  * - A 421 in the middle of DATA (hangUp), for a client that sends its message too slowly.
+ * - Its parser's 501 refusals (a malformed MAIL FROM or RCPT TO, an EHLO without a name) are counted:
+ *   they never reach a handler of ours.
  */
 interface Connection {
   session: SMTPServerSession;
@@ -48,7 +50,12 @@ const SPACE_STAND_IN = '\ue000';
 /** Each connection by its session (the same object for the connection's life), for hangUp(). */
 const connections = new WeakMap<SMTPServerSession, Connection>();
 
-export function shimConnection(server: SMTPServer, session: SMTPServerSession): void {
+export function shimConnection(
+  server: SMTPServer,
+  session: SMTPServerSession,
+  /** Called for each 501 (a command smtp-server's parser refused: our handlers never answer 501). */
+  onSyntaxRefusal: () => void = () => {},
+): void {
   const connection = [...(server as unknown as { connections: Set<Connection> }).connections].find(
     (c) => c.session === session,
   );
@@ -57,6 +64,7 @@ export function shimConnection(server: SMTPServer, session: SMTPServerSession): 
 
   const send = coalescedReplies(connection);
   connection.send = (code, data, context) => {
+    if (code === 501) onSyntaxRefusal();
     if (typeof data === 'string' && context !== false && OWN_ENHANCED_CODE.test(data)) return send(code, data, false);
     // Every refusal carries an enhanced code: smtp-server sends some without one (a bad EHLO argument, a
     // refused connection: context false; a 421 whose context is EHLO or HELO, which it skips).

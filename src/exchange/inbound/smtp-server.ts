@@ -69,7 +69,7 @@ function createSmtpServer(door: SmtpDoor, transfers: Transfers): SMTPServer {
   const server: SMTPServer = new SMTPServer({
     ...options,
     onConnect(session, callback) {
-      shimConnection(server, session);
+      shimConnection(server, session, () => door.metrics.smtpRefused.inc({ reason: 'syntax' }));
       commands.connect(session, server.connections.size, callback);
     },
     onClose: (session) => commands.forget(session),

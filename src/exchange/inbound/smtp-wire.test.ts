@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { RuleStore } from '../rules/store.ts';
 import { exchangeService } from '../service.ts';
 import type { ExchangeTables } from '../tables.ts';
-import { exchangeDb } from '../../../test/support/exchange-delivery.ts';
+import { exchangeDb, metric } from '../../../test/support/exchange-delivery.ts';
 import { startS3Server, type S3TestServer } from '../../../test/support/s3-server.ts';
 import { startServiceForTest, type ServiceUnderTest } from '../../../test/support/services.ts';
 import { SmtpTalk } from '../../../test/support/smtp-talk.ts';
@@ -78,6 +78,21 @@ describe('inbound SMTP on the wire', { timeout: 120_000 }, () => {
     } finally {
       talk.close();
     }
+  });
+
+  it('counts the parser\'s 501 refusals in smtp_refused_total{reason="syntax"}', async () => {
+    const before = await metric(exchange, 'smtp_refused_total', { reason: 'syntax' });
+    const { talk } = await SmtpTalk.open(port);
+    try {
+      assert.match(await talk.send('EHLO'), /^501 /);
+      assert.match(await talk.send('EHLO client.example'), /^250/);
+      assert.match(await talk.send('MAIL FROM:dana@sender.example'), /^501 /);
+      assert.match(await talk.send('MAIL FROM:<dana@sender.example>'), /^250/);
+      assert.match(await talk.send('RCPT TO:<erin@@rcpt.example'), /^501 /);
+    } finally {
+      talk.close();
+    }
+    assert.equal(await metric(exchange, 'smtp_refused_total', { reason: 'syntax' }), before + 3);
   });
 
   it('gives every 4xx and 5xx reply an enhanced status code', async () => {

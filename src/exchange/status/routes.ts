@@ -3,10 +3,11 @@ import { requireBearer } from '../../kernel/bearer.ts';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { StatusHistory } from './history.ts';
+import { ENVELOPE_STATUSES } from '../tables.ts';
 
 const StatusEntrySchema = Type.Object({
   status: Type.Union(
-    ['accepted', 'routed', 'delivering', 'delivered', 'retrying', 'failed', 'bounced'].map((s) => Type.Literal(s)),
+    ENVELOPE_STATUSES.map((s) => Type.Literal(s)),
     {
       description:
         'accepted → routed → delivering → delivered, or → retrying → … → failed ' +

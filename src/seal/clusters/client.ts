@@ -137,7 +137,7 @@ export class ClusterClient {
    * (AddParams embeds PinOptions), so the pin /add makes already has its name, expiry and replication
    * instead of the defaults until the POST /pins that follows. Only configured fields are sent.
    */
-  addQuery(): string {
+  addQuery(sealedId?: string): string {
     const add = this.settings.addParams ?? {};
     const query = new URLSearchParams();
     const names: Array<[keyof typeof add, string]> = [
@@ -152,21 +152,26 @@ export class ClusterClient {
     for (const [field, name] of names) {
       if (add[field] !== undefined) query.append(name, String(add[field]));
     }
-    for (const [name, value] of this.pinOptions()) query.append(name, value);
+    for (const [name, value] of this.pinOptions(sealedId)) query.append(name, value);
     return query.toString();
   }
 
   /** The POST /pins/{cid} query from pinParams (api/types.go PinOptions.FromQuery names). */
-  pinQuery(): string {
-    return new URLSearchParams(this.pinOptions()).toString();
+  pinQuery(sealedId?: string): string {
+    return new URLSearchParams(this.pinOptions(sealedId)).toString();
   }
 
-  private pinOptions(): Array<[string, string]> {
+  /**
+   * The pin options. A pin of a sealed message is named after it, `sealpost:<sealed id>` (pinParams.name, when
+   * set, in place of `sealpost`), so that `ipfs-cluster-ctl status` or `pin ls` tells which message a CID is.
+   */
+  private pinOptions(sealedId?: string): Array<[string, string]> {
     const pin = this.settings.pinParams ?? {};
     const options: Array<[string, string]> = [];
     if (pin.replicationFactorMin !== undefined) options.push(['replication-min', String(pin.replicationFactorMin)]);
     if (pin.replicationFactorMax !== undefined) options.push(['replication-max', String(pin.replicationFactorMax)]);
-    if (pin.name !== undefined) options.push(['name', pin.name]);
+    const name = sealedId === undefined ? pin.name : `${pin.name ?? 'sealpost'}:${sealedId}`;
+    if (name !== undefined) options.push(['name', name]);
     const expireIn = expireInToSend(pin);
     if (expireIn !== undefined) options.push(['expire-in', expireIn]);
     return options;
@@ -241,9 +246,9 @@ export class ClusterClient {
    * Understands both answers: newline-delimited JSON with the X-Stream-Error trailer
    * (stream-channels true, the default) and one JSON array (stream-channels false).
    */
-  async add(content: AsyncIterable<Buffer>, fileName: string): Promise<AddResult> {
+  async add(content: AsyncIterable<Buffer>, fileName: string, sealedId?: string): Promise<AddResult> {
     const boundary = `sealpost-${randomBytes(12).toString('hex')}`;
-    const query = this.addQuery();
+    const query = this.addQuery(sealedId);
     const path = `/add${query ? `?${query}` : ''}`;
     const streamed = this.settings.addParams?.streamChannels !== false;
     const wrapped = this.settings.addParams?.wrap === true;
@@ -316,9 +321,9 @@ export class ClusterClient {
     }
   }
 
-  /** POST /pins/{cid} with this cluster's pinParams. */
-  async pin(cid: string): Promise<void> {
-    const query = this.pinQuery();
+  /** POST /pins/{cid} with this cluster's pinParams, named after the sealed message when given. */
+  async pin(cid: string, sealedId?: string): Promise<void> {
+    const query = this.pinQuery(sealedId);
     await this.call('POST', `/pins/${encodeURIComponent(cid)}${query ? `?${query}` : ''}`, {}, async (res) => {
       await this.readJsonAnswer(res, `POST /pins/${cid}`);
     });

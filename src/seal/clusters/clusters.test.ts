@@ -96,24 +96,25 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
       [
         'local=true&recursive=false&hidden=true&wrap-with-directory=false&shard=false' +
           '&stream-channels=true&no-pin=false' +
-          '&replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h',
+          `&replication-min=1&replication-max=3&name=sealpost+mail%3A${id}&expire-in=720h`,
       ],
-      'the pin options ride on /add too, so the first pin already has them',
+      'the pin options ride on /add too, so the first pin already has them, named after the message',
     );
     assert.equal(addRequests(b).length + addRequests(c).length, 0, 'secondaries are not added to');
     assert.deepEqual(
       pinRequests(a).map((req) => [req.path, req.query]),
-      [[`/pins/${cid}`, 'replication-min=1&replication-max=3&name=sealpost+mail&expire-in=720h']],
+      [[`/pins/${cid}`, `replication-min=1&replication-max=3&name=sealpost+mail%3A${id}&expire-in=720h`]],
     );
     assert.deepEqual(
       pinRequests(b).map((req) => [req.path, req.query]),
-      [[`/pins/${cid}`, 'replication-min=-1&replication-max=-1&expire-in=1m']],
+      [[`/pins/${cid}`, `replication-min=-1&replication-max=-1&name=sealpost%3A${id}&expire-in=1m`]],
     );
     assert.deepEqual(
       pinRequests(c).map((req) => [req.path, req.query]),
-      [[`/pins/${cid}`, '']],
+      [[`/pins/${cid}`, `name=sealpost%3A${id}`]],
     );
-    assert.equal(a.pins().get(cid)!.name, 'sealpost mail', 'the cluster read the name');
+    assert.equal(a.pins().get(cid)!.name, `sealpost mail:${id}`, 'the cluster read the name');
+    assert.equal(c.pins().get(cid)!.name, `sealpost:${id}`, 'a pin is named after its sealed message');
     assert.ok(Date.parse(b.pins().get(cid)!.expire_at) > Date.now() + 50_000, 'and the expiry');
     assert.deepEqual(
       pins[0],
@@ -139,9 +140,9 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
 
   it('sends expire-in only for a valid duration of 60s or more; below, missing, invalid: no expiry', async () => {
     const cases: Array<[string | undefined, string]> = [
-      ['1m', 'expire-in=1m'],
-      ['60s', 'expire-in=60s'],
-      ['1h30m', 'expire-in=1h30m'],
+      ['1m', '&expire-in=1m'],
+      ['60s', '&expire-in=60s'],
+      ['1h30m', '&expire-in=1h30m'],
       ['59s', ''],
       ['59.999s', ''],
       ['1s', ''],
@@ -160,11 +161,11 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     );
     const response = await postSeal(seal, rawMessage());
     assert.equal(response.status, 201);
-    const { cid } = await response.json();
+    const { id, cid } = await response.json();
     cases.forEach(([expireIn, query], i) => {
       assert.deepEqual(
         pinRequests(standIns[i]!).map((req) => req.query),
-        [query],
+        [`name=sealpost%3A${id}${query}`],
         `expireIn ${JSON.stringify(expireIn)}`,
       );
       const pin = standIns[i]!.pins().get(cid)!;
@@ -189,7 +190,7 @@ describe("cluster calls: add on the primary, pin on all, with each cluster's par
     const { id, cid } = await response.json();
     assert.deepEqual(
       addRequests(a).map((req) => req.query),
-      ['wrap-with-directory=true&stream-channels=false&no-pin=true'],
+      [`wrap-with-directory=true&stream-channels=false&no-pin=true&name=sealpost%3A${id}`],
     );
     assert.ok(a.pins().has(cid), 'the directory is pinned by POST /pins although no-pin skipped the pin at /add');
     const content = await get(seal, `/v1/sealed/${id}/content`);

@@ -449,15 +449,15 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
 
     const response = await postSeal(service, rawMessage());
     assert.equal(response.status, 201);
-    const { pins } = await response.json();
+    const { id, pins } = await response.json();
     assert.deepEqual(pins[0], { cluster: `127.0.0.1:${guarded.port}`, status: 'pinned' });
     assert.equal(pins[1].status, 'pin_error', 'ipfs-2.example cannot be reached from here');
     const calls = guarded.requests.filter((r) => r.listener === 'rest' && r.path !== '/id');
     assert.deepEqual(
       calls.map((r) => `${r.method} ${r.path.replace(/Qm\w+/, '{cid}')}?${r.query}`),
       [
-        'POST /add?no-pin=false&replication-min=-1&replication-max=-1&name=sealed',
-        'POST /pins/{cid}?replication-min=-1&replication-max=-1&name=sealed',
+        `POST /add?no-pin=false&replication-min=-1&replication-max=-1&name=sealed%3A${id}`,
+        `POST /pins/{cid}?replication-min=-1&replication-max=-1&name=sealed%3A${id}`,
         'GET /pins/{cid}?',
       ],
     );

@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { Writable } from 'node:stream';
 import {
@@ -235,6 +235,19 @@ for (const [name, start] of [
       await secondary.pin(added.cid);
       assert.equal((await globalPinInfo(secondary, added.cid)).name, 'on the secondary');
       assert.deepEqual(await settledState(secondary, added.cid), { state: 'pinned' });
+    });
+
+    it('names the pin after its sealed message, on /add and on POST /pins (ipfs-cluster-ctl status)', async () => {
+      const sealedId = randomUUID();
+      const added = await client(target, 'primary').add(chunks(randomBytes(1200)), `${sealedId}.sealed`, sealedId);
+      assert.equal((await globalPinInfo(client(target, 'primary'), added.cid)).name, `sealpost:${sealedId}`);
+      const secondary = client(target, 'secondary');
+      await secondary.pin(added.cid, sealedId);
+      assert.equal((await globalPinInfo(secondary, added.cid)).name, `sealpost:${sealedId}`);
+      // A configured pinParams.name stands in for `sealpost` (one deployment's pins told from another's).
+      const branded = client(target, 'secondary', { pinParams: { name: 'acme' } });
+      await branded.pin(added.cid, sealedId);
+      assert.equal((await globalPinInfo(branded, added.cid)).name, `acme:${sealedId}`);
     });
 
     it("takes the longest pin name allowed (2 KiB URL-encoded) within the REST API's header limit", async () => {

@@ -176,7 +176,7 @@ export class PinFollower {
     let state: PinState;
     try {
       if (repinning) {
-        await cluster.pin(pin.cid);
+        await cluster.pin(pin.cid, pin.sealedId);
         state = await cluster.pinStatus(pin.cid);
         if (state.state === 'pin_error') {
           await cluster.recover(pin.cid);

@@ -152,7 +152,7 @@ export class Sealer {
     const fileName = `${id}.sealed`;
     let added;
     try {
-      added = await this.primary.add(encryptChunks(key, plaintext()), fileName);
+      added = await this.primary.add(encryptChunks(key, plaintext()), fileName, id);
     } catch (error) {
       throw clusterFailure(error, 'Adding the sealed message to the primary IPFS cluster failed');
     }
@@ -164,7 +164,7 @@ export class Sealer {
       );
     const sha256 = hash.digest('hex');
 
-    const pins = await this.pinEverywhere(added.cid);
+    const pins = await this.pinEverywhere(added.cid, id);
     const failed = pins.filter((pin) => pin.status === 'pin_error');
     // The content must be held somewhere before the seal counts: by a pin, or by /add's own pin.
     if (failed.length === pins.length && this.primary.settings.addParams?.noPin === true) {
@@ -287,12 +287,12 @@ export class Sealer {
    * the cluster's 200 only means it accepted the pin, and IPFS pins later (or fails to). What is not
    * held yet is `pinning`, followed by the PinFollower until it is; a refusal is `pin_error`, retried.
    */
-  private async pinEverywhere(cid: string): Promise<PinOutcome[]> {
+  private async pinEverywhere(cid: string, sealedId: string): Promise<PinOutcome[]> {
     const { logger, repinDelayMs, pinCheckMs } = this.options;
     return Promise.all(
       this.options.clusters.map(async (cluster): Promise<PinOutcome> => {
         try {
-          await cluster.pin(cid);
+          await cluster.pin(cid, sealedId);
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
           logger.warn({ cluster: cluster.name, cid, err: message }, 'pin failed; it will be retried');
