@@ -6,7 +6,7 @@ import { adminToken } from './queue.ts';
 
 /**
  * `sealpost contacts import FILE.csv [--all-or-nothing]` and `sealpost contacts show EMAIL`: the seal service's
- * contacts directory (docs/operating.md#contacts), through its admin API at SEAL_URL. The file is streamed, so its
+ * contacts directory (docs/operating.md#contacts-and-a-crm), through its admin API at SEAL_URL. The file is streamed, so its
  * size does not matter here or at the service.
  */
 
