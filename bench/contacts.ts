@@ -57,8 +57,12 @@ try {
   const before = rssMb(pid);
   const reset = resetPeakRss(pid);
   let sampledPeak = before;
+  const trace: number[] = [];
+  let ticks = 0;
   const sampler = setInterval(() => {
-    sampledPeak = Math.max(sampledPeak, rssMb(pid));
+    const now = rssMb(pid);
+    sampledPeak = Math.max(sampledPeak, now);
+    if (++ticks % 40 === 0) trace.push(Math.round(now));
   }, 50);
   const started = performance.now();
   const response = await fetch(`${sealpost.urls.seal}/v1/admin/contacts`, {
@@ -84,6 +88,7 @@ try {
     `   RSS of sealpost (all three services): ${before.toFixed(0)} MB before, ${peak.toFixed(0)} MB at the peak ` +
       `(${reset ? 'VmHWM' : 'sampled every 50 ms'})`,
   );
+  console.log(`   RSS every 2 s during the import (MB): ${trace.join(' ')}`);
   console.log(`   load average at the end: ${loadAverage()}`);
   printResult({
     goal: `contacts import, ${ROWS.toLocaleString('en')} rows CSV`,

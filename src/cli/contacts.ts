@@ -5,9 +5,9 @@ import type { Config } from './config.ts';
 import { adminToken } from './queue.ts';
 
 /**
- * `sealpost contacts import FILE.csv [--all-or-nothing]` and `sealpost contacts show EMAIL`: the seal service's
- * contacts directory (docs/operating.md#contacts-and-a-crm), through its admin API at SEAL_URL. The file is streamed, so its
- * size does not matter here or at the service.
+ * `sealpost contacts import FILE.csv [--all-or-nothing]` and `sealpost contacts show EMAIL`: the seal
+ * service's contacts directory (docs/operating.md#contacts-and-a-crm), through its admin API at SEAL_URL. The
+ * file is streamed, so its size does not matter here or at the service.
  */
 
 interface ImportAnswer {
