@@ -203,14 +203,22 @@ describe('the contacts directory and the numbers that carry over (real stack)', 
       body: JSON.stringify([
         { email: 'frank@example.com', mobile: '+41 79 000 00 01', language: 'fr-CH' },
         { email: 'grace@example.com', mobile: '+41 79 000 00 02', language: 'es' },
+        { email: 'heidi@example.com' },
       ]),
     });
     const answer = (await json.json()) as { imported: number; refused: Array<{ line: number; reason: string }> };
     assert.equal(answer.imported, 1);
     assert.deepEqual(
       answer.refused.map((row) => [row.line, row.reason]),
-      [[2, 'language "es" is not one of en, de, fr, it']],
+      [
+        [2, 'language "es" is not one of en, de, fr, it'],
+        [3, 'mobile is missing'],
+      ],
     );
+    const metrics = await (await fetch(`${stack.sealpost.urls.seal}/metrics`)).text();
+    // The CLI's two imports of 3 rows, the refused file of 2 and this one of 3.
+    assert.match(metrics, /seal_contacts_import_rows_total\{[^}]*result="written"[^}]*\} 5\b/);
+    assert.match(metrics, /seal_contacts_import_rows_total\{[^}]*result="refused"[^}]*\} 6\b/);
   });
 
   it("signs a recipient the sender gave no number in by SMS at the directory's number", async () => {
@@ -398,6 +406,9 @@ describe('SIGN_IN_REQUIRE_SMS=true (real stack)', () => {
     assert.equal(response.status, 400);
     assert.equal(body.errorCode, 'mobile_required');
     assert.deepEqual(body.recipients, [UNKNOWN]);
+    const metrics = await (await fetch(`${stack.sealpost.urls.exchange}/metrics`)).text();
+    assert.match(metrics, /exchange_mobile_required_total\{[^}]*channel="json"[^}]*\} 1\b/);
+    assert.match(metrics, /exchange_mobile_required_total\{[^}]*channel="smtp"[^}]*\} 1\b/);
     const given = await fetch(`${stack.sealpost.urls.exchange}/v1/messages`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SERVICE}`, 'content-type': 'application/json' },

@@ -65,7 +65,10 @@ export function createExchangeService(
         logger,
         recentPayloads,
         ...(settings.signInRequireSms
-          ? { smsRequired: new SealNumbers({ baseUrl: settings.sealUrl, serviceToken: config.serviceToken }) }
+          ? {
+              smsRequired: new SealNumbers({ baseUrl: settings.sealUrl, serviceToken: config.serviceToken }),
+              onMobileRequired: (channel) => metrics.mobileRequired.inc({ channel }),
+            }
           : {}),
       });
 

@@ -106,6 +106,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     sealer.registerMetrics(registry);
     ender.registerMetrics(registry);
     scrubber.registerMetrics(registry);
+    contactStore.registerMetrics(registry);
 
     const running = await startHttpService({
       name: 'seal',

@@ -47,6 +47,8 @@ export class MessageIntake implements Intake {
       recentPayloads?: RecentPayloads;
       /** SIGN_IN_REQUIRE_SMS: where to ask which recipients have a number on record; absent when off. */
       smsRequired?: NumbersOnRecord;
+      /** Told of each message SIGN_IN_REQUIRE_SMS refused (a metric). */
+      onMobileRequired?: (channel: IncomingMessage['channel']) => void;
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
@@ -205,6 +207,7 @@ export class MessageIntake implements Intake {
     }
     if (missing.length === 0) return;
     await this.deletePayload(key, envelopeId);
+    this.deps.onMobileRequired?.(message.channel);
     throw mobileRequired(missing);
   }
 

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Language } from '../../kernel/languages.ts';
 import type { Contact, SealTables } from '../tables.ts';
@@ -25,10 +26,24 @@ export interface ConfirmedMobile {
  * normalised address, and the one question sealing asks of them: which number applies to these recipients.
  */
 export class ContactStore {
+  /** Rows of directory imports, written or refused: an operator sees a CRM export going bad. */
+  readonly importedRows = new Counter({
+    name: 'seal_contacts_import_rows_total',
+    help: 'Rows of contacts directory imports, by result: written, or refused (a bad row, or an import refused whole)',
+    labelNames: ['result'] as const,
+    registers: [],
+  });
+
   constructor(
     private readonly db: Kysely<SealTables>,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    for (const result of ['written', 'refused']) this.importedRows.inc({ result }, 0);
+  }
+
+  registerMetrics(registry: Registry): void {
+    registry.registerMetric(this.importedRows);
+  }
 
   /** Inserts or replaces one batch of entries in one statement; a later entry for an address wins. */
   async upsert(trx: Transaction<SealTables> | Kysely<SealTables>, entries: ContactEntry[]): Promise<void> {

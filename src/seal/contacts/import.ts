@@ -34,37 +34,46 @@ export async function importContacts(
   rows: AsyncIterable<ImportRow>,
   options: { allOrNothing: boolean },
 ): Promise<ImportOutcome> {
-  const outcome = await store.transaction(async (trx) => {
-    const result: ImportOutcome = { imported: 0, refused: [], refusedCount: 0 };
-    let batch: ContactEntry[] = [];
-    const flush = async () => {
-      // Once a row is refused under allOrNothing nothing will be kept: the rest is only checked.
-      if (!(options.allOrNothing && result.refusedCount > 0)) await store.upsert(trx, batch);
-      result.imported += batch.length;
-      batch = [];
-    };
-    for await (const row of rows) {
-      const entry = contactEntry(row.fields, row.line);
-      if (isRefused(entry)) {
-        result.refusedCount += 1;
-        if (result.refused.length < REFUSED_LISTED) result.refused.push(entry);
-        continue;
+  let refusedWhole = 0;
+  const outcome = await store
+    .transaction(async (trx) => {
+      const result: ImportOutcome = { imported: 0, refused: [], refusedCount: 0 };
+      let batch: ContactEntry[] = [];
+      const flush = async () => {
+        // Once a row is refused under allOrNothing nothing will be kept: the rest is only checked.
+        if (!(options.allOrNothing && result.refusedCount > 0)) await store.upsert(trx, batch);
+        result.imported += batch.length;
+        batch = [];
+      };
+      for await (const row of rows) {
+        const entry = contactEntry(row.fields, row.line);
+        if (isRefused(entry)) {
+          result.refusedCount += 1;
+          if (result.refused.length < REFUSED_LISTED) result.refused.push(entry);
+          continue;
+        }
+        batch.push(entry);
+        if (batch.length >= IMPORT_BATCH) await flush();
       }
-      batch.push(entry);
-      if (batch.length >= IMPORT_BATCH) await flush();
-    }
-    await flush();
-    if (options.allOrNothing && result.refusedCount > 0) {
-      throw new AppError(
-        'validation_failed',
-        400,
-        `${result.refusedCount} of ${result.imported + result.refusedCount} contacts are not valid ` +
-          `(first: line ${result.refused[0]!.line}, ${result.refused[0]!.reason}); nothing was imported`,
-        { details: { refused: result.refused, refusedCount: result.refusedCount } },
-      );
-    }
-    return result;
-  });
+      await flush();
+      if (options.allOrNothing && result.refusedCount > 0) {
+        refusedWhole = result.imported + result.refusedCount;
+        throw new AppError(
+          'validation_failed',
+          400,
+          `${result.refusedCount} of ${result.imported + result.refusedCount} contacts are not valid ` +
+            `(first: line ${result.refused[0]!.line}, ${result.refused[0]!.reason}); nothing was imported`,
+          { details: { refused: result.refused, refusedCount: result.refusedCount } },
+        );
+      }
+      return result;
+    })
+    .catch((error: unknown) => {
+      if (refusedWhole > 0) store.importedRows.inc({ result: 'refused' }, refusedWhole);
+      throw error;
+    });
+  store.importedRows.inc({ result: 'written' }, outcome.imported);
+  store.importedRows.inc({ result: 'refused' }, outcome.refusedCount);
   return outcome;
 }
 

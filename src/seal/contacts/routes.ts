@@ -26,10 +26,11 @@ export const JSON_IMPORT_MAX = 10_000;
 
 const err = Type.Ref('ErrorObject');
 
+/** Fields are checked row by row (a bad row is reported, the others kept), so the schema only bounds them. */
 const ContactBody = Type.Object(
   {
-    email: Type.String({ maxLength: 320 }),
-    mobile: Type.String({ maxLength: 64, description: 'international form; normalised to E.164' }),
+    email: Type.Optional(Type.String({ maxLength: 320 })),
+    mobile: Type.Optional(Type.String({ maxLength: 64, description: 'international form; normalised to E.164' })),
     language: Type.Optional(Type.String({ maxLength: 35, description: 'en, de, fr or it (a tag such as de-CH: de)' })),
   },
   { additionalProperties: false },
@@ -130,7 +131,7 @@ export async function contactRoutes(app: App, options: ContactRoutesOptions) {
       const rows =
         media === 'text/csv'
           ? csvRows(request.raw)
-          : jsonRows(request.body as Array<{ email: string; mobile: string; language?: string }>);
+          : jsonRows(request.body as Array<{ email?: string; mobile?: string; language?: string }>);
       const outcome = await importContacts(store, rows, { allOrNothing });
       request.log.info(
         { imported: outcome.imported, refused: outcome.refusedCount, format: media, allOrNothing },
