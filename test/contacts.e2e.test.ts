@@ -245,6 +245,18 @@ describe('the contacts directory and the numbers that carry over (real stack)', 
     assert.equal(recorded.mobile, '+41791234599');
     assert.equal(recorded.mobileSource, 'header');
     await signInBySms(stack, id, CAROL, '+41791234599');
+
+    // Removed from the directory: her next message without a header signs in by email; the sealed one is unchanged.
+    const remove = () =>
+      fetch(`${stack.sealpost.urls.seal}/v1/admin/contacts/${CAROL}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+    assert.equal((await remove()).status, 204);
+    assert.equal((await remove()).status, 404);
+    const after = await sealTo(stack, { email: CAROL }, 'After the directory forgot her');
+    assert.equal((await sealedRecipient(stack.sealpost.urls.seal, after, CAROL)).method, 'email');
+    assert.equal((await sealedRecipient(stack.sealpost.urls.seal, id, CAROL)).mobileSource, 'header');
   });
 
   it('lets a number the recipient confirmed override the directory and the replaced header, later only', async () => {

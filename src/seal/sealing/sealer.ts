@@ -252,15 +252,7 @@ export class Sealer {
       const record = records.get(recipient.email.toLowerCase());
       if (!record) return recipient;
       const language = recipient.language ?? record.directory?.language ?? undefined;
-      const { confirmed, directory } = record;
-      const number =
-        recipient.mobile && !(confirmed && confirmed.replaces === recipient.mobile)
-          ? undefined
-          : confirmed
-            ? { mobile: confirmed.mobile, mobileSource: 'confirmed' as const }
-            : recipient.mobile || !directory
-              ? undefined
-              : { mobile: directory.mobile, mobileSource: 'directory' as const };
+      const number = numberOnRecord(recipient.mobile, record);
       return {
         ...recipient,
         ...(number ? { method: 'sms' as const, ...number } : {}),
@@ -466,6 +458,18 @@ export class Sealer {
       'sealed content served verified from another copy',
     );
   }
+}
+
+/**
+ * The number on record that applies to a recipient given `headerMobile` (or none) by the sender, or undefined when
+ * the header's stands (or there is none): the confirmed number where there is no header or the header names the
+ * number it replaced, else the directory's where there is no header.
+ */
+function numberOnRecord(headerMobile: string | undefined, { confirmed, directory }: OnRecord) {
+  if (confirmed && (!headerMobile || confirmed.replaces === headerMobile))
+    return { mobile: confirmed.mobile, mobileSource: 'confirmed' as const };
+  if (!headerMobile && directory) return { mobile: directory.mobile, mobileSource: 'directory' as const };
+  return undefined;
 }
 
 /** The ciphertext from one cluster into `file`, closed (flushed) before it is read. */
