@@ -54,7 +54,6 @@ function useStack(name: string, env: Record<string, string> = {}): Stack {
     );
   });
   after(async () => {
-    if (process.env.CONTACTS_DEBUG) process.stderr.write(stack.sealpost?.stdout() ?? '');
     const code = await stack.sealpost?.stop();
     await stack.sink?.close();
     await stack.sms?.close();
