@@ -71,6 +71,7 @@ const BENCH_SCRIPTS: Record<string, Bench> = {
   },
   auth: { quick: ['--seconds', '1'], goals: [] },
   'log-line': { quick: ['--lines', '10000', '--rounds', '2'], goals: [] },
+  contacts: { quick: ['--rows', '5000'], goals: [] },
 };
 const BENCHES = Object.keys(BENCH_SCRIPTS);
 const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));

@@ -85,7 +85,17 @@ describe('the command line', () => {
       DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none`,
       EXCHANGE_URL: `http://127.0.0.1:${await freePort()}`,
     };
-    for (const command of ['start', 'migrate', 'queue', 'rules', 'smtp-user', 'dkim-key', 'config', 'devstack']) {
+    for (const command of [
+      'start',
+      'migrate',
+      'queue',
+      'rules',
+      'contacts',
+      'smtp-user',
+      'dkim-key',
+      'config',
+      'devstack',
+    ]) {
       const { stdout } = await run(process.execPath, [SEALPOST_BIN, command, '--help'], { env });
       assert.match(stdout, new RegExp(`^Usage: sealpost ${command}\\b`), `${command} --help: ${stdout}`);
     }

@@ -219,6 +219,37 @@ describe("the sender's page (/sent) in Chromium, against a stand-in of the sende
     }
   });
 
+  it('shows how each recipient signs in and where their number came from, in the page’s language', async () => {
+    const BOB = 'bob@example.com';
+    const ERIK = 'erik@example.com';
+    fake.seal({
+      sender: DANA,
+      subject: 'Numbers from three places',
+      sealedAt: new Date(Date.now() - DAY).toISOString(),
+      recipients: [ALICE, BOB, CAROL, ERIK],
+      signIn: {
+        [ALICE]: { method: 'sms', mobileSource: 'header' },
+        [BOB]: { method: 'sms', mobileSource: 'directory' },
+        [CAROL]: { method: 'sms', mobileSource: 'confirmed' },
+        [ERIK]: { method: 'email' },
+      },
+    });
+    const { context, page } = await newPage();
+    try {
+      await signInAsSender(page, fake, DANA);
+      await openMessage(page, 'Numbers from three places');
+      assert.equal((await timeline(page, ALICE))['Signs in'], 'By SMS, to the number the message gave');
+      assert.equal((await timeline(page, BOB))['Signs in'], 'By SMS, to the number in the contacts directory');
+      assert.equal((await timeline(page, CAROL))['Signs in'], 'By SMS, to the number the recipient confirmed');
+      assert.equal((await timeline(page, ERIK))['Signs in'], 'With a code by email (no mobile number)');
+      await page.locator('#language').selectOption('fr');
+      await page.getByRole('heading', { name: 'Destinataires', exact: true }).waitFor();
+      assert.equal((await timeline(page, BOB)).Connexion, 'Par SMS, au numéro de l’annuaire des contacts');
+    } finally {
+      await context.close();
+    }
+  });
+
   it('withdraws for one recipient after a confirmation that names them, its button where none was', async () => {
     const { id } = sealForDana('Withdraw me');
     const { context, page } = await newPage();

@@ -4,6 +4,7 @@ import { configRoutes } from './sign-in/config-routes.ts';
 import { filesRoutes } from './replies/files-routes.ts';
 import { logoutRoutes } from './sessions/logout-routes.ts';
 import { messageRoutes } from './message/routes.ts';
+import { laterMobileRoutes } from './mobile/later-routes.ts';
 import { mobileRoutes } from './mobile/routes.ts';
 import { replyRoutes } from './replies/reply-routes.ts';
 import { signInRoutes } from './sign-in/routes.ts';
@@ -42,6 +43,7 @@ export async function authPlugin(app: App, options: AuthPluginOptions) {
   await app.register(configRoutes, context);
   await app.register(signInRoutes, context);
   await app.register(mobileRoutes, context);
+  await app.register(laterMobileRoutes, context);
   await app.register(logoutRoutes, context);
   await app.register(messageRoutes, context);
   await app.register(filesRoutes, context);

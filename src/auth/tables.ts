@@ -17,9 +17,10 @@ export interface AuthTables {
 export type { SignInMethodName };
 /**
  * What a pending code proves when it is entered: a sign-in; for a mobile change, first the current number
- * (`mobile_current`), then the new one (`mobile_change`); a sender's address, for the sender's page (`sender`).
+ * (`mobile_current`), then the new one (`mobile_change`); a number added for later messages by a recipient who
+ * signed in by email (`mobile_add`); a sender's address, for the sender's page (`sender`).
  */
-export type CodePurpose = 'sign_in' | 'mobile_current' | 'mobile_change' | 'sender';
+export type CodePurpose = 'sign_in' | 'mobile_current' | 'mobile_change' | 'mobile_add' | 'sender';
 
 /**
  * One server-side session. The cookie carries a random 256-bit token; only its SHA-256 is stored, so a

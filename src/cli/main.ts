@@ -37,6 +37,10 @@ const USAGE = `Usage: sealpost <command> [--help]
                                    (--recipient and --sender name --to and --from too; no --from: <>)
                                    which delivery rule of the running exchange (EXCHANGE_URL) takes each
                                    recipient of a sample message (a dry run); exit 1 when one has none
+  contacts import FILE.csv [--all-or-nothing] [--json]
+                                   upsert the seal service's contacts directory (SEAL_URL) from a CSV file
+                                   (columns email, mobile, language); bad rows are listed by line
+  contacts show EMAIL [--json]     an address's directory entry and the number its recipient confirmed
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
   dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519] [--bits 2048]
@@ -119,6 +123,15 @@ async function main(argv: string[]): Promise<number> {
     case 'queue': {
       const { queueCommand } = await import('./queue.ts');
       return queueCommand(readConfig(['exchange']), rest, process.stdout).catch((error) => failed('queue', error));
+    }
+    case 'contacts': {
+      const { contactsCommand } = await import('./contacts.ts');
+      try {
+        return await contactsCommand(readConfig(), rest, process.stdout);
+      } catch (error) {
+        process.stderr.write(`sealpost contacts: ${(error as Error).message}\n`);
+        return 1;
+      }
     }
     case 'rules': {
       const { rulesCommand } = await import('./rules.ts');

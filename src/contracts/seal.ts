@@ -48,6 +48,23 @@ export function signInMethodSchema(options?: TSchemaOptions) {
   return Type.Union(SIGN_IN_METHODS.map((name) => Type.Literal(name)) as Literals<typeof SIGN_IN_METHODS>, options);
 }
 
+/**
+ * Where a recipient's mobile number came from (docs/specification.md#contacts), in order of precedence: the
+ * sender's X-Sealpost-Mobile (or JSON `recipients[].mobile`), the number the recipient confirmed since (a mobile
+ * change, or one added after an email sign-in), the operator's contacts directory.
+ */
+export const MOBILE_SOURCES = ['header', 'confirmed', 'directory'] as const;
+export type MobileSource = (typeof MOBILE_SOURCES)[number];
+
+export const MobileSourceSchema = Type.Union(
+  MOBILE_SOURCES.map((name) => Type.Literal(name)) as Literals<typeof MOBILE_SOURCES>,
+  {
+    description:
+      'where the mobile number came from: `header` (the sender), `confirmed` (the recipient confirmed it since), ' +
+      "`directory` (the operator's contacts); absent: no number, sign-in by email",
+  },
+);
+
 const MethodSchema = signInMethodSchema({
   description: '`sms` when the sender gave a mobile number (X-Sealpost-Mobile), else `email`',
 });
@@ -99,6 +116,7 @@ export const SealResponseSchema = Type.Object(
       Type.Object({
         email: Type.String(),
         method: MethodSchema,
+        mobileSource: Type.Optional(MobileSourceSchema),
         language: Type.Optional(LanguageSchema),
         link: Type.String({
           description: "the recipient's reader link (with `?lang=` when the sender chose a language)",
@@ -125,6 +143,7 @@ export const RecipientSchema = Type.Object({
   email: Type.String(),
   method: MethodSchema,
   mobile: Type.Optional(Type.String({ description: 'E.164 mobile number, for method `sms`' })),
+  mobileSource: Type.Optional(MobileSourceSchema),
   language: Type.Optional(LanguageSchema),
   withdrawnAt: Type.Optional(
     Type.String({ format: 'date-time', description: 'when the message was withdrawn for this recipient alone' }),
@@ -405,6 +424,8 @@ const optionalTime = (description: string) => Type.Optional(Type.String({ format
 /** One recipient as the sender sees them: the times and counts derived from the trail. */
 export const SenderRecipientSchema = Type.Object({
   email: Type.String(),
+  method: Type.Optional(MethodSchema),
+  mobileSource: Type.Optional(MobileSourceSchema),
   withdrawnAt: optionalTime('when the message was withdrawn for this recipient alone'),
   notifiedAt: optionalTime('when their notification was first handed to the relay or the outbox'),
   firstOpenedAt: optionalTime('when they first read the message'),
@@ -440,4 +461,57 @@ export const ExpiryBodySchema = Type.Object(
     }),
   },
   { additionalProperties: false, title: 'End date' },
+);
+
+/** PUT /v1/recipients/{email}/mobile (service token): the auth service reports a number the recipient proved. */
+export const ConfirmedMobileBodySchema = Type.Object(
+  {
+    mobile: Type.String({ maxLength: 64, description: 'the number the recipient proved with a code to it (E.164)' }),
+    messageId: Type.Optional(
+      Type.String({ format: 'uuid', description: 'the sealed message the recipient was reading when they proved it' }),
+    ),
+    replaces: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'a mobile change: the number it replaces (a header still naming it gives way to the new one)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export const ConfirmedMobileSchema = Type.Object(
+  {
+    email: Type.String(),
+    mobile: Type.String({ description: 'E.164' }),
+    confirmedAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Number a recipient confirmed' },
+);
+
+/** POST /v1/recipients/numbers (service token): which recipients have a number on record, and from where. */
+export const RecipientNumbersBodySchema = Type.Object(
+  {
+    recipients: Type.Array(Type.String({ minLength: 3, maxLength: 254 }), {
+      minItems: 1,
+      maxItems: 10_000,
+      description: 'the addresses to look up (normalised and compared case-insensitively)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export const RecipientNumbersSchema = Type.Object(
+  {
+    recipients: Type.Array(
+      Type.Object({
+        email: Type.String({ description: 'the address as asked' }),
+        mobileSource: Type.Optional(
+          Type.Union([Type.Literal('confirmed'), Type.Literal('directory')], {
+            description: 'where its number would come from at sealing; absent: none (an email code)',
+          }),
+        ),
+      }),
+      { description: 'in the order asked' },
+    ),
+  },
+  { title: 'Numbers on record for recipients' },
 );

@@ -224,6 +224,16 @@ export const EXCHANGE_VARIABLES = defineVariables({
       ...positiveDuration,
     },
   },
+  signInRequireSms: {
+    name: 'SIGN_IN_REQUIRE_SMS',
+    meaning:
+      'refuse at intake (SMTP 550 5.7.1, JSON 400 mobile_required, naming them) a message to be sealed for a ' +
+      'recipient with no mobile number from any source (the header, a number the recipient confirmed, the contacts ' +
+      'directory), so that nothing is sealed that an email code alone would open; the seal service is asked once ' +
+      'per message, and while it cannot answer the message is refused for now (451, 503)',
+    default: 'false',
+    ...boolean,
+  },
   // Where the seal strategy seals.
   sealUrl: SEAL_URL,
   sealPort: SEAL_PORT,

@@ -60,6 +60,13 @@ export function createExchangeMetrics(registry: Registry) {
       labelNames: ['reason'] as const,
       registers,
     }),
+    // Not the spec's: messages SIGN_IN_REQUIRE_SMS refused, so that an operator sees the directory falling short.
+    mobileRequired: new Counter({
+      name: 'exchange_mobile_required_total',
+      help: 'Messages refused at intake under SIGN_IN_REQUIRE_SMS (a recipient without a mobile number), by channel',
+      labelNames: ['channel'] as const,
+      registers,
+    }),
   };
 }
 

@@ -5,6 +5,7 @@ import { objectsOf, startHttpService, type ServiceDefinition } from '../kernel/s
 import { loadDkimSigner } from '../kernel/dkim.ts';
 import { startDeliveryEngine } from './delivery/engine.ts';
 import { MessageIntake } from './inbound/accept.ts';
+import { SealNumbers } from './inbound/sms-required.ts';
 import { RecentPayloads } from './recent-payloads.ts';
 import { startInboundSmtpServer } from './inbound/smtp-server.ts';
 import { createExchangeMetrics } from './metrics.ts';
@@ -64,6 +65,12 @@ export function createExchangeService(
         rules,
         logger,
         recentPayloads,
+        ...(settings.signInRequireSms
+          ? {
+              smsRequired: new SealNumbers({ baseUrl: settings.sealUrl, serviceToken: config.serviceToken }),
+              onMobileRequired: (channel) => metrics.mobileRequired.inc({ channel }),
+            }
+          : {}),
       });
 
       // A DKIM key that cannot be used stops start-up before anything listens.

@@ -28,6 +28,8 @@ export const ERROR_CODES = [
   'message_withdrawn',
   /** The sealed message's end date has passed: its content is gone (HTTP 410). */
   'message_expired',
+  /** The organisation requires SMS sign-in and a recipient of a message to seal has no mobile number (HTTP 400). */
+  'mobile_required',
   // Generic codes of our own, for clients that switch on errorCode rather than on the status.
   'validation_failed',
   'not_found',

@@ -22,10 +22,18 @@ export interface ErrorObject {
   endedAt?: string;
   /** message_withdrawn, message_expired: whom to ask about it (the sender's address). */
   contact?: string;
+  /** A contacts import refused whole (allOrNothing): its bad rows (the first 1,000), and how many there were. */
+  refused?: Array<{ line: number; email?: string; reason: string }>;
+  refusedCount?: number;
+  /** mobile_required: the recipients with no mobile number from any source. */
+  recipients?: string[];
 }
 
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
-export type ErrorDetails = Pick<ErrorObject, 'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact'>;
+export type ErrorDetails = Pick<
+  ErrorObject,
+  'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact' | 'refused' | 'refusedCount' | 'recipients'
+>;
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */
 export class AppError extends Error {

@@ -108,6 +108,22 @@ export const ErrorObjectSchema = Type.Object(
     contact: Type.Optional(
       Type.String({ description: "message_withdrawn, message_expired: whom to ask about it (the sender's address)" }),
     ),
+    refused: Type.Optional(
+      Type.Array(
+        Type.Object({
+          line: Type.Integer({ description: 'the CSV line, or the position in a JSON array from 1' }),
+          email: Type.Optional(Type.String()),
+          reason: Type.String(),
+        }),
+        { description: 'a contacts import refused whole (allOrNothing): its bad rows (the first 1,000)' },
+      ),
+    ),
+    refusedCount: Type.Optional(Type.Integer({ minimum: 0, description: 'a contacts import: all its bad rows' })),
+    recipients: Type.Optional(
+      Type.Array(Type.String(), {
+        description: 'mobile_required: the recipients with no mobile number from any source',
+      }),
+    ),
   },
   { $id: 'ErrorObject', title: 'Error object' },
 );

@@ -3,6 +3,8 @@ import type { App } from '../kernel/http.ts';
 import type { ConfigInForce } from './clusters/in-force.ts';
 import { clusterName } from './clusters/config.ts';
 import { clusterConfigRoutes } from './clusters/routes.ts';
+import type { ContactStore } from './contacts/contact-store.ts';
+import { contactRoutes } from './contacts/routes.ts';
 import type { ClusterConfigStore } from './clusters/store.ts';
 import type { EndStore } from './ending/end-store.ts';
 import type { SealEnder } from './ending/ender.ts';
@@ -28,6 +30,7 @@ export interface SealPluginOptions {
   trailStore: TrailStore;
   scrubStore: ScrubStore;
   senderStore: SenderStore;
+  contactStore: ContactStore;
   /** SEAL_MAX_EXPIRY in milliseconds; undefined: no cap. */
   maxExpiryMs: number | undefined;
   adminToken: string;
@@ -40,7 +43,7 @@ export interface SealPluginOptions {
 
 /**
  * The seal service's HTTP API: IPFS cluster configuration (admin), sealed messages (service), their end, their
- * trail, and the sender's side.
+ * trail, the sender's side, and the contacts directory.
  */
 export async function sealPlugin(app: App, options: SealPluginOptions) {
   await app.register(clusterConfigRoutes, {
@@ -78,6 +81,11 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
   await app.register(trailRoutes, {
     trailStore: options.trailStore,
     sealedStore: options.sealedStore,
+    adminToken: options.adminToken,
+    serviceToken: options.serviceToken,
+  });
+  await app.register(contactRoutes, {
+    store: options.contactStore,
     adminToken: options.adminToken,
     serviceToken: options.serviceToken,
   });

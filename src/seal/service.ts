@@ -9,6 +9,7 @@ import { ClusterClient } from './clusters/client.ts';
 import { redactCluster } from './clusters/config.ts';
 import { loadConfigInForce } from './clusters/in-force.ts';
 import { ClusterConfigStore } from './clusters/store.ts';
+import { ContactStore } from './contacts/contact-store.ts';
 import { resolveMasterKey } from './crypto/master-key.ts';
 import { EndStore } from './ending/end-store.ts';
 import { SealEnder } from './ending/ender.ts';
@@ -60,6 +61,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     );
 
     const sealedStore = new SealedStore(db, clock);
+    const contactStore = new ContactStore(db, clock);
     const follower = new PinFollower({
       store: sealedStore,
       clusters,
@@ -80,6 +82,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
       },
       repinDelayMs: seal.repinInterval,
       pinCheckMs: seal.pinCheckInterval,
+      numbers: contactStore,
       watchPins: (pins) => follower.watch(pins),
       clock,
       logger,
@@ -103,6 +106,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     sealer.registerMetrics(registry);
     ender.registerMetrics(registry);
     scrubber.registerMetrics(registry);
+    contactStore.registerMetrics(registry);
 
     const running = await startHttpService({
       name: 'seal',
@@ -125,6 +129,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         trailStore,
         scrubStore,
         senderStore: new SenderStore(db),
+        contactStore,
         maxExpiryMs: seal.maxExpiry,
         adminToken: config.adminToken,
         serviceToken: config.serviceToken,

@@ -1,4 +1,4 @@
-import type { SignInMethodName, TrailDetail, TrailEventName } from '../contracts/seal.ts';
+import type { MobileSource, SignInMethodName, TrailDetail, TrailEventName } from '../contracts/seal.ts';
 import type { Language } from '../kernel/languages.ts';
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
@@ -12,6 +12,8 @@ export interface SealTables {
   sealed_trail: SealedTrailTable;
   seal_scrub_due: SealScrubDueTable;
   seal_scrub_copies: SealScrubCopiesTable;
+  contacts: ContactsTable;
+  confirmed_mobiles: ConfirmedMobilesTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -39,6 +41,7 @@ export interface StoredCluster {
 }
 
 export type SignInMethod = SignInMethodName;
+export type { MobileSource };
 /**
  * `pinning`: accepted by the cluster, not yet held by its peers; `pin_error`: refused, unreachable or failed in IPFS.
  */
@@ -85,8 +88,10 @@ export interface SealedRecipientsTable {
   method: SignInMethod;
   /** E.164 */
   mobile: string | null;
-  /** X-Sealpost-Language for this recipient; null: the services' default. */
+  /** X-Sealpost-Language for this recipient (or the directory's); null: the services' default. */
   language: Language | null;
+  /** Where `mobile` came from (migration 0008); null: no number, the recipient signs in by email. */
+  mobile_source: MobileSource | null;
   /** When the message was withdrawn for this recipient alone; null: they may read (unless it ended). */
   withdrawn_at: Date | null;
   withdraw_note: string | null;
@@ -167,6 +172,35 @@ export interface SealScrubCopiesTable {
   checked_at: Date;
 }
 
+/** The operator's contacts directory (migration 0008): a number and a language per recipient address. */
+export interface ContactsTable {
+  /** Lower-cased normalised address: the key sealed_recipients.email_key is compared with. */
+  email_key: string;
+  /** The normalised address as last imported. */
+  email: string;
+  /** E.164 */
+  mobile: string;
+  language: Language | null;
+  updated_at: Date;
+}
+
+/**
+ * The number a recipient proved to the auth service (a mobile change, or one added after an email sign-in),
+ * written by auth through PUT /v1/recipients/{email}/mobile; it applies to the recipient's later messages.
+ */
+export interface ConfirmedMobilesTable {
+  email_key: string;
+  email: string;
+  /** E.164 */
+  mobile: string;
+  confirmed_at: Date;
+  /** The sealed message the recipient was reading when they proved it. */
+  confirmed_on: string | null;
+  /** The number it replaced (a mobile change; null for a number added): a header naming that one gives way. */
+  replaces: string | null;
+}
+
+export type Contact = Selectable<ContactsTable>;
 export type SealedMessage = Selectable<SealedMessagesTable>;
 export type SealedRecipient = Selectable<SealedRecipientsTable>;
 export type SealedPin = Selectable<SealedPinsTable>;

@@ -41,6 +41,8 @@ export interface SealStandIn {
   withdrawFor(id: string, email: string, at?: Date): void;
   /** Events reported to the trail, in the order they came. */
   events: Array<{ id: string; event: string; recipient?: string; client?: string; detail?: Record<string, string> }>;
+  /** Numbers recipients confirmed for later messages (PUT /v1/recipients/{email}/mobile), in the order they came. */
+  confirmedMobiles: Array<{ email: string; mobile: string; messageId?: string }>;
   /** Requests seen (but the events), as `GET /v1/sealed/...` with the Authorization header they carried. */
   requests: Array<{ method: string; url: string; authorization: string | undefined }>;
   close(): Promise<void>;
@@ -69,6 +71,7 @@ export async function startSealStandIn(options: {
   };
   const requests: SealStandIn['requests'] = [];
   const events: SealStandIn['events'] = [];
+  const confirmedMobiles: SealStandIn['confirmedMobiles'] = [];
   const sendJson = (response: ServerResponse, status: number, body: unknown) =>
     response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   /** A message as its sender sees it, the counts and times from the trail. */
@@ -180,6 +183,18 @@ export async function startSealStandIn(options: {
       });
       return;
     }
+    const confirmRoute = /^\/v1\/recipients\/([^/]+)\/mobile$/.exec(url.pathname);
+    if (request.method === 'PUT' && confirmRoute) {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { mobile: string; messageId?: string };
+        const email = decodeURIComponent(confirmRoute[1]!);
+        confirmedMobiles.push({ email, ...body });
+        sendJson(response, 200, { email, mobile: body.mobile, confirmedAt: new Date().toISOString() });
+      });
+      return;
+    }
     if (request.method === 'POST' && url.pathname === '/v1/sealed/ended') {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -265,6 +280,7 @@ export async function startSealStandIn(options: {
     url: `http://127.0.0.1:${port}`,
     requests,
     events,
+    confirmedMobiles,
     register(message) {
       const raw = Buffer.isBuffer(message.raw) ? message.raw : Buffer.from(message.raw.replace(/\r?\n/g, '\r\n'));
       const now = new Date().toISOString();

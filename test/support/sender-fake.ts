@@ -36,6 +36,8 @@ interface Sealed {
   expiresAt?: string;
   end?: { reason: 'expired' | 'withdrawn'; at: string; note?: string };
   recipients: string[];
+  /** How recipients sign in, as B says it (method, and where an SMS recipient's number came from). */
+  signIn?: Record<string, { method: 'sms' | 'email'; mobileSource?: 'header' | 'confirmed' | 'directory' }>;
   trail: TrailEntry[];
 }
 
@@ -68,6 +70,7 @@ export interface SenderFake {
     sealedAt: string;
     expiresAt?: string;
     recipients: string[];
+    signIn?: Sealed['signIn'];
   }): string;
   /** Adds an event of a recipient to a message's trail, as A and C report them to B. */
   event(id: string, entry: TrailEntry): void;
@@ -293,6 +296,7 @@ function entryOf(message: Sealed) {
       const opened = of('opened');
       return {
         email,
+        ...(message.signIn?.[email] ?? {}),
         ...(of('withdrawn')[0] ? { withdrawnAt: of('withdrawn')[0]!.at } : {}),
         ...(of('notified')[0] ? { notifiedAt: of('notified')[0]!.at } : {}),
         ...(opened[0] ? { firstOpenedAt: opened[0].at, lastOpenedAt: opened[opened.length - 1]!.at } : {}),

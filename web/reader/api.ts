@@ -120,6 +120,16 @@ export class Api extends JsonClient {
     return this.json('POST', this.about('/v1/mobile/verify'), { code });
   }
 
+  /** A recipient who signs in by email adds a number for their later messages: a code goes to it. */
+  addLaterMobile(mobile: string): Promise<{ to: string; codeLength: number; expiresIn: number }> {
+    return this.json('PUT', this.about('/v1/mobile/later'), { mobile });
+  }
+
+  /** The code sent to the number to add: from now on it protects the recipient's later messages. */
+  confirmLaterMobile(code: string): Promise<{ mobile: string; appliesTo: 'later' }> {
+    return this.json('POST', this.about('/v1/mobile/later/verify'), { code });
+  }
+
   /** The other sealed messages this session opens without a code, newest first. */
   async messages(): Promise<OpenableMessage[]> {
     const body = await this.json<{ messages?: unknown }>('GET', '/v1/messages');

@@ -51,4 +51,30 @@ export class MobileChangeNotices {
     if (sms.status === 'fulfilled' && mail.status === 'fulfilled')
       log.info({ to: maskMobile(change.oldMobile), email: maskEmail(change.email) }, 'mobile change notices sent');
   }
+
+  /**
+   * After a recipient who signed in by email added a number for their later messages: the address is told (the
+   * number was proven by a code to it; whoever reads the mailbox learns that it now protects the later messages).
+   */
+  async tellAdded(
+    added: { email: string; mobile: string; at: Date; language: Language | undefined },
+    log: FastifyBaseLogger,
+  ): Promise<void> {
+    const language = added.language ?? this.options.defaultLanguage;
+    const texts = CODE_MAIL_TEXTS[language].mobileAdded;
+    const format = new Intl.DateTimeFormat(language, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' });
+    try {
+      await this.options.mailer.send({
+        to: added.email,
+        subject: texts.subject,
+        text: texts.body(`${format.format(added.at)} UTC`, maskMobile(added.mobile)),
+      });
+      log.info({ email: maskEmail(added.email) }, 'mobile number added: the address was told');
+    } catch (error) {
+      log.error(
+        { to: maskEmail(added.email), reason: (error as Error).message },
+        'the address could not be told of the number added',
+      );
+    }
+  }
 }

@@ -32,7 +32,8 @@ const CodeStep = Type.Object({
  * /v1/mobile/verify with it sends a code to the new number; POST /v1/mobile/verify with that one makes the
  * change, and the old number (SMS) and the address (email) are told. The seal service's record is
  * immutable, so the confirmed number is kept here (mobile_overrides, per message and recipient) and wins
- * over it for every later SMS sign-in to that message.
+ * over it for every later SMS sign-in to that message; the seal service is told too, and uses it for the
+ * recipient's later messages.
  */
 export type MobileRoutesOptions = Pick<
   AuthContext,
@@ -163,6 +164,17 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         return reply.code(202).send(await sendStepCode(request, session, 'new', to, session.email));
       }
       request.log.info({ messageId: session.messageId, to: maskMobile(checked.result) }, 'mobile number changed');
+      // The confirmed number carries over to the recipient's later messages (docs/design.md#contacts). Told after the
+      // code's transaction (the seal service may share the embedded database's one connection): the change of this
+      // message stands either way, and a failure is the operator's to see.
+      await context.seal
+        .confirmMobile(session.email, checked.result, session.messageId, before?.recipient.mobile)
+        .catch((error: unknown) =>
+          request.log.error(
+            { err: error, messageId: session.messageId },
+            'the changed number could not be recorded for later messages',
+          ),
+        );
       await context.sessions.setMobileChangeTo(session.row.id, null);
       if (before?.recipient.mobile) {
         await context.mobileNotices.tell(

@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import {
+  ConfirmedMobileSchema,
   EndedAnswerSchema,
   RecipientSchema,
   RecipientSealedSchema,
@@ -60,6 +61,7 @@ const CHECK = {
   senderMessage: Compile(SenderSealedSchema),
   senderSealed: Compile(SenderSealedListSchema),
   trail: Compile(TrailSchema),
+  confirmedMobile: Compile(ConfirmedMobileSchema),
 };
 const SEAL_BROKEN = 'The sealed content failed verification against its seal; nothing is shown';
 
@@ -163,6 +165,25 @@ export class SealClient {
     if (!CHECK.eventAnswer.Check(answer))
       throw new AppError('upstream_failed', 502, 'The seal service answered an event with something unexpected');
     return { first: answer.first };
+  }
+
+  /**
+   * Tells B the number a recipient proved with a code to it (a mobile change, or a number added after an email
+   * sign-in): B uses it for the recipient's later messages (docs/design.md#contacts).
+   */
+  async confirmMobile(email: string, mobile: string, messageId: string, replaces?: string): Promise<void> {
+    const response = await this.send('PUT', `/v1/recipients/${encodeURIComponent(email)}/mobile`, {
+      mobile,
+      messageId,
+      ...(replaces ? { replaces } : {}),
+    });
+    if (response.statusCode !== 200) throw await upstreamError(response, 'record the confirmed mobile number');
+    if (!CHECK.confirmedMobile.Check(await readJson(response)))
+      throw new AppError(
+        'upstream_failed',
+        502,
+        'The seal service answered a confirmed number with something unexpected',
+      );
   }
 
   /** The sealed messages `sender` sent, newest first, as B pages and searches them. */

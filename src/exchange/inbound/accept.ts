@@ -15,6 +15,7 @@ import { headerBlockOf, readHeaderBlock } from '../outbound/header-block.ts';
 import { BodyTraits } from './body-traits.ts';
 import { createEnvelopeWriter, type NewEnvelope, type WrittenEnvelope } from './envelope-writer.ts';
 import { crlfLineEnds, CrlfLineEndsStream } from './line-endings.ts';
+import { mobileRequired, recipientsWithoutNumber, type NumbersOnRecord } from './sms-required.ts';
 import { writeParts, type EnvelopePart } from './split-writer.ts';
 
 /** How long after a message came in the intake counts as busy: a few messages' time at 1 connection. */
@@ -44,6 +45,10 @@ export class MessageIntake implements Intake {
       logger: Logger;
       /** Keeps small accepted payloads for this instance's delivery. */
       recentPayloads?: RecentPayloads;
+      /** SIGN_IN_REQUIRE_SMS: where to ask which recipients have a number on record; absent when off. */
+      smsRequired?: NumbersOnRecord;
+      /** Told of each message SIGN_IN_REQUIRE_SMS refused (a metric). */
+      onMobileRequired?: (channel: IncomingMessage['channel']) => void;
     },
   ) {
     this.writeEnvelope = createEnvelopeWriter(deps.db);
@@ -65,6 +70,7 @@ export class MessageIntake implements Intake {
     const traits = new BodyTraits();
     const body = await crlfBody(message.payload, traits);
     const { size, bytes } = await this.storePayload(payloadKey(envelopeId), body);
+    if (this.deps.smsRequired && !message.isBounce) await this.requireNumbers(message, envelopeId, bytes);
     const envelope: NewEnvelope = {
       id: envelopeId,
       channel: message.channel,
@@ -178,6 +184,31 @@ export class MessageIntake implements Intake {
         subjectStrip: subjectStrip(rule.criteria),
       };
     });
+  }
+
+  /**
+   * SIGN_IN_REQUIRE_SMS: refuses (and removes the stored payload of) a message that would be sealed for a recipient
+   * with no mobile number from any source (sms-required.ts); a 503 when the rules or the seal service cannot say.
+   */
+  private async requireNumbers(message: IncomingMessage, envelopeId: string, bytes: Buffer | undefined) {
+    const key = payloadKey(envelopeId);
+    let missing: string[];
+    try {
+      const rules = await this.deps.rules.forChannel(message.channel).catch(databaseUnavailable);
+      const headers = headerFields(
+        await this.headerBlock(key, bytes).catch((error: unknown) => {
+          throw storageError(error);
+        }),
+      );
+      missing = await recipientsWithoutNumber(message, headers, rules, this.deps.smsRequired!);
+    } catch (error) {
+      await this.deletePayload(key, envelopeId);
+      throw error;
+    }
+    if (missing.length === 0) return;
+    await this.deletePayload(key, envelopeId);
+    this.deps.onMobileRequired?.(message.channel);
+    throw mobileRequired(missing);
   }
 
   /** The stored message's header block: from memory, or from the start of the stored object. */

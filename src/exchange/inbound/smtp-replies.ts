@@ -25,6 +25,9 @@ export function sentTooSlowly(): AppError {
  * the log line has the details.
  */
 export function replyFor(error: unknown): SmtpReply {
+  // SIGN_IN_REQUIRE_SMS: refused for whom it is addressed to, naming them (sms-required.ts).
+  if (error instanceof AppError && error.errorCode === 'mobile_required')
+    return smtpReply(550, `5.7.1 ${error.message}`);
   if (error instanceof AppError && error.status === 400) return smtpReply(554, `5.6.0 ${error.message}`);
   if (error instanceof AppError && error.status === 413) return smtpReply(552, error.message);
   if (error instanceof AppError && error.status === 550) return smtpReply(550, `5.7.1 ${error.message}`);

@@ -3,13 +3,15 @@ import type { AddressObject, EmailAddress, ParsedMail } from 'mailparser';
 import { normalizeEmail } from '../../kernel/email.ts';
 import { AppError, badRequest } from '../../kernel/errors.ts';
 import { languageOfTag, type Language } from '../../kernel/languages.ts';
-import type { SignInMethod } from '../tables.ts';
+import type { MobileSource, SignInMethod } from '../tables.ts';
 
 export interface Recipient {
   email: string;
   method: SignInMethod;
   /** E.164 */
   mobile?: string;
+  /** Where `mobile` came from; absent with a mobile: the sender's header. */
+  mobileSource?: MobileSource;
   /** X-Sealpost-Language for this recipient. */
   language?: Language;
 }
@@ -58,7 +60,7 @@ export function messageFacts(parsed: ParsedMail, envelopeRecipients: string | un
     const language = languages.get(key);
     recipients.set(key, {
       email,
-      ...(mobile ? { method: 'sms', mobile } : { method: 'email' }),
+      ...(mobile ? { method: 'sms', mobile, mobileSource: 'header' } : { method: 'email' }),
       ...(language ? { language } : {}),
     });
   };

@@ -46,10 +46,10 @@ describe('POST /v1/seal and reading back', () => {
     assert.equal(body.sender, 'Alice@sender.example');
     assert.equal(body.subject, 'Quärterly report');
     assert.deepEqual(body.recipients, [
-      { email: 'bob@rcpt.example', method: 'sms', link: `https://read.example/m/${body.id}` },
+      { email: 'bob@rcpt.example', method: 'sms', mobileSource: 'header', link: `https://read.example/m/${body.id}` },
       { email: 'carol@rcpt.example', method: 'email', link: `https://read.example/m/${body.id}` },
       { email: 'dave@cc.example', method: 'email', link: `https://read.example/m/${body.id}` },
-      { email: 'erin@bcc.example', method: 'sms', link: `https://read.example/m/${body.id}` },
+      { email: 'erin@bcc.example', method: 'sms', mobileSource: 'header', link: `https://read.example/m/${body.id}` },
     ]);
     assert.deepEqual(body.pins, [{ cluster: `127.0.0.1:${standIn.port}`, status: 'pinned' }]);
     assert.ok(standIn.pins().has(body.cid), 'the CID is pinned on the cluster');
@@ -59,15 +59,20 @@ describe('POST /v1/seal and reading back', () => {
     assert.equal(metadata.size, raw.length);
     assert.ok(!Number.isNaN(Date.parse(metadata.sealedAt)));
     assert.deepEqual(metadata.recipients, [
-      { email: 'bob@rcpt.example', method: 'sms', mobile: '+41791234567' },
+      { email: 'bob@rcpt.example', method: 'sms', mobile: '+41791234567', mobileSource: 'header' },
       { email: 'carol@rcpt.example', method: 'email' },
       { email: 'dave@cc.example', method: 'email' },
-      { email: 'erin@bcc.example', method: 'sms', mobile: '+12015550123' },
+      { email: 'erin@bcc.example', method: 'sms', mobile: '+12015550123', mobileSource: 'header' },
     ]);
     assert.equal(metadata.pins[0].status, 'pinned');
 
     const one = await get(`/v1/sealed/${body.id}/recipients/${encodeURIComponent('Bob@RCPT.example')}`);
-    assert.deepEqual(await one.json(), { email: 'bob@rcpt.example', method: 'sms', mobile: '+41791234567' });
+    assert.deepEqual(await one.json(), {
+      email: 'bob@rcpt.example',
+      method: 'sms',
+      mobile: '+41791234567',
+      mobileSource: 'header',
+    });
     assert.equal((await get(`/v1/sealed/${body.id}/recipients/mallory@rcpt.example`)).status, 404);
   });
 
@@ -328,7 +333,7 @@ describe('POST /v1/seal and reading back', () => {
       'newest first, only hers',
     );
     assert.ok(!all.some((entry) => entry.id === other.id));
-    assert.deepEqual(all[0]!.recipient, { email: who, method: 'sms', mobile: '+41791234567' });
+    assert.deepEqual(all[0]!.recipient, { email: who, method: 'sms', mobile: '+41791234567', mobileSource: 'header' });
     assert.deepEqual(all[1]!.recipient, { email: who, method: 'email' });
     assert.equal(all[0]!.id, second.id);
     assert.deepEqual(

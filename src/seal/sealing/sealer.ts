@@ -25,7 +25,8 @@ import { copyProblem, describeCopies, type CopyProblem } from './copies.ts';
 import { assertReadable } from './end-state.ts';
 import { expiryOf } from './expires-header.ts';
 import { parseHead, readHead } from './message-head.ts';
-import { messageFacts } from './recipients.ts';
+import type { OnRecord } from '../contacts/contact-store.ts';
+import { messageFacts, type Recipient } from './recipients.ts';
 import type { ClaimedPin, PinOutcome, SealedRecord, SealedStore } from './store.ts';
 
 export interface SealInput {
@@ -50,6 +51,11 @@ export interface SealerOptions {
   pinCheckMs: number;
   /** SEAL_DEFAULT_EXPIRY and SEAL_MAX_EXPIRY in milliseconds, when set. */
   expiry: { defaultMs?: number; maxMs?: number };
+  /**
+   * The numbers on record for recipients the sender gave none (the contacts directory, numbers confirmed since):
+   * one lookup per message.
+   */
+  numbers: { onRecord(emailKeys: string[]): Promise<Map<string, OnRecord>> };
   /** Told of each new seal's pins that are not held yet, to follow them closely. */
   watchPins?: (pins: ClaimedPin[]) => void;
   clock: Clock;
@@ -115,6 +121,7 @@ export class Sealer {
     const head = await readHead(input.body, count);
     const parsedHead = await parseHead(head);
     const facts = messageFacts(parsedHead, input.envelopeRecipients);
+    facts.recipients = await this.withNumbersOnRecord(facts.recipients);
     const asked = expiryOf(parsedHead, new Date(this.options.clock.now()));
     if (facts.skipped.length > 0)
       logger.warn(
@@ -229,6 +236,29 @@ export class Sealer {
         this.releaseInBackground(added.cid, input.envelopeId, 'another request sealed this envelope first');
     }
     return result;
+  }
+
+  /**
+   * Which number applies to each recipient (docs/design.md#contacts): the sender's header first, then the number
+   * the recipient confirmed since, then the directory's, else none (an email code). A header that still names the
+   * number the recipient replaced by a mobile change gives way to the confirmed one: the change was proven with
+   * both numbers after the sender was given the old one. The directory's language applies where the sender chose
+   * none.
+   */
+  private async withNumbersOnRecord(recipients: Recipient[]): Promise<Recipient[]> {
+    const records = await this.options.numbers.onRecord(recipients.map((recipient) => recipient.email.toLowerCase()));
+    if (records.size === 0) return recipients;
+    return recipients.map((recipient) => {
+      const record = records.get(recipient.email.toLowerCase());
+      if (!record) return recipient;
+      const language = recipient.language ?? record.directory?.language ?? undefined;
+      const number = numberOnRecord(recipient.mobile, record);
+      return {
+        ...recipient,
+        ...(number ? { method: 'sms' as const, ...number } : {}),
+        ...(language ? { language } : {}),
+      };
+    });
   }
 
   /** Resolves once the unpins of orphaned content started so far have ended (for shutdown). */
@@ -428,6 +458,18 @@ export class Sealer {
       'sealed content served verified from another copy',
     );
   }
+}
+
+/**
+ * The number on record that applies to a recipient given `headerMobile` (or none) by the sender, or undefined when
+ * the header's stands (or there is none): the confirmed number where there is no header or the header names the
+ * number it replaced, else the directory's where there is no header.
+ */
+function numberOnRecord(headerMobile: string | undefined, { confirmed, directory }: OnRecord) {
+  if (confirmed && (!headerMobile || confirmed.replaces === headerMobile))
+    return { mobile: confirmed.mobile, mobileSource: 'confirmed' as const };
+  if (!headerMobile && directory) return { mobile: directory.mobile, mobileSource: 'directory' as const };
+  return undefined;
 }
 
 /** The ciphertext from one cluster into `file`, closed (flushed) before it is read. */

@@ -58,6 +58,7 @@ const RECIPIENT_TYPES = {
   method: 'text',
   mobile: 'text',
   language: 'text',
+  mobile_source: 'text',
   withdrawn_at: 'timestamptz',
   withdraw_note: 'text',
 };
@@ -158,6 +159,7 @@ export class SealedStore {
         'r.method',
         'r.mobile',
         'r.language',
+        'r.mobile_source',
         'r.withdrawn_at',
         'r.withdraw_note',
       ])
@@ -168,11 +170,22 @@ export class SealedStore {
     if (before) query = query.where('m.sealed_at', '<', before);
     const rows = await query.execute();
     return rows.map(
-      ({ position, email, email_key, method, mobile, language, withdrawn_at, withdraw_note, ...message }) => ({
+      ({
+        position,
+        email,
+        email_key,
+        method,
+        mobile,
+        language,
+        mobile_source,
+        withdrawn_at,
+        withdraw_note,
+        ...message
+      }) => ({
         message,
         recipient: {
           sealed_id: message.id,
-          ...{ position, email, email_key, method, mobile, language, withdrawn_at, withdraw_note },
+          ...{ position, email, email_key, method, mobile, language, mobile_source, withdrawn_at, withdraw_note },
         },
       }),
     );
@@ -199,6 +212,7 @@ export class SealedStore {
       method: recipient.method,
       mobile: recipient.mobile ?? null,
       language: recipient.language ?? null,
+      mobile_source: recipient.mobile ? (recipient.mobileSource ?? 'header') : null,
       withdrawn_at: null,
       withdraw_note: null,
     }));

@@ -17,6 +17,7 @@ export function sealAnswer(record: SealedRecord, publicUrl: string) {
     recipients: record.recipients.map((recipient) => ({
       email: recipient.email,
       method: recipient.method,
+      ...(recipient.mobile_source ? { mobileSource: recipient.mobile_source } : {}),
       ...(recipient.language ? { language: recipient.language } : {}),
       // The reader opens in the language the notification is written in (the exchange adds `lang`
       // for the default language itself, which only it knows).
@@ -58,6 +59,7 @@ export function recipientView(recipient: SealedRecipient) {
     email: recipient.email,
     method: recipient.method,
     ...(recipient.mobile ? { mobile: recipient.mobile } : {}),
+    ...(recipient.mobile_source ? { mobileSource: recipient.mobile_source } : {}),
     ...(recipient.language ? { language: recipient.language } : {}),
     ...(recipient.withdrawn_at ? { withdrawnAt: recipient.withdrawn_at.toISOString() } : {}),
   };

@@ -1,10 +1,12 @@
 import { type Kysely, sql } from 'kysely';
-import type { SealedMessage, SealTables } from '../tables.ts';
+import type { MobileSource, SealedMessage, SealTables, SignInMethod } from '../tables.ts';
 
 /** One recipient of a message with what the trail says of them (SenderRecipientSchema before it is written out). */
 export interface RecipientSummary {
   sealed_id: string;
   email: string;
+  method: SignInMethod;
+  mobile_source: MobileSource | null;
   withdrawn_at: Date | null;
   notified_at: Date | null;
   first_opened_at: Date | null;
@@ -90,6 +92,8 @@ export class SenderStore {
       .select([
         'r.sealed_id',
         'r.email',
+        'r.method',
+        'r.mobile_source',
         'r.withdrawn_at',
         sql<Date | null>`min(t.at) filter (where t.event = 'notified')`.as('notified_at'),
         sql<Date | null>`min(t.at) filter (where t.event = 'opened')`.as('first_opened_at'),
@@ -99,7 +103,7 @@ export class SenderStore {
         sql<string>`count(t.seq) filter (where t.event = 'reply_sent')`.as('replies'),
       ])
       .where('r.sealed_id', 'in', ids)
-      .groupBy(['r.sealed_id', 'r.position', 'r.email', 'r.withdrawn_at'])
+      .groupBy(['r.sealed_id', 'r.position', 'r.email', 'r.method', 'r.mobile_source', 'r.withdrawn_at'])
       .orderBy('r.sealed_id')
       .orderBy('r.position')
       .execute();

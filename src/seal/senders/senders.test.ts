@@ -127,7 +127,14 @@ describe("the sender's side", () => {
     assert.ok(typeof bob!.notifiedAt === 'string');
     assert.ok(typeof bob!.firstOpenedAt === 'string' && typeof bob!.lastOpenedAt === 'string');
     assert.ok(Date.parse(bob!.lastOpenedAt as string) > Date.parse(bob!.firstOpenedAt as string));
-    assert.deepEqual(Object.keys(carol!).sort(), ['downloads', 'email', 'failedSignIns', 'notifiedAt', 'replies']);
+    assert.deepEqual(Object.keys(carol!).sort(), [
+      'downloads',
+      'email',
+      'failedSignIns',
+      'method',
+      'notifiedAt',
+      'replies',
+    ]);
     assert.equal(carol!.failedSignIns, 0);
 
     const listed = ((await (await call(seal, `${base}?q=Counts`)).json()) as { sealed: Entry[] }).sealed;

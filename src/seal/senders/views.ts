@@ -23,6 +23,8 @@ export function senderEntries(
         .filter((recipient) => recipient.sealed_id === message.id)
         .map((recipient) => ({
           email: recipient.email,
+          method: recipient.method,
+          ...(recipient.mobile_source ? { mobileSource: recipient.mobile_source } : {}),
           ...time('withdrawnAt', recipient.withdrawn_at),
           ...time('notifiedAt', recipient.notified_at),
           ...time('firstOpenedAt', recipient.first_opened_at),

@@ -3,7 +3,7 @@ import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
 import { messageFrame } from './message-frame.ts';
-import { mobileSection } from './mobile.ts';
+import { laterMobileSection, mobileSection } from './mobile.ts';
 import { busy, signOutControl } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
 import { brokenSealScreen, fatalScreen, loadingScreen, messageEnd } from './status.ts';
@@ -132,6 +132,7 @@ export function readScreen(
         ),
         replySection(reader, message, draft),
         mobileSection(reader),
+        laterMobileSection(reader),
         otherMessages(reader, others),
       );
     },

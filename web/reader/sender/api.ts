@@ -29,6 +29,10 @@ export interface SealedEnd {
 /** What one recipient did with a message, the counts and times derived from the trail. */
 export interface RecipientStatus {
   email: string;
+  /** How they sign in (absent from a seal service before it said so). */
+  method?: 'sms' | 'email';
+  /** Where their mobile number came from: the sender's header, their own confirmation, the directory. */
+  mobileSource?: 'header' | 'confirmed' | 'directory';
   withdrawnAt?: string;
   notifiedAt?: string;
   firstOpenedAt?: string;

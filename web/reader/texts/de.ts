@@ -102,6 +102,24 @@ export const de = {
       `Ihre Mobilnummer ist jetzt ${to}. Ihre bisherige Nummer und Ihre E-Mail-Adresse wurden benachrichtigt.`,
   },
 
+  laterMobile: {
+    title: 'Spätere Nachrichten per SMS schützen',
+    explain:
+      'Sie haben sich mit einem Code per E-Mail angemeldet. Das kann jeder, der Ihr Postfach lesen kann. ' +
+      'Fügen Sie Ihre Mobilnummer hinzu: Die Codes für die versiegelten Nachrichten, die Ihnen diese Organisation ' +
+      'ab jetzt sendet, kommen per SMS. Diese Nachricht bleibt bei der Anmeldung per E-Mail.',
+    number: 'Mobilnummer',
+    numberHint: 'Im internationalen Format, zum Beispiel +41 79 123 45 67.',
+    start: 'Code an diese Nummer senden',
+    starting: 'Wird gesendet…',
+    codeTo: (to: string) => `Geben Sie den Code ein, den wir an ${to} gesendet haben.`,
+    code: 'Code',
+    confirm: 'Nummer hinzufügen',
+    confirming: 'Wird geprüft…',
+    added: (to: string) =>
+      `Erledigt: Codes für Ihre späteren Nachrichten gehen an ${to}. Ihre E-Mail-Adresse wurde informiert.`,
+  },
+
   others: {
     title: 'Ihre weiteren versiegelten Nachrichten',
     explain: 'Diese können Sie ohne weiteren Code öffnen.',
@@ -230,6 +248,7 @@ export const de = {
       'Bitte fordern Sie einen neuen an.',
     message_withdrawn: 'Diese Nachricht wurde vom Absender zurückgezogen und kann nicht mehr gelesen werden.',
     message_expired: 'Diese Nachricht ist abgelaufen und kann nicht mehr gelesen werden.',
+    mobile_required: 'Zum Schutz dieser Nachricht wird eine Mobilnummer benötigt.',
     seal_broken:
       'Das Siegel ist gebrochen: ' +
       'Diese Nachricht stimmt nicht mehr mit dem Versiegelten überein und wird daher nicht angezeigt.',

@@ -101,6 +101,23 @@ export const en = {
     changed: (to: string) => `Your mobile number is now ${to}. Your old number and your email address have been told.`,
   },
 
+  laterMobile: {
+    title: 'Protect your later messages by SMS',
+    explain:
+      'You signed in with a code sent to your email. Anyone who can read your mailbox could do the same. ' +
+      'Add your mobile number: the codes for the sealed messages this organisation sends you from now on go to it ' +
+      'by SMS. This message keeps signing in by email.',
+    number: 'Mobile number',
+    numberHint: 'In international format, for example +41 79 123 45 67.',
+    start: 'Send a code to this number',
+    starting: 'Sending…',
+    codeTo: (to: string) => `Enter the code we sent to ${to}.`,
+    code: 'Code',
+    confirm: 'Add this number',
+    confirming: 'Checking…',
+    added: (to: string) => `Done: codes for your later messages will go to ${to}. Your email address has been told.`,
+  },
+
   others: {
     title: 'Your other sealed messages',
     explain: 'You can open these without another code.',
@@ -219,6 +236,7 @@ export const en = {
       'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
     message_withdrawn: 'This message was withdrawn by its sender: it can no longer be read.',
     message_expired: 'This message has passed its end date: it can no longer be read.',
+    mobile_required: 'A mobile number is needed to protect this message.',
     seal_broken: 'The seal is broken: this message no longer matches what was sealed, so it is not shown.',
     validation_failed: 'Something in the form is not filled in correctly. Please check it and try again.',
     not_found: 'This message does not exist or is no longer available. Please check the link, or ask the sender.',

@@ -106,6 +106,24 @@ export const fr = {
       'Votre ancien numéro et votre adresse e-mail ont été prévenus.',
   },
 
+  laterMobile: {
+    title: 'Protéger vos prochains messages par SMS',
+    explain:
+      'Vous vous êtes connecté avec un code reçu par e-mail. Quiconque lit votre boîte pourrait en faire autant. ' +
+      'Ajoutez votre numéro de mobile : les codes des messages scellés que cette organisation vous enverra ' +
+      'désormais arriveront par SMS. Ce message-ci garde la connexion par e-mail.',
+    number: 'Numéro de mobile',
+    numberHint: 'Au format international, par exemple +41 79 123 45 67.',
+    start: 'Envoyer un code à ce numéro',
+    starting: 'Envoi…',
+    codeTo: (to: string) => `Saisissez le code envoyé au ${to}.`,
+    code: 'Code',
+    confirm: 'Ajouter ce numéro',
+    confirming: 'Vérification…',
+    added: (to: string) =>
+      `C’est fait : les codes de vos prochains messages iront au ${to}. Votre adresse e-mail a été prévenue.`,
+  },
+
   others: {
     title: 'Vos autres messages scellés',
     explain: 'Vous pouvez les ouvrir sans nouveau code.',
@@ -230,6 +248,7 @@ export const fr = {
       'Ce code ne peut plus être utilisé : il a été mal saisi trop de fois. Veuillez en demander un nouveau.',
     message_withdrawn: 'Ce message a été retiré par son expéditeur : il ne peut plus être lu.',
     message_expired: 'Ce message a dépassé sa date de fin : il ne peut plus être lu.',
+    mobile_required: 'Un numéro de mobile est nécessaire pour protéger ce message.',
     seal_broken: 'Le sceau est brisé : ce message ne correspond plus à ce qui a été scellé, il n’est donc pas affiché.',
     validation_failed: 'Un élément du formulaire n’est pas rempli correctement. Veuillez le vérifier et réessayer.',
     not_found:

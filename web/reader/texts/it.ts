@@ -105,6 +105,24 @@ export const it = {
       `Il suo numero di cellulare ora è ${to}. Il numero precedente e il suo indirizzo e-mail sono stati avvisati.`,
   },
 
+  laterMobile: {
+    title: 'Proteggere i prossimi messaggi via SMS',
+    explain:
+      'Ha effettuato l’accesso con un codice ricevuto via e-mail. Chi può leggere la sua casella potrebbe fare lo ' +
+      'stesso. Aggiunga il suo numero di cellulare: i codici dei messaggi sigillati che questa organizzazione le ' +
+      'invierà d’ora in poi arriveranno via SMS. Questo messaggio mantiene l’accesso via e-mail.',
+    number: 'Numero di cellulare',
+    numberHint: 'In formato internazionale, ad esempio +41 79 123 45 67.',
+    start: 'Invia un codice a questo numero',
+    starting: 'Invio…',
+    codeTo: (to: string) => `Inserisca il codice inviato a ${to}.`,
+    code: 'Codice',
+    confirm: 'Aggiungi questo numero',
+    confirming: 'Verifica…',
+    added: (to: string) =>
+      `Fatto: i codici dei suoi prossimi messaggi andranno a ${to}. Il suo indirizzo e-mail è stato avvisato.`,
+  },
+
   others: {
     title: 'Gli altri suoi messaggi sigillati',
     explain: 'Può aprirli senza un altro codice.',
@@ -228,6 +246,7 @@ export const it = {
       'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
     message_withdrawn: 'Questo messaggio è stato ritirato dal mittente: non può più essere letto.',
     message_expired: 'Questo messaggio ha superato la data di scadenza: non può più essere letto.',
+    mobile_required: 'Per proteggere questo messaggio serve un numero di cellulare.',
     seal_broken:
       'Il sigillo è rotto: ' +
       'questo messaggio non corrisponde più a ciò che è stato sigillato, perciò non viene mostrato.',

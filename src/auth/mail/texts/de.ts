@@ -22,6 +22,17 @@ export const de: CodeMailTexts = {
       `Sealpost: Die Mobilnummer für Ihre versiegelte Nachricht von ${sender} wurde ` +
       `am ${when} geändert. Falls Sie das nicht waren, wenden Sie sich an den Absender.`,
   },
+  mobileAdded: {
+    subject: 'Eine Mobilnummer schützt jetzt Ihre versiegelten Nachrichten',
+    body: (when: string, to: string) =>
+      `${[
+        `Am ${when} wurde die Mobilnummer ${to} für Ihre versiegelten Nachrichten hinzugefügt.`,
+        '',
+        'Ab jetzt gehen die Codes für versiegelte Nachrichten dieser Organisation per SMS an diese Nummer.',
+        'Die Nachricht, die Sie gerade gelesen haben, behält ihre Anmeldeart.',
+        'Falls Sie diese Nummer nicht hinzugefügt haben, wenden Sie sich sofort an den Absender Ihrer Nachrichten.',
+      ].join('\r\n')}\r\n`,
+  },
   senderNotice: {
     openedSubject: (subject: string) => `Geöffnet: ${subject}`,
     opened: (recipient: string, subject: string, link: string) =>

@@ -26,6 +26,17 @@ export const en = {
       `Sealpost: the mobile number for your sealed message from ${sender} ` +
       `was changed on ${when}. If this was not you, contact the sender.`,
   },
+  mobileAdded: {
+    subject: 'A mobile number now protects your sealed messages',
+    body: (when: string, to: string) =>
+      `${[
+        `On ${when} the mobile number ${to} was added for your sealed messages.`,
+        '',
+        'From now on, the codes for the sealed messages you receive from this organisation go to that number by SMS.',
+        'The message you were reading keeps its way of signing in.',
+        'If you did not add this number, contact the sender of your messages at once.',
+      ].join('\r\n')}\r\n`,
+  },
   senderNotice: {
     openedSubject: (subject: string) => `Opened: ${subject}`,
     opened: (recipient: string, subject: string, link: string) =>

@@ -22,6 +22,17 @@ export const fr: CodeMailTexts = {
       `Sealpost : le numéro de mobile de votre message scellé de ${sender} a ` +
       `été modifié le ${when}. Si ce n'était pas vous, contactez l'expéditeur.`,
   },
+  mobileAdded: {
+    subject: 'Un numéro de mobile protège désormais vos messages scellés',
+    body: (when: string, to: string) =>
+      `${[
+        `Le ${when}, le numéro de mobile ${to} a été ajouté pour vos messages scellés.`,
+        '',
+        'Désormais, les codes des messages scellés de cette organisation arrivent par SMS à ce numéro.',
+        'Le message que vous lisiez garde sa façon de se connecter.',
+        'Si vous n’avez pas ajouté ce numéro, contactez sans attendre l’expéditeur de vos messages.',
+      ].join('\r\n')}\r\n`,
+  },
   senderNotice: {
     openedSubject: (subject: string) => `Ouvert : ${subject}`,
     opened: (recipient: string, subject: string, link: string) =>

@@ -22,6 +22,17 @@ export const it: CodeMailTexts = {
       `Sealpost: il numero di cellulare per il suo messaggio sigillato da ${sender} ` +
       `è stato cambiato il ${when}. Se non è stato lei, contatti il mittente.`,
   },
+  mobileAdded: {
+    subject: 'Un numero di cellulare protegge ora i suoi messaggi sigillati',
+    body: (when: string, to: string) =>
+      `${[
+        `Il ${when} è stato aggiunto il numero di cellulare ${to} per i suoi messaggi sigillati.`,
+        '',
+        'D’ora in poi i codici dei messaggi sigillati di questa organizzazione arrivano via SMS a quel numero.',
+        'Il messaggio che stava leggendo mantiene il suo modo di accesso.',
+        'Se non ha aggiunto lei questo numero, contatti subito il mittente dei suoi messaggi.',
+      ].join('\r\n')}\r\n`,
+  },
   senderNotice: {
     openedSubject: (subject: string) => `Aperto: ${subject}`,
     opened: (recipient: string, subject: string, link: string) =>

@@ -63,6 +63,12 @@ function endText(t: SenderTexts, message: SentMessage): string {
   return message.expiresAt ? formatDate(message.expiresAt, t.lang) : t.detail.noEndDate;
 }
 
+/** How the recipient signs in, and where their number came from (docs/design.md#contacts). */
+function signInText(t: SenderPage['t'], r: RecipientStatus): string {
+  if (r.method !== 'sms') return t.detail.signInEmail;
+  return r.mobileSource ? t.detail.signInSms[r.mobileSource] : t.detail.signInSms.header;
+}
+
 /** One recipient's timeline, and their own withdrawal while the message and they can still read. */
 function recipientItem(page: SenderPage, message: SentMessage, r: RecipientStatus, ended: boolean): HTMLElement {
   const { t } = page;
@@ -71,6 +77,7 @@ function recipientItem(page: SenderPage, message: SentMessage, r: RecipientStatu
   const timeline = h(
     'dl',
     { class: 'timeline' },
+    r.method ? row(t.detail.signIn, signInText(t, r)) : null,
     row(t.detail.notified, when(r.notifiedAt, t.detail.not)),
     row(t.detail.firstOpened, when(r.firstOpenedAt, t.detail.never)),
     row(t.detail.lastOpened, when(r.lastOpenedAt, t.detail.never)),

@@ -62,6 +62,13 @@ export const de = {
     withdrawnOn: (date: string) => `Am ${date} für alle zurückgezogen.`,
     expiredOn: (date: string) => `Am ${date} abgelaufen.`,
     recipients: 'Empfänger',
+    signIn: 'Anmeldung',
+    signInEmail: 'Mit einem Code per E-Mail (keine Mobilnummer)',
+    signInSms: {
+      header: 'Per SMS, an die Nummer aus der Nachricht',
+      confirmed: 'Per SMS, an die vom Empfänger bestätigte Nummer',
+      directory: 'Per SMS, an die Nummer aus dem Kontaktverzeichnis',
+    },
     notified: 'Benachrichtigt',
     firstOpened: 'Zuerst geöffnet',
     lastOpened: 'Zuletzt geöffnet',
@@ -138,6 +145,7 @@ export const de = {
     not_found: 'Diese Nachricht gibt es nicht, oder sie wurde nicht von Ihrer Adresse gesendet.',
     message_withdrawn: 'Diese Nachricht wurde zurückgezogen: Sie kann nicht mehr geändert werden.',
     message_expired: 'Diese Nachricht ist abgelaufen: Sie kann nicht mehr geändert werden.',
+    mobile_required: 'Ein Empfänger hat keine Mobilnummer, und diese Organisation verlangt eine.',
   },
   errorFallback: reader.errorFallback,
 } satisfies SenderTexts;

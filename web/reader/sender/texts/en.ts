@@ -65,6 +65,13 @@ export const en = {
     withdrawnOn: (date: string) => `Withdrawn for everyone on ${date}.`,
     expiredOn: (date: string) => `Expired on ${date}.`,
     recipients: 'Recipients',
+    signIn: 'Signs in',
+    signInEmail: 'With a code by email (no mobile number)',
+    signInSms: {
+      header: 'By SMS, to the number the message gave',
+      confirmed: 'By SMS, to the number the recipient confirmed',
+      directory: 'By SMS, to the number in the contacts directory',
+    },
     notified: 'Notified',
     firstOpened: 'First opened',
     lastOpened: 'Last opened',
@@ -136,6 +143,7 @@ export const en = {
     not_found: 'This message does not exist, or it was not sent from your address.',
     message_withdrawn: 'This message was withdrawn: it can no longer be changed.',
     message_expired: 'This message has passed its end date: it can no longer be changed.',
+    mobile_required: 'A recipient has no mobile number, and this organisation requires one.',
   },
   errorFallback: reader.errorFallback,
 };

@@ -62,6 +62,13 @@ export const fr = {
     withdrawnOn: (date: string) => `Retiré pour tous le ${date}.`,
     expiredOn: (date: string) => `Expiré le ${date}.`,
     recipients: 'Destinataires',
+    signIn: 'Connexion',
+    signInEmail: 'Avec un code par e-mail (pas de numéro de mobile)',
+    signInSms: {
+      header: 'Par SMS, au numéro donné par le message',
+      confirmed: 'Par SMS, au numéro confirmé par le destinataire',
+      directory: 'Par SMS, au numéro de l’annuaire des contacts',
+    },
     notified: 'Notifié',
     firstOpened: 'Première ouverture',
     lastOpened: 'Dernière ouverture',
@@ -137,6 +144,7 @@ export const fr = {
     not_found: "Ce message n'existe pas, ou il n'a pas été envoyé depuis votre adresse.",
     message_withdrawn: 'Ce message a été retiré : il ne peut plus être modifié.',
     message_expired: 'Ce message a dépassé sa date de fin : il ne peut plus être modifié.',
+    mobile_required: 'Un destinataire n’a pas de numéro de mobile, et cette organisation en exige un.',
   },
   errorFallback: reader.errorFallback,
 } satisfies SenderTexts;

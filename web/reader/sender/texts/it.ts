@@ -62,6 +62,13 @@ export const it = {
     withdrawnOn: (date: string) => `Ritirato per tutti il ${date}.`,
     expiredOn: (date: string) => `Scaduto il ${date}.`,
     recipients: 'Destinatari',
+    signIn: 'Accesso',
+    signInEmail: 'Con un codice via e-mail (nessun numero di cellulare)',
+    signInSms: {
+      header: 'Via SMS, al numero indicato nel messaggio',
+      confirmed: 'Via SMS, al numero confermato dal destinatario',
+      directory: 'Via SMS, al numero della rubrica dei contatti',
+    },
     notified: 'Notificato',
     firstOpened: 'Prima apertura',
     lastOpened: 'Ultima apertura',
@@ -134,6 +141,7 @@ export const it = {
     not_found: 'Questo messaggio non esiste, o non è stato inviato dal Suo indirizzo.',
     message_withdrawn: 'Questo messaggio è stato ritirato: non può più essere modificato.',
     message_expired: 'Questo messaggio ha superato la data di scadenza: non può più essere modificato.',
+    mobile_required: 'Un destinatario non ha un numero di cellulare, e questa organizzazione lo richiede.',
   },
   errorFallback: reader.errorFallback,
 } satisfies SenderTexts;
