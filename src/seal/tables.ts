@@ -12,6 +12,8 @@ export interface SealTables {
   sealed_trail: SealedTrailTable;
   seal_scrub_due: SealScrubDueTable;
   seal_scrub_copies: SealScrubCopiesTable;
+  seal_key_versions: SealKeyVersionsTable;
+  seal_key_rotations: SealKeyRotationsTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -19,7 +21,7 @@ type CreatedAt = ColumnType<Date, Date | undefined, never>;
 /** Every configuration stored through POST /v1/ipfs/config; the newest row is "the stored one". */
 export interface ClusterConfigsTable {
   id: Generated<number>;
-  /** ClusterSettings[] with each `pass` replaced by its secret-box form (encrypted with SEAL_MASTER_KEY). */
+  /** ClusterSettings[] with each `pass` replaced by its secret-box form (wrapped by a master key version). */
   clusters: ColumnType<StoredCluster[], string, string>;
   created_at: CreatedAt;
 }
@@ -28,7 +30,7 @@ export interface StoredCluster {
   host: string;
   port: string;
   user?: string;
-  /** `v1.<base64url>`: AES-256-GCM under SEAL_MASTER_KEY (crypto/secret-box.ts). */
+  /** `k<version>.<base64url>` (`v1.` before key versions): AES-256-GCM under a key version (crypto/secret-box.ts). */
   passEncrypted?: string;
   secure: boolean;
   timeout: string;
@@ -57,10 +59,12 @@ export interface SealedMessagesTable {
   sha256: string;
   size: number;
   /**
-   * The message key, encrypted with SEAL_MASTER_KEY and bound to this id (crypto/secret-box.ts); null once
+   * The message key, wrapped by a master key version and bound to this id (crypto/secret-box.ts); null once
    * the message ended: the key is destroyed, so the content on IPFS can never be decrypted again.
    */
   wrapped_key: string | null;
+  /** The master key version that wrapped `wrapped_key` (the version its prefix names). */
+  key_version: number;
   sender: string;
   subject: string;
   sealed_at: CreatedAt;
@@ -165,6 +169,29 @@ export interface SealScrubCopiesTable {
   /** When the scrub first found it so (kept while the state holds). */
   found_at: Date;
   checked_at: Date;
+}
+
+/** A check value per master key version ever used: proves at start that version N is still the same key. */
+export interface SealKeyVersionsTable {
+  version: number;
+  /** A fixed text wrapped by the version (crypto/secret-box.ts keyCheckLabel). */
+  check_value: string;
+  first_used_at: CreatedAt;
+}
+
+/** A rotation asked for: re-wrap everything under `version`; also the lease of the instance doing it. */
+export interface SealKeyRotationsTable {
+  /** The version everything is re-wrapped under. */
+  version: number;
+  requested_at: Date;
+  /** When nothing was left wrapped by another version; null while it runs. */
+  finished_at: Date | null;
+  /** Message keys and cluster passwords re-wrapped so far, by every instance. */
+  rewrapped: ColumnType<string, string | number | undefined, string | number>;
+  /** The instance holding the re-wrap (a random id per process). */
+  lease_holder: string | null;
+  /** Until when that instance holds it; null or past: free to take. */
+  lease_until: Date | null;
 }
 
 export type SealedMessage = Selectable<SealedMessagesTable>;
