@@ -20,6 +20,9 @@ const USAGE = `Usage: sealpost <command> [--help]
                                    (--recipient and --sender name --to and --from too; no --from: <>)
                                    which delivery rule of the running exchange (EXCHANGE_URL) takes each
                                    recipient of a sample message (a dry run); exit 1 when one has none
+  keys status|rotate [--json]      the seal master key versions (SEAL_URL): what each still wraps, and
+                                   whether it may be removed; rotate re-wraps everything under the
+                                   current version in the background
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
   dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519] [--bits 2048]
@@ -101,6 +104,15 @@ async function main(argv: string[]): Promise<number> {
         return await rulesTestCommand(readConfig(['exchange']), rest.slice(1), process.stdout);
       } catch (error) {
         process.stderr.write(`sealpost rules test: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
+    case 'keys': {
+      const { keysCommand } = await import('./keys.ts');
+      try {
+        return await keysCommand(readConfig(['auth']), rest, process.stdout);
+      } catch (error) {
+        process.stderr.write(`sealpost keys: ${(error as Error).message}\n`);
         return 1;
       }
     }

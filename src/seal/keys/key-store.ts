@@ -133,16 +133,25 @@ export class KeyStore {
 
   /**
    * Replaces a message key's wrapping only if it is still the one that was read: a message ended meanwhile (key
-   * destroyed) stays ended, and a key another instance re-wrapped first is not written twice. True when replaced.
+   * destroyed) stays ended, and a key another instance re-wrapped first is not written twice. The rotation's count
+   * moves in the same statement, so that it is exact whenever the process is killed. True when replaced.
    */
   async replaceMessageKey(id: string, was: string, now: string, version: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable('sealed_messages')
-      .set({ wrapped_key: now, key_version: version })
-      .where('id', '=', id)
-      .where('wrapped_key', '=', was)
+    const row = await this.db
+      .with('replaced', (db) =>
+        db
+          .updateTable('sealed_messages')
+          .set({ wrapped_key: now, key_version: version })
+          .where('id', '=', id)
+          .where('wrapped_key', '=', was)
+          .returning('id'),
+      )
+      .updateTable('seal_key_rotations')
+      .set({ rewrapped: sql`rewrapped + (select count(*) from replaced)` })
+      .where('version', '=', version)
+      .returning(sql<string>`(select count(*) from replaced)`.as('count'))
       .executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+    return Number(row?.count ?? 0) === 1;
   }
 
   /** Every stored cluster configuration (the history too: each row's passwords are wrapped), oldest first. */
@@ -173,6 +182,11 @@ export class KeyStore {
           .updateTable('cluster_configs')
           .set({ clusters: JSON.stringify(clusters) })
           .where('id', '=', id)
+          .execute();
+        await tx
+          .updateTable('seal_key_rotations')
+          .set({ rewrapped: sql`rewrapped + ${count}` })
+          .where('version', '=', keyring.current)
           .execute();
       }
       return count;
@@ -249,15 +263,6 @@ export class KeyStore {
       )
       .executeTakeFirst();
     return taken.numUpdatedRows === 1n;
-  }
-
-  async addRewrapped(version: number, count: number): Promise<void> {
-    if (count === 0) return;
-    await this.db
-      .updateTable('seal_key_rotations')
-      .set({ rewrapped: sql`rewrapped + ${count}` })
-      .where('version', '=', version)
-      .execute();
   }
 
   /** Closes the rotation and lets go of its lease. */

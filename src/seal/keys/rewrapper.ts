@@ -124,7 +124,6 @@ export class Rewrapper {
       for (const config of await store.clusterConfigs()) {
         const count = await store.rewrapClusterConfig(config.id, keyring);
         this.rewrapped.inc({ kind: 'cluster_password' }, count);
-        await store.addRewrapped(version, count);
         total += count;
       }
       let after: string | undefined;
@@ -154,7 +153,6 @@ export class Rewrapper {
           const wait = spacingMs - (Date.now() - started);
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         }
-        await store.addRewrapped(version, done);
         total += done;
         if (!(await store.lease(version, new Date(clock.now() + leaseMs()), this.holder))) {
           logger.warn({ version }, 'key rotation: the lease went to another instance; it goes on from here');
