@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import pkcs11js from 'pkcs11js';
+import { loadPkcs11 } from '../../src/seal/crypto/pkcs11-key.ts';
 
 const run = promisify(execFile);
 
@@ -51,6 +51,7 @@ export async function startSoftHsm(tokenLabel = 'sealpost-test'): Promise<SoftHs
       // SoftHSM reads SOFTHSM2_CONF when initialised: this process opens the token for as long as it takes.
       const before = process.env.SOFTHSM2_CONF;
       process.env.SOFTHSM2_CONF = conf;
+      const pkcs11js = await loadPkcs11();
       const pkcs11 = new pkcs11js.PKCS11();
       pkcs11.load(SOFTHSM_MODULE);
       pkcs11.C_Initialize();

@@ -12,8 +12,78 @@ export interface Pkcs11Settings {
   keys: Map<number, string>;
 }
 
-type Pkcs11Module = typeof import('pkcs11js');
-type Pkcs11 = InstanceType<Pkcs11Module['PKCS11']>;
+type Handle = Buffer;
+type Template = Array<{ type: number; value?: number | boolean | string | Buffer }>;
+type Mechanism = { mechanism: number; parameter?: Buffer | number | Record<string, unknown> };
+
+/**
+ * The part of pkcs11js (https://github.com/PeculiarVentures/pkcs11js) Sealpost calls, typed here: the package is
+ * an optional native dependency, absent where it could not be built, and neither `tsc` nor `npm run build` may
+ * depend on its type declarations being installed.
+ */
+export interface Pkcs11 {
+  load(path: string): void;
+  C_Initialize(): void;
+  C_Finalize(): void;
+  C_GetSlotList(tokenPresent?: boolean): Handle[];
+  C_GetTokenInfo(slot: Handle): { label: string };
+  C_OpenSession(slot: Handle, flags: number): Handle;
+  C_CloseSession(session: Handle): void;
+  C_Login(session: Handle, userType: number, pin?: string): void;
+  C_Logout(session: Handle): void;
+  C_FindObjectsInit(session: Handle, template: Template): void;
+  C_FindObjects(session: Handle, maxObjectCount: number): Handle[];
+  C_FindObjectsFinal(session: Handle): void;
+  C_GenerateKey(session: Handle, mechanism: Mechanism, template: Template): Handle;
+  C_EncryptInit(session: Handle, mechanism: Mechanism, key: Handle): void;
+  C_Encrypt(session: Handle, inData: Buffer, outData: Buffer): Buffer;
+  C_DecryptInit(session: Handle, mechanism: Mechanism, key: Handle): void;
+  C_Decrypt(session: Handle, inData: Buffer, outData: Buffer): Buffer;
+}
+
+/** The constants used, here and by the tests that create a key on a SoftHSM2 token. */
+const CONSTANTS = [
+  'CKA_CLASS',
+  'CKA_DECRYPT',
+  'CKA_ENCRYPT',
+  'CKA_EXTRACTABLE',
+  'CKA_KEY_TYPE',
+  'CKA_LABEL',
+  'CKA_PRIVATE',
+  'CKA_SENSITIVE',
+  'CKA_TOKEN',
+  'CKA_VALUE_LEN',
+  'CKF_RW_SESSION',
+  'CKF_SERIAL_SESSION',
+  'CKK_AES',
+  'CKM_AES_GCM',
+  'CKM_AES_KEY_GEN',
+  'CKO_SECRET_KEY',
+  'CKU_USER',
+  'CK_PARAMS_AES_GCM',
+] as const;
+
+export type Pkcs11Module = { PKCS11: new () => Pkcs11 } & Record<(typeof CONSTANTS)[number], number>;
+
+/** pkcs11js, loaded when first needed; a sentence naming SEAL_KEY_PKCS11_MODULE when it is not installed. */
+export async function loadPkcs11(): Promise<Pkcs11Module> {
+  // A name in a variable: the import is resolved at run time only, never by the type checker or the build.
+  const name = 'pkcs11js';
+  try {
+    const loaded = (await import(name)) as { default?: Pkcs11Module } & Pkcs11Module;
+    const binding = loaded.default ?? loaded;
+    for (const constant of CONSTANTS) {
+      if (typeof binding[constant] !== 'number') throw new Error(`pkcs11js has no ${constant}`);
+    }
+    return binding;
+  } catch (error) {
+    throw new Error(
+      'SEAL_KEY_PKCS11_MODULE is set, but the PKCS#11 binding (the optional package pkcs11js, a native addon) is ' +
+        'not installed: run `npm ci` where a C++ compiler, make and python3 are present ' +
+        `(${(error as Error).message})`,
+    );
+  }
+}
 
 /**
  * Opens the PKCS#11 token that holds the HSM key versions: the keys never leave it; every wrap and unwrap is an
@@ -22,16 +92,7 @@ type Pkcs11 = InstanceType<Pkcs11Module['PKCS11']>;
  * to fix. pkcs11js is an optional native dependency: loaded here only, when SEAL_KEY_PKCS11_MODULE is set.
  */
 export async function openPkcs11Keys(settings: Pkcs11Settings): Promise<{ versions: KeyVersion[]; close(): void }> {
-  let binding: Pkcs11Module;
-  try {
-    binding = (await import('pkcs11js')).default as unknown as Pkcs11Module;
-  } catch (error) {
-    throw new Error(
-      'SEAL_KEY_PKCS11_MODULE is set, but the PKCS#11 binding (the optional package pkcs11js, a native addon) is ' +
-        'not installed: run `npm ci` where a C++ compiler, make and python3 are present ' +
-        `(${(error as Error).message})`,
-    );
-  }
+  const binding = await loadPkcs11();
   let pin: string;
   try {
     pin = (await readFile(settings.pinFile, 'utf8')).trim();

@@ -55,7 +55,8 @@ export class Rewrapper {
   registerMetrics(registry: Registry): void {
     registry.registerMetric(this.rewrapped);
     registry.registerMetric(this.failed);
-    const remaining = cachedFor(() => this.options.store.remaining());
+    // Counted at most once a second: a rotation's progress shows on the next scrape, and the count is one index scan.
+    const remaining = cachedFor(() => this.options.store.remaining(), 1_000);
     const { keyring } = this.options;
     new Gauge({
       name: 'seal_key_rewrap_remaining',
