@@ -12,7 +12,7 @@ import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-
 import { startSoftHsm, type SoftHsm } from '../support/softhsm.ts';
 
 /**
- * Rotating the master key on the real stack (issue #54): messages sealed under version 1, a rotation to version 2
+ * Rotating the master key on the real stack: messages sealed under version 1, a rotation to version 2
  * while mail keeps being sealed and read, a kill -9 in the middle of the re-wrap and a restart, then version 1
  * removed. Once with version 2 in SEAL_MASTER_KEYS, once with it in a SoftHSM2 token (a rotation from an
  * environment key to an HSM key). The seal service runs as `sealpost start seal`, a real process.
