@@ -1,14 +1,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { singleKeyring } from '../../src/seal/crypto/environment-key.ts';
 import { messageKeyLabel, SecretError } from '../../src/seal/crypto/secret-box.ts';
 import { createTestDatabase } from '../support/postgres.ts';
 import { postSeal, rawMessage, standInCluster, standInEnv, startStandIn, type StandIn } from '../support/seal.ts';
-import { startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
+import { SEALPOST_BIN, startSealpostProcess, type SealpostProcess } from '../support/sealpost-process.ts';
 import { startSoftHsm, type SoftHsm } from '../support/softhsm.ts';
 
 /**
@@ -17,6 +19,7 @@ import { startSoftHsm, type SoftHsm } from '../support/softhsm.ts';
  * removed. Once with version 2 in SEAL_MASTER_KEYS, once with it in a SoftHSM2 token (a rotation from an
  * environment key to an HSM key). The seal service runs as `sealpost start seal`, a real process.
  */
+const run = promisify(execFile);
 const KEY_1 = '11'.repeat(32);
 const KEY_2 = '22'.repeat(32);
 const ADMIN = 'keys-admin-token';
@@ -93,6 +96,19 @@ async function refusedStart(stack: Stack, keys: Record<string, string>): Promise
 
 const admin = (process: SealpostProcess, path: string, method = 'GET') =>
   fetch(`${process.urls.seal}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}` } });
+
+/** `sealpost keys ACTION` as an operator runs it, against this seal service. */
+async function sealpostKeys(process: SealpostProcess, action: 'status' | 'rotate'): Promise<string> {
+  const { stdout } = await run(globalThis.process.execPath, [SEALPOST_BIN, 'keys', action], {
+    env: {
+      PATH: globalThis.process.env.PATH ?? '',
+      SEAL_URL: process.urls.seal,
+      ADMIN_TOKEN: ADMIN,
+      LOG_LEVEL: 'warn',
+    },
+  });
+  return stdout;
+}
 
 interface KeyStatus {
   current: number;
@@ -200,7 +216,9 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
       { version: 2, source: v2Source, messages: 0, clusterPasswords: 0, removable: false },
     ],
   );
-  assert.equal((await admin(process, '/v1/admin/keys/rotate', 'POST')).status, 202);
+  const rotate = await sealpostKeys(process, 'rotate');
+  assert.match(rotate, /^rotation to version 2 asked for/);
+  assert.match(rotate, /\n1 +environment +\d+ +1 +still wraps \d+: keep it in SEAL_MASTER_KEY/);
   let sealedDuring = 0;
   const oldIds = [...bodies.keys()];
   await eventually('a few message keys re-wrapped', async () => {
@@ -243,6 +261,10 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
   });
   // Every version-1 key and the cluster password re-wrapped exactly once, across the kill.
   assert.equal(status.rotation!.rewrapped, running + 1);
+  assert.match(
+    await sealpostKeys(process, 'status'),
+    /\n1 +environment +0 +0 +wraps nothing: may be removed from SEAL_MASTER_KEY\n2 +\S+ +\d+ +1 +current/,
+  );
   const one = status.versions.find((entry) => entry.version === 1)!;
   assert.deepEqual([one.messages, one.clusterPasswords, one.removable], [0, 0, true]);
   assert.equal(await metric(process, /^seal_key_rewrap_remaining\{[^}]*version="1"[^}]*\} (\d+)/m), 0);
