@@ -110,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
     case 'keys': {
       const { keysCommand } = await import('./keys.ts');
       try {
-        return await keysCommand(readConfig(['auth']), rest, process.stdout);
+        return await keysCommand(readConfig(['seal']), rest, process.stdout);
       } catch (error) {
         process.stderr.write(`sealpost keys: ${(error as Error).message}\n`);
         return 1;

@@ -304,6 +304,7 @@ describe('a master key version in a PKCS#11 token (SoftHSM2)', { timeout: 300_00
   before(async () => {
     [stack, hsm] = await Promise.all([startStack('keys_hsm'), startSoftHsm()]);
     await hsm.addKey('sealpost-key-2');
+    await hsm.addKey('decrypt-only', { encrypt: false });
   });
   after(async () => {
     await stopStack(stack);
@@ -326,10 +327,13 @@ describe('a master key version in a PKCS#11 token (SoftHSM2)', { timeout: 300_00
       const { rows } = await stack!.pool.query<{ count: string }>('select count(*) from seal.sealed_messages');
       return Number(rows[0]!.count);
     };
+    const env = hsm!.env('2:sealpost-key-2');
+    // Started once with the token's version 2, which writes its check value (and the schema, run alone).
+    const once = await startSeal(stack!, { SEAL_MASTER_KEY: KEY_1, ...env });
+    await once.stop();
     const count = await sealedBefore();
     const wrongPin = join(stack!.dataDir, 'wrong.pin');
     await writeFile(wrongPin, '0000\n', { mode: 0o600 });
-    const env = hsm!.env('2:sealpost-key-2');
     assert.match(
       await refusedStart(stack!, { ...env, SEAL_KEY_PKCS11_PIN_FILE: wrongPin }),
       /SEAL_KEY_PKCS11_PIN_FILE=\S+wrong\.pin: the token in SEAL_KEY_PKCS11_SLOT=sealpost-test refused the PIN/,
@@ -346,9 +350,16 @@ describe('a master key version in a PKCS#11 token (SoftHSM2)', { timeout: 300_00
       await refusedStart(stack!, { ...env, SEAL_MASTER_KEY_VERSION: '4' }),
       /SEAL_MASTER_KEY_VERSION=4 names a key version that is not configured/,
     );
+    // A current version that cannot wrap (a token key not allowed to encrypt) seals nothing.
+    assert.match(
+      await refusedStart(stack!, {
+        ...env,
+        SEAL_KEY_PKCS11_KEYS: '2:sealpost-key-2,5:decrypt-only',
+        SEAL_MASTER_KEY_VERSION: '5',
+      }),
+      /SEAL_KEY_PKCS11_KEYS: the current key version 5 does not wrap and unwrap again \(.*\): nothing is sealed/,
+    );
     // Version 2 given as another key than the token's, which wrapped before: refused before it wraps anything.
-    const once = await startSeal(stack!, { SEAL_MASTER_KEY: KEY_1, ...env });
-    await once.stop();
     assert.match(
       await refusedStart(stack!, { SEAL_MASTER_KEY: KEY_1, SEAL_MASTER_KEYS: `2:${KEY_2}` }),
       /SEAL_MASTER_KEYS: key version 2 is not the key that version 2 wrapped with before/,

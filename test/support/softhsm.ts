@@ -16,7 +16,7 @@ export interface SoftHsm {
   tokenLabel: string;
   pinFile: string;
   /** Creates an AES-256 secret key on the token: sensitive, never extractable, for encrypt and decrypt. */
-  addKey(label: string): Promise<void>;
+  addKey(label: string, options?: { encrypt?: boolean }): Promise<void>;
   /** The SEAL_KEY_PKCS11_* variables (and SOFTHSM2_CONF) for key versions held on this token. */
   env(keys: string): Record<string, string>;
   close(): Promise<void>;
@@ -47,7 +47,7 @@ export async function startSoftHsm(tokenLabel = 'sealpost-test'): Promise<SoftHs
     conf,
     tokenLabel,
     pinFile,
-    async addKey(label) {
+    async addKey(label, options = {}) {
       // SoftHSM reads SOFTHSM2_CONF when initialised: this process opens the token for as long as it takes.
       const before = process.env.SOFTHSM2_CONF;
       process.env.SOFTHSM2_CONF = conf;
@@ -71,7 +71,7 @@ export async function startSoftHsm(tokenLabel = 'sealpost-test'): Promise<SoftHs
           { type: pkcs11js.CKA_PRIVATE, value: true },
           { type: pkcs11js.CKA_SENSITIVE, value: true },
           { type: pkcs11js.CKA_EXTRACTABLE, value: false },
-          { type: pkcs11js.CKA_ENCRYPT, value: true },
+          { type: pkcs11js.CKA_ENCRYPT, value: options.encrypt ?? true },
           { type: pkcs11js.CKA_DECRYPT, value: true },
         ]);
         pkcs11.C_Logout(session);

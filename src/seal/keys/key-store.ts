@@ -37,9 +37,21 @@ export class KeyStore {
   /**
    * Each configured version must be the key it was when it first wrapped (its check value opens), so that nothing
    * is wrapped under a version another instance, or a later start, cannot unwrap; a version used for the first time
-   * gets its check value. Throws a sentence naming the version's variable.
+   * gets its check value; and the current version wraps and unwraps again (an HSM key allowed to decrypt but not
+   * to encrypt, or the other way round, is refused here rather than at the first message). Throws a sentence naming
+   * the version's variable.
    */
   async checkVersions(keyring: Keyring): Promise<void> {
+    const current = keyring.versions().find((entry) => entry.version === keyring.current)!;
+    try {
+      const probe = keyCheckLabel(current.version);
+      if (!keyring.unwrap(keyring.wrap(CHECK_TEXT, probe), probe).equals(CHECK_TEXT)) throw new Error('differs');
+    } catch (error) {
+      throw new Error(
+        `${current.variable}: the current key version ${current.version} does not wrap and unwrap again ` +
+          `(${(error as Error).message}): nothing is sealed with it`,
+      );
+    }
     for (const { version, variable } of keyring.versions()) {
       await this.db
         .insertInto('seal_key_versions')
