@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,7 +29,7 @@ export interface SoftHsm {
 export async function startSoftHsm(tokenLabel = 'sealpost-test'): Promise<SoftHsm> {
   const dir = await mkdtemp(join(tmpdir(), 'sealpost-softhsm-'));
   const conf = join(dir, 'softhsm2.conf');
-  await run('mkdir', ['-p', join(dir, 'tokens')]);
+  await mkdir(join(dir, 'tokens'));
   await writeFile(
     conf,
     `directories.tokendir = ${join(dir, 'tokens')}\nobjectstore.backend = file\nlog.level = ERROR\n`,

@@ -156,7 +156,7 @@ export class Rewrapper {
         }
         total += done;
         if (!(await store.lease(version, new Date(clock.now() + leaseMs()), this.holder))) {
-          logger.warn({ version }, 'key rotation: the lease went to another instance; it goes on from here');
+          logger.warn({ version }, 'key rotation: the lease went to another instance, which goes on from here');
           return total;
         }
       }
