@@ -15,6 +15,9 @@ RUN npm run build
 
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
+# pkcs11js, the optional binding to a hardware security module's PKCS#11 library (SEAL_KEY_PKCS11_MODULE), is a
+# native addon built here; the image gets the built node_modules, not the compiler.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 

@@ -30,7 +30,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/kernel/db/database.ts';
-import { messageKeyLabel, openSecret } from '../src/seal/crypto/secret-box.ts';
+import { singleKeyring } from '../src/seal/crypto/environment-key.ts';
+import { messageKeyLabel } from '../src/seal/crypto/secret-box.ts';
 import { basicAuthorization, startRealClusters } from '../test/support/ipfs-real.ts';
 import { createTestDatabase } from '../test/support/postgres.ts';
 import { postSeal, rawMessage, TEST_MASTER_KEY } from '../test/support/seal.ts';
@@ -287,7 +288,10 @@ try {
     const row = await sql<{
       wrapped_key: string;
     }>`select wrapped_key from seal.sealed_messages where id = ${sealed.id}`.execute(keys.db);
-    const key = openSecret(Buffer.from(TEST_MASTER_KEY, 'hex'), row.rows[0]!.wrapped_key, messageKeyLabel(sealed.id));
+    const key = singleKeyring(Buffer.from(TEST_MASTER_KEY, 'hex')).unwrap(
+      row.rows[0]!.wrapped_key,
+      messageKeyLabel(sealed.id),
+    );
     const bareSetup = {
       url: `${proxyUrl}/api/v0/cat?arg=${sealed.cid}`,
       authorization: basicAuthorization(primary),

@@ -8,6 +8,7 @@ import nodemailer from 'nodemailer';
 import { migrateSchema, openDatabase } from '../src/kernel/db/index.ts';
 import { normalizeClusters } from '../src/seal/clusters/config.ts';
 import { ClusterConfigStore } from '../src/seal/clusters/store.ts';
+import { singleKeyring } from '../src/seal/crypto/environment-key.ts';
 import { sealService } from '../src/seal/service.ts';
 import type { SealTables } from '../src/seal/tables.ts';
 import { Reader } from './support/auth-reader.ts';
@@ -58,7 +59,7 @@ describe('sealing against the real IPFS Cluster and Kubo, end to end', () => {
       await migrateSchema(db.db, sealService.migrations);
       const store = new ClusterConfigStore(
         db.db.withSchema('seal') as Kysely<SealTables>,
-        Buffer.from(TEST_MASTER_KEY, 'hex'),
+        singleKeyring(Buffer.from(TEST_MASTER_KEY, 'hex')),
       );
       const cluster = (c: RealClusters['primary']) => ({
         host: '127.0.0.1',

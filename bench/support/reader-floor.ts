@@ -10,7 +10,8 @@ import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { readMessage } from '../../src/auth/message/read.ts';
-import { messageKeyLabel, openSecret } from '../../src/seal/crypto/secret-box.ts';
+import { singleKeyring } from '../../src/seal/crypto/environment-key.ts';
+import { messageKeyLabel } from '../../src/seal/crypto/secret-box.ts';
 import { catDecrypted } from './cat-decrypt.ts';
 
 export interface ReaderFloorSetup {
@@ -47,7 +48,7 @@ async function readSealed(setup: ReaderFloorSetup, cid: string, key: Buffer, sha
 }
 
 function serve(setup: ReaderFloorSetup): Promise<number> {
-  const masterKey = Buffer.from(setup.masterKey, 'hex');
+  const keyring = singleKeyring(Buffer.from(setup.masterKey, 'hex'));
   pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 2 });
   const server = createServer((req, res) => {
     const id = req.url!.slice('/message/'.length);
@@ -57,7 +58,7 @@ function serve(setup: ReaderFloorSetup): Promise<number> {
         values: [id],
       });
       const row = rows[0]!;
-      const key = openSecret(masterKey, row.wrapped_key, messageKeyLabel(id));
+      const key = keyring.unwrap(row.wrapped_key, messageKeyLabel(id));
       const body = Buffer.from(JSON.stringify(await readMessage(await readSealed(setup, row.cid, key, row.sha256))));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
     })().catch((error: unknown) => {

@@ -258,6 +258,62 @@ describe('configuration', () => {
     assert.doesNotMatch(problems.join('\n'), /hunter2/);
   });
 
+  it('reads master key versions and refuses what does not fit together, naming the variables', () => {
+    const config = loadConfig({
+      SEAL_MASTER_KEY: 'aa'.repeat(32),
+      SEAL_MASTER_KEYS: ` 2:${'bb'.repeat(32)}, 3:${Buffer.alloc(32, 3).toString('base64')}`,
+      SEAL_MASTER_KEY_VERSION: '2',
+    });
+    assert.deepEqual([...config.seal.masterKeys!.keys()], [2, 3]);
+    assert.deepEqual(config.seal.masterKeys!.get(3), Buffer.alloc(32, 3));
+    assert.equal(config.seal.masterKeyVersion, 2);
+    assert.equal(config.seal.keyPkcs11, undefined);
+
+    const problems = problemsOf({
+      SEAL_MASTER_KEYS: `2:${'bb'.repeat(32)},2:${'cc'.repeat(32)}`,
+      SEAL_KEY_PKCS11_KEYS: '4:sealpost-4',
+    });
+    assert.ok(problems.some((p) => p.startsWith('SEAL_MASTER_KEYS=(value hidden) is not valid: expected comma-')));
+    assert.doesNotMatch(problems.join('\n'), /bbbb|cccc/);
+    assert.ok(
+      problems.includes(
+        'SEAL_KEY_PKCS11_MODULE is not set: SEAL_KEY_PKCS11_SLOT, _PIN_FILE and _KEYS need the library',
+      ),
+    );
+    assert.deepEqual(problemsOf({ SEAL_MASTER_KEY: 'aa'.repeat(32), SEAL_MASTER_KEYS: `1:${'bb'.repeat(32)}` }), [
+      'SEAL_MASTER_KEYS gives version 1, which SEAL_MASTER_KEY is: give version 1 in one of them only',
+    ]);
+    assert.deepEqual(problemsOf({ SEAL_KEY_PKCS11_MODULE: '/usr/lib/softhsm/libsofthsm2.so' }), [
+      'SEAL_KEY_PKCS11_SLOT is not set: SEAL_KEY_PKCS11_MODULE needs it',
+      'SEAL_KEY_PKCS11_PIN_FILE is not set: SEAL_KEY_PKCS11_MODULE needs it',
+      'SEAL_KEY_PKCS11_KEYS is not set: SEAL_KEY_PKCS11_MODULE needs it',
+    ]);
+    const hsm = loadConfig({
+      SEAL_MASTER_KEYS: `2:${'bb'.repeat(32)}`,
+      SEAL_KEY_PKCS11_MODULE: '/usr/lib/softhsm/libsofthsm2.so',
+      SEAL_KEY_PKCS11_SLOT: 'sealpost',
+      SEAL_KEY_PKCS11_PIN_FILE: '/etc/sealpost/hsm.pin',
+      SEAL_KEY_PKCS11_KEYS: '3:sealpost-3,4:sealpost 4',
+    });
+    assert.deepEqual(
+      [...hsm.seal.keyPkcs11!.keys],
+      [
+        [3, 'sealpost-3'],
+        [4, 'sealpost 4'],
+      ],
+    );
+    assert.deepEqual(
+      problemsOf({
+        SEAL_MASTER_KEYS: `2:${'bb'.repeat(32)}`,
+        SEAL_KEY_PKCS11_MODULE: '/m.so',
+        SEAL_KEY_PKCS11_SLOT: '0',
+        SEAL_KEY_PKCS11_PIN_FILE: '/p',
+        SEAL_KEY_PKCS11_KEYS: '2:sealpost-2',
+      }),
+      ['SEAL_KEY_PKCS11_KEYS gives version 2, which SEAL_MASTER_KEY(S) gives too: one key a version'],
+    );
+  });
+
   it('requires both TLS files when inbound SMTP TLS is on', () => {
     const problems = problemsOf({ INBOUND_SMTP_TLS: 'true', INBOUND_SMTP_TLS_PUBLIC_KEY: '/etc/cert.pem' });
     assert.deepEqual(problems, [

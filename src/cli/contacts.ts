@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Config } from './config.ts';
-import { adminToken } from './queue.ts';
+import { adminToken } from './admin-client.ts';
 
 /**
  * `sealpost contacts import FILE.csv [--all-or-nothing]` and `sealpost contacts show EMAIL`: the seal

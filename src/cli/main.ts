@@ -41,6 +41,9 @@ const USAGE = `Usage: sealpost <command> [--help]
                                    upsert the seal service's contacts directory (SEAL_URL) from a CSV file
                                    (columns email, mobile, language); bad rows are listed by line
   contacts show EMAIL [--json]     an address's directory entry and the number its recipient confirmed
+  keys status|rotate [--json]      the seal master key versions (SEAL_URL): what each still wraps, and
+                                   whether it may be removed; rotate re-wraps everything under the
+                                   current version in the background
   smtp-user add NAME               print the INBOUND_SMTP_USERS_FILE line of an SMTP AUTH account (bcrypt);
                                    the password is asked for, or read from standard input when piped
   dkim-key generate --domain D --selector S --out FILE [--type rsa|ed25519] [--bits 2048]
@@ -136,6 +139,15 @@ async function main(argv: string[]): Promise<number> {
     case 'rules': {
       const { rulesCommand } = await import('./rules.ts');
       return rulesCommand(readConfig(['exchange']), rest, process.stdout).catch((error) => failed('rules', error));
+    }
+    case 'keys': {
+      const { keysCommand } = await import('./keys.ts');
+      try {
+        return await keysCommand(readConfig(['seal']), rest, process.stdout);
+      } catch (error) {
+        process.stderr.write(`sealpost keys: ${(error as Error).message}\n`);
+        return 1;
+      }
     }
     case 'smtp-user':
       if (rest[0] === 'add' && rest[1] !== undefined && rest.length === 2) {

@@ -87,6 +87,52 @@ export const SEAL_VARIABLES = defineVariables({
     parse: masterKey,
     expected: '32 bytes as 64 hex digits or as base64',
   },
+  masterKeys: {
+    name: 'SEAL_MASTER_KEYS',
+    meaning:
+      'further master key versions as comma-separated `version:key` pairs (e.g. `2:<64 hex digits>`), beside ' +
+      'SEAL_MASTER_KEY (version 1): the current version wraps, the others only unwrap until a rotation ' +
+      '(`sealpost keys rotate`) has re-wrapped what they wrapped',
+    secret: true,
+    parse: versionedKeys,
+    expected:
+      'comma-separated version:key pairs, each version 1 to 9999 once, each key 32 bytes as 64 hex digits or base64',
+  },
+  masterKeyVersion: {
+    name: 'SEAL_MASTER_KEY_VERSION',
+    meaning:
+      'the key version that wraps new message keys and stored passwords; unset: the highest configured ' +
+      '(set it to the old version while a new one is added on every instance, so that none wraps with a ' +
+      'version another instance cannot unwrap yet)',
+    ...integer(1, 9999),
+  },
+  keyPkcs11: {
+    module: {
+      name: 'SEAL_KEY_PKCS11_MODULE',
+      meaning:
+        'PKCS#11 library of the hardware security module holding key versions (e.g. ' +
+        '/usr/lib/softhsm/libsofthsm2.so): its keys wrap and unwrap inside the token and never leave it',
+      ...nonEmpty('a file path'),
+    },
+    slot: {
+      name: 'SEAL_KEY_PKCS11_SLOT',
+      meaning: "the token's slot id, or the token's label",
+      ...nonEmpty('a slot id or a token label'),
+    },
+    pinFile: {
+      name: 'SEAL_KEY_PKCS11_PIN_FILE',
+      meaning: "file holding the token's user PIN (mode 0600)",
+      ...nonEmpty('a file path'),
+    },
+    keys: {
+      name: 'SEAL_KEY_PKCS11_KEYS',
+      meaning:
+        'key versions held by the token as comma-separated `version:label` pairs, each label that of an ' +
+        'AES-256 secret key (CKA_LABEL) usable for encrypt and decrypt (AES-GCM)',
+      parse: versionedLabels,
+      expected: 'comma-separated version:label pairs, each version 1 to 9999 once',
+    },
+  },
   clusterCaFile: {
     name: 'IPFS_CLUSTER_CA_FILE',
     meaning:
@@ -157,6 +203,14 @@ export const SEAL_VARIABLES = defineVariables({
     default: '2',
     ...integer(1, 1000),
   },
+  keyRewrapRate: {
+    name: 'SEAL_KEY_REWRAP_RATE',
+    meaning:
+      'message keys a key rotation (`sealpost keys rotate`) re-wraps per second at most, across instances (one ' +
+      'instance does it at a time), so that it never competes with sealing and reading',
+    default: '50',
+    ...integer(1, 10000),
+  },
   trailRetention: {
     name: 'SEAL_TRAIL_RETENTION',
     meaning:
@@ -173,7 +227,12 @@ export const SEAL_VARIABLES = defineVariables({
 /** The seal service's configuration, durations in milliseconds; problems go to input.problems. */
 export function loadSealConfig(input: ServiceConfigInput) {
   const { problems } = input;
-  const { authPort, envCluster, ipfsProxyUrl, ...values } = loadVariables(SEAL_VARIABLES, input.env, problems);
+  const { authPort, envCluster, ipfsProxyUrl, keyPkcs11, ...values } = loadVariables(
+    SEAL_VARIABLES,
+    input.env,
+    problems,
+  );
+  problems.push(...keyVersionProblems(values, keyPkcs11));
   const user = envCluster.user || undefined;
   const pass = envCluster.pass || undefined;
   if (envCluster.host && Boolean(user) !== Boolean(pass)) {
@@ -198,6 +257,11 @@ export function loadSealConfig(input: ServiceConfigInput) {
       : undefined,
     /** IPFS_CLUSTER_PORT (or its default) even without IPFS_CLUSTER_HOST: the embedded stand-in's REST API port. */
     clusterPort: Number(envCluster.port),
+    /** SEAL_KEY_PKCS11_*: the HSM key versions; undefined when SEAL_KEY_PKCS11_MODULE is unset. */
+    keyPkcs11:
+      keyPkcs11.module && keyPkcs11.slot && keyPkcs11.pinFile && keyPkcs11.keys
+        ? { module: keyPkcs11.module, slot: keyPkcs11.slot, pinFile: keyPkcs11.pinFile, keys: keyPkcs11.keys }
+        : undefined,
     /** AUTH_PUBLIC_URL: reader links are `{publicUrl}/m/{id}`. */
     publicUrl: authPublicUrl(values.publicUrl, authPort, input),
   };
@@ -209,4 +273,56 @@ function masterKey(raw: string): Buffer {
   const value = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (value.length !== 32) throw new ValueError();
   return value;
+}
+
+/** `2:<key>,3:<key>`: key versions given in the environment. */
+function versionedKeys(raw: string): Map<number, Buffer> {
+  const pairs = versionPairs(raw);
+  return new Map([...pairs].map(([version, key]) => [version, masterKey(key)]));
+}
+
+/** `2:sealpost-2,3:sealpost-3`: key versions held by the PKCS#11 token, by label. */
+function versionedLabels(raw: string): Map<number, string> {
+  return versionPairs(raw);
+}
+
+function versionPairs(raw: string): Map<number, string> {
+  const pairs = new Map<number, string>();
+  for (const item of raw.split(',')) {
+    const match = /^\s*([1-9][0-9]{0,3})\s*:\s*(\S.*?)\s*$/.exec(item);
+    if (!match || pairs.has(Number(match[1]))) throw new ValueError();
+    pairs.set(Number(match[1]), match[2]!);
+  }
+  return pairs;
+}
+
+/** What does not fit together across the key variables; each sentence names the variables to fix. */
+function keyVersionProblems(
+  values: { masterKey?: Buffer; masterKeys?: Map<number, Buffer>; masterKeyVersion?: number },
+  pkcs11: { module?: string; slot?: string; pinFile?: string; keys?: Map<number, string> },
+): string[] {
+  const problems: string[] = [];
+  if (values.masterKey && values.masterKeys?.has(1)) {
+    problems.push('SEAL_MASTER_KEYS gives version 1, which SEAL_MASTER_KEY is: give version 1 in one of them only');
+  }
+  if (pkcs11.module) {
+    for (const [name, value] of [
+      ['SEAL_KEY_PKCS11_SLOT', pkcs11.slot],
+      ['SEAL_KEY_PKCS11_PIN_FILE', pkcs11.pinFile],
+      ['SEAL_KEY_PKCS11_KEYS', pkcs11.keys],
+    ] as const) {
+      if (!value) problems.push(`${name} is not set: SEAL_KEY_PKCS11_MODULE needs it`);
+    }
+  } else if (pkcs11.keys || pkcs11.slot || pkcs11.pinFile) {
+    problems.push('SEAL_KEY_PKCS11_MODULE is not set: SEAL_KEY_PKCS11_SLOT, _PIN_FILE and _KEYS need the library');
+  }
+  const inEnvironment = new Set([...(values.masterKey ? [1] : []), ...(values.masterKeys?.keys() ?? [])]);
+  for (const version of pkcs11.module ? (pkcs11.keys?.keys() ?? []) : []) {
+    if (inEnvironment.has(version)) {
+      problems.push(
+        `SEAL_KEY_PKCS11_KEYS gives version ${version}, which SEAL_MASTER_KEY(S) gives too: one key a version`,
+      );
+    }
+  }
+  return problems;
 }

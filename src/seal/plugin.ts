@@ -11,6 +11,9 @@ import type { SealEnder } from './ending/ender.ts';
 import { endingRoutes } from './ending/routes.ts';
 import type { Sealer } from './sealing/sealer.ts';
 import { pinsRoutes } from './sealing/pins-routes.ts';
+import type { Keyring } from './crypto/keyring.ts';
+import type { KeyStore } from './keys/key-store.ts';
+import { keyRoutes } from './keys/routes.ts';
 import { scrubRoutes } from './scrub/routes.ts';
 import type { ScrubStore } from './scrub/scrub-store.ts';
 import { sealingRoutes } from './sealing/routes.ts';
@@ -29,6 +32,8 @@ export interface SealPluginOptions {
   ender: SealEnder;
   trailStore: TrailStore;
   scrubStore: ScrubStore;
+  keyStore: KeyStore;
+  keyring: Keyring;
   senderStore: SenderStore;
   contactStore: ContactStore;
   /** SEAL_MAX_EXPIRY in milliseconds; undefined: no cap. */
@@ -70,6 +75,7 @@ export async function sealPlugin(app: App, options: SealPluginOptions) {
     clusters: options.inForce.clusters.map(clusterName),
     adminToken: options.adminToken,
   });
+  await app.register(keyRoutes, { store: options.keyStore, keyring: options.keyring, adminToken: options.adminToken });
   await app.register(endingRoutes, {
     ender: options.ender,
     endStore: options.endStore,

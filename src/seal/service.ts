@@ -10,7 +10,9 @@ import { redactCluster } from './clusters/config.ts';
 import { loadConfigInForce } from './clusters/in-force.ts';
 import { ClusterConfigStore } from './clusters/store.ts';
 import { ContactStore } from './contacts/contact-store.ts';
-import { resolveMasterKey } from './crypto/master-key.ts';
+import { resolveKeyring } from './crypto/master-key.ts';
+import { KeyStore } from './keys/key-store.ts';
+import { Rewrapper } from './keys/rewrapper.ts';
 import { EndStore } from './ending/end-store.ts';
 import { SealEnder } from './ending/ender.ts';
 import { migrations } from './migrations/index.ts';
@@ -25,6 +27,9 @@ import { TrailRetention } from './trail/retention.ts';
 import { TrailStore } from './trail/trail-store.ts';
 import type { SealTables } from './tables.ts';
 import type { SealConfig } from './config.ts';
+
+/** How often an open key rotation is looked for, and a lease left by a stopped instance taken over. */
+const REWRAP_LOOK_MS = 5_000;
 
 /** Component B: holds the IPFS cluster configuration and seals messages onto IPFS. */
 export const sealService: ServiceDefinition<'seal', SealConfig> = {
@@ -42,15 +47,25 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const db = context.database.db.withSchema('seal') as Kysely<SealTables>;
     const clock = context.clock ?? systemClock;
 
-    const master = await resolveMasterKey(config, seal.masterKey);
-    if (master.source === 'generated')
+    const { keyring, generatedFile } = await resolveKeyring(config, seal);
+    if (generatedFile)
       logger.info(
-        { file: master.file },
+        { file: generatedFile },
         'SEAL_MASTER_KEY is not set: generated one into the data folder (set it in production)',
       );
-
-    const configStore = new ClusterConfigStore(db, master.key);
-    const inForce = await loadConfigInForce(configStore, seal.envCluster);
+    const keyStore = new KeyStore(db, clock);
+    let inForce: Awaited<ReturnType<typeof loadConfigInForce>>;
+    const configStore = new ClusterConfigStore(db, keyring);
+    try {
+      // Nothing is wrapped under a version that is not the key it was, or without every version still in use.
+      await keyStore.checkVersions(keyring);
+      await keyStore.assertConfigured(keyring);
+      inForce = await loadConfigInForce(configStore, seal.envCluster);
+    } catch (error) {
+      keyring.close();
+      throw error;
+    }
+    logger.info({ current: keyring.current, versions: keyring.versions() }, 'master key versions');
     const ca = seal.clusterCaFile ? [...rootCertificates, await readCaFile(seal.clusterCaFile)] : undefined;
     const clusters = inForce.clusters.map(
       (settings) => new ClusterClient(settings, { proxyPort: seal.ipfsProxyPort, ca }),
@@ -74,7 +89,7 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const sealer = new Sealer({
       store: sealedStore,
       clusters,
-      masterKey: master.key,
+      keyring,
       maxMessageSize: seal.maxMessageSize,
       expiry: {
         ...(seal.defaultExpiry !== undefined ? { defaultMs: seal.defaultExpiry } : {}),
@@ -95,13 +110,22 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     const scrubber = new Scrubber({
       store: scrubStore,
       clusters,
-      masterKey: master.key,
+      keyring,
       intervalMs: seal.scrubInterval,
       ratePerSecond: seal.scrubRate,
       clock,
       logger,
     });
+    const rewrapper = new Rewrapper({
+      store: keyStore,
+      keyring,
+      intervalMs: REWRAP_LOOK_MS,
+      ratePerSecond: seal.keyRewrapRate,
+      clock,
+      logger,
+    });
     const registry = createRegistry('seal');
+    rewrapper.registerMetrics(registry);
     follower.registerMetrics(registry);
     sealer.registerMetrics(registry);
     ender.registerMetrics(registry);
@@ -128,6 +152,8 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
         ender,
         trailStore,
         scrubStore,
+        keyStore,
+        keyring,
         senderStore: new SenderStore(db),
         contactStore,
         maxExpiryMs: seal.maxExpiry,
@@ -147,16 +173,19 @@ export const sealService: ServiceDefinition<'seal', SealConfig> = {
     ender.start();
     trailRetention.start();
     scrubber.start();
+    rewrapper.start();
     return {
       ...running,
-      workers: { pinFollower: follower, ender, trailRetention, scrubber },
+      workers: { pinFollower: follower, ender, trailRetention, scrubber, rewrapper },
       async stop() {
+        await rewrapper.stop();
         await scrubber.stop();
         await trailRetention.stop();
         await ender.stop();
         await follower.stop();
         await sealer.settle();
         await running.stop();
+        keyring.close();
       },
     };
   },

@@ -14,6 +14,8 @@ export interface SealTables {
   seal_scrub_copies: SealScrubCopiesTable;
   contacts: ContactsTable;
   confirmed_mobiles: ConfirmedMobilesTable;
+  seal_key_versions: SealKeyVersionsTable;
+  seal_key_rotations: SealKeyRotationsTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -21,7 +23,7 @@ type CreatedAt = ColumnType<Date, Date | undefined, never>;
 /** Every configuration stored through POST /v1/ipfs/config; the newest row is "the stored one". */
 export interface ClusterConfigsTable {
   id: Generated<number>;
-  /** ClusterSettings[] with each `pass` replaced by its secret-box form (encrypted with SEAL_MASTER_KEY). */
+  /** ClusterSettings[] with each `pass` replaced by its secret-box form (wrapped by a master key version). */
   clusters: ColumnType<StoredCluster[], string, string>;
   created_at: CreatedAt;
 }
@@ -30,7 +32,7 @@ export interface StoredCluster {
   host: string;
   port: string;
   user?: string;
-  /** `v1.<base64url>`: AES-256-GCM under SEAL_MASTER_KEY (crypto/secret-box.ts). */
+  /** `k<version>.<base64url>` (`v1.` before key versions): AES-256-GCM under a key version (crypto/secret-box.ts). */
   passEncrypted?: string;
   secure: boolean;
   timeout: string;
@@ -60,10 +62,12 @@ export interface SealedMessagesTable {
   sha256: string;
   size: number;
   /**
-   * The message key, encrypted with SEAL_MASTER_KEY and bound to this id (crypto/secret-box.ts); null once
+   * The message key, wrapped by a master key version and bound to this id (crypto/secret-box.ts); null once
    * the message ended: the key is destroyed, so the content on IPFS can never be decrypted again.
    */
   wrapped_key: string | null;
+  /** The master key version that wrapped `wrapped_key` (the version its prefix names). */
+  key_version: number;
   sender: string;
   subject: string;
   sealed_at: CreatedAt;
@@ -90,7 +94,7 @@ export interface SealedRecipientsTable {
   mobile: string | null;
   /** X-Sealpost-Language for this recipient (or the directory's); null: the services' default. */
   language: Language | null;
-  /** Where `mobile` came from (migration 0008); null: no number, the recipient signs in by email. */
+  /** Where `mobile` came from (migration 0009); null: no number, the recipient signs in by email. */
   mobile_source: MobileSource | null;
   /** When the message was withdrawn for this recipient alone; null: they may read (unless it ended). */
   withdrawn_at: Date | null;
@@ -172,7 +176,7 @@ export interface SealScrubCopiesTable {
   checked_at: Date;
 }
 
-/** The operator's contacts directory (migration 0008): a number and a language per recipient address. */
+/** The operator's contacts directory (migration 0009): a number and a language per recipient address. */
 export interface ContactsTable {
   /** Lower-cased normalised address: the key sealed_recipients.email_key is compared with. */
   email_key: string;
@@ -201,6 +205,29 @@ export interface ConfirmedMobilesTable {
 }
 
 export type Contact = Selectable<ContactsTable>;
+/** A check value per master key version ever used: proves at start that version N is still the same key. */
+export interface SealKeyVersionsTable {
+  version: number;
+  /** A fixed text wrapped by the version (crypto/secret-box.ts keyCheckLabel). */
+  check_value: string;
+  first_used_at: CreatedAt;
+}
+
+/** A rotation asked for: re-wrap everything under `version`; also the lease of the instance doing it. */
+export interface SealKeyRotationsTable {
+  /** The version everything is re-wrapped under. */
+  version: number;
+  requested_at: Date;
+  /** When nothing was left wrapped by another version; null while it runs. */
+  finished_at: Date | null;
+  /** Message keys and cluster passwords re-wrapped so far, by every instance. */
+  rewrapped: ColumnType<string, string | number | undefined, string | number>;
+  /** The instance holding the re-wrap (a random id per process). */
+  lease_holder: string | null;
+  /** Until when that instance holds it; null or past: free to take. */
+  lease_until: Date | null;
+}
+
 export type SealedMessage = Selectable<SealedMessagesTable>;
 export type SealedRecipient = Selectable<SealedRecipientsTable>;
 export type SealedPin = Selectable<SealedPinsTable>;

@@ -11,6 +11,7 @@ import { migrateSchema, openDatabase } from '../../src/kernel/db/index.ts';
 import { normalizeClusters } from '../../src/seal/clusters/config.ts';
 import type { ClusterConfigBody } from '../../src/seal/clusters/schemas.ts';
 import { ClusterConfigStore } from '../../src/seal/clusters/store.ts';
+import { singleKeyring } from '../../src/seal/crypto/environment-key.ts';
 import { sealService } from '../../src/seal/service.ts';
 import type { SealTables } from '../../src/seal/tables.ts';
 import { createTestDatabase } from './postgres.ts';
@@ -72,7 +73,7 @@ export async function startSealWithClusters(
     await migrateSchema(db.db, sealService.migrations);
     const store = new ClusterConfigStore(
       db.db.withSchema('seal') as Kysely<SealTables>,
-      Buffer.from(TEST_MASTER_KEY, 'hex'),
+      singleKeyring(Buffer.from(TEST_MASTER_KEY, 'hex')),
     );
     await store.save(normalizeClusters({ clusters }));
   } finally {

@@ -417,7 +417,7 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     );
     const stored = JSON.stringify(rows.rows);
     assert.ok(!stored.includes('pa55-w0rd!'), 'no password in the database');
-    assert.match(stored, /"passEncrypted":"v1\.[A-Za-z0-9_-]+"/);
+    assert.match(stored, /"passEncrypted":"k1\.[A-Za-z0-9_-]+"/);
     assert.ok(!JSON.stringify(service.logs).includes('pa55-w0rd!'), 'nor in the logs');
   });
 
@@ -472,7 +472,7 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
     assert.equal((await same.json()).restartRequired, false, 'storing what is in force needs no restart');
   });
 
-  it('refuses to start when the stored password does not decrypt with SEAL_MASTER_KEY', async () => {
+  it('refuses to start with another SEAL_MASTER_KEY than the one that wrapped its stored password', async () => {
     await seal?.stop();
     seal = undefined;
     const config = loadConfig({
@@ -490,7 +490,10 @@ describe('cluster configuration: storage, redaction, environment fallback, resta
         objects: undefined as never,
         logger: createLogger({ level: 'silent' }),
       };
-      await assert.rejects(sealService.start(context), /does not decrypt with SEAL_MASTER_KEY: was the key changed\?/);
+      await assert.rejects(
+        sealService.start(context),
+        /^Error: SEAL_MASTER_KEY: key version 1 is not the key that version 1 wrapped with before/,
+      );
     } finally {
       await db.close();
     }

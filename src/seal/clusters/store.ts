@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { CLUSTER_PASS_LABEL, openSecret, sealSecret } from '../crypto/secret-box.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import { CLUSTER_PASS_LABEL } from '../crypto/secret-box.ts';
 import type { SealTables, StoredCluster } from '../tables.ts';
 import type { ClusterSettings } from './config.ts';
 
@@ -11,12 +12,12 @@ export interface StoredConfig {
 /**
  * Cluster configurations stored through POST /v1/ipfs/config. Each POST adds a row (the history shows
  * who changed what when, in the log); the newest row is the stored configuration. Passwords are
- * encrypted with SEAL_MASTER_KEY: a database dump does not give the clusters away.
+ * wrapped by the current master key version: a database dump does not give the clusters away.
  */
 export class ClusterConfigStore {
   constructor(
     private readonly db: Kysely<SealTables>,
-    private readonly masterKey: Buffer,
+    private readonly keyring: Keyring,
   ) {}
 
   async save(clusters: ClusterSettings[]): Promise<StoredConfig> {
@@ -44,7 +45,7 @@ export class ClusterConfigStore {
     const { pass, ...rest } = cluster;
     return pass === undefined
       ? rest
-      : { ...rest, passEncrypted: sealSecret(this.masterKey, Buffer.from(pass, 'utf8'), CLUSTER_PASS_LABEL) };
+      : { ...rest, passEncrypted: this.keyring.wrap(Buffer.from(pass, 'utf8'), CLUSTER_PASS_LABEL) };
   }
 
   private fromStored(stored: StoredCluster): ClusterSettings {
@@ -52,11 +53,12 @@ export class ClusterConfigStore {
     if (passEncrypted === undefined) return rest as ClusterSettings;
     let pass: string;
     try {
-      pass = openSecret(this.masterKey, passEncrypted, CLUSTER_PASS_LABEL).toString('utf8');
+      pass = this.keyring.unwrap(passEncrypted, CLUSTER_PASS_LABEL).toString('utf8');
     } catch (error) {
       throw new Error(
-        `The stored password of IPFS cluster ${stored.host}:${stored.port} does not decrypt with SEAL_MASTER_KEY: ` +
-          'was the key changed? Start with the key it was stored under, or store the configuration again.',
+        `The stored password of IPFS cluster ${stored.host}:${stored.port} does not decrypt: ` +
+          `${(error as Error).message}. Start with the key version it was stored under, ` +
+          'or store the configuration again.',
         { cause: error },
       );
     }

@@ -22,7 +22,7 @@ export interface ConfirmedMobile {
 }
 
 /**
- * The contacts directory and the numbers recipients confirmed (migration 0008), both keyed by the lower-cased
+ * The contacts directory and the numbers recipients confirmed (migration 0009), both keyed by the lower-cased
  * normalised address, and the one question sealing asks of them: which number applies to these recipients.
  */
 export class ContactStore {

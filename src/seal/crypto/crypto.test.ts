@@ -5,7 +5,8 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { readHead } from '../sealing/message-head.ts';
 import { DecryptStream, decryptContent, encryptChunks, IntegrityError, newMessageKey } from './message-cipher.ts';
-import { messageKeyLabel, openSecret, sealSecret, SecretError } from './secret-box.ts';
+import { singleKeyring } from './environment-key.ts';
+import { messageKeyLabel, SecretError } from './secret-box.ts';
 
 async function* chunked(data: Buffer, size: number): AsyncGenerator<Buffer> {
   for (let i = 0; i < data.length; i += size) yield data.subarray(i, i + size);
@@ -72,14 +73,14 @@ describe('sealed content format', () => {
     }
   });
 
-  it('binds a wrapped key to its label and master key', () => {
-    const master = randomBytes(32);
+  it('binds a wrapped key to its label, its version and its master key', () => {
+    const keyring = singleKeyring(randomBytes(32), 3);
     const key = newMessageKey();
-    const wrapped = sealSecret(master, key, messageKeyLabel('a'));
-    assert.match(wrapped, /^v1\.[A-Za-z0-9_-]+$/);
-    assert.deepEqual(openSecret(master, wrapped, messageKeyLabel('a')), key);
-    assert.throws(() => openSecret(master, wrapped, messageKeyLabel('b')), SecretError);
-    assert.throws(() => openSecret(randomBytes(32), wrapped, messageKeyLabel('a')), SecretError);
+    const wrapped = keyring.wrap(key, messageKeyLabel('a'));
+    assert.match(wrapped, /^k3\.[A-Za-z0-9_-]+$/);
+    assert.deepEqual(keyring.unwrap(wrapped, messageKeyLabel('a')), key);
+    assert.throws(() => keyring.unwrap(wrapped, messageKeyLabel('b')), SecretError);
+    assert.throws(() => singleKeyring(randomBytes(32), 3).unwrap(wrapped, messageKeyLabel('a')), SecretError);
   });
 });
 

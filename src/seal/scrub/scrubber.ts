@@ -5,7 +5,8 @@ import { cachedFor } from '../../kernel/metrics.ts';
 import type { ClusterClient } from '../clusters/client.ts';
 import { timeoutMs } from '../clusters/config.ts';
 import { timerMs } from '../clusters/retry-delay.ts';
-import { messageKeyLabel, openSecret } from '../crypto/secret-box.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import { messageKeyLabel } from '../crypto/secret-box.ts';
 import { copyProblem, verifyCopy } from '../sealing/copies.ts';
 import type { CopyFinding, ScrubStore, ScrubTarget } from './scrub-store.ts';
 
@@ -27,7 +28,7 @@ export interface ScrubberOptions {
   store: ScrubStore;
   /** The clusters in force: each one's copy of each message is read. */
   clusters: ClusterClient[];
-  masterKey: Buffer;
+  keyring: Keyring;
   /** SEAL_SCRUB_INTERVAL: how often each message's copies are read; 0 turns the scrub off. */
   intervalMs: number;
   /** SEAL_SCRUB_RATE: messages read per second at most, across all clusters. */
@@ -150,8 +151,8 @@ export class Scrubber {
 
   /** Each cluster's copy of one message, read and checked; what is wrong repaired where the cluster can. */
   private async check(target: ScrubTarget): Promise<CopyFinding[]> {
-    const { clusters, masterKey, logger } = this.options;
-    const key = openSecret(masterKey, target.wrappedKey, messageKeyLabel(target.id));
+    const { clusters, keyring, logger } = this.options;
+    const key = keyring.unwrap(target.wrappedKey, messageKeyLabel(target.id));
     const facts = {
       path: target.wrapped ? `/ipfs/${target.cid}/${target.fileName}` : target.cid,
       key,

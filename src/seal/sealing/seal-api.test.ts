@@ -517,7 +517,10 @@ describe('tampered content is detected and never served', () => {
       .execute();
     const response = await get(`/v1/sealed/${first.id}/content`);
     assert.equal(response.status, 500);
-    assert.match((await response.json()).message, /does not open with SEAL_MASTER_KEY/);
+    assert.match(
+      (await response.json()).message,
+      /does not open: secret does not open with key version 1 \(SEAL_MASTER_KEY\)/,
+    );
   });
 
   it('answers 503 when no cluster has the content', async () => {

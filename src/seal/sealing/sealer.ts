@@ -19,7 +19,8 @@ import {
   IntegrityError,
   newMessageKey,
 } from '../crypto/message-cipher.ts';
-import { messageKeyLabel, openSecret, sealSecret } from '../crypto/secret-box.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import { messageKeyLabel } from '../crypto/secret-box.ts';
 import { sealEndDate } from '../../kernel/seal-expiry.ts';
 import { copyProblem, describeCopies, type CopyProblem } from './copies.ts';
 import { assertReadable } from './end-state.ts';
@@ -43,7 +44,8 @@ export interface SealerOptions {
   store: SealedStore;
   /** The clusters in force, the primary first. */
   clusters: ClusterClient[];
-  masterKey: Buffer;
+  /** The master key versions: the current one wraps each new message key. */
+  keyring: Keyring;
   maxMessageSize: number;
   /** Delay before a pin in error is tried again. */
   repinDelayMs: number;
@@ -108,7 +110,7 @@ export class Sealer {
   }
 
   async seal(input: SealInput): Promise<{ created: boolean; record: SealedRecord }> {
-    const { store, masterKey, maxMessageSize, logger } = this.options;
+    const { store, keyring, maxMessageSize, logger } = this.options;
     const existing = await store.findByEnvelope(input.envelopeId);
     if (existing) return { created: false, record: existing };
     if (input.declaredLength !== undefined && input.declaredLength > maxMessageSize) throw tooLarge(maxMessageSize);
@@ -193,7 +195,7 @@ export class Sealer {
           fileName,
           sha256,
           size,
-          wrappedKey: sealSecret(masterKey, key, messageKeyLabel(id)),
+          wrappedKey: keyring.wrap(key, messageKeyLabel(id)),
           sender: facts.sender,
           subject: facts.subject,
           // From the moment of sealing: the record is written now (sealed_at), after IPFS took the content.
@@ -370,7 +372,7 @@ export class Sealer {
    * failing everywhere is an error.
    */
   async readVerified(id: string, recipientKey?: string): Promise<VerifiedContent> {
-    const { store, masterKey, logger } = this.options;
+    const { store, keyring, logger } = this.options;
     const record = await store.get(id);
     const message = record.message;
     const recipient =
@@ -382,11 +384,16 @@ export class Sealer {
     }
     let key: Buffer;
     try {
-      key = openSecret(masterKey, message.wrapped_key, messageKeyLabel(message.id));
+      key = keyring.unwrap(message.wrapped_key, messageKeyLabel(message.id));
     } catch (error) {
-      throw new AppError('internal', 500, `The key of sealed message ${id} does not open with SEAL_MASTER_KEY`, {
-        cause: error,
-      });
+      throw new AppError(
+        'internal',
+        500,
+        `The key of sealed message ${id} does not open: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
     }
     const path = message.wrapped ? `/ipfs/${message.cid}/${message.file_name}` : message.cid;
     const inMemory = message.size <= IN_MEMORY_READ_BYTES;

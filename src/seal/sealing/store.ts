@@ -1,3 +1,4 @@
+import { secretVersion } from '../crypto/secret-box.ts';
 import { sql, type Kysely, type QueryCreator } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Clock } from '../../kernel/clock.ts';
@@ -89,6 +90,7 @@ const MESSAGE_COLUMNS = everyColumn<SealedMessage>()([
   'sha256',
   'size',
   'wrapped_key',
+  'key_version',
   'sender',
   'subject',
   'sealed_at',
@@ -260,6 +262,7 @@ export class SealedStore {
             sha256: message.sha256,
             size: message.size,
             wrapped_key: message.wrappedKey,
+            key_version: secretVersion(message.wrappedKey) ?? 1,
             sender: message.sender,
             subject: message.subject,
             expires_at: message.expiresAt,
