@@ -474,6 +474,18 @@ describe('production secrets', () => {
       problemsOf({ ...good, SEAL_MASTER_KEY: 'abcd' }, all)[0]!,
       /^SEAL_MASTER_KEY=\(value hidden\) is not valid/,
     );
+    // Every key version is held to the same rules, and a version repeating another's key rotates nothing.
+    assert.match(
+      problemsOf({ ...good, SEAL_MASTER_KEYS: `2:${'00'.repeat(32)}` }, all)[0]!,
+      /^SEAL_MASTER_KEYS version 2 is one byte repeated/,
+    );
+    assert.deepEqual(problemsOf({ ...good, SEAL_MASTER_KEYS: `2:${good.SEAL_MASTER_KEY}` }, all), [
+      'SEAL_MASTER_KEYS version 2 is the same key as SEAL_MASTER_KEY: each version needs its own key',
+    ]);
+    assert.equal(
+      loadConfig({ ...good, SEAL_MASTER_KEYS: `2:${randomBytes(32).toString('hex')}` }, all).production,
+      true,
+    );
     assert.deepEqual(problemsOf({ ...good, SERVICE_TOKEN: good.ADMIN_TOKEN! }, all), [
       'SERVICE_TOKEN has the same value as ADMIN_TOKEN, refused in production: each secret needs its own; ' +
         'generate one with `openssl rand -base64 32`',

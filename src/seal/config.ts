@@ -238,9 +238,23 @@ export function loadSealConfig(input: ServiceConfigInput) {
   if (envCluster.host && Boolean(user) !== Boolean(pass)) {
     problems.push('IPFS_CLUSTER_USER and IPFS_CLUSTER_PASS must be set together (Basic auth needs both)');
   }
-  if (input.shared.production && values.masterKey) {
-    const problem = weakKeyProblem('SEAL_MASTER_KEY', values.masterKey);
-    if (problem) problems.push(problem);
+  if (input.shared.production) {
+    const keys: Array<[string, Buffer]> = [
+      ...(values.masterKey ? [['SEAL_MASTER_KEY', values.masterKey] as [string, Buffer]] : []),
+      ...[...(values.masterKeys ?? [])].map(([version, key]): [string, Buffer] => [
+        `SEAL_MASTER_KEYS version ${version}`,
+        key,
+      ]),
+    ];
+    for (const [name, key] of keys) {
+      const problem = weakKeyProblem(name, key);
+      if (problem) problems.push(problem);
+    }
+    // A version that repeats another's key is no rotation: what it re-wraps is still readable with the old one.
+    for (const [index, [name, key]] of keys.entries()) {
+      const first = keys.findIndex(([, other]) => other.equals(key));
+      if (first < index) problems.push(`${name} is the same key as ${keys[first]![0]}: each version needs its own key`);
+    }
   }
   return {
     ...values,
