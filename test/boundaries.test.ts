@@ -6,7 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { AUTH_VARIABLES } from '../src/auth/config.ts';
 import { EXCHANGE_VARIABLES } from '../src/exchange/config.ts';
 import { SHARED_VARIABLES } from '../src/kernel/config.ts';
-import { DKIM_VARIABLES, NOTIFY_DEFAULT_LANGUAGE, OUTBOUND_SMTP_URL } from '../src/kernel/mail-config.ts';
+import {
+  DKIM_VARIABLES,
+  NOTIFY_DEFAULT_LANGUAGE,
+  OUTBOUND_OUTBOX,
+  OUTBOUND_SMTP_URL,
+} from '../src/kernel/mail-config.ts';
 import { SERVICE_NAMES, variablesOf } from '../src/kernel/variables.ts';
 import { SEAL_VARIABLES } from '../src/seal/config.ts';
 
@@ -97,6 +102,7 @@ describe('borders between the services', () => {
     const kernelOwned = new Set([
       ...variablesOf(SHARED_VARIABLES),
       OUTBOUND_SMTP_URL,
+      OUTBOUND_OUTBOX,
       ...variablesOf(DKIM_VARIABLES),
       NOTIFY_DEFAULT_LANGUAGE,
     ]);

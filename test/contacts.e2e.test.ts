@@ -214,7 +214,7 @@ describe('the contacts directory and the numbers that carry over (real stack)', 
         [3, 'mobile is missing'],
       ],
     );
-    const metrics = await (await fetch(`${stack.sealpost.urls.seal}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.sealpost.metricsUrl}/metrics`)).text();
     // The CLI's two imports of 3 rows, the refused file of 2 and this one of 3.
     assert.match(metrics, /seal_contacts_import_rows_total\{[^}]*result="written"[^}]*\} 5\b/);
     assert.match(metrics, /seal_contacts_import_rows_total\{[^}]*result="refused"[^}]*\} 6\b/);
@@ -417,7 +417,7 @@ describe('SIGN_IN_REQUIRE_SMS=true (real stack)', () => {
     assert.equal(response.status, 400);
     assert.equal(body.errorCode, 'mobile_required');
     assert.deepEqual(body.recipients, [UNKNOWN]);
-    const metrics = await (await fetch(`${stack.sealpost.urls.exchange}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.sealpost.metricsUrl}/metrics`)).text();
     assert.match(metrics, /exchange_mobile_required_total\{[^}]*channel="json"[^}]*\} 1\b/);
     assert.match(metrics, /exchange_mobile_required_total\{[^}]*channel="smtp"[^}]*\} 1\b/);
     const given = await fetch(`${stack.sealpost.urls.exchange}/v1/messages`, {

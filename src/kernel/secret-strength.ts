@@ -25,7 +25,7 @@ export function placeholderProblem(name: string, raw: string | undefined): strin
   return `${name} holds a placeholder (as in .env.example), refused in production: generate one with ${GENERATE_TOKEN}`;
 }
 
-/** Why `raw` is not a production token or secret (ADMIN_TOKEN, SERVICE_TOKEN, AUTH_SECRET); undefined when it is. */
+/** Why `raw` is not a production token or secret (admin and service tokens, auth secret); undefined when it is. */
 export function weakSecretProblem(name: string, raw: string): string | undefined {
   const fix = `generate one with ${GENERATE_TOKEN}`;
   const placeholder = placeholderProblem(name, raw);
@@ -36,7 +36,7 @@ export function weakSecretProblem(name: string, raw: string): string | undefined
   return undefined;
 }
 
-/** Why `key` is not a production key (SEAL_MASTER_KEY; its length is the parser's); undefined when it is. */
+/** Why `key` is not a production key (a seal master key; its length is the parser's); undefined when it is. */
 export function weakKeyProblem(name: string, key: Buffer): string | undefined {
   if (oneRepeated(key))
     return (

@@ -141,7 +141,7 @@ async function assertReads(process: SealpostProcess, id: string, body: string) {
 }
 
 async function metric(process: SealpostProcess, pattern: RegExp): Promise<number> {
-  const text = await (await fetch(`${process.urls.seal}/metrics`)).text();
+  const text = await (await fetch(`${process.metricsUrl}/metrics`)).text();
   const match = pattern.exec(text);
   return match ? Number(match[1]) : Number.NaN;
 }
@@ -169,8 +169,17 @@ async function versionsInDatabase(pool: pg.Pool) {
  * The whole rotation, for a version 2 given by `v2` (SEAL_MASTER_KEYS, or a token's SEAL_KEY_PKCS11_*): version 1 is
  * always SEAL_MASTER_KEY, as a deployment from before key versions has it.
  */
-async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Source: string) {
-  const v1 = { SEAL_MASTER_KEY: KEY_1 };
+/** Where versions 1 and 2 are configured: alone, together during the rotation, and each one's source and variable. */
+interface Versions {
+  v1: Record<string, string>;
+  both: Record<string, string>;
+  v2: Record<string, string>;
+  v1Source: string;
+  v1Variable: string;
+  v2Source: string;
+}
+
+async function rotateUnderLoad(stack: Stack, { v1, both, v2, v1Source, v1Variable, v2Source }: Versions) {
   const bodies = new Map<string, string>();
 
   // Version 1 alone, as before key versions: messages, two withdrawn, and a stored cluster password.
@@ -200,7 +209,7 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
   assert.deepEqual(await versionsInDatabase(stack.pool), [{ version: 1, prefix: 'k1', count: running }]);
 
   // Version 2 added: it wraps what is sealed from now on; the rotation re-wraps the rest while mail goes on.
-  process = await startSeal(stack, { ...v1, ...v2 });
+  process = await startSeal(stack, both);
   let status = await keyStatus(process);
   assert.equal(status.current, 2);
   assert.deepEqual(
@@ -212,13 +221,13 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
       removable,
     })),
     [
-      { version: 1, source: 'environment', messages: running, clusterPasswords: 1, removable: false },
+      { version: 1, source: v1Source, messages: running, clusterPasswords: 1, removable: false },
       { version: 2, source: v2Source, messages: 0, clusterPasswords: 0, removable: false },
     ],
   );
   const rotate = await sealpostKeys(process, 'rotate');
   assert.match(rotate, /^rotation to version 2 asked for/);
-  assert.match(rotate, /\n1 +environment +\d+ +1 +still wraps \d+: keep it in SEAL_MASTER_KEY/);
+  assert.match(rotate, new RegExp(`\\n1 +${v1Source} +\\d+ +1 +still wraps \\d+: keep it in ${v1Variable}`));
   let sealedDuring = 0;
   const oldIds = [...bodies.keys()];
   await eventually('a few message keys re-wrapped', async () => {
@@ -254,7 +263,7 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
   assert.match(refusal, /SEAL_MASTER_KEY \(version 1\), SEAL_MASTER_KEYS or SEAL_KEY_PKCS11_KEYS/);
 
   // The restart goes on where the rows stand, once the killed process's lease has run out.
-  process = await startSeal(stack, { ...v1, ...v2 });
+  process = await startSeal(stack, both);
   status = await eventually('the rotation finished', async () => {
     const now = await keyStatus(process);
     return now.rotation?.state === 'finished' ? now : undefined;
@@ -263,7 +272,7 @@ async function rotateUnderLoad(stack: Stack, v2: Record<string, string>, v2Sourc
   assert.equal(status.rotation!.rewrapped, running + 1);
   assert.match(
     await sealpostKeys(process, 'status'),
-    /\n1 +environment +0 +0 +wraps nothing: may be removed from SEAL_MASTER_KEY\n2 +\S+ +\d+ +1 +current/,
+    new RegExp(`\\n1 +${v1Source} +0 +0 +wraps nothing: may be removed from ${v1Variable}\\n2 +\\S+ +\\d+ +1 +current`),
   );
   const one = status.versions.find((entry) => entry.version === 1)!;
   assert.deepEqual([one.messages, one.clusterPasswords, one.removable], [0, 0, true]);
@@ -294,7 +303,10 @@ describe('rotating the master key from version 1 to version 2', { timeout: 300_0
   after(() => stopStack(stack));
 
   it('re-wraps every key under version 2 across a kill -9 while mail goes on; then version 1 leaves', async () => {
-    await rotateUnderLoad(stack!, { SEAL_MASTER_KEYS: `2:${KEY_2}` }, 'environment');
+    const v1 = { SEAL_MASTER_KEY: KEY_1 };
+    const v2 = { SEAL_MASTER_KEYS: `2:${KEY_2}` };
+    const where = { v1Source: 'environment', v1Variable: 'SEAL_MASTER_KEY', v2Source: 'environment' };
+    await rotateUnderLoad(stack!, { v1, both: { ...v1, ...v2 }, v2, ...where });
   });
 });
 
@@ -312,7 +324,10 @@ describe('a master key version in a PKCS#11 token (SoftHSM2)', { timeout: 300_00
   });
 
   it('rotates from the environment key to the HSM key across a kill -9; then the environment key leaves', async () => {
-    await rotateUnderLoad(stack!, hsm!.env('2:sealpost-key-2'), 'pkcs11');
+    const v1 = { SEAL_MASTER_KEY: KEY_1 };
+    const v2 = hsm!.env('2:sealpost-key-2');
+    const where = { v1Source: 'environment', v1Variable: 'SEAL_MASTER_KEY', v2Source: 'pkcs11' };
+    await rotateUnderLoad(stack!, { v1, both: { ...v1, ...v2 }, v2, ...where });
     // Version 2 was the token's: what it wrapped opens with no key outside it (not the environment's version 2).
     const { rows } = await stack!.pool.query<{ id: string; wrapped_key: string }>(
       `select id, wrapped_key from seal.sealed_messages where wrapped_key like 'k2.%'`,
@@ -365,5 +380,30 @@ describe('a master key version in a PKCS#11 token (SoftHSM2)', { timeout: 300_00
       /SEAL_MASTER_KEYS: key version 2 is not the key that version 2 wrapped with before/,
     );
     assert.equal(await sealedBefore(), count);
+  });
+});
+
+describe('rotating between two keys of a PKCS#11 token (SoftHSM2)', { timeout: 300_000 }, () => {
+  let stack: Stack | undefined;
+  let hsm: SoftHsm | undefined;
+  before(async () => {
+    [stack, hsm] = await Promise.all([startStack('keys_hsm_to_hsm'), startSoftHsm('sealpost-rotate')]);
+    await hsm.addKey('sealpost-key-1');
+    await hsm.addKey('sealpost-key-2');
+  });
+  after(async () => {
+    await stopStack(stack);
+    await hsm?.close();
+  });
+
+  it('re-wraps from version 1 to version 2, both keys in the token, across a kill -9; then 1 leaves', async () => {
+    await rotateUnderLoad(stack!, {
+      v1: hsm!.env('1:sealpost-key-1'),
+      both: hsm!.env('1:sealpost-key-1,2:sealpost-key-2'),
+      v2: hsm!.env('2:sealpost-key-2'),
+      v1Source: 'pkcs11',
+      v1Variable: 'SEAL_KEY_PKCS11_KEYS',
+      v2Source: 'pkcs11',
+    });
   });
 });
