@@ -115,7 +115,7 @@ describe('the data folder', () => {
       );
       started.push(exchange);
       const generated = (process: SealpostProcess) =>
-        /Generated SERVICE_TOKEN=(\S+)/.exec(process.stdout())?.[1] ?? 'none';
+        /Generated SERVICE_TOKEN=(\S+)/.exec(process.stdout() + process.stderr())?.[1] ?? 'none';
       assert.equal(generated(seal), generated(exchange), 'one SERVICE_TOKEN for both');
       assert.equal(generated(seal), await serviceToken(dir));
       // The exchange's token is one the seal service takes.
