@@ -40,6 +40,7 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     [/^\/v1\/admin\/contacts(\/:email)?$/, 'admin'],
     [/^\/v1\/admin\/unpinned$/, 'admin'],
     [/^\/v1\/admin\/copies$/, 'admin'],
+    [/^\/v1\/admin\/keys(\/rotate)?$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/withdraw$/, 'admin'],
     [/^\/v1\/admin\/sealed\/:id\/trail$/, 'admin'],
     [/^\/v1\/senders\/:sender\/sealed(\/|$)/, 'service'],
