@@ -4,8 +4,10 @@ import { type SmtpReply, smtpReply } from './smtp-replies.ts';
 /**
  * MAIL and RCPT parameters Sealpost advertises (RFC 5321 §4.1.1.11: others get 555 5.5.4): SIZE,
  * BODY (8BITMIME), SMTPUTF8, and the AUTH= parameter (RFC 4954) where AUTH is offered (after STARTTLS,
- * with accounts). DSN is not offered, so RET, ENVID, NOTIFY and ORCPT are refused; nor is REQUIRETLS
- * (RFC 8689 is not implemented: a message that demands TLS on every hop could be relayed in clear).
+ * with accounts). DSN is not offered, so RET, ENVID, NOTIFY and ORCPT are refused; nor is REQUIRETLS:
+ * refusing it (555) is the RFC 8689 answer of a server that cannot promise TLS on every later hop, and it
+ * keeps a message that demands that promise from being taken and then relayed in clear
+ * (docs/decisions.md, "Only what EHLO advertises is taken").
  */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
 const MAIL_PARAMETERS_AUTH = new Set([...MAIL_PARAMETERS, 'AUTH']);
