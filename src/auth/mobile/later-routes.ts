@@ -9,7 +9,7 @@ import { maskMobile } from '../masking.ts';
 import { MessageQuery } from '../message/query.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 import type { MobileRoutesOptions } from './routes.ts';
-import { normalizeMobile } from './number.ts';
+import { requireMobile } from './number.ts';
 
 const LaterMobile = Type.Object(
   { mobile: Type.String({ maxLength: 64, description: 'the number to add, international format' }) },
@@ -59,13 +59,7 @@ export async function laterMobileRoutes(app: App, context: MobileRoutesOptions) 
           'This recipient signs in by SMS already; a number on record is changed with PUT /v1/mobile',
         );
       }
-      const mobile = normalizeMobile(request.body.mobile);
-      if (!mobile)
-        throw new AppError(
-          'invalid_mobile',
-          400,
-          'This is not a valid mobile number in international format (+41 79 123 45 67)',
-        );
+      const mobile = requireMobile(request.body.mobile);
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       await sendCode(
         context,

@@ -8,7 +8,7 @@ import { sendCode } from '../codes/send-code.ts';
 import { requireOpen, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { maskMobile } from '../masking.ts';
-import { normalizeMobile } from './number.ts';
+import { requireMobile } from './number.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 
 const NewMobile = Type.Object(
@@ -100,13 +100,7 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
           'This recipient signs in by email; there is no mobile number to change',
         );
       }
-      const mobile = normalizeMobile(request.body.mobile);
-      if (!mobile)
-        throw new AppError(
-          'invalid_mobile',
-          400,
-          'This is not a valid mobile number in international format (+41 79 123 45 67)',
-        );
+      const mobile = requireMobile(request.body.mobile);
       if (mobile === found.recipient.mobile)
         throw new AppError('new_mobile_conflict', 409, 'The new mobile number is the current one');
       const sent = await sendStepCode(request, session, 'current', found.recipient.mobile, found.recipient.email);

@@ -12,7 +12,7 @@ import type { SignInMethod } from '../methods/method.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { type Recipient, recordEnd } from '../seal/recipients.ts';
 import type { SealedRecord } from '../seal/client.ts';
-import { normalizeMobile } from '../mobile/number.ts';
+import { requireMobile } from '../mobile/number.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
 import { csrfToken } from '../sessions/csrf.ts';
 import { maskEmail, maskMobile } from '../masking.ts';
@@ -102,13 +102,7 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
       if (!email) throw new AppError('invalid_email', 400, 'This is not a valid email address');
       let mobile: string | undefined;
       if (body.method === 'sms') {
-        mobile = normalizeMobile(body.mobile);
-        if (!mobile)
-          throw new AppError(
-            'invalid_mobile',
-            400,
-            'This is not a valid mobile number in international format (+41 79 123 45 67)',
-          );
+        mobile = requireMobile(body.mobile);
       }
       const client = clientKey(clientAddress(request, context.trustProxyHops));
       // Counted before the lookup, so that probing for recipients and their numbers meets a limit too.
