@@ -1,3 +1,4 @@
+import { PeriodicPass } from '../../kernel/periodic-pass.ts';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
@@ -31,11 +32,12 @@ export interface SealEnderOptions {
  * so a message is ended, and counted, once.
  */
 export class SealEnder {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
   private readonly intervalMs: number;
+  private readonly pass = new PeriodicPass({
+    run: () => this.runOnce(),
+    nextDelayMs: () => this.intervalMs,
+    onError: (error) => this.options.logger.error({ err: error }, 'end pass failed'),
+  });
   private readonly metrics = {
     expired: new Counter({
       name: 'sealed_messages_expired_total',
@@ -79,13 +81,11 @@ export class SealEnder {
   }
 
   start(): void {
-    this.schedule(0);
+    this.pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.pass.stop();
   }
 
   /**
@@ -118,29 +118,7 @@ export class SealEnder {
 
   /** Runs a pass soon (now when idle, right after the current one otherwise). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    clearTimeout(this.timer);
-    this.schedule(0);
-  }
-
-  private schedule(delay: number) {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .then(() => undefined)
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'end pass failed'))
-        .finally(() => {
-          this.running = undefined;
-          const again = this.again;
-          this.again = false;
-          this.schedule(again ? 0 : this.intervalMs);
-        });
-    }, delay);
-    this.timer.unref();
+    this.pass.wake();
   }
 
   /** One pass: the messages past their end date ended, then the due unpins. Returns how many ended. */
@@ -148,7 +126,7 @@ export class SealEnder {
     const { store, clusters, logger } = this.options;
     const names = clusters.map((cluster) => cluster.name);
     let expired = 0;
-    for (let batch = 0; batch < 100 && !this.stopped; batch++) {
+    for (let batch = 0; batch < 100 && !this.pass.stopped; batch++) {
       const ended = await store.expireDue(names, EXPIRE_BATCH);
       expired += ended.length;
       this.metrics.expired.inc(ended.length);
@@ -159,7 +137,7 @@ export class SealEnder {
     }
     const byName = new Map(clusters.map((cluster) => [cluster.name, cluster]));
     let unpinned = 0;
-    for (let batch = 0; batch < 100 && !this.stopped; batch++) {
+    for (let batch = 0; batch < 100 && !this.pass.stopped; batch++) {
       // The lease outlasts the slowest unpin, so a live instance never loses its claim.
       const lease = new Date(
         this.options.clock.now() + 2 * Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings))) + 60_000,

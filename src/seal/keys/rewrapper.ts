@@ -1,3 +1,4 @@
+import { PeriodicPass } from '../../kernel/periodic-pass.ts';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../kernel/clock.ts';
@@ -32,9 +33,11 @@ export interface RewrapperOptions {
  * works, the others look again each interval and take over a lease that ran out. At SEAL_KEY_REWRAP_RATE at most.
  */
 export class Rewrapper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
+  private readonly pass = new PeriodicPass({
+    run: () => this.runOnce(),
+    nextDelayMs: () => this.options.intervalMs,
+    onError: (error) => this.options.logger.error({ err: error }, 'key re-wrap pass failed'),
+  });
   private readonly holder = randomUUID();
   private readonly rewrapped = new Counter({
     name: 'seal_key_rewrapped_total',
@@ -84,26 +87,11 @@ export class Rewrapper {
   }
 
   start(): void {
-    this.schedule(0);
+    this.pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(delay: number) {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'key re-wrap pass failed'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.options.intervalMs);
-        });
-    }, delay);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.pass.stop();
   }
 
   /**
@@ -128,12 +116,12 @@ export class Rewrapper {
         total += count;
       }
       let after: string | undefined;
-      while (!this.stopped) {
+      while (!this.pass.stopped) {
         const batch = await store.wrappedByOthers(version, BATCH, after);
         if (batch.length === 0) break;
         let done = 0;
         for (const entry of batch) {
-          if (this.stopped) break;
+          if (this.pass.stopped) break;
           after = entry.id;
           const started = Date.now();
           let rewrapped: string;
@@ -160,7 +148,7 @@ export class Rewrapper {
           return total;
         }
       }
-      if (this.stopped) {
+      if (this.pass.stopped) {
         await store.release(version, this.holder);
         return total;
       }

@@ -1,3 +1,4 @@
+import { PeriodicPass } from '../../kernel/periodic-pass.ts';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Logger } from '../../kernel/logger.ts';
@@ -48,9 +49,11 @@ export interface ScrubberOptions {
  * after sealing.
  */
 export class Scrubber {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
+  private readonly pass = new PeriodicPass({
+    run: () => this.runOnce(),
+    nextDelayMs: () => timerMs(Math.min(this.options.intervalMs, MAX_TICK_MS)),
+    onError: (error) => this.options.logger.error({ err: error }, 'scrub pass failed'),
+  });
   private readonly checked = new Counter({
     name: 'seal_scrub_checked_total',
     help: 'Copies of sealed messages the scrub read and checked against their seal, by cluster and what it found',
@@ -91,26 +94,11 @@ export class Scrubber {
       this.options.logger.info('SEAL_SCRUB_INTERVAL is 0: the scrub is off');
       return;
     }
-    this.schedule(0);
+    this.pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(delay: number) {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'scrub pass failed'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(timerMs(Math.min(this.options.intervalMs, MAX_TICK_MS)));
-        });
-    }, delay);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.pass.stop();
   }
 
   /** One pass: every message due is read on every cluster, at SEAL_SCRUB_RATE at most. */
@@ -119,12 +107,12 @@ export class Scrubber {
     const spacingMs = 1000 / ratePerSecond;
     const slowest = Math.max(...clusters.map((cluster) => timeoutMs(cluster.settings)));
     const totals = { messages: 0, damaged: 0, missing: 0 };
-    while (!this.stopped) {
+    while (!this.pass.stopped) {
       // The lease outlasts the batch read at the rate with every call taking its cluster's whole timeout.
       const leaseMs = BATCH * (spacingMs + clusters.length * 2 * slowest) + 60_000;
       const batch = await store.claimDue(BATCH, new Date(clock.now() + leaseMs), new Date(clock.now() - intervalMs));
       for (const target of batch) {
-        if (this.stopped) break;
+        if (this.pass.stopped) break;
         const started = Date.now();
         let findings: CopyFinding[];
         try {

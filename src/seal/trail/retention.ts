@@ -1,3 +1,4 @@
+import { PeriodicPass } from '../../kernel/periodic-pass.ts';
 import type { Logger } from '../../kernel/logger.ts';
 import type { TrailStore } from './trail-store.ts';
 
@@ -8,20 +9,20 @@ const INTERVAL_MS = 60 * 60 * 1000;
  * allows for old entries alone (migration 0006). Ten years by default, so a pass usually finds nothing.
  */
 export class TrailRetention {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
+  private readonly pass = new PeriodicPass({
+    run: () => this.runOnce(),
+    nextDelayMs: () => INTERVAL_MS,
+    onError: (error) => this.options.logger.error({ err: error }, 'trail retention pass failed'),
+  });
 
   constructor(private readonly options: { store: TrailStore; retentionMs: number; logger: Logger }) {}
 
   start(): void {
-    this.schedule(0);
+    this.pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.pass.stop();
   }
 
   /** One pass; returns how many entries were deleted. */
@@ -29,18 +30,5 @@ export class TrailRetention {
     const deleted = await this.options.store.deleteOlderThan(this.options.retentionMs);
     if (deleted > 0) this.options.logger.info({ deleted }, 'trail entries past SEAL_TRAIL_RETENTION deleted');
     return deleted;
-  }
-
-  private schedule(delay: number) {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'trail retention pass failed'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(INTERVAL_MS);
-        });
-    }, delay);
-    this.timer.unref();
   }
 }
