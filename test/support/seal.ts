@@ -1,6 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Kysely } from 'kysely';
 import {
   startIpfsClusterStandIn,
@@ -39,6 +39,22 @@ export async function startStandIn(options: Partial<IpfsClusterStandInOptions> =
 }
 
 /** IPFS_CLUSTER_* variables pointing at a plain-HTTP stand-in (its proxy as IPFS_PROXY_PORT). */
+/**
+ * The target stand-in gets the source's blocks, as a real peer fetches them from IPFS to honour its pin. File by
+ * file with mkdir -p rather than fs.cp: the target may create the same shard folder at the same moment (it is
+ * serving), and fs.cp then fails with EEXIST (seen in CI).
+ */
+export async function replicateBlocks(from: StandIn, to: StandIn): Promise<void> {
+  const source = join(from.dataDir, 'blocks');
+  const target = join(to.dataDir, 'blocks');
+  for (const entry of await readdir(source, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const destination = join(target, relative(source, join(entry.parentPath, entry.name)));
+    await mkdir(join(destination, '..'), { recursive: true });
+    await copyFile(join(entry.parentPath, entry.name), destination);
+  }
+}
+
 export function standInEnv(standIn: IpfsClusterStandIn): Record<string, string> {
   return {
     IPFS_CLUSTER_HOST: '127.0.0.1',

@@ -1,13 +1,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { cp } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { systemClock } from '../../kernel/clock.ts';
 import type { SealTables } from '../tables.ts';
 import { ScrubStore } from './scrub-store.ts';
 import {
   postSeal,
+  replicateBlocks,
   rawMessage,
   standInCluster,
   startSealWithClusters,
@@ -66,11 +65,6 @@ async function metricBecomes(seal: Seal, line: string, value: number): Promise<v
   }
 }
 
-/** The secondary gets the primary's blocks (or back), as a peer fetches them from IPFS to honour its pin. */
-async function replicate(from: StandIn, to: StandIn): Promise<void> {
-  await cp(join(from.dataDir, 'blocks'), join(to.dataDir, 'blocks'), { recursive: true, force: true });
-}
-
 describe('the scrub', () => {
   const stops: Array<() => Promise<unknown>> = [];
   after(async () => {
@@ -94,7 +88,7 @@ describe('the scrub', () => {
       const response = await postSeal(seal, rawMessage({ body }));
       assert.equal(response.status, 201, await response.clone().text());
       const { id, cid } = (await response.json()) as { id: string; cid: string };
-      await replicate(primary, secondary);
+      await replicateBlocks(primary, secondary);
       // The scrub reads the copies the clusters hold as pinned: wait until both do.
       const deadline = Date.now() + 20_000;
       for (;;) {
@@ -137,7 +131,7 @@ describe('the scrub', () => {
     assert.equal(logged?.cluster, name(primary));
 
     // The operator replaces the bad block from the intact copy; the next scrub finds it whole.
-    await replicate(secondary, primary);
+    await replicateBlocks(secondary, primary);
     await listedUntil(seal, 'the copy is cleared once intact', (list) => list.length === 0);
     await metricBecomes(seal, `seal_scrub_copies{cluster="${name(primary)}",state="damaged"}`, 0);
   });

@@ -1,13 +1,14 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cp, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '../../cli/config.ts';
 import type { RecordedRequest } from '../../devstack/ipfs-cluster/index.ts';
 import { freePort } from '../../../test/support/ports.ts';
 import {
   postSeal,
+  replicateBlocks,
   rawMessage,
   standInCluster,
   startSealOnStandIn,
@@ -31,11 +32,6 @@ async function blockFiles(standIn: StandIn): Promise<string[]> {
   return entries
     .filter((entry) => entry.isFile() && entry.name.endsWith('.data'))
     .map((entry) => join(entry.parentPath, entry.name));
-}
-
-/** The secondary gets the primary's blocks, as a real peer fetches them from IPFS to honour its pin. */
-async function replicate(from: StandIn, to: StandIn): Promise<void> {
-  await cp(join(from.dataDir, 'blocks'), join(to.dataDir, 'blocks'), { recursive: true });
 }
 
 describe('reading a sealed message falls over to the next cluster', () => {
@@ -78,7 +74,7 @@ describe('reading a sealed message falls over to the next cluster', () => {
 
   it("serves the secondary's intact copy when the primary's is damaged, and says which copy failed", async () => {
     const { primary, secondary, seal, raw, cid, read } = await setUp();
-    await replicate(primary, secondary);
+    await replicateBlocks(primary, secondary);
     await primary.damage(cid);
 
     const response = await read();
@@ -102,7 +98,7 @@ describe('reading a sealed message falls over to the next cluster', () => {
 
   it('answers seal_broken naming each copy when no copy verifies', async () => {
     const { primary, secondary, id, cid, read } = await setUp();
-    await replicate(primary, secondary);
+    await replicateBlocks(primary, secondary);
     await primary.damage(cid);
     await secondary.damage(cid);
 
@@ -136,7 +132,7 @@ describe('reading a sealed message falls over to the next cluster', () => {
 
   it('serves the content from the secondary when the primary has lost its blocks', async () => {
     const { primary, secondary, seal, raw, cid, read } = await setUp();
-    await replicate(primary, secondary);
+    await replicateBlocks(primary, secondary);
     for (const file of await blockFiles(primary)) await rm(file);
 
     const response = await read();
@@ -158,7 +154,7 @@ describe('reading a sealed message falls over to the next cluster', () => {
 
   it('gives up on a hanging primary after its timeout and serves the content from the secondary', async () => {
     const { primary, secondary, seal, raw, read } = await setUp('1s');
-    await replicate(primary, secondary);
+    await replicateBlocks(primary, secondary);
     primary.setHang(true);
 
     const response = await read();
