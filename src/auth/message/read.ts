@@ -9,6 +9,7 @@ import {
 } from 'mailparser';
 import sanitizeHtml from 'sanitize-html';
 import { cleanFilename } from '../attachments/filename.ts';
+import { shownHeader } from '../hidden-characters.ts';
 
 export interface AddressView {
   name: string;
@@ -62,7 +63,7 @@ export async function readMessage(raw: Buffer, options: { remoteImages?: boolean
     ? sanitizeMessageHtml(inlineCidImages(parsed.html, parsed.attachments, embedded), options)
     : null;
   return {
-    subject: typeof headers.get('subject') === 'string' ? (headers.get('subject') as string) : '',
+    subject: typeof headers.get('subject') === 'string' ? shownHeader(headers.get('subject') as string) : '',
     from: addresses(headers.get('from') as AddressObject | undefined),
     to: addresses(headers.get('to') as AddressObject | AddressObject[] | undefined),
     cc: addresses(headers.get('cc') as AddressObject | AddressObject[] | undefined),
@@ -199,7 +200,10 @@ function addresses(field: AddressObject | AddressObject[] | undefined): AddressV
   const objects = field === undefined ? [] : Array.isArray(field) ? field : [field];
   return objects.flatMap((object) =>
     object.value.flatMap((entry) =>
-      (entry.group ?? [entry]).map((member) => ({ name: member.name ?? '', address: member.address ?? '' })),
+      (entry.group ?? [entry]).map((member) => ({
+        name: shownHeader(member.name ?? ''),
+        address: shownHeader(member.address ?? ''),
+      })),
     ),
   );
 }

@@ -3,6 +3,7 @@ import type { RecipientSealed, SealClient } from '../seal/client.ts';
 import { emailKey, type Recipient, type RecipientDirectory } from '../seal/recipients.ts';
 import type { AuthTables, SignInMethodName } from '../tables.ts';
 import { normalizeMobile } from '../mobile/number.ts';
+import { shownHeader } from '../hidden-characters.ts';
 
 /** A proof a session holds: an address (email code), or an address with a mobile number (SMS code). */
 export interface Factor {
@@ -97,7 +98,9 @@ export class MessageAccess {
         if (ended(entry, now)) continue;
         const recipient = toRecipient(entry.recipient, overrides.get(entry.id));
         if (!byId.has(entry.id) && satisfied(recipient, factors)) {
-          byId.set(entry.id, { id: entry.id, sender: entry.sender, subject: entry.subject, sealedAt: entry.sealedAt });
+          // As the page shows them: nothing hidden that could reorder or disguise them (hidden-characters.ts).
+          const shown = { sender: shownHeader(entry.sender), subject: shownHeader(entry.subject) };
+          byId.set(entry.id, { id: entry.id, ...shown, sealedAt: entry.sealedAt });
         }
       }
     }
