@@ -39,17 +39,38 @@ export function sessionCsrfToken(csrfKey: Buffer, session: LoadedSession): strin
 export function csrfGuard(csrfKey: Buffer) {
   return async (request: FastifyRequest) => {
     if (SAFE_METHODS.has(request.method)) return;
-    const presented = request.headers[CSRF_HEADER];
-    const session = request.readerSession;
-    if (!session || typeof presented !== 'string' || !sameSecret(presented, csrfToken(csrfKey, session.token))) {
-      throw new AppError(
-        'csrf_token_invalid',
-        403,
-        `${request.method} requests need the X-CSRF-Token header with the ` +
-          'token of this session (from GET /v1/config or GET /v1/message/files)',
-      );
-    }
+    // A form body may carry the token itself: the route checks it once the body is read (csrfInForm). Any other
+    // body is refused here as everywhere, before it is read.
+    if (request.routeOptions.config.csrfInForm && isForm(request)) return;
+    checkCsrf(csrfKey, request, request.headers[CSRF_HEADER]);
   };
+}
+
+function isForm(request: FastifyRequest): boolean {
+  return /^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '');
+}
+
+/**
+ * The check of csrfGuard with the token from wherever the route takes it: the header, or the hidden field of a
+ * form on our own page (a plain HTML form cannot set a header; POST /logout's confirmation).
+ */
+export function checkCsrf(csrfKey: Buffer, request: FastifyRequest, presented: unknown): void {
+  const session = request.readerSession;
+  if (!session || typeof presented !== 'string' || !sameSecret(presented, csrfToken(csrfKey, session.token))) {
+    throw new AppError(
+      'csrf_token_invalid',
+      403,
+      `${request.method} requests need the X-CSRF-Token header with the ` +
+        'token of this session (from GET /v1/config or GET /v1/message/files)',
+    );
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route checks the CSRF token itself with checkCsrf(), from its form body or the header. */
+    csrfInForm?: boolean;
+  }
 }
 
 /** Constant-time equality of two strings of any lengths (digests first: timingSafeEqual wants equal sizes). */

@@ -184,6 +184,37 @@ export class SessionStore {
   }
 
   /**
+   * "Sign out everywhere": deletes the session and every other one that proved a factor of the same address
+   * (session_factors, docs/decisions.md#sessions-follow-the-person): the same person's other browsers and their
+   * other messages. Returns how many ended. Each one is forgotten here; other instances hear of it from the trigger.
+   */
+  async deleteForPerson(sessionId: string): Promise<number> {
+    const ended = await this.db
+      .deleteFrom('sessions')
+      .where((eb) =>
+        eb.or([
+          eb('id', '=', sessionId),
+          eb(
+            'id',
+            'in',
+            eb
+              .selectFrom('session_factors as other')
+              .select('other.session_id')
+              .where(
+                'other.email_key',
+                'in',
+                eb.selectFrom('session_factors as own').select('own.email_key').where('own.session_id', '=', sessionId),
+              ),
+          ),
+        ]),
+      )
+      .returning('token_hash')
+      .execute();
+    this.forget(ended);
+    return ended.length;
+  }
+
+  /**
    * Removes sessions past their end or idle too long; returns how many. Nothing to forget here: every row
    * it deletes is over by this clock, so a cached copy is refused anyway, and the trigger announces each
    * delete. No RETURNING either, since a cleanup after a long stop may delete very many rows.
