@@ -156,6 +156,14 @@ export const AUTH_VARIABLES = defineVariables({
     parse: parseMailbox,
     expected: 'an address, optionally with a display name: Example Org <replies@example.org>',
   },
+  subjectBeforeSignIn: {
+    name: 'READER_SUBJECT_BEFORE_SIGN_IN',
+    meaning:
+      "true: the reader page shows the message's subject before sign-in (GET /v1/config), to anyone holding the " +
+      'link; false shows only who sent it, as the notification does (a subject may be confidential)',
+    default: 'false',
+    ...boolean,
+  },
   replyFromRecipient: {
     name: 'REPLY_FROM_RECIPIENT',
     meaning:

@@ -55,6 +55,8 @@ export interface AuthContext {
     maxAttempts: number;
     rememberMeMaxAgeSeconds: number;
     limits: { perNumberIntervalSeconds: number; perNumberHourly: number; perIpHourly: number };
+    /** READER_SUBJECT_BEFORE_SIGN_IN: GET /v1/config names the subject before sign-in. */
+    subjectBeforeSignIn: boolean;
     /** ATTACHMENT_MAX_SIZE and REPLY_MAX_TOTAL_SIZE in bytes; ATTACHMENTS_RETENTION_PERIOD in ms. */
     attachments: { maxFileSize: number; maxTotalSize: number; retentionMs: number };
   };

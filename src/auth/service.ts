@@ -298,6 +298,7 @@ function readerSettings(
     codeExpiresInSeconds: Math.floor(expirationMs / 1000),
     maxAttempts: auth.codeMaxAttempts,
     rememberMeMaxAgeSeconds: Math.floor(timeouts.rememberMeMs / 1000),
+    subjectBeforeSignIn: auth.subjectBeforeSignIn,
     limits: {
       perNumberIntervalSeconds: Math.ceil(auth.limits.numberInterval / 1000),
       perNumberHourly: auth.limits.numberHourly,
@@ -324,6 +325,7 @@ async function startAuthHttp(
     context,
     registry,
     browserPage: readerErrorPage,
+    headers: strictTransportSecurity(context.settings.publicUrl),
     // The reader page beside the API, not inside it: public and cacheable, no session lookup.
     plugin: async (app: App, options: AuthPluginOptions) => {
       await app.register(readerPageRoutes, { page: readerPage });
@@ -331,6 +333,16 @@ async function startAuthHttp(
     },
     pluginOptions: { auth: authContext },
   });
+}
+
+/**
+ * HSTS on every answer when the public address is https (RFC 6797): after one visit the browser never tries
+ * plain http for this host for a year, so no one on the network can strip the TLS of a later visit. Without
+ * includeSubDomains: the auth service owns its host, not the organisation's other names
+ * (docs/decisions.md#part-a-sessions-and-headers). None over http, where a browser would ignore it anyway.
+ */
+export function strictTransportSecurity(publicUrl: string): Record<string, string> {
+  return new URL(publicUrl).protocol === 'https:' ? { 'strict-transport-security': 'max-age=31536000' } : {};
 }
 
 /**

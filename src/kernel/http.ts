@@ -48,6 +48,8 @@ export interface HttpServerOptions {
    * or undefined to answer with the error object; the auth service's reader link uses it.
    */
   browserPage?: BrowserPage;
+  /** Headers every answer carries, refusals and pages included (the auth service's HSTS). */
+  headers?: Readonly<Record<string, string>>;
   /** HTTP_IDLE_TIMEOUT and HTTP_MAX_CONNECTIONS (slow-clients.ts); Node's defaults when absent. */
   limits?: { idleTimeoutMs: number; maxConnections: number };
 }
@@ -178,8 +180,10 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
     if (page !== undefined) return sendBrowserPage(reply, 404, page);
     void reply.code(404).send(body);
   });
+  const everyAnswer = Object.entries(options.headers ?? {});
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    for (const [name, value] of everyAnswer) reply.header(name, value);
   });
 
   // Fastify decodes a JSON body leniently, turning bytes that are not UTF-8 into U+FFFD (a sender's

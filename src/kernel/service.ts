@@ -80,6 +80,8 @@ export interface HttpServiceOptions {
   readiness?: Record<string, () => Promise<unknown>>;
   /** HTML pages for refusals a browser opened as a page (http.ts BrowserPage). */
   browserPage?: BrowserPage;
+  /** Headers every answer carries (http.ts HttpServerOptions.headers). */
+  headers?: Readonly<Record<string, string>>;
   /** The service's registry when it has metrics of its own beyond HTTP; otherwise one is created. */
   registry?: Registry;
 }
@@ -98,6 +100,7 @@ export async function startHttpService(options: HttpServiceOptions): Promise<Run
     registry,
     bodyLimit: options.bodyLimit,
     browserPage: options.browserPage,
+    headers: options.headers,
     limits: { idleTimeoutMs: context.config.http.idleTimeout, maxConnections: context.config.http.maxConnections },
     readiness: {
       database: () => context.database.ping(),

@@ -3,6 +3,7 @@ import { notFound } from '../../kernel/errors.ts';
 import type { App } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
+import { shownHeader } from '../hidden-characters.ts';
 import { maskEmail, maskMobile } from '../masking.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
 import { MESSAGE_ID_PATTERN } from '../seal/client.ts';
@@ -19,10 +20,18 @@ const ReaderConfig = Type.Object({
     }),
   ),
   sender: Type.Optional(
-    Type.String({ description: "the sealed message's sender, shown by the reader page before sign-in" }),
+    Type.String({
+      description:
+        "the sealed message's sender, shown by the reader page before sign-in (as the notification names it); " +
+        'hidden characters removed (bidi controls, zero-width characters)',
+    }),
   ),
   subject: Type.Optional(
-    Type.String({ description: "the sealed message's subject, shown by the reader page before sign-in" }),
+    Type.String({
+      description:
+        "the sealed message's subject, only when READER_SUBJECT_BEFORE_SIGN_IN=true (a subject may be " +
+        'confidential, and the link may have been forwarded); hidden characters removed',
+    }),
   ),
   ended: Type.Optional(
     Type.Object(
@@ -112,13 +121,16 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
         if (end) {
           // Nothing of an ended message but who sent it, whom the reader may ask, and when and how it ended.
           const reason = end.errorCode === 'message_expired' ? ('expired' as const) : ('withdrawn' as const);
-          about = { sender: record.sender, ended: { reason, at: end.details.endedAt ?? record.sealedAt } };
+          about = { sender: shownHeader(record.sender), ended: { reason, at: end.details.endedAt ?? record.sealedAt } };
         } else {
           methods = [...new Set(record.recipients.map((r) => r.method))].sort();
-          // The reader page shows who wrote about what before sign-in, so that the recipient knows what the
-          // code is for (docs/design.md#reading): the link is the key to these two, while the content and the
-          // recipients stay behind the code.
-          about = { sender: record.sender, subject: record.subject };
+          // Before sign-in the page says who sent the message, as the notification does, so that the recipient
+          // knows what the code is for (docs/design.md#reading). The subject may be confidential and the link
+          // forwarded or leaked: it stays behind the code unless the operator opts in.
+          about = {
+            sender: shownHeader(record.sender),
+            ...(context.settings.subjectBeforeSignIn ? { subject: shownHeader(record.subject) } : {}),
+          };
         }
       }
       let session = request.readerSession;

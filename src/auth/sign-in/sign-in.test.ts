@@ -69,8 +69,8 @@ describe('auth service: sign-in by code', () => {
       assert.deepEqual(first.body, {
         messageId: record.id,
         methods: ['email', 'sms'],
+        // Who sent it, not what about (READER_SUBJECT_BEFORE_SIGN_IN, src/auth/sign-in/before-sign-in.test.ts).
         sender: record.sender,
-        subject: record.subject,
         signedIn: false,
         codeLength: 6,
         codeExpiresIn: 900,
