@@ -72,8 +72,11 @@ export function createSealOutbound(deps: {
               },
             ];
           }
-          const language = isLanguage(entry.language) ? entry.language : deps.defaultLanguage;
-          const link = withLanguage(entry.link, language);
+          const chosen = isLanguage(entry.language) ? entry.language : undefined;
+          const language = chosen ?? deps.defaultLanguage;
+          // A language in the link only when one was chosen for this recipient (sender, contacts directory):
+          // otherwise the reader page follows the browser's, as a German reader of an English default expects.
+          const link = chosen ? withLanguage(entry.link, chosen) : entry.link;
           const composed = await composeNotification({
             from: deps.notifyFrom,
             to: recipient,
@@ -149,7 +152,7 @@ export function createSealOutbound(deps: {
   };
 }
 
-/** The reader opens in the notification's language: the link says which, unless the seal service did already. */
+/** The reader opens in the chosen language: the link says which, unless the seal service did already. */
 function withLanguage(link: string, language: Language): string {
   const url = new URL(link);
   if (!url.searchParams.has('lang')) url.searchParams.set('lang', language);
