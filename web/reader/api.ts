@@ -205,6 +205,11 @@ export class Api extends JsonClient {
     return this.json('GET', '/logout');
   }
 
+  /** Ends every session that proved one of this session's addresses, this one included. */
+  signOutEverywhere(): Promise<unknown> {
+    return this.json('POST', '/v1/auth/sign-out-everywhere');
+  }
+
   /**
    * One file as multipart, through XMLHttpRequest: fetch() has no upload progress. `onProgress` gets
    * the fraction sent (0..1); `signal` aborts.

@@ -39,7 +39,8 @@ export interface Routes {
   /** Loads the message (and the draft) and shows it, or the sign-in form when the session is gone. */
   message(): Promise<void>;
   sent(to: string): void;
-  signedOut(): void;
+  /** `everywhere`: every session of the reader ended (sign out everywhere), not only this one. */
+  signedOut(everywhere?: boolean): void;
   /** The message ended (expired or withdrawn): its final state; `signedIn` offers the sign-out. */
   ended(end: MessageEnd, signedIn: boolean): void;
 }

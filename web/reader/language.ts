@@ -12,8 +12,8 @@ export type PageTexts = Pick<Texts, 'lang' | 'skipToContent' | 'language'>;
 const NAMES: Record<Language, string> = { en: 'English', de: 'Deutsch', fr: 'Français', it: 'Italiano' };
 
 /**
- * The link's `?lang=` first (the exchange writes the recipient's language there, and the switcher keeps
- * the reader's choice there), then the browser's languages, then English.
+ * The link's `?lang=` first (the exchange writes the recipient's language there when one was chosen for
+ * them, and the switcher keeps the reader's choice there), then the browser's languages, then English.
  */
 export function initialTexts(): Texts;
 export function initialTexts<T>(pick: (preferred: ReadonlyArray<string | null | undefined>) => T): T;
@@ -26,13 +26,15 @@ export function initialTexts(
 
 /**
  * The page around <main> in the chosen language: `<html lang>` (screen readers pick their voice by it),
- * the skip link, and `?lang=` in the address, replaced without a reload, so that a reload or a bookmark
- * keeps the choice.
+ * the skip link, and, once the reader `chose` one in the switcher, `?lang=` in the address, replaced without
+ * a reload, so that a reload or a bookmark keeps the choice. Not before: a language the page only guessed
+ * (the browser's) in the address would outlive a change of the browser's language.
  */
-export function applyLanguage(t: PageTexts): void {
+export function applyLanguage(t: PageTexts, chose = false): void {
   document.documentElement.lang = t.lang;
   const skip = document.querySelector<HTMLAnchorElement>('.skip-link');
   if (skip) skip.textContent = t.skipToContent;
+  if (!chose) return;
   const url = new URL(window.location.href);
   if (url.searchParams.get('lang') === t.lang) return;
   url.searchParams.set('lang', t.lang);

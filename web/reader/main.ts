@@ -32,7 +32,7 @@ async function start(): Promise<void> {
   const switcher = languageSwitcher(t, (next) => {
     t = next;
     if (reader) reader.t = next;
-    applyLanguage(next);
+    applyLanguage(next, true);
     switcher.update(next);
     switching = switching.then(() => redrawKeeping(main, reader?.settle, redraw)).catch(() => undefined);
   });
@@ -69,7 +69,7 @@ async function start(): Promise<void> {
       },
       message: drawn(() => messageScreen(r)),
       sent: drawn((to) => r.show(sentScreen(r, to))),
-      signedOut: drawn(() => r.show(signedOutScreen(r))),
+      signedOut: drawn((everywhere) => r.show(signedOutScreen(r, everywhere))),
       ended: drawn((end, signedIn) => r.show(endedScreen(r, end, signedIn))),
     }));
     // Ended for everyone: said at once, with no sign-in form and no code asked for.

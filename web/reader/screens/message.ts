@@ -1,10 +1,10 @@
 import type { Address, OpenableMessage, SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
-import { h } from '../dom.ts';
+import { append, h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
 import { messageFrame } from './message-frame.ts';
 import { laterMobileSection, mobileSection } from './mobile.ts';
-import { busy, signOutControl } from './parts.ts';
+import { busy, signOutControl, signOutEverywhereControl } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
 import { brokenSealScreen, fatalScreen, loadingScreen, messageEnd } from './status.ts';
 import { isCode, isEnded } from '../errors.ts';
@@ -58,16 +58,17 @@ export function readScreen(
     title: subject,
     render() {
       const signOut = signOutControl(reader, 'secondary small');
+      const everywhere = signOutEverywhereControl(reader, 'secondary small');
 
       const headers = h('dl', { class: 'headers' });
-      const row = (label: string, value: string) => {
+      const row = (label: string, value: string | Node | null) => {
         if (value) headers.append(h('div', {}, h('dt', {}, label), h('dd', {}, value)));
       };
-      row(t.message.from, addresses(message.from));
-      row(t.message.to, addresses(message.to));
-      row(t.message.cc, addresses(message.cc));
+      row(t.message.from, addressList(message.from));
+      row(t.message.to, addressList(message.to));
+      row(t.message.cc, addressList(message.cc));
       if (message.replyTo.length > 0 && addresses(message.replyTo) !== addresses(message.from))
-        row(t.message.replyTo, addresses(message.replyTo));
+        row(t.message.replyTo, addressList(message.replyTo));
       if (message.date) row(t.message.date, formatDate(message.date, t.lang));
 
       const seal = message.seal.verified
@@ -119,12 +120,14 @@ export function readScreen(
       return h(
         'div',
         { class: 'reading' },
-        h('div', { class: 'toolbar' }, signOut.button),
+        h('div', { class: 'toolbar' }, signOut.button, everywhere.button),
         signOut.alert,
+        everywhere.alert,
         h(
           'article',
           { class: 'card message', 'aria-labelledby': 'message-subject' },
-          h('h1', { id: 'message-subject' }, subject),
+          // dir=auto: a subject in a right-to-left script is laid out as one, apart from the page around it.
+          h('h1', { id: 'message-subject', dir: 'auto' }, subject),
           headers,
           seal,
           messageBody(reader, message),
@@ -161,7 +164,7 @@ function otherMessages(reader: Reader, others: OpenableMessage[]): HTMLElement |
           h(
             'a',
             { href: `/m/${encodeURIComponent(other.id)}` },
-            h('span', { class: 'other-subject' }, other.subject || t.message.noSubject),
+            h('span', { class: 'other-subject', dir: 'auto' }, other.subject || t.message.noSubject),
             h('span', { class: 'other-meta' }, t.others.meta(other.sender, formatDate(other.sealedAt, t.lang))),
           ),
         ),
@@ -218,6 +221,21 @@ function sealLine(sentence: string, cid: string): HTMLElement {
     h('code', { class: 'cid' }, cid),
     sentence.slice(at + cid.length),
   );
+}
+
+/**
+ * The addresses of a header, each name and address isolated (<bdi>): a right-to-left name, or one the server
+ * could not clean, cannot carry the address or the next entry along in its direction.
+ */
+function addressList(list: Address[]): HTMLElement | null {
+  if (list.length === 0) return null;
+  const shown = h('span', {});
+  list.forEach((a, index) => {
+    if (index > 0) append(shown, ', ');
+    if (a.name && a.name !== a.address) append(shown, h('bdi', {}, a.name), ' <', h('bdi', {}, a.address), '>');
+    else append(shown, h('bdi', {}, a.address));
+  });
+  return shown;
 }
 
 function addresses(list: Address[]): string {

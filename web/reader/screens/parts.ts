@@ -46,13 +46,23 @@ export async function busy<T>(button: HTMLButtonElement, busyLabel: string, work
   }
 }
 
-/** The sender and subject of the sealed message, as the sign-in screens show them. */
-export function messageCard(from: string, fromLabel: string, subject: string, subjectLabel: string): HTMLElement {
+/**
+ * Who sent the sealed message, as the sign-in screens show it (and the subject only when the operator lets the
+ * page show it before sign-in). Each value isolated (<bdi>): a right-to-left name cannot reorder what follows.
+ */
+export function messageCard(
+  from: string,
+  fromLabel: string,
+  subject: string | undefined,
+  subjectLabel: string,
+): HTMLElement {
   return h(
     'dl',
     { class: 'message-card' },
-    h('div', {}, h('dt', {}, fromLabel), h('dd', {}, from)),
-    h('div', {}, h('dt', {}, subjectLabel), h('dd', { class: 'subject' }, subject)),
+    h('div', {}, h('dt', {}, fromLabel), h('dd', {}, h('bdi', {}, from))),
+    subject === undefined
+      ? null
+      : h('div', {}, h('dt', {}, subjectLabel), h('dd', { class: 'subject' }, h('bdi', {}, subject))),
   );
 }
 
@@ -93,18 +103,50 @@ export function countdown(
  */
 export function signOutControl(reader: Reader, buttonClass: string): { button: HTMLButtonElement; alert: HTMLElement } {
   const { t } = reader;
+  return signOutButton(reader, buttonClass, {
+    label: t.message.signOut,
+    busy: t.message.signingOut,
+    failed: t.message.signOutFailed,
+    end: () => reader.api.logout(),
+    everywhere: false,
+  });
+}
+
+/**
+ * "Sign out everywhere" (POST /v1/auth/sign-out-everywhere): a session on a lost phone ends with the others. Said
+ * done only once the server ended them, as for the sign-out above.
+ */
+export function signOutEverywhereControl(
+  reader: Reader,
+  buttonClass: string,
+): { button: HTMLButtonElement; alert: HTMLElement } {
+  const { t } = reader;
+  return signOutButton(reader, buttonClass, {
+    label: t.sessions.signOutEverywhere,
+    busy: t.sessions.signingOutEverywhere,
+    failed: t.sessions.signOutEverywhereFailed,
+    end: () => reader.api.signOutEverywhere(),
+    everywhere: true,
+  });
+}
+
+function signOutButton(
+  reader: Reader,
+  buttonClass: string,
+  how: { label: string; busy: string; failed: string; end: () => Promise<unknown>; everywhere: boolean },
+): { button: HTMLButtonElement; alert: HTMLElement } {
   const alert = alertBox();
-  const button = h('button', { type: 'button', class: buttonClass }, t.message.signOut);
+  const button = h('button', { type: 'button', class: buttonClass }, how.label);
   button.addEventListener('click', () => {
     alert.clear();
-    void busy(button, t.message.signingOut, async () => {
+    void busy(button, how.busy, async () => {
       try {
-        await reader.api.logout();
+        await how.end();
       } catch (error) {
-        alert.show(t, error, t.message.signOutFailed);
+        alert.show(reader.t, error, how.failed);
         return;
       }
-      reader.go.signedOut();
+      reader.go.signedOut(how.everywhere);
     });
   });
   return { button, alert: alert.element };

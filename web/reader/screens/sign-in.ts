@@ -112,7 +112,8 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
         })();
       });
 
-      const subject = config.subject || t.signIn.noSubject;
+      // Before sign-in GET /v1/config names no subject unless READER_SUBJECT_BEFORE_SIGN_IN is set.
+      const subject = config.subject === undefined ? undefined : config.subject || t.signIn.noSubject;
       return h(
         'section',
         { class: 'card narrow' },

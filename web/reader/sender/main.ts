@@ -33,7 +33,7 @@ async function start(): Promise<void> {
     (next) => {
       t = next;
       if (page) page.t = next;
-      applyLanguage(next);
+      applyLanguage(next, true);
       switcher.update(next);
       switching = switching.then(() => redrawKeeping(main, undefined, redraw)).catch(() => undefined);
     },

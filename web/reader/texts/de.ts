@@ -168,6 +168,18 @@ export const de = {
     again: 'Wieder anmelden',
   },
 
+  sessions: {
+    signOutEverywhere: 'Überall abmelden',
+    signingOutEverywhere: 'Wird überall abgemeldet…',
+    signOutEverywhereFailed: 'Sie sind noch angemeldet: Das Abmelden überall hat nicht funktioniert.',
+    signedOutEverywhere: {
+      title: 'Sie sind überall abgemeldet',
+      body:
+        'Alle Ihre Sitzungen sind beendet: auf diesem Gerät, in anderen Browsern und für Ihre anderen Nachrichten. ' +
+        'Um eine Nachricht wieder zu lesen, melden Sie sich mit einem neuen Code an.',
+    },
+  },
+
   brokenSeal: {
     title: 'Das Siegel ist gebrochen',
     body:

@@ -162,6 +162,19 @@ export const en = {
     again: 'Sign in again',
   },
 
+  /** Sign out everywhere: every session of the reader's proven addresses, in every browser. */
+  sessions: {
+    signOutEverywhere: 'Sign out everywhere',
+    signingOutEverywhere: 'Signing out everywhere…',
+    signOutEverywhereFailed: 'You are still signed in: signing out everywhere did not work.',
+    signedOutEverywhere: {
+      title: 'You are signed out everywhere',
+      body:
+        'All your sessions have ended: on this device, in other browsers and for your other messages. ' +
+        'To read a message again, sign in with a new code.',
+    },
+  },
+
   brokenSeal: {
     title: 'The seal is broken',
     body:

@@ -171,6 +171,18 @@ export const fr = {
     again: 'Se reconnecter',
   },
 
+  sessions: {
+    signOutEverywhere: 'Se déconnecter partout',
+    signingOutEverywhere: 'Déconnexion partout…',
+    signOutEverywhereFailed: 'Vous êtes toujours connecté : la déconnexion partout n’a pas fonctionné.',
+    signedOutEverywhere: {
+      title: 'Vous êtes déconnecté partout',
+      body:
+        'Toutes vos sessions sont terminées : sur cet appareil, dans d’autres navigateurs et pour vos autres ' +
+        'messages. Pour relire un message, connectez-vous avec un nouveau code.',
+    },
+  },
+
   brokenSeal: {
     title: 'Le sceau est brisé',
     body:

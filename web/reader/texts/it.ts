@@ -172,6 +172,18 @@ export const it = {
     again: 'Accedere di nuovo',
   },
 
+  sessions: {
+    signOutEverywhere: 'Disconnettersi ovunque',
+    signingOutEverywhere: 'Disconnessione ovunque in corso…',
+    signOutEverywhereFailed: 'È ancora connesso: la disconnessione ovunque non è riuscita.',
+    signedOutEverywhere: {
+      title: 'Si è disconnesso ovunque',
+      body:
+        'Tutte le sue sessioni sono terminate: su questo dispositivo, in altri browser e per gli altri suoi ' +
+        'messaggi. Per leggere di nuovo un messaggio, acceda con un nuovo codice.',
+    },
+  },
+
   brokenSeal: {
     title: 'Il sigillo è rotto',
     body:
