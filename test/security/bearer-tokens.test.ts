@@ -50,7 +50,9 @@ const GUARDS: Record<ServiceName, Array<[RegExp, Guard]>> = {
     // Start a session for anyone: the reader page's first call, and the sender's page's.
     [/^\/v1\/config$/, 'public'],
     [/^\/v1\/sender\/config$/, 'public'],
+    // Among them POST /v1/auth/sign-out-everywhere: every session of the person, by this session's CSRF token.
     [/^\/v1\//, 'session'],
+    // GET /logout for anyone (a page, or nothing to end); POST /logout needs the session's CSRF token (csrf.test.ts).
     [/^\/logout$/, 'public'],
     [/^\/m\/:id$/, 'public'],
     // The sender's page: it signs in by its own API, which the session guard above covers.
