@@ -14,7 +14,7 @@ export type Method = SignInMethodName;
 export interface ReaderConfig {
   messageId?: string;
   methods?: Method[];
-  /** The sealed message's sender and subject, shown before sign-in (the link is the key to them). */
+  /** The sealed message's sender, shown before sign-in; its subject only when READER_SUBJECT_BEFORE_SIGN_IN is set. */
   sender?: string;
   subject?: string;
   /** The message ended for everyone: a final state, no sign-in (the sender is whom to ask; no subject then). */
