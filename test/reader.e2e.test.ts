@@ -369,12 +369,12 @@ describe('the reader page in Chromium', () => {
       // Signing out that did not reach the server says so: the session is still alive.
       const logout = `${new URL(link).origin}/logout`;
       await page.route(logout, (route) => route.abort('connectionrefused'));
-      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.getByRole('alert').filter({ hasText: 'You are still signed in' }).waitFor();
       assert.equal(await page.getByRole('heading', { name: 'You are signed out' }).count(), 0);
       await page.unroute(logout);
 
-      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
       await shoot(page, 'signed-out');
       // The server ended the session: the same link asks for a code again.
@@ -589,7 +589,7 @@ describe('the reader page with short-lived codes and no resend interval', () => 
       await shoot(page, 'reply-restored', [360]);
 
       // Signing out from the message itself; the link then asks for a code again.
-      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
       await page.reload();
       await page.getByRole('heading', { name: 'Read your sealed message' }).waitFor();
