@@ -155,7 +155,7 @@ describe("a sealed message's end on the auth service", () => {
     const stranger = harness.reader();
     const config = await stranger.get(`/v1/config?messageId=${record.id}`);
     assert.equal(config.body.ended, undefined);
-    assert.equal(config.body.subject, 'Sealed');
+    assert.deepEqual(config.body.methods, ['sms'], 'still offers sign-in');
     const sms = harness.sms.messages.length;
     withdrawn(
       await stranger.request('POST', '/v1/auth/code', {
@@ -179,7 +179,7 @@ describe("a sealed message's end on the auth service", () => {
     const early = harness.reader();
     const before = await early.get(`/v1/config?messageId=${record.id}`);
     assert.equal(before.body.ended, undefined);
-    assert.equal(before.body.subject, 'Sealed');
+    assert.deepEqual(before.body.methods, ['sms'], 'still offers sign-in');
     await sleep(expiresAt.getTime() - Date.now() + 50);
 
     const endedAt = expiresAt.toISOString();
