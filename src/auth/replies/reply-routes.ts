@@ -149,8 +149,9 @@ export async function replyRoutes(
           '503 when the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached ' +
           `(403) when the reply is larger than it accepts, 409 while the same draft is being sent. ${VERSION_NOTE} ` +
           'Sending is a change too: of two sends against the same version only one goes out, and a send against ' +
-          'the version of a reply already sent is a draft_conflict (no second reply leaves). Every answer after ' +
-          'the text was saved, refusals and failures included, carries the new version in its ETag header. ' +
+          'the version of a reply already sent is a reply_already_sent with its sentAt (no second reply leaves). ' +
+          'Every answer after the text was saved, refusals and failures included, carries the new version in its ' +
+          'ETag header. ' +
           CSRF_NOTE,
         headers: IfMatchHeaders,
         body: ReplyBody,
