@@ -157,8 +157,6 @@ export const de = {
     sending: 'Wird gesendet…',
     empty: 'Bitte schreiben Sie zuerst eine Antwort oder hängen Sie eine Datei an.',
     waitForUploads: 'Bitte warten Sie, bis die Dateien hochgeladen sind.',
-    reloaded:
-      'Diese Antwort wurde in einem anderen Fenster geändert und neu geladen. Bitte prüfen Sie sie vor dem Senden.',
   },
 
   drafts: {

@@ -154,7 +154,6 @@ export const en = {
     sending: 'Sending…',
     empty: 'Please write a reply or attach a file first.',
     waitForUploads: 'Please wait until the files are uploaded.',
-    reloaded: 'This reply was changed in another window: it has been reloaded. Please check it before sending.',
   },
 
   drafts: {

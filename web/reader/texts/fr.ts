@@ -161,9 +161,6 @@ export const fr = {
     sending: 'Envoi…',
     empty: 'Veuillez d’abord écrire une réponse ou joindre un fichier.',
     waitForUploads: 'Veuillez attendre que les fichiers soient envoyés.',
-    reloaded:
-      'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. ' +
-      'Veuillez la vérifier avant de l’envoyer.',
   },
 
   drafts: {

@@ -160,9 +160,6 @@ export const it = {
     sending: 'Invio in corso…',
     empty: 'Scriva prima una risposta o alleghi un file.',
     waitForUploads: 'Attenda che i file siano caricati.',
-    reloaded:
-      'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. ' +
-      'La controlli prima di inviarla.',
   },
 
   drafts: {
