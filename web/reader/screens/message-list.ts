@@ -29,8 +29,8 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
 
   const draw = () => {
     // The height of the tallest page so far, so that a shorter one does not pull the buttons up.
-    if (list.offsetHeight > 0)
-      list.style.minHeight = `${Math.max(list.offsetHeight, parseFloat(list.style.minHeight) || 0)}px`;
+    const height = list.getBoundingClientRect().height;
+    if (height > 0) list.style.minHeight = `${Math.max(height, parseFloat(list.style.minHeight) || 0)}px`;
     list.replaceChildren(...shown.messages.map((message) => item(reader, message)));
     const from = index * LIST_PAGE_SIZE + 1;
     range.textContent = t.list.range(from, from + shown.messages.length - 1);
