@@ -165,6 +165,7 @@ describe('two windows of one draft in Chromium: no typed word lost, a reply sent
       await two.getByRole('button', { name: t.drafts.newReply }).click();
       await two.getByText(t.reply.draftSaved).waitFor();
       assert.equal(await two.getByLabel(t.reply.text, { exact: true }).inputValue(), 'Typed late in window two.');
+      await two.getByText(/^Your last reply to this message was sent at .+\.$/).waitFor();
     } finally {
       await close();
     }

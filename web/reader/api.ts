@@ -94,6 +94,8 @@ export interface Draft {
    * did not say, and changes go without.
    */
   version?: number;
+  /** When a reply to this message was last sent, from any window or device. */
+  lastSentAt?: string;
 }
 
 export class Api extends JsonClient {
@@ -191,6 +193,7 @@ export class Api extends JsonClient {
       maxFileSize: numberOr(limits.maxFileSize),
       maxTotalSize: numberOr(limits.maxTotalSize),
       version: numberOr(reply.version) ?? version,
+      ...(typeof reply.lastSentAt === 'string' ? { lastSentAt: reply.lastSentAt } : {}),
     };
   }
 

@@ -72,13 +72,18 @@ export class DraftStore {
 
   /** The reply's current version: 0 before its first change. */
   async version(owner: DraftOwner): Promise<number> {
+    return (await this.versionAndSent(owner)).version;
+  }
+
+  /** The reply's current version, and when a reply to this message was last sent (undefined: never). */
+  async versionAndSent(owner: DraftOwner): Promise<{ version: number; sentAt: Date | undefined }> {
     const row = await this.db
       .selectFrom('draft_versions')
-      .select('version')
+      .select(['version', 'sent_at'])
       .where('message_id', '=', owner.messageId)
       .where('email_key', '=', owner.emailKey)
       .executeTakeFirst();
-    return row?.version ?? 0;
+    return { version: row?.version ?? 0, sentAt: row?.sent_at ?? undefined };
   }
 
   async findOpen(owner: DraftOwner): Promise<DraftRow | undefined> {

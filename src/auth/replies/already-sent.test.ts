@@ -49,6 +49,10 @@ describe('a change made against a reply that another window sent: reply_already_
     await exchange?.close();
   });
 
+  it('says no last send before the first one', async () => {
+    assert.equal((await alice.get('/v1/message/reply')).body.lastSentAt, null);
+  });
+
   it('answers every change of the window left behind with reply_already_sent and the time of the send', async () => {
     const shown = (await save('typed in both windows', await version())).body.version as number;
     const sendBegan = harness.clock.now();
@@ -81,6 +85,7 @@ describe('a change made against a reply that another window sent: reply_already_
     assert.equal(upload.body.sentAt, sentAt);
     assert.equal(exchange.sent(), 1, 'one reply left');
     const after = (await alice.get('/v1/message/reply')).body;
+    assert.equal(after.lastSentAt, sentAt, 'the draft says when the last reply went');
     assert.equal(after.text, '', 'nothing of window two was saved into a new draft');
     assert.deepEqual(after.files, []);
   });

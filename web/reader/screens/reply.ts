@@ -3,7 +3,7 @@ import { ApiError } from '../api-error.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
 import { announce, h, uid } from '../dom.ts';
 import { errorText, isCode, isEnded } from '../errors.ts';
-import { formatBytes } from '../format.ts';
+import { formatBytes, formatDate } from '../format.ts';
 import { alreadySentSection, conflictChoice } from './draft-conflict.ts';
 import { busy } from './parts.ts';
 import { messageEnd } from './status.ts';
@@ -359,6 +359,7 @@ function replyForm(
     'form',
     { novalidate: true, class: 'reply-form' },
     h('p', {}, t.reply.to(recipientText)),
+    draft.lastSentAt ? h('p', { class: 'hint' }, t.drafts.lastSent(formatDate(draft.lastSentAt, t.lang))) : null,
     h('div', { class: 'field' }, h('label', { for: textId }, t.reply.text), text),
     h(
       'fieldset',

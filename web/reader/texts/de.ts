@@ -178,6 +178,7 @@ export const de = {
       'Was Sie hier geschrieben haben, wurde nicht gesendet.',
     unsent: 'In diesem Fenster geschrieben, nicht gesendet',
     newReply: 'Neue Antwort mit diesem Text beginnen',
+    lastSent: (time: string) => `Ihre letzte Antwort auf diese Nachricht wurde am ${time} gesendet.`,
   },
 
   sent: {

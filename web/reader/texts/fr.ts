@@ -181,6 +181,7 @@ export const fr = {
       'Ce que vous avez écrit ici n’a pas été envoyé.',
     unsent: 'Écrit dans cette fenêtre, non envoyé',
     newReply: 'Commencer une nouvelle réponse avec ce texte',
+    lastSent: (time: string) => `Votre dernière réponse à ce message a été envoyée le ${time}.`,
   },
 
   sent: {
