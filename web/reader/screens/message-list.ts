@@ -10,12 +10,14 @@ import { busy } from './parts.ts';
  * "Next" are both always there (one disabled at either end) under the list, and the list keeps the tallest
  * height it had, so that neither button moves under the pointer from one page to the next. Focus stays on the
  * button pressed, or goes to the other when it is the end; the range ("Messages 21 to 40") is said politely.
+ * A screen drawn again (a language switch) comes back to the page it showed.
  */
 export function messageList(reader: Reader, first: MessagePage): HTMLElement | null {
   const { t } = reader;
   if (first.messages.length === 0 && !first.next) return null;
+  const kept = places.get(reader.messageId);
   /** The cursor that loads each page seen so far (none for the first); the next one once known. */
-  const cursors: Array<string | undefined> = [undefined, first.next];
+  const cursors: Array<string | undefined> = kept ? [...kept.cursors] : [undefined, first.next];
   let index = 0;
   let shown = first;
 
@@ -40,7 +42,8 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
     next.disabled = cursors[index + 1] === undefined;
   };
 
-  const go = async (to: number, pressed: HTMLButtonElement, other: HTMLButtonElement) => {
+  /** To page `to`; `restoring`: back to where the list was before it was drawn again, focus left alone. */
+  const go = async (to: number, pressed: HTMLButtonElement, other: HTMLButtonElement, restoring = false) => {
     alert.clear();
     try {
       await busy(pressed, t.loading, async () => {
@@ -48,6 +51,7 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
         index = to;
         shown = page;
         cursors[to + 1] = page.next;
+        places.set(reader.messageId, { index, cursors: [...cursors] });
         draw();
       });
     } catch (error) {
@@ -58,7 +62,7 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
       alert.show(t, error);
     }
     enable();
-    if (pressed.disabled) other.focus();
+    if (pressed.disabled && !restoring) other.focus();
   };
   previous.addEventListener('click', () => void go(index - 1, previous, next));
   next.addEventListener('click', () => void go(index + 1, next, previous));
@@ -67,6 +71,7 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
   if (paged) {
     range.textContent = t.list.range(1, first.messages.length);
     enable();
+    if (kept && kept.index > 0 && cursors[kept.index] !== undefined) void go(kept.index, next, previous, true);
   }
   return h(
     'section',
@@ -78,6 +83,12 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
     paged ? alert.element : null,
   );
 }
+
+/**
+ * The page each message's list was on, so that drawing the screen again (a language switch, back from the sent
+ * screen) returns to it. In memory only: a reload starts at the first page.
+ */
+const places = new Map<string, { index: number; cursors: Array<string | undefined> }>();
 
 function item(reader: Reader, other: OpenableMessage): HTMLElement {
   const { t } = reader;
