@@ -148,6 +148,9 @@ export interface DraftVersionsTable {
   message_id: string;
   email_key: string;
   version: number;
+  /** When the reply was last sent, and the version that send gave it (migration 0008); null before. */
+  sent_at: Date | null;
+  sent_version: number | null;
 }
 
 /**

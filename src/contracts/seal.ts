@@ -162,6 +162,14 @@ export const RecipientLookupQuery = Type.Object(
     before: Type.Optional(
       Type.String({ format: 'date-time', description: 'only messages sealed before this time (the next page)' }),
     ),
+    beforeId: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description:
+          'with before: the id of the last entry of the page before, whose sealedAt is `before`; messages sealed in ' +
+          'that same millisecond with a greater id come next, so a page boundary between them skips neither',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -39,6 +39,8 @@ export const ERROR_CODES = [
   'conflict',
   /** A reply draft changed since the version the client sent (If-Match): it must load the draft again. */
   'draft_conflict',
+  /** The reply draft a change was made against was sent meanwhile (another window or device); with sentAt. */
+  'reply_already_sent',
   'payload_too_large',
   'unavailable',
   'upstream_failed',

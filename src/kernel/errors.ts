@@ -27,12 +27,14 @@ export interface ErrorObject {
   refusedCount?: number;
   /** mobile_required: the recipients with no mobile number from any source. */
   recipients?: string[];
+  /** reply_already_sent: when the reply was sent (RFC 3339). */
+  sentAt?: string;
 }
 
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
 export type ErrorDetails = Pick<
   ErrorObject,
-  'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact' | 'refused' | 'refusedCount' | 'recipients'
+  'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact' | 'refused' | 'refusedCount' | 'recipients' | 'sentAt'
 >;
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */

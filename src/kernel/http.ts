@@ -126,6 +126,9 @@ export const ErrorObjectSchema = Type.Object(
         description: 'mobile_required: the recipients with no mobile number from any source',
       }),
     ),
+    sentAt: Type.Optional(
+      Type.String({ format: 'date-time', description: 'reply_already_sent: when the reply was sent' }),
+    ),
   },
   { $id: 'ErrorObject', title: 'Error object' },
 );

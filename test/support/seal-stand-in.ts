@@ -58,6 +58,8 @@ export async function startSealStandIn(options: {
 }): Promise<SealStandIn> {
   const sealFacts = options.sealFacts ?? true;
   const messages = new Map<string, { record: StandInRecord; raw: Buffer; broken: boolean }>();
+  /** The sealedAt of the last message registered (epoch ms). */
+  let lastSealed = 0;
   /** B's 410 for `entry` read by `recipient` (any reader when undefined), or undefined while it may be read. */
   const endOf = (record: StandInRecord, recipient: string | undefined) => {
     const ended = endedNow(record);
@@ -237,8 +239,16 @@ export async function startSealStandIn(options: {
           recipient: recipient!,
           ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
           ...(endedNow(record) ? { end: endedNow(record) } : {}),
-        }));
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sealed }));
+        }))
+        // B's order and paging: the newest first, then by id; `before` and `beforeId` go on after a page's last.
+        .sort((a, b) => (a.sealedAt !== b.sealedAt ? (a.sealedAt < b.sealedAt ? 1 : -1) : a.id < b.id ? -1 : 1));
+      const before = url.searchParams.get('before');
+      const beforeId = url.searchParams.get('beforeId') ?? '';
+      const after = before
+        ? sealed.filter((e) => e.sealedAt < before || (beforeId !== '' && e.sealedAt === before && e.id > beforeId))
+        : sealed;
+      const page = after.slice(0, Number(url.searchParams.get('limit') ?? 50));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sealed: page }));
       return;
     }
     const match = /^\/v1\/sealed\/([^/?]+)(\/content)?$/.exec(url.pathname);
@@ -283,7 +293,9 @@ export async function startSealStandIn(options: {
     confirmedMobiles,
     register(message) {
       const raw = Buffer.isBuffer(message.raw) ? message.raw : Buffer.from(message.raw.replace(/\r?\n/g, '\r\n'));
-      const now = new Date().toISOString();
+      // Each later than the one before, as messages sealed one after the other are: "newest first" has one answer.
+      lastSealed = Math.max(Date.now(), lastSealed + 1);
+      const now = new Date(lastSealed).toISOString();
       const record: StandInRecord = {
         id: message.id ?? randomUUID(),
         cid: `bafy${randomBytes(20).toString('hex')}`,

@@ -20,6 +20,8 @@ export class ApiError extends Error {
       cid?: string;
       endedAt?: string;
       contact?: string;
+      /** reply_already_sent: when the reply went, from another window or device. */
+      sentAt?: string;
       /** seal_broken: each cluster's copy and why it did not serve. */
       copies?: Array<{ cluster: string; state: 'damaged' | 'missing' | 'unreachable' }>;
     } = {},

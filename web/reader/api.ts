@@ -94,6 +94,8 @@ export interface Draft {
    * did not say, and changes go without.
    */
   version?: number;
+  /** When a reply to this message was last sent, from any window or device. */
+  lastSentAt?: string;
 }
 
 export class Api extends JsonClient {
@@ -130,10 +132,18 @@ export class Api extends JsonClient {
     return this.json('POST', this.about('/v1/mobile/later/verify'), { code });
   }
 
-  /** The other sealed messages this session opens without a code, newest first. */
-  async messages(): Promise<OpenableMessage[]> {
-    const body = await this.json<{ messages?: unknown }>('GET', '/v1/messages');
-    return Array.isArray(body.messages) ? (body.messages as OpenableMessage[]) : [];
+  /**
+   * One page of the other sealed messages this session opens without a code, newest first (this page's message
+   * left out): the page after `cursor`, and the cursor of the next one when there is more.
+   */
+  async messages(cursor?: string): Promise<MessagePage> {
+    const query = new URLSearchParams({ limit: String(LIST_PAGE_SIZE), except: this.messageId });
+    if (cursor) query.set('cursor', cursor);
+    const body = await this.json<{ messages?: unknown; next?: unknown }>('GET', `/v1/messages?${query}`);
+    return {
+      messages: Array.isArray(body.messages) ? (body.messages as OpenableMessage[]) : [],
+      ...(typeof body.next === 'string' ? { next: body.next } : {}),
+    };
   }
 
   config(messageId: string): Promise<ReaderConfig> {
@@ -183,6 +193,7 @@ export class Api extends JsonClient {
       maxFileSize: numberOr(limits.maxFileSize),
       maxTotalSize: numberOr(limits.maxTotalSize),
       version: numberOr(reply.version) ?? version,
+      ...(typeof reply.lastSentAt === 'string' ? { lastSentAt: reply.lastSentAt } : {}),
     };
   }
 
@@ -271,6 +282,15 @@ export interface CodeRequest {
   email: string;
   mobile?: string;
   method: Method;
+}
+
+/** How many of the reader's other messages a page of the list shows. */
+export const LIST_PAGE_SIZE = 20;
+
+/** A page of GET /v1/messages: its messages, and the cursor of the next page when there is one. */
+export interface MessagePage {
+  messages: OpenableMessage[];
+  next?: string;
 }
 
 /** One sealed message in the list of those the session opens (GET /v1/messages). */

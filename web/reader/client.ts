@@ -74,6 +74,7 @@ export function apiError(
       ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
       ...(typeof object.endedAt === 'string' ? { endedAt: object.endedAt } : {}),
       ...(typeof object.contact === 'string' ? { contact: object.contact } : {}),
+      ...(typeof object.sentAt === 'string' ? { sentAt: object.sentAt } : {}),
       ...(Array.isArray(object.copies) ? { copies: copiesOf(object.copies) } : {}),
     },
     versionOf(etag),

@@ -31,6 +31,15 @@ export const draftConflict = () =>
     'The reply was changed elsewhere (another window or device) since the version sent in If-Match; load it again',
   );
 
+/**
+ * A change made against a version from before the reply was last sent: the draft it was made on went out
+ * (from another window or device). Said apart from draft_conflict so that the page can say when it went.
+ */
+export const replyAlreadySent = (sentAt: Date) =>
+  new AppError('reply_already_sent', 409, 'The reply was sent meanwhile (another window or device)', {
+    details: { sentAt: sentAt.toISOString() },
+  });
+
 /** A file row being written: it exists (state `uploading`) before its object does. */
 export interface NewDraftFile {
   id: string;
@@ -63,13 +72,18 @@ export class DraftStore {
 
   /** The reply's current version: 0 before its first change. */
   async version(owner: DraftOwner): Promise<number> {
+    return (await this.versionAndSent(owner)).version;
+  }
+
+  /** The reply's current version, and when a reply to this message was last sent (undefined: never). */
+  async versionAndSent(owner: DraftOwner): Promise<{ version: number; sentAt: Date | undefined }> {
     const row = await this.db
       .selectFrom('draft_versions')
-      .select('version')
+      .select(['version', 'sent_at'])
       .where('message_id', '=', owner.messageId)
       .where('email_key', '=', owner.emailKey)
       .executeTakeFirst();
-    return row?.version ?? 0;
+    return { version: row?.version ?? 0, sentAt: row?.sent_at ?? undefined };
   }
 
   async findOpen(owner: DraftOwner): Promise<DraftRow | undefined> {
@@ -296,7 +310,15 @@ export class DraftStore {
         .where('id', '=', draftId)
         .returning(['message_id', 'email_key'])
         .executeTakeFirst();
-      return sent ? raiseVersion(trx, ownerOf(sent), undefined) : undefined;
+      if (!sent) return undefined;
+      const version = await raiseVersion(trx, ownerOf(sent), undefined);
+      await trx
+        .updateTable('draft_versions')
+        .set({ sent_at: now, sent_version: version })
+        .where('message_id', '=', sent.message_id)
+        .where('email_key', '=', sent.email_key)
+        .execute();
+      return version;
     });
   }
 
@@ -364,16 +386,29 @@ const ownerOf = (row: { message_id: string; email_key: string }): DraftOwner => 
   emailKey: row.email_key,
 });
 
-/** draft_conflict unless the reply is at `expected` (no check without one). Not a lock: raiseVersion decides. */
+/**
+ * draft_conflict unless the reply is at `expected` (no check without one); reply_already_sent when the reply
+ * was sent since `expected`. Not a lock: raiseVersion decides.
+ */
 async function checkVersion(trx: Transaction<AuthTables>, owner: DraftOwner, expected: ExpectedVersion): Promise<void> {
   if (expected === undefined) return;
-  const row = await trx
+  const row = await versionRow(trx, owner);
+  if ((row?.version ?? 0) !== expected) throw outdated(row, expected);
+}
+
+function versionRow(trx: Transaction<AuthTables>, owner: DraftOwner) {
+  return trx
     .selectFrom('draft_versions')
-    .select('version')
+    .select(['version', 'sent_at', 'sent_version'])
     .where('message_id', '=', owner.messageId)
     .where('email_key', '=', owner.emailKey)
     .executeTakeFirst();
-  if ((row?.version ?? 0) !== expected) throw draftConflict();
+}
+
+/** Why `expected` is outdated: a send made after it, or any other change. */
+function outdated(row: { sent_at: Date | null; sent_version: number | null } | undefined, expected: number): AppError {
+  if (row?.sent_at && row.sent_version !== null && expected < row.sent_version) return replyAlreadySent(row.sent_at);
+  return draftConflict();
 }
 
 /**
@@ -399,7 +434,7 @@ async function raiseVersion(
     .where('email_key', '=', owner.emailKey);
   if (expected !== undefined) update = update.where('version', '=', expected);
   const row = await update.returning('version').executeTakeFirst();
-  if (!row) throw draftConflict();
+  if (!row) throw outdated(await versionRow(trx, owner), expected ?? 0);
   return row.version;
 }
 

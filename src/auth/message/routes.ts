@@ -5,12 +5,10 @@ import { afterEnd, requireSignedIn, type AuthContext, type SignedInSession } fro
 import { MESSAGE_QUERY, MessageQuery } from './query.ts';
 import { findAttachment } from './attachment-stream.ts';
 import { readMessage } from './read.ts';
-import { isSealBroken, withSealCid } from '../seal/client.ts';
+import { MESSAGE_ID_PATTERN, isSealBroken, withSealCid } from '../seal/client.ts';
+import type { ListPosition } from '../sessions/access.ts';
 import { TAGS, errorResponses } from '../route-docs.ts';
 import { MessageResponse } from '../../contracts/auth.ts';
-
-/** How many of a reader's sealed messages the list shows (newest first). */
-const OPENABLE_LIMIT = 50;
 
 const OpenableList = Type.Object({
   messages: Type.Array(
@@ -21,6 +19,9 @@ const OpenableList = Type.Object({
       sealedAt: Type.String({ format: 'date-time' }),
     }),
   ),
+  next: Type.Union([Type.String(), Type.Null()], {
+    description: 'the cursor of the next page (send it back as `cursor`); null on the last page',
+  }),
 });
 
 /**
@@ -108,17 +109,27 @@ export async function messageRoutes(
           'Every sealed message addressed to an address the session has proven whose ' +
           'sign-in method that proof satisfies: an email code proves the address, ' +
           'an SMS code the address with that mobile number (docs/decisions.md#sessions-follow-the-person). ' +
-          'Messages that ended (expired or withdrawn) are left out.',
-        response: { 200: OpenableList, ...errorResponses(401, 502) },
+          'Messages that ended (expired or withdrawn) are left out. Paged: `limit` entries (default 20, at most ' +
+          '100) after `cursor` (the `next` of the page before); `except` leaves out one message (the one shown).',
+        querystring: MessagesQuery,
+        response: { 200: OpenableList, ...errorResponses(400, 401, 502) },
       },
     },
     async (request) => {
       const session = request.readerSession;
       if (!session?.row.signed_in_at)
         throw new AppError('unauthenticated', 401, 'Not signed in: request a code and sign in first');
-      return {
-        messages: await context.access.openable(session.row.id, OPENABLE_LIMIT, new Date(context.clock.now())),
-      };
+      const { limit = '20', cursor, except } = request.query;
+      const page = await context.access.openable(
+        session.row.id,
+        {
+          limit: Number(limit),
+          ...(cursor ? { after: fromCursor(cursor) } : {}),
+          ...(except ? { except } : {}),
+        },
+        new Date(context.clock.now()),
+      );
+      return { messages: page.messages, next: page.next ? toCursor(page.next) : null };
     },
   );
 
@@ -165,6 +176,36 @@ export async function messageRoutes(
         .send(attachment.content);
     },
   );
+}
+
+/**
+ * A page's end as the client carries it: the last entry's sealedAt (epoch milliseconds) and id. Opaque to the
+ * client, checked by the pattern; a cursor names a place in the list, never what the session may open.
+ */
+const CURSOR = /^(\d{1,15})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+const MessagesQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'entries on the page (1 to 100, default 20)' }),
+    ),
+    cursor: Type.Optional(
+      Type.String({ pattern: CURSOR.source, description: 'the page after the one whose `next` this is' }),
+    ),
+    except: Type.Optional(
+      Type.String({ pattern: MESSAGE_ID_PATTERN, description: 'a message to leave out: the one the page shows' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const toCursor = (position: ListPosition) => `${Date.parse(position.sealedAt)}.${position.id}`;
+
+function fromCursor(cursor: string): ListPosition {
+  const [, ms, id] = CURSOR.exec(cursor)!;
+  const at = new Date(Number(ms));
+  if (Number.isNaN(at.getTime())) throw new AppError('validation_failed', 400, 'cursor: not a place in the list');
+  return { sealedAt: at.toISOString(), id: id! };
 }
 
 /**

@@ -12,7 +12,8 @@ export const VERSION_NOTE =
   'If-Match: the draft\'s version as the client has it (`"7"`, from the `version` field or the ETag header of ' +
   'GET /v1/message/reply and of every change). The change is made only if the draft is still at that version, ' +
   'and raises it by one; otherwise 409 draft_conflict and nothing changes (another window or device ' +
-  'changed or sent the reply: load it again). Without If-Match the change is made whatever the version.';
+  'changed the reply: load it again), or 409 reply_already_sent with sentAt when the draft at that version was ' +
+  'sent meanwhile. Without If-Match the change is made whatever the version.';
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(

@@ -54,6 +54,11 @@ const Draft = Type.Object({
     description:
       'from then on the watcher may delete the draft and its files (last change + ATTACHMENTS_RETENTION_PERIOD)',
   }),
+  lastSentAt: Type.Optional(
+    Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'GET: when a reply to this message was last sent, from any window or device; null when never',
+    }),
+  ),
 });
 
 /**
@@ -92,11 +97,13 @@ export async function replyRoutes(
     async (request, reply) => {
       const session = await requireOpen(request, context, request.query.messageId);
       const owner = draftOwner(session);
-      const version = await context.drafts.version(owner);
+      const { version, sentAt } = await context.drafts.versionAndSent(owner);
       setVersion(reply, version);
+      const lastSentAt = sentAt?.toISOString() ?? null;
       const draft = await context.drafts.findOpen(owner);
-      if (!draft) return { text: '', html: null, bcc: null, files: [], version, updatedAt: null, expiresAt: null };
-      return draftView(draft, version);
+      if (!draft)
+        return { text: '', html: null, bcc: null, files: [], version, updatedAt: null, expiresAt: null, lastSentAt };
+      return { ...(await draftView(draft, version)), lastSentAt };
     },
   );
 
@@ -149,8 +156,9 @@ export async function replyRoutes(
           '503 when the engine is unreachable or unavailable, 502 when it refused, upload_limit_reached ' +
           `(403) when the reply is larger than it accepts, 409 while the same draft is being sent. ${VERSION_NOTE} ` +
           'Sending is a change too: of two sends against the same version only one goes out, and a send against ' +
-          'the version of a reply already sent is a draft_conflict (no second reply leaves). Every answer after ' +
-          'the text was saved, refusals and failures included, carries the new version in its ETag header. ' +
+          'the version of a reply already sent is a reply_already_sent with its sentAt (no second reply leaves). ' +
+          'Every answer after the text was saved, refusals and failures included, carries the new version in its ' +
+          'ETag header. ' +
           CSRF_NOTE,
         headers: IfMatchHeaders,
         body: ReplyBody,

@@ -91,11 +91,14 @@ export class SealClient {
     this.agent = options.baseUrl.startsWith('https:') ? new https.Agent(keepAlive) : new http.Agent(keepAlive);
   }
 
-  /** The sealed messages addressed to `email`, newest first (at most `limit`). */
-  async sealedFor(email: string, limit: number): Promise<RecipientSealed> {
-    const response = await this.get(
-      `/v1/recipients/${encodeURIComponent(email)}/sealed?limit=${Math.min(Math.max(1, limit), 200)}`,
-    );
+  /** The sealed messages addressed to `email`, newest first (at most `limit`), after `after` (a page's last). */
+  async sealedFor(email: string, limit: number, after?: { sealedAt: string; id: string }): Promise<RecipientSealed> {
+    const query = new URLSearchParams({ limit: String(Math.min(Math.max(1, limit), 200)) });
+    if (after) {
+      query.set('before', after.sealedAt);
+      query.set('beforeId', after.id);
+    }
+    const response = await this.get(`/v1/recipients/${encodeURIComponent(email)}/sealed?${query}`);
     if (response.statusCode !== 200) throw await upstreamError(response, 'list the sealed messages of a recipient');
     const answer = await readJson(response);
     if (!CHECK.recipientSealed.Check(answer))

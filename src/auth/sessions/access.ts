@@ -69,16 +69,47 @@ export class MessageAccess {
   }
 
   /**
-   * The sealed messages the session opens, newest first: for each proven address the seal service's list
-   * of its messages, kept where the message's method for that address is satisfied and it has not ended
-   * (expired, withdrawn for everyone or for that address; docs/specification.md#end-dates).
+   * One page of the sealed messages the session opens, newest first (then by id): for each proven address the
+   * seal service's list of its messages, kept where the message's method for that address is satisfied and it
+   * has not ended (expired, withdrawn for everyone or for that address; docs/specification.md#end-dates), and is
+   * not `page.except`. The page goes on after `page.after` (the last entry of the page before); `next` is this
+   * page's last entry when more follow. Each address's list is read from B in batches from that point on, only
+   * until it has given one entry more than the page holds, so 20 of 1,000 messages fetch about 20 rows.
    */
-  async openable(sessionId: string, limit: number, now: Date): Promise<OpenableMessage[]> {
+  async openable(
+    sessionId: string,
+    page: { limit: number; after?: ListPosition; except?: string },
+    now: Date,
+  ): Promise<{ messages: OpenableMessage[]; next?: ListPosition }> {
     const factors = await this.factors(sessionId);
     const byId = new Map<string, OpenableMessage>();
     for (const email of new Set(factors.map((factor) => factor.email))) {
-      const entries = await this.seal.sealedFor(email, limit);
-      if (entries.length === 0) continue;
+      for (const entry of await this.keptFor(email, factors, page, now))
+        if (!byId.has(entry.id)) byId.set(entry.id, entry);
+    }
+    const sorted = [...byId.values()].sort(newestFirst);
+    const messages = sorted.slice(0, page.limit);
+    const last = messages.at(-1);
+    return sorted.length > page.limit && last
+      ? { messages, next: { sealedAt: last.sealedAt, id: last.id } }
+      : { messages };
+  }
+
+  /** Up to `page.limit + 1` of the messages addressed to `email` after `page.after` that the session opens. */
+  private async keptFor(
+    email: string,
+    factors: Factor[],
+    page: { limit: number; after?: ListPosition; except?: string },
+    now: Date,
+  ): Promise<OpenableMessage[]> {
+    const wanted = page.limit + 1;
+    const kept: OpenableMessage[] = [];
+    let after = page.after;
+    // Bounded: a run of more than SCAN_BATCHES × SCAN_BATCH messages this session cannot open ends the list there.
+    for (let batch = 0; batch < SCAN_BATCHES && kept.length < wanted; batch++) {
+      const size = Math.min(SCAN_BATCH, Math.max(wanted - kept.length, 1));
+      const entries = await this.seal.sealedFor(email, size, after);
+      if (entries.length === 0) break;
       // A number the recipient confirmed since sealing (PUT /v1/mobile) wins over the sender's.
       const overrides = new Map(
         (
@@ -95,17 +126,35 @@ export class MessageAccess {
         ).map((row) => [row.message_id, row.mobile]),
       );
       for (const entry of entries) {
-        if (ended(entry, now)) continue;
-        const recipient = toRecipient(entry.recipient, overrides.get(entry.id));
-        if (!byId.has(entry.id) && satisfied(recipient, factors)) {
+        if (ended(entry, now) || entry.id === page.except) continue;
+        if (satisfied(toRecipient(entry.recipient, overrides.get(entry.id)), factors)) {
           // As the page shows them: nothing hidden that could reorder or disguise them (hidden-characters.ts).
           const shown = { sender: shownHeader(entry.sender), subject: shownHeader(entry.subject) };
-          byId.set(entry.id, { id: entry.id, ...shown, sealedAt: entry.sealedAt });
+          kept.push({ id: entry.id, ...shown, sealedAt: entry.sealedAt });
         }
       }
+      const last = entries.at(-1)!;
+      after = { sealedAt: last.sealedAt, id: last.id };
+      if (entries.length < size) break;
     }
-    return [...byId.values()].sort((a, b) => b.sealedAt.localeCompare(a.sealedAt)).slice(0, limit);
+    return kept.slice(0, wanted);
   }
+}
+
+/** Where a page of the list ends: its last entry's sealedAt and id (the order is sealedAt desc, id asc). */
+export interface ListPosition {
+  sealedAt: string;
+  id: string;
+}
+
+/** Entries asked of B at once, and how many such batches one address's page may read at most. */
+const SCAN_BATCH = 200;
+const SCAN_BATCHES = 10;
+
+/** B's order: the newest first, by sealedAt to the millisecond (ISO strings compare as times), then the id. */
+function newestFirst(a: OpenableMessage, b: OpenableMessage): number {
+  if (a.sealedAt !== b.sealedAt) return a.sealedAt < b.sealedAt ? 1 : -1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 function ended(entry: RecipientSealed[number], now: Date): boolean {

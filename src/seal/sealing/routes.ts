@@ -162,7 +162,7 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
           'the session has proven. The address is normalised (trimmed, domain lower-cased, ' +
           "IDN as punycode) and compared case-insensitively; each entry carries that recipient's sign-in " +
           'method and mobile number for the message, its end date and end (ended messages stay listed). ' +
-          "`before` (the last entry's sealedAt) pages back.",
+          "`before` and `beforeId` (the last entry's sealedAt and id) page back.",
         params: RecipientLookupParams,
         querystring: RecipientLookupQuery,
         response: { 200: RecipientSealedSchema, 400: err, 401: err },
@@ -171,8 +171,13 @@ export async function sealingRoutes(app: App, options: SealingRoutesOptions) {
     async (request) => {
       const email = normalizeEmail(request.params.email);
       if (!email) throw badRequest(`${JSON.stringify(request.params.email)} is not an email address`);
-      const { limit = '50', before } = request.query;
-      const rows = await store.byRecipient(email.toLowerCase(), Number(limit), before ? new Date(before) : undefined);
+      const { limit = '50', before, beforeId } = request.query;
+      const rows = await store.byRecipient(
+        email.toLowerCase(),
+        Number(limit),
+        before ? new Date(before) : undefined,
+        before ? beforeId : undefined,
+      );
       const now = clock.now();
       return {
         sealed: rows.map(({ message, recipient }) => ({

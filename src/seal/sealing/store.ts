@@ -143,13 +143,18 @@ export class SealedStore {
 
   /**
    * The sealed messages addressed to one recipient (lower-cased address), newest first, each with that
-   * recipient's row (the sign-in method and mobile number are per message).
+   * recipient's row (the sign-in method and mobile number are per message). A page goes on from the last entry
+   * of the one before: `before` its sealedAt, `beforeId` its id. Ordered and compared on the time to the
+   * millisecond, as the answer writes it (sealed_at holds microseconds), then on the id: two messages sealed
+   * in the same millisecond are both listed, whichever page boundary falls between them.
    */
   async byRecipient(
     emailKey: string,
     limit: number,
     before?: Date,
+    beforeId?: string,
   ): Promise<Array<{ message: SealedMessage; recipient: SealedRecipient }>> {
+    const sealedMs = sql<Date>`date_trunc('milliseconds', m.sealed_at)`;
     let query = this.db
       .selectFrom('sealed_recipients as r')
       .innerJoin('sealed_messages as m', 'm.id', 'r.sealed_id')
@@ -166,10 +171,14 @@ export class SealedStore {
         'r.withdraw_note',
       ])
       .where('r.email_key', '=', emailKey)
-      .orderBy('m.sealed_at', 'desc')
+      .orderBy(sealedMs, 'desc')
       .orderBy('m.id')
       .limit(limit);
-    if (before) query = query.where('m.sealed_at', '<', before);
+    if (before && beforeId)
+      query = query.where((eb) =>
+        eb.or([eb(sealedMs, '<', before), eb.and([eb(sealedMs, '=', before), eb('m.id', '>', beforeId)])]),
+      );
+    else if (before) query = query.where(sealedMs, '<', before);
     const rows = await query.execute();
     return rows.map(
       ({

@@ -1,8 +1,9 @@
-import type { Address, OpenableMessage, SealedMessage } from '../api.ts';
+import type { Address, MessagePage, SealedMessage } from '../api.ts';
 import { alertBox, isSessionGone, type Reader, type Screen } from '../app.ts';
 import { append, h } from '../dom.ts';
 import { formatBytes, formatDate } from '../format.ts';
 import { messageFrame } from './message-frame.ts';
+import { messageList } from './message-list.ts';
 import { laterMobileSection, mobileSection } from './mobile.ts';
 import { busy, signOutControl, signOutEverywhereControl } from './parts.ts';
 import { loadDraft, replySection, type DraftOutcome } from './reply.ts';
@@ -20,17 +21,10 @@ export async function messageScreen(reader: Reader): Promise<void> {
     const [message, draft, others] = await Promise.all([
       reader.api.message(),
       loadDraft(reader),
-      reader.api.messages().catch(() => []),
+      reader.api.messages().catch((): MessagePage => ({ messages: [] })),
     ]);
     if ('error' in draft && (isSessionGone(draft.error) || isEnded(draft.error))) throw draft.error;
-    reader.show(
-      readScreen(
-        reader,
-        message,
-        draft,
-        others.filter((other) => other.id !== message.id),
-      ),
-    );
+    reader.show(readScreen(reader, message, draft, others));
   } catch (error) {
     if (isSessionGone(error)) {
       reader.notice = reader.t.sessionEnded;
@@ -49,7 +43,7 @@ export function readScreen(
   reader: Reader,
   message: SealedMessage,
   draft: DraftOutcome,
-  others: OpenableMessage[] = [],
+  others: MessagePage = { messages: [] },
 ): Screen {
   const { t } = reader;
   const subject = message.subject || t.message.noSubject;
@@ -136,41 +130,10 @@ export function readScreen(
         replySection(reader, message, draft),
         mobileSection(reader),
         laterMobileSection(reader),
-        otherMessages(reader, others),
+        messageList(reader, others),
       );
     },
   };
-}
-
-/**
- * The reader's other sealed messages that this sign-in opens too (GET /v1/messages), newest first: each
- * a link to its own page, which opens without another code.
- */
-function otherMessages(reader: Reader, others: OpenableMessage[]): HTMLElement | null {
-  const { t } = reader;
-  if (others.length === 0) return null;
-  return h(
-    'section',
-    { class: 'card others', 'aria-labelledby': 'others-title' },
-    h('h2', { id: 'others-title' }, t.others.title),
-    h('p', { class: 'hint' }, t.others.explain),
-    h(
-      'ul',
-      {},
-      ...others.map((other) =>
-        h(
-          'li',
-          {},
-          h(
-            'a',
-            { href: `/m/${encodeURIComponent(other.id)}` },
-            h('span', { class: 'other-subject', dir: 'auto' }, other.subject || t.message.noSubject),
-            h('span', { class: 'other-meta' }, t.others.meta(other.sender, formatDate(other.sealedAt, t.lang))),
-          ),
-        ),
-      ),
-    ),
-  );
 }
 
 /** Text in a plain block; HTML in a sandboxed frame, with "show images" when the sender's had some. */

@@ -3,7 +3,8 @@ import { ApiError } from '../api-error.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
 import { announce, h, uid } from '../dom.ts';
 import { errorText, isCode, isEnded } from '../errors.ts';
-import { formatBytes } from '../format.ts';
+import { formatBytes, formatDate } from '../format.ts';
+import { alreadySentSection, conflictChoice } from './draft-conflict.ts';
 import { busy } from './parts.ts';
 import { messageEnd } from './status.ts';
 
@@ -23,15 +24,64 @@ export function loadDraft(reader: Reader): Promise<DraftOutcome> {
  * the draft at the first autosave, and a send would go without the draft's files. The reader gets the
  * reason and a button that tries again.
  */
-export function replySection(
+export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome): HTMLElement {
+  const kept = held.get(reader.messageId);
+  held.delete(reader.messageId);
+  if (kept && 'sent' in kept) return sentElsewhere(reader, message, kept.sent.sentAt, kept.sent.unsent);
+  if (!('draft' in outcome)) return draftFailed(reader, message, outcome.error);
+  return replyForm(reader, message, outcome.draft, undefined, kept?.choice.mine);
+}
+
+/**
+ * What a reply section holds that drawing it again (a language switch loads the draft afresh) must not drop:
+ * the text typed here while the recipient is to choose between it and the other window's, or the final
+ * "already sent" state with what was typed here. By message; taken by the next replySection. In memory only:
+ * a reload starts from the saved draft.
+ */
+const held = new Map<string, { choice: { mine: string } } | { sent: { sentAt: string | undefined; unsent: string } }>();
+
+/** The reply's final state after another window or device sent it: when, and what was typed here and not sent. */
+function sentElsewhere(
   reader: Reader,
   message: SealedMessage,
-  outcome: DraftOutcome,
-  notice?: string,
+  sentAt: string | undefined,
+  unsent: string,
 ): HTMLElement {
-  return 'draft' in outcome
-    ? replyForm(reader, message, outcome.draft, notice)
-    : draftFailed(reader, message, outcome.error);
+  const ended: HTMLElement = alreadySentSection(reader, sentAt, unsent, (kept, button) => {
+    void busy(button, reader.t.loading, () => newReplyWith(reader, message, kept, ended));
+  });
+  reader.settle = async () => {
+    if (ended.isConnected) held.set(reader.messageId, { sent: { sentAt, unsent } });
+  };
+  return ended;
+}
+
+/**
+ * A new reply from the text a window typed while another sent the draft: the new draft's text (if the other
+ * window started one already) comes first, then this one, saved at once. Nothing typed here is dropped.
+ */
+async function newReplyWith(reader: Reader, message: SealedMessage, unsent: string, section: HTMLElement) {
+  const outcome = await loadDraft(reader);
+  if ('error' in outcome) {
+    if (isSessionGone(outcome.error)) {
+      reader.notice = reader.t.sessionEnded;
+      return reader.go.signIn();
+    }
+    if (isEnded(outcome.error)) return reader.go.ended(messageEnd(outcome.error), true);
+  }
+  const form =
+    'draft' in outcome
+      ? replyForm(
+          reader,
+          message,
+          outcome.draft,
+          outcome.draft.text && outcome.draft.text !== unsent
+            ? `${outcome.draft.text.trimEnd()}\n\n${unsent.trimStart()}`
+            : unsent,
+        )
+      : replySection(reader, message, outcome);
+  section.replaceWith(form);
+  form.querySelector('textarea')?.focus();
 }
 
 function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HTMLElement {
@@ -70,14 +120,26 @@ function draftFailed(reader: Reader, message: SealedMessage, error: unknown): HT
  *
  * Every change (save, upload, removal, send) carries the draft's version and runs after the one before
  * it, so each sends the version the last one gave. When the draft changed elsewhere (another window or
- * device, draft_conflict), the form is replaced by the draft as it is now, with `notice` saying so:
- * nothing goes out that the page did not show.
+ * device, draft_conflict), the page loads it as it is now and merges against `base`, the text of the
+ * version it last knew: a text changed on one side only is taken as it is; changed on both, the two are
+ * shown for the recipient to choose (conflictChoice) and nothing is saved until they have. The file list
+ * becomes the draft's (the files of both windows); a refused upload or removal is tried again once on the
+ * new version. A send that met a change is not tried again: nothing goes out that the page did not show.
+ * When the draft was sent from elsewhere (reply_already_sent), the form ends in alreadySentSection.
  *
  * The save status sits under the send button, in a space of its own (app.css .save-status): a click on
  * the button blurs the text, which saves it, and the status appearing must not move the button between
  * the press and the release.
  */
-function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?: string): HTMLElement {
+function replyForm(
+  reader: Reader,
+  message: SealedMessage,
+  draft: Draft,
+  /** Put in the text box and saved at once (a new reply from text that was not sent). */
+  initialText?: string,
+  /** This window's text, to choose between it and the draft's (held across a redraw while choosing). */
+  pendingMine?: string,
+): HTMLElement {
   const { t, api } = reader;
   const maxFile = draft.maxFileSize;
   const maxTotal = draft.maxTotalSize;
@@ -94,7 +156,11 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   const files: DraftFile[] = [...draft.files];
   let uploading = 0;
   let version = draft.version;
-  /** Replaced after a conflict: nothing of this form may save or send any more. */
+  /** The text of the draft at `version`, as this window last knew it: what a merge compares both sides to. */
+  let base = draft.text;
+  /** Both windows changed the text: the choice shown, and nothing saved until it is made. */
+  let choosing: HTMLElement | null = null;
+  /** Replaced (the draft was sent elsewhere, or the message ended): nothing of this form may change any more. */
   let replaced = false;
   let changes: Promise<unknown> = Promise.resolve();
   /** One change at a time, each with the version the one before it left. */
@@ -106,14 +172,16 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     changes = next.catch(() => undefined);
     return next;
   };
-  const learn = (next: number | undefined) => {
+  /** A change of ours went through: the draft is at `next`, with `saved` as its text when the change saved one. */
+  const learn = (next: number | undefined, saved?: string) => {
     if (next !== undefined) version = next;
+    if (saved !== undefined) base = saved;
   };
 
   const alert = alertBox();
   const textId = uid('reply');
   const text = h('textarea', { id: textId, name: 'text', rows: 7, 'aria-describedby': `${textId}-status` });
-  text.value = draft.text;
+  text.value = initialText ?? draft.text;
   const saveStatus = h(
     'p',
     { class: 'hint save-status', id: `${textId}-status`, role: 'status' },
@@ -122,21 +190,29 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
 
   let saveTimer = 0;
   let saving: Promise<unknown> = Promise.resolve();
-  const saveNow = () => {
+  const saveNow = (): Promise<unknown> => {
     window.clearTimeout(saveTimer);
-    if (replaced) return saving;
+    saveTimer = 0;
+    if (replaced || choosing) return saving;
     saveStatus.textContent = t.reply.draftSaving;
-    saving = change(() =>
-      api.saveDraft({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version),
-    ).then(
+    let sent = '';
+    saving = change(() => {
+      sent = text.value;
+      return api.saveDraft({ text: sent, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version);
+    }).then(
       (next) => {
-        learn(next);
-        saveStatus.textContent = t.reply.draftSaved;
+        learn(next, sent);
+        if (saveStatus.textContent === t.reply.draftSaving) saveStatus.textContent = t.reply.draftSaved;
       },
-      (error: unknown) => {
+      async (error: unknown) => {
         if (error instanceof Replaced) return;
-        if (isCode(error, 'draft_conflict')) return void reload();
-        if (isEnded(error)) return handle(error);
+        if (isCode(error, 'draft_conflict')) {
+          // Merged without a choice to make: this window's text is saved on the draft's new version.
+          if ((await resync()) === 'merged' && text.value !== base) return saveNow();
+          if (saveStatus.textContent === t.reply.draftSaving) saveStatus.textContent = t.reply.draftSaved;
+          return;
+        }
+        if (isEnded(error) || isCode(error, 'reply_already_sent') || isSessionGone(error)) return handle(error);
         saveStatus.textContent = errorText(t, error);
       },
     );
@@ -152,9 +228,10 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
   });
   // Before the form is drawn again in another language: the text typed is saved, every change is done.
   reader.settle = () => {
+    if (choosing) held.set(reader.messageId, { choice: { mine: text.value } });
     if (saveTimer) void saveNow();
     saveTimer = 0;
-    return changes;
+    return saving.then(() => changes);
   };
 
   const list = h('ul', { class: 'files', 'aria-live': 'polite' });
@@ -177,15 +254,17 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
       alert.clear();
       void busy(remove, '…', async () => {
         try {
-          learn(await change(() => api.removeFile(file.id, version)));
-          files.splice(files.indexOf(file), 1);
-          row.remove();
-          updateUsed();
-          announce(t.reply.removed(file.name));
-          picker.focus();
+          learn(await retried(() => api.removeFile(file.id, version)));
         } catch (error) {
-          handle(error);
+          // Removed in the other window meanwhile: gone all the same.
+          if (!isCode(error, 'not_found')) return handle(error);
         }
+        const at = files.findIndex((listed) => listed.id === file.id);
+        if (at >= 0) files.splice(at, 1);
+        row.remove();
+        updateUsed();
+        announce(t.reply.removed(file.name));
+        picker.focus();
       });
     });
     return row;
@@ -245,7 +324,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     if (maxTotal !== undefined && total() + file.size > maxTotal) return fail(t.errors.upload_limit_reached);
     uploading += 1;
     try {
-      const uploaded = await change(() =>
+      const uploaded = await retried(() =>
         api.uploadFile(file, (fraction) => (progress.value = Math.round(fraction * 100)), { version }),
       );
       learn(uploaded.version);
@@ -255,7 +334,12 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
       updateUsed();
       announce(t.reply.uploaded(stored.name));
     } catch (error) {
-      if (isSessionGone(error) || isEnded(error) || isCode(error, 'draft_conflict') || error instanceof Replaced)
+      if (
+        isSessionGone(error) ||
+        isEnded(error) ||
+        isCode(error, 'draft_conflict', 'reply_already_sent') ||
+        error instanceof Replaced
+      )
         return handle(error);
       fail(errorText(t, error));
     } finally {
@@ -275,6 +359,7 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     'form',
     { novalidate: true, class: 'reply-form' },
     h('p', {}, t.reply.to(recipientText)),
+    draft.lastSentAt ? h('p', { class: 'hint' }, t.drafts.lastSent(formatDate(draft.lastSentAt, t.lang))) : null,
     h('div', { class: 'field' }, h('label', { for: textId }, t.reply.text), text),
     h(
       'fieldset',
@@ -297,24 +382,102 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     h('h2', { id: 'reply-title' }, t.reply.title),
     form,
   );
-  if (notice) alert.say(notice);
+  if (pendingMine !== undefined && pendingMine !== draft.text) {
+    text.value = pendingMine;
+    showChoice(pendingMine, draft.text);
+  } else if (initialText !== undefined && initialText !== draft.text) void saveNow();
 
-  /** The draft changed elsewhere: this form goes, the draft as it is now comes, saying why. */
-  async function reload() {
-    if (replaced) return;
+  /**
+   * A file added or removed is a change of its own, which no text typed elsewhere conflicts with: refused
+   * on an outdated version, it is made again once on the draft's new one (the list then shows both windows').
+   */
+  async function retried<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await change(run);
+    } catch (error) {
+      if (!isCode(error, 'draft_conflict')) throw error;
+      await resync();
+      return change(run);
+    }
+  }
+
+  /** The files as the draft has them now, those still uploading or refused here kept below them. */
+  function showFiles(stored: DraftFile[]) {
+    files.splice(0, files.length, ...stored);
+    for (const row of Array.from(list.querySelectorAll('li.file:not(.uploading):not(.failed)'))) row.remove();
+    list.prepend(...stored.map(fileRow));
+    updateUsed();
+  }
+
+  /**
+   * The draft changed elsewhere: it is loaded as it is now and merged with this window's. 'merged': the
+   * version is the draft's, and this window's text is whatever it should go on with (saved by the caller
+   * when it differs); 'choosing': both changed the text, the recipient chooses first; 'failed': said.
+   */
+  async function resync(): Promise<'merged' | 'choosing' | 'failed'> {
+    if (choosing) return 'choosing';
+    let fresh: Draft;
+    try {
+      fresh = await api.draft();
+    } catch (error) {
+      handle(error);
+      return 'failed';
+    }
+    if (replaced) return 'failed';
+    showFiles(fresh.files);
+    const mine = text.value;
+    const theirs = fresh.text;
+    const known = base;
+    version = fresh.version;
+    base = theirs;
+    // Changed on one side only (or the same on both): nothing to choose.
+    if (theirs === mine || theirs === known) return 'merged';
+    if (mine === known) {
+      text.value = theirs;
+      saveStatus.textContent = t.drafts.updated;
+      return 'merged';
+    }
+    showChoice(mine, theirs);
+    return 'choosing';
+  }
+
+  /** Both windows changed the text: nothing is saved until the recipient has chosen. */
+  function showChoice(mine: string, theirs: string) {
+    window.clearTimeout(saveTimer);
+    saveStatus.textContent = '';
+    saveTimer = 0;
+    const focused = section.contains(document.activeElement);
+    text.readOnly = true;
+    choosing = conflictChoice(reader, mine, theirs, (chosen) => {
+      choosing?.remove();
+      choosing = null;
+      text.readOnly = false;
+      text.value = chosen;
+      text.focus();
+      saveStatus.textContent = t.drafts.chosen;
+      void saveNow();
+    });
+    // Below the send button and its status: nothing the pointer may be on moves when the choice appears.
+    saveStatus.after(choosing);
+    if (focused) choosing.focus();
+  }
+
+  /** The draft this form showed was sent from another window or device: the form ends, saying when. */
+  function alreadySent(error: ApiError) {
     replaced = true;
     window.clearTimeout(saveTimer);
-    const focused = section.contains(document.activeElement);
-    const fresh = replySection(reader, message, await loadDraft(reader), t.reply.reloaded);
-    section.replaceWith(fresh);
-    if (focused) fresh.querySelector<HTMLElement>('[role=alert]:not([hidden]), textarea')?.focus();
-    announce(t.reply.reloaded);
+    const ended = sentElsewhere(reader, message, error.details.sentAt, text.value === base ? '' : text.value);
+    section.replaceWith(ended);
+    ended.querySelector<HTMLElement>('h2')?.focus();
   }
 
   function handle(error: unknown) {
     if (error instanceof Replaced) return;
+    if (isCode(error, 'reply_already_sent')) return alreadySent(error);
     if (isCode(error, 'draft_conflict')) {
-      void reload();
+      void resync().then((outcome) => {
+        if (outcome === 'merged' && text.value !== base) void saveNow();
+      });
       return;
     }
     if (error instanceof ApiError && error.version !== undefined) learn(error.version);
@@ -337,6 +500,10 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     event.preventDefault();
     alert.clear();
     if (uploading > 0) return alert.say(t.reply.waitForUploads);
+    if (choosing) {
+      alert.say(t.drafts.conflictExplain);
+      return choosing.querySelector('button')?.focus();
+    }
     if (!text.value.trim() && files.length === 0) {
       alert.say(t.reply.empty);
       return text.focus();
@@ -345,12 +512,20 @@ function replyForm(reader: Reader, message: SealedMessage, draft: Draft, notice?
     void busy(send, t.reply.sending, async () => {
       try {
         await saving;
+        // A save just met the other window's text: the choice comes before any send.
+        if (choosing) return alert.say(t.drafts.conflictExplain);
         await change(() =>
           api.sendReply({ text: text.value, ...(copy.checked && reader.email ? { bcc: reader.email } : {}) }, version),
         );
         reader.go.sent(recipientText);
       } catch (error) {
-        handle(error);
+        if (!isCode(error, 'draft_conflict')) return handle(error);
+        // Not sent: what changed elsewhere is shown first (merged, or to choose), then sent again by hand.
+        const outcome = await resync();
+        if (outcome === 'merged') {
+          if (text.value !== base) void saveNow();
+          alert.say(t.drafts.checkAgain);
+        }
       }
     });
   });

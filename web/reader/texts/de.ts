@@ -126,6 +126,13 @@ export const de = {
     meta: (sender: string, date: string) => `von ${sender}, versiegelt am ${date}`,
   },
 
+  list: {
+    previous: 'Vorherige Nachrichten',
+    next: 'Weitere Nachrichten',
+    range: (from: number, to: number) => `Nachrichten ${from} bis ${to}`,
+    navigation: 'Seiten Ihrer weiteren Nachrichten',
+  },
+
   reply: {
     title: 'Antworten',
     to: (to: string) => `Ihre Antwort geht an ${to}.`,
@@ -150,8 +157,28 @@ export const de = {
     sending: 'Wird gesendet…',
     empty: 'Bitte schreiben Sie zuerst eine Antwort oder hängen Sie eine Datei an.',
     waitForUploads: 'Bitte warten Sie, bis die Dateien hochgeladen sind.',
-    reloaded:
-      'Diese Antwort wurde in einem anderen Fenster geändert und neu geladen. Bitte prüfen Sie sie vor dem Senden.',
+  },
+
+  drafts: {
+    conflictTitle: 'Diese Antwort wurde auch in einem anderen Fenster geändert',
+    conflictExplain:
+      'Es geht nichts verloren. Wählen Sie den Text, der bleiben soll; Sie können ihn vor dem Senden noch ändern.',
+    mine: 'In diesem Fenster geschrieben',
+    theirs: 'Im anderen Fenster gespeichert',
+    keepMine: 'Text aus diesem Fenster behalten',
+    keepTheirs: 'Text aus dem anderen Fenster behalten',
+    keepBoth: 'Beide Texte behalten, nacheinander',
+    chosen: 'Der gewählte Text steht in Ihrer Antwort und wird gespeichert.',
+    updated: 'Diese Antwort wurde in einem anderen Fenster geändert; hier steht jetzt der dort gespeicherte Text.',
+    checkAgain: 'Diese Antwort wurde in einem anderen Fenster geändert. Bitte prüfen Sie sie und senden Sie erneut.',
+    alreadySentTitle: 'Ihre Antwort wurde bereits gesendet',
+    alreadySent: (time: string) => `Ihre Antwort wurde bereits am ${time} gesendet.`,
+    alreadySentExplain:
+      'Sie wurde aus einem anderen Fenster oder von einem anderen Gerät gesendet. ' +
+      'Was Sie hier geschrieben haben, wurde nicht gesendet.',
+    unsent: 'In diesem Fenster geschrieben, nicht gesendet',
+    newReply: 'Neue Antwort mit diesem Text beginnen',
+    lastSent: (time: string) => `Ihre letzte Antwort auf diese Nachricht wurde am ${time} gesendet.`,
   },
 
   sent: {
@@ -275,6 +302,7 @@ export const de = {
     draft_conflict:
       'Diese Antwort wurde in einem anderen Fenster oder auf einem anderen Gerät geändert. ' +
       'Sie muss neu geladen werden, bevor sie geändert oder gesendet werden kann.',
+    reply_already_sent: 'Diese Antwort wurde bereits aus einem anderen Fenster oder von einem anderen Gerät gesendet.',
     payload_too_large: 'Das ist zu groß zum Senden.',
     unavailable: 'Der Dienst ist gerade ausgelastet. Bitte versuchen Sie es in einer Minute erneut.',
     upstream_failed:

@@ -124,6 +124,13 @@ export const en = {
     meta: (sender: string, date: string) => `from ${sender}, sealed ${date}`,
   },
 
+  list: {
+    previous: 'Previous messages',
+    next: 'Next messages',
+    range: (from: number, to: number) => `Messages ${from} to ${to}`,
+    navigation: 'Pages of your other messages',
+  },
+
   reply: {
     title: 'Reply',
     to: (to: string) => `Your reply goes to ${to}.`,
@@ -147,7 +154,25 @@ export const en = {
     sending: 'Sending…',
     empty: 'Please write a reply or attach a file first.',
     waitForUploads: 'Please wait until the files are uploaded.',
-    reloaded: 'This reply was changed in another window: it has been reloaded. Please check it before sending.',
+  },
+
+  drafts: {
+    conflictTitle: 'This reply was also changed in another window',
+    conflictExplain: 'Nothing is lost. Choose the text to keep; you can still edit it before sending.',
+    mine: 'Typed in this window',
+    theirs: 'Saved in the other window',
+    keepMine: 'Keep the text from this window',
+    keepTheirs: 'Keep the text from the other window',
+    keepBoth: 'Keep both texts, one after the other',
+    chosen: 'The text you chose is in your reply and is being saved.',
+    updated: 'This reply was changed in another window; the text here is the one saved there.',
+    checkAgain: 'This reply was changed in another window. Please check it, then send it again.',
+    alreadySentTitle: 'Your reply was already sent',
+    alreadySent: (time: string) => `Your reply was already sent at ${time}.`,
+    alreadySentExplain: 'It was sent from another window or device. What you typed here was not sent.',
+    unsent: 'Typed in this window, not sent',
+    newReply: 'Start a new reply with this text',
+    lastSent: (time: string) => `Your last reply to this message was sent at ${time}.`,
   },
 
   sent: {
@@ -260,6 +285,7 @@ export const en = {
     draft_conflict:
       'This reply was changed in another window or on another device. ' +
       'It has to be loaded again before it can be changed or sent.',
+    reply_already_sent: 'This reply was already sent from another window or device.',
     payload_too_large: 'This is too large to send.',
     unavailable: 'The service is busy right now. Please try again in a minute.',
     upstream_failed: 'The message cannot be fetched right now. Please try again in a few minutes.',

@@ -130,6 +130,13 @@ export const fr = {
     meta: (sender: string, date: string) => `de ${sender}, scellé le ${date}`,
   },
 
+  list: {
+    previous: 'Messages précédents',
+    next: 'Messages suivants',
+    range: (from: number, to: number) => `Messages ${from} à ${to}`,
+    navigation: 'Pages de vos autres messages',
+  },
+
   reply: {
     title: 'Répondre',
     to: (to: string) => `Votre réponse sera envoyée à ${to}.`,
@@ -154,9 +161,27 @@ export const fr = {
     sending: 'Envoi…',
     empty: 'Veuillez d’abord écrire une réponse ou joindre un fichier.',
     waitForUploads: 'Veuillez attendre que les fichiers soient envoyés.',
-    reloaded:
-      'Cette réponse a été modifiée dans une autre fenêtre : elle a été rechargée. ' +
-      'Veuillez la vérifier avant de l’envoyer.',
+  },
+
+  drafts: {
+    conflictTitle: 'Cette réponse a aussi été modifiée dans une autre fenêtre',
+    conflictExplain: 'Rien n’est perdu. Choisissez le texte à garder ; vous pourrez encore le modifier avant l’envoi.',
+    mine: 'Écrit dans cette fenêtre',
+    theirs: 'Enregistré dans l’autre fenêtre',
+    keepMine: 'Garder le texte de cette fenêtre',
+    keepTheirs: 'Garder le texte de l’autre fenêtre',
+    keepBoth: 'Garder les deux textes, l’un après l’autre',
+    chosen: 'Le texte choisi est dans votre réponse et il est en cours d’enregistrement.',
+    updated: 'Cette réponse a été modifiée dans une autre fenêtre ; le texte ici est celui qui y a été enregistré.',
+    checkAgain: 'Cette réponse a été modifiée dans une autre fenêtre. Vérifiez-la, puis envoyez-la à nouveau.',
+    alreadySentTitle: 'Votre réponse a déjà été envoyée',
+    alreadySent: (time: string) => `Votre réponse a déjà été envoyée le ${time}.`,
+    alreadySentExplain:
+      'Elle a été envoyée depuis une autre fenêtre ou un autre appareil. ' +
+      'Ce que vous avez écrit ici n’a pas été envoyé.',
+    unsent: 'Écrit dans cette fenêtre, non envoyé',
+    newReply: 'Commencer une nouvelle réponse avec ce texte',
+    lastSent: (time: string) => `Votre dernière réponse à ce message a été envoyée le ${time}.`,
   },
 
   sent: {
@@ -272,6 +297,7 @@ export const fr = {
     draft_conflict:
       'Cette réponse a été modifiée dans une autre fenêtre ou sur un autre appareil. ' +
       'Elle doit être rechargée avant de pouvoir être modifiée ou envoyée.',
+    reply_already_sent: 'Cette réponse a déjà été envoyée depuis une autre fenêtre ou un autre appareil.',
     payload_too_large: 'C’est trop volumineux pour être envoyé.',
     unavailable: 'Le service est très sollicité en ce moment. Veuillez réessayer dans une minute.',
     upstream_failed: 'Le message ne peut pas être récupéré pour le moment. Veuillez réessayer dans quelques minutes.',

@@ -129,6 +129,13 @@ export const it = {
     meta: (sender: string, date: string) => `da ${sender}, sigillato il ${date}`,
   },
 
+  list: {
+    previous: 'Messaggi precedenti',
+    next: 'Messaggi successivi',
+    range: (from: number, to: number) => `Messaggi da ${from} a ${to}`,
+    navigation: 'Pagine degli altri suoi messaggi',
+  },
+
   reply: {
     title: 'Rispondere',
     to: (to: string) => `La sua risposta andrà a ${to}.`,
@@ -153,9 +160,26 @@ export const it = {
     sending: 'Invio in corso…',
     empty: 'Scriva prima una risposta o alleghi un file.',
     waitForUploads: 'Attenda che i file siano caricati.',
-    reloaded:
-      'Questa risposta è stata modificata in un’altra finestra ed è stata ricaricata. ' +
-      'La controlli prima di inviarla.',
+  },
+
+  drafts: {
+    conflictTitle: 'Questa risposta è stata modificata anche in un’altra finestra',
+    conflictExplain: 'Non si perde nulla. Scelga il testo da tenere; potrà ancora modificarlo prima dell’invio.',
+    mine: 'Scritto in questa finestra',
+    theirs: 'Salvato nell’altra finestra',
+    keepMine: 'Tenere il testo di questa finestra',
+    keepTheirs: 'Tenere il testo dell’altra finestra',
+    keepBoth: 'Tenere entrambi i testi, uno dopo l’altro',
+    chosen: 'Il testo scelto è nella sua risposta e viene salvato.',
+    updated: 'Questa risposta è stata modificata in un’altra finestra; qui c’è ora il testo salvato lì.',
+    checkAgain: 'Questa risposta è stata modificata in un’altra finestra. La controlli, poi la invii di nuovo.',
+    alreadySentTitle: 'La sua risposta è già stata inviata',
+    alreadySent: (time: string) => `La sua risposta è già stata inviata il ${time}.`,
+    alreadySentExplain:
+      'È stata inviata da un’altra finestra o da un altro dispositivo. Ciò che ha scritto qui non è stato inviato.',
+    unsent: 'Scritto in questa finestra, non inviato',
+    newReply: 'Iniziare una nuova risposta con questo testo',
+    lastSent: (time: string) => `La sua ultima risposta a questo messaggio è stata inviata il ${time}.`,
   },
 
   sent: {
@@ -271,6 +295,7 @@ export const it = {
     draft_conflict:
       'Questa risposta è stata modificata in un’altra finestra o su un altro dispositivo. ' +
       'Deve essere ricaricata prima di poter essere modificata o inviata.',
+    reply_already_sent: 'Questa risposta è già stata inviata da un’altra finestra o da un altro dispositivo.',
     payload_too_large: 'È troppo grande per essere inviato.',
     unavailable: 'Il servizio è occupato in questo momento. Riprovi fra un minuto.',
     upstream_failed: 'Il messaggio non può essere recuperato in questo momento. Riprovi fra qualche minuto.',
