@@ -4,7 +4,8 @@
  * controls (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C) make "invoice\u202Efdp.exe" look like
  * "invoiceexe.pdf", and zero-width characters (U+200B–U+200D, U+2060–U+2064, U+FEFF) and the soft hyphen
  * (U+00AD) hide a difference from a check that compares the text while it looks the same. The zero-width
- * joiner goes too (docs/decisions.md#part-a-sessions-and-headers): an emoji family then shows as its members.
+ * joiner goes too (docs/decisions.md#the-reader-part-a-sessions-and-headers): an emoji family then shows as its
+ * members.
  */
 const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 const FORMAT = /^\p{Cf}$/u;

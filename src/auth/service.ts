@@ -339,7 +339,7 @@ async function startAuthHttp(
  * HSTS on every answer when the public address is https (RFC 6797): after one visit the browser never tries
  * plain http for this host for a year, so no one on the network can strip the TLS of a later visit. Without
  * includeSubDomains: the auth service owns its host, not the organisation's other names
- * (docs/decisions.md#part-a-sessions-and-headers). None over http, where a browser would ignore it anyway.
+ * (docs/decisions.md#the-reader-part-a-sessions-and-headers). None over http, where a browser would ignore it anyway.
  */
 export function strictTransportSecurity(publicUrl: string): Record<string, string> {
   return new URL(publicUrl).protocol === 'https:' ? { 'strict-transport-security': 'max-age=31536000' } : {};
