@@ -6,6 +6,7 @@ import * as m0004 from './0004_draft_versions.ts';
 import * as m0005 from './0005_session_factors.ts';
 import * as m0006 from './0006_session_changes.ts';
 import * as m0007 from './0007_session_sender.ts';
+import * as m0008 from './0008_replaced_codes.ts';
 
 /** The auth schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_session_factors': m0005,
   '0006_session_changes': m0006,
   '0007_session_sender': m0007,
+  '0008_replaced_codes': m0008,
 };
