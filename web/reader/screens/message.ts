@@ -131,9 +131,10 @@ export function readScreen(
           attachments,
         ),
         replySection(reader, message, draft),
+        otherMessages(reader, others),
+        // Last on the page: its sentences, appearing under its form, move nothing below them.
         mobileSection(reader),
         laterMobileSection(reader),
-        otherMessages(reader, others),
       );
     },
   };
