@@ -1,0 +1,350 @@
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, Page, Request } from 'playwright-core';
+import type { SealpostProcess } from './support/sealpost-process.ts';
+import { useReaderStack } from './support/reader-stack.ts';
+import type { SmsCapture } from './support/sms-capture.ts';
+import type { SmtpSink } from './support/smtp-sink.ts';
+import {
+  enterCode,
+  nextCode,
+  readerLink,
+  requestCode,
+  sendSealedMail,
+  watchRequests,
+  wrongCode,
+  type Recipient,
+} from './support/reader-browser.ts';
+import { TEXTS } from '../web/reader/texts/index.ts';
+
+/**
+ * The double-click sweep: every visible, enabled button of every screen state of the reader page that the real
+ * stack reaches is double-clicked where a person would (page.mouse.dblclick at its middle), and the requests that
+ * actually left (the page's, the SMS capture's, the SMTP sink's code mails) show that nothing unintended was sent:
+ * at most the one request the button is for, an SMS only for a button that sends a code, never a second code that
+ * voids the first. States marked `twoClicks` are swept again with two single clicks (no double-click count), so
+ * that the layout alone is proven to bring no other button under the pointer. A table: add a state after the merge.
+ */
+
+const en = TEXTS.en;
+const SUBJECT = 'Your lease, sealed';
+
+/** A fresh recipient per reached state: the wait between two codes to one number never meets another state. */
+const PEOPLE: Array<Required<Recipient>> = Array.from({ length: 120 }, (_, i) => ({
+  email: `sweep${i}@example.com`,
+  mobile: `+4179666${String(1000 + i)}`,
+}));
+const EMAIL_PEOPLE: Recipient[] = Array.from({ length: 20 }, (_, i) => ({ email: `sweep-mail${i}@example.com` }));
+
+interface Reached {
+  page: Page;
+  who: Recipient;
+}
+
+interface ScreenState {
+  name: string;
+  /** Brings a fresh page into this state. */
+  reach(page: Page): Promise<Reached>;
+  /** The buttons whose one request sends a code (an SMS or a code mail), by their accessible name. */
+  sendsCode?: RegExp;
+  /** Swept with two single clicks too: the screens whose layout this part keeps still. */
+  twoClicks?: boolean;
+}
+
+/**
+ * Presses the mobile change's first button; when the code of the sign-in went less than the wait between two codes
+ * ago, the form says the wait, and the button is pressed again once it is over.
+ */
+async function startMobileChange(page: Page, start: string, code: string): Promise<void> {
+  const button = page.getByRole('button', { name: start });
+  await button.click();
+  const wait = page.locator('.mobile-change .wait').filter({ hasText: /A code was sent a moment ago/ });
+  const field = page.getByLabel(code, { exact: true });
+  await field.or(wait).waitFor();
+  if (await field.isVisible()) return;
+  await page.waitForFunction(
+    () => !(document.querySelector('.mobile-change form button') as HTMLButtonElement | null)?.disabled,
+    undefined,
+    { timeout: 20_000 },
+  );
+  await button.click();
+  await field.waitFor();
+}
+
+describe('the double-click sweep of the reader page (Chromium)', () => {
+  let sms: SmsCapture;
+  let sink: SmtpSink;
+  let sealpost: SealpostProcess;
+  let browser: Browser;
+  let link: string;
+  let next = 0;
+  let nextMail = 0;
+
+  const stack = useReaderStack('reader-double-click', {
+    SMS_LIMIT_NUMBER_INTERVAL: '2s',
+    SMS_LIMIT_NUMBER_HOURLY: '1000',
+    SMS_LIMIT_IP_HOURLY: '100000',
+  });
+  before(async () => {
+    ({ sms, sink, sealpost, browser } = stack);
+    const before = sink.messages.length;
+    await sendSealedMail(sealpost.ports.smtp, [...PEOPLE, ...EMAIL_PEOPLE], {
+      subject: SUBJECT,
+      text: 'Please sign the lease.',
+    });
+    link = await readerLink(sink, PEOPLE[0]!.email, before);
+  });
+
+  const person = () => PEOPLE[next++ % PEOPLE.length]!;
+  const codeMails = (to?: string) =>
+    sink.messages.filter((m) => (!to || m.to.includes(to)) && m.raw.toString().includes('Your Sealpost code is'))
+      .length;
+
+  async function atCode(page: Page): Promise<Reached> {
+    const who = person();
+    await requestCode(page, link, who);
+    return { page, who };
+  }
+  async function signedIn(page: Page): Promise<Reached> {
+    const who = person();
+    const before = sms.messages.length;
+    await requestCode(page, link, who);
+    await enterCode(page, await nextCode(sms, who.mobile, before));
+    await page.getByRole('heading', { name: SUBJECT }).waitFor();
+    return { page, who };
+  }
+  async function signedInByEmail(page: Page): Promise<Reached> {
+    const who = EMAIL_PEOPLE[nextMail++ % EMAIL_PEOPLE.length]!;
+    const before = sink.messages.length;
+    await page.goto(link);
+    await page.getByLabel('Email address').fill(who.email);
+    await page.getByRole('button', { name: en.signIn.send }).click();
+    await page.getByRole('heading', { name: en.code.title }).waitFor();
+    const isCodeMail = (m: SmtpSink['messages'][number]) =>
+      m.to.includes(who.email) && m.raw.toString().includes('Your Sealpost code is');
+    await sink.waitUntil(() => sink.messages.slice(before).some(isCodeMail), 10_000, `the code to ${who.email}`);
+    const code = /Your Sealpost code is (\d{6})/.exec(
+      sink.messages.slice(before).filter(isCodeMail).at(-1)!.raw.toString(),
+    )![1]!;
+    await enterCode(page, code);
+    await page.getByRole('heading', { name: SUBJECT }).waitFor();
+    return { page, who };
+  }
+  const resendReady = (page: Page) =>
+    page.waitForFunction(() => !(document.querySelector('.resend button') as HTMLButtonElement | null)?.disabled);
+
+  const STATES: ScreenState[] = [
+    {
+      name: 'sign-in form, empty',
+      twoClicks: true,
+      reach: async (page) => {
+        await page.goto(link);
+        await page.getByRole('heading', { name: en.signIn.title }).waitFor();
+        return { page, who: person() };
+      },
+    },
+    {
+      name: 'sign-in form, filled in',
+      twoClicks: true,
+      sendsCode: new RegExp(en.signIn.send),
+      reach: async (page) => {
+        const who = person();
+        await page.goto(link);
+        await page.getByLabel('Email address').fill(who.email);
+        await page.getByLabel(/Mobile number/).fill(who.mobile);
+        return { page, who };
+      },
+    },
+    { name: 'code screen, fresh', twoClicks: true, reach: atCode },
+    {
+      name: 'code screen, after a wrong code',
+      twoClicks: true,
+      reach: async (page) => {
+        const before = sms.messages.length;
+        const reached = await atCode(page);
+        const code = await nextCode(sms, reached.who.mobile!, before);
+        await page.getByLabel('Code', { exact: true }).fill(wrongCode(code));
+        await page.getByRole('button', { name: en.code.submit }).click();
+        await page
+          .getByRole('alert')
+          .filter({ hasText: en.code.attemptsLeft(4) })
+          .waitFor();
+        // A wrong code typed again: "Sign in" is pressed with something to check.
+        await page.getByLabel('Code', { exact: true }).fill(wrongCode(wrongCode(code)));
+        return reached;
+      },
+    },
+    {
+      name: 'code screen, after a wrong code and the resend wait',
+      twoClicks: true,
+      sendsCode: new RegExp(en.code.resend),
+      reach: async (page) => {
+        const before = sms.messages.length;
+        const reached = await atCode(page);
+        const code = await nextCode(sms, reached.who.mobile!, before);
+        await enterCode(page, wrongCode(code));
+        await page
+          .getByRole('alert')
+          .filter({ hasText: en.code.attemptsLeft(4) })
+          .waitFor();
+        await resendReady(page);
+        await page.getByLabel('Code', { exact: true }).fill(wrongCode(wrongCode(code)));
+        return reached;
+      },
+    },
+    {
+      name: 'code screen, code void (the layout of an expired one)',
+      twoClicks: true,
+      sendsCode: new RegExp(en.code.resend),
+      reach: async (page) => {
+        const before = sms.messages.length;
+        const reached = await atCode(page);
+        const code = await nextCode(sms, reached.who.mobile!, before);
+        for (let i = 0; i < 5; i++) {
+          await enterCode(page, wrongCode(code));
+          await page.getByRole('alert').waitFor();
+        }
+        await page.getByRole('alert').filter({ hasText: en.errors.code_attempts_exceeded }).waitFor();
+        await resendReady(page);
+        return reached;
+      },
+    },
+    { name: 'message screen', reach: signedIn },
+    {
+      name: 'reply form, with a reply written',
+      reach: async (page) => {
+        const reached = await signedIn(page);
+        await page.getByLabel(en.reply.text).fill('Thank you, signed.');
+        return reached;
+      },
+    },
+    {
+      name: 'mobile change, number form',
+      twoClicks: true,
+      sendsCode: new RegExp(en.mobile.start),
+      reach: async (page) => {
+        const reached = await signedIn(page);
+        await page.getByText(en.mobile.title).click();
+        await page.getByLabel(en.mobile.newNumber).fill(person().mobile);
+        return reached;
+      },
+    },
+    {
+      name: 'mobile change, code form after a wrong code',
+      twoClicks: true,
+      reach: async (page) => {
+        const reached = await signedIn(page);
+        await page.getByText(en.mobile.title).click();
+        await page.getByLabel(en.mobile.newNumber).fill(person().mobile);
+        await startMobileChange(page, en.mobile.start, en.mobile.code);
+        await page.getByLabel(en.mobile.code, { exact: true }).fill('000000');
+        await page.getByRole('button', { name: en.mobile.confirm }).click();
+        await page
+          .getByRole('alert')
+          .filter({ hasText: /tries? left/ })
+          .waitFor();
+        await page.getByLabel(en.mobile.code, { exact: true }).fill('000001');
+        return reached;
+      },
+    },
+    {
+      name: 'later mobile, number form',
+      twoClicks: true,
+      sendsCode: new RegExp(en.laterMobile.start),
+      reach: async (page) => {
+        const reached = await signedInByEmail(page);
+        await page.getByText(en.laterMobile.title).click();
+        await page.getByLabel(en.laterMobile.number, { exact: true }).fill(person().mobile);
+        return reached;
+      },
+    },
+    {
+      name: 'sent screen',
+      reach: async (page) => {
+        const reached = await signedIn(page);
+        await page.getByLabel(en.reply.text).fill('Thank you, signed.');
+        await page.getByRole('button', { name: en.reply.send }).click();
+        await page.getByRole('heading', { name: en.sent.title }).waitFor();
+        return reached;
+      },
+    },
+    {
+      name: 'signed-out screen',
+      reach: async (page) => {
+        const reached = await signedIn(page);
+        await page.getByRole('button', { name: en.message.signOut }).first().click();
+        await page.getByRole('heading', { name: en.signedOut.title }).waitFor();
+        return reached;
+      },
+    },
+  ];
+
+  /** The visible, enabled buttons of the page's content, by accessible name, in order. */
+  const buttonsOf = (page: Page) => page.locator('main button:visible:enabled');
+
+  /** The requests that do something (GETs only read, but GET /logout ends the session); draft saves excepted. */
+  const acts = (request: Request) =>
+    (request.method() !== 'GET' || new URL(request.url()).pathname === '/logout') &&
+    !(request.method() === 'PUT' && new URL(request.url()).pathname === '/v1/message/reply');
+
+  async function press(state: ScreenState, index: number, how: 'double-click' | 'two clicks'): Promise<string> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      await state.reach(page);
+      const button = buttonsOf(page).nth(index);
+      const name = (await button.getAttribute('aria-label')) ?? ((await button.textContent()) ?? '').trim();
+      await button.scrollIntoViewIfNeeded();
+      const box = await button.boundingBox();
+      assert.ok(box, `${state.name}: ${name} has a place`);
+      const sent: Request[] = [];
+      page.on('request', (request) => {
+        if (acts(request)) sent.push(request);
+      });
+      const requests = watchRequests(page);
+      const smsBefore = sms.messages.length;
+      const mailsBefore = codeMails();
+      const x = box.x + box.width / 2;
+      const y = box.y + box.height / 2;
+      if (how === 'double-click') await page.mouse.dblclick(x, y);
+      else {
+        await page.mouse.click(x, y);
+        await page.mouse.click(x, y);
+      }
+      // What the presses started has finished, and what that led to (a new screen's loading) too.
+      await requests.settled();
+      await page.waitForTimeout(300);
+      await requests.settled();
+      const where = `${state.name}, ${how} on "${name}"`;
+      const what = sent.map((request) => `${request.method()} ${new URL(request.url()).pathname}`);
+      assert.ok(sent.length <= 1, `${where}: more than the one intended request: ${what.join(', ')}`);
+      const codes = sms.messages.length - smsBefore + (codeMails() - mailsBefore);
+      const mayCode = state.sendsCode?.test(name) === true;
+      assert.ok(codes <= (mayCode ? 1 : 0), `${where}: ${codes} code(s) sent (${what.join(', ')})`);
+      return name;
+    } finally {
+      await context.close();
+    }
+  }
+
+  for (const state of STATES) {
+    it(`sends nothing unintended when each button of the ${state.name} is double-clicked`, async () => {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      let count: number;
+      try {
+        await state.reach(page);
+        count = await buttonsOf(page).count();
+      } finally {
+        await context.close();
+      }
+      assert.ok(count > 0, `${state.name}: a button to press`);
+      const pressed: string[] = [];
+      for (let index = 0; index < count; index++) {
+        pressed.push(await press(state, index, 'double-click'));
+        if (state.twoClicks) await press(state, index, 'two clicks');
+      }
+      assert.equal(pressed.length, count);
+    });
+  }
+});
