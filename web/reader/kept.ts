@@ -3,8 +3,8 @@ import { ApiError } from './api-error.ts';
 /**
  * What a screen shows beyond what it was drawn from (an error said, a code gone, a wait, what was typed), kept on
  * the reader so that a language switch draws it again, and in sessionStorage per message so that a reload does
- * (docs/reader.md#state-that-survives). Never a code, a token or anything the server does not already know of
- * this session; cleared at sign-in and sign-out.
+ * (docs/decisions.md#part-b-stable-screens-state-that-survives-precise-words). Never a code, a token or anything
+ * the server does not already know of this session; cleared at sign-in and sign-out.
  */
 export interface Kept {
   signIn?: { email?: string; mobile?: string; error?: KeptError };

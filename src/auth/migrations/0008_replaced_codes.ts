@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 
 /**
- * The last few codes a session's newer code replaced (docs/decisions.md#part-b-stable-screens-state-precise-words):
- * their HMACs and targets as JSON, kept for their lifetime, so that a reader who types the code of an SMS that
- * came late is told it was replaced instead of losing a try of the new code; and how many tries met such a
- * code, so that they stay bounded too.
+ * The last few codes a session's newer code replaced: their HMACs and targets as JSON, kept for their lifetime, so
+ * that a reader who types the code of an SMS that came late is told it was replaced instead of losing a try of the
+ * new code; and how many tries met such a code, so that they stay bounded too
+ * (docs/decisions.md#part-b-stable-screens-state-that-survives-precise-words).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
