@@ -91,8 +91,11 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
       await page.goto(link);
       await page.getByLabel('Email address').fill('nobody@example.com');
       await page.getByLabel(/Mobile number/).fill(who.mobile);
-      await page.getByRole('button', { name: en.signIn.send }).click();
+      const send = page.getByRole('button', { name: en.signIn.send });
+      const at = await send.boundingBox();
+      await send.click();
       await page.getByRole('alert').filter({ hasText: en.errors.unauthorized_user }).waitFor();
+      assert.equal((await send.boundingBox())?.y, at?.y, 'the button stays where it was when the error appears');
       await switchTo(page, 'de');
       await page.getByRole('alert').filter({ hasText: de.errors.unauthorized_user }).waitFor();
       assert.equal(await page.getByLabel(de.signIn.email).inputValue(), 'nobody@example.com');
@@ -166,11 +169,15 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
       const before = sms.messages.length;
       await requestCode(page, link, who);
       const code = await nextCode(sms, who.mobile, before);
+      const places = () =>
+        page.locator('main button').evaluateAll((buttons) => buttons.map((b) => b.getBoundingClientRect().y));
+      const at = await places();
       await enterCode(page, wrongCode(code));
       await page
         .getByRole('alert')
         .filter({ hasText: en.code.attemptsLeft(4) })
         .waitFor();
+      assert.deepEqual(await places(), at, 'no button moved when the error appeared');
       await page.getByLabel('Code', { exact: true }).fill('12');
       await switchTo(page, 'fr');
       await page
@@ -392,6 +399,11 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
       before = sms.messages.length;
       await page.getByRole('button', { name: en.mobile.confirm }).click();
       const toNew = await nextCode(sms, next.mobile, before);
+      // The form of the second step (its field empty) has replaced the first one's.
+      await page.waitForFunction(
+        () =>
+          (document.querySelector('.mobile-change input[name="mobileCode"]') as HTMLInputElement | null)?.value === '',
+      );
       await page.getByLabel(en.mobile.code, { exact: true }).fill(toNew);
       await page.getByRole('button', { name: en.mobile.confirm }).click();
       const done = page.getByRole('status').filter({ hasText: /Your mobile number is now/ });
