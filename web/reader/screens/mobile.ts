@@ -162,9 +162,15 @@ function mobileForm(reader: Reader, flow: MobileFlow): HTMLElement {
       event.preventDefault();
       clearInvalid(code.input);
       box.alert.clear();
+      // Nothing to check is not sent: no try is spent on an empty field (a second press on a form just replaced).
+      const value = code.input.value.replace(/[\s-]+/g, '');
+      if (!/^\d+$/.test(value)) {
+        box.alert.say(t.errors.incorrect_code);
+        return flagInvalid(code.input);
+      }
       void (async () => {
         const outcome = await busy(button, texts.confirming, () =>
-          flow.confirm(code.input.value.trim()).then(
+          flow.confirm(value).then(
             (answer) => ({ answer, error: undefined }),
             (error: unknown) => ({ answer: undefined, error }),
           ),
