@@ -92,7 +92,8 @@ export async function laterMobileRoutes(app: App, context: MobileRoutesOptions) 
         summary: 'Confirm the number to add with the code sent to it',
         description:
           '200: the number applies to the recipient’s later messages from this organisation (not to this one), and ' +
-          'the address is told by email. expired_code, incorrect_code or code_attempts_exceeded (401) as for ' +
+          'the address is told by email. expired_code, incorrect_code (with attemptsLeft), code_replaced or ' +
+          'code_attempts_exceeded (401) as for ' +
           `sign-in; 502 when the seal service could not record it (request a new code). ${CSRF_NOTE}`,
         body: ConfirmLater,
         response: {

@@ -119,8 +119,9 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         summary: 'Confirm a step of the mobile change with the code sent for it',
         description:
           'With the code sent to the current number: 202, and a code goes to the new number. With that one: 200, the ' +
-          'number is changed, and the old number and the email address are told. expired_code, incorrect_code or ' +
-          `code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
+          'number is changed, and the old number and the email address are told. expired_code, incorrect_code ' +
+          '(with attemptsLeft), code_replaced or code_attempts_exceeded (401) as for sign-in, with the same limit ' +
+          `of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
         response: {
           200: Type.Object({ mobile: Type.String() }),

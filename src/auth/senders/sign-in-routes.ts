@@ -123,7 +123,7 @@ export async function senderSignInRoutes(app: App, context: SenderSignInOptions)
         description:
           "Right code: the session now holds the sender's address, its id is rotated (new Set-Cookie) and a new " +
           'CSRF token comes in X-CSRF-Token. Otherwise as POST /v1/auth/verify: expired_code, ' +
-          'invalid_code_or_email with attemptsLeft, code_attempts_exceeded (401). ' +
+          'invalid_code_or_email with attemptsLeft, code_replaced, code_attempts_exceeded (401). ' +
           CSRF_NOTE,
         body: Type.Object({ code: Type.String({ maxLength: 32 }) }, { additionalProperties: false }),
         response: { 200: Type.Object({ sender: Type.String() }), ...errorResponses(400, 401, 403) },
