@@ -59,6 +59,19 @@ async function startMobileChange(page: Page, start: string, code: string): Promi
   await field.waitFor();
 }
 
+/**
+ * Opens the mobile section (folded until opened) until its first field shows: the message screen is drawn again
+ * once its parts have loaded, which may fold a section opened a moment before.
+ */
+async function openSection(page: Page, title: string, field: string): Promise<void> {
+  const input = page.getByLabel(field, { exact: true });
+  for (let tries = 0; tries < 40 && !(await input.isVisible()); tries++) {
+    if ((await page.locator('details.mobile').getAttribute('open')) === null) await page.getByText(title).click();
+    await page.waitForTimeout(250);
+  }
+  await input.waitFor();
+}
+
 describe('the code screens keep and say their state precisely (Chromium)', () => {
   let sms: SmsCapture;
   let sink: SmtpSink;
@@ -275,6 +288,15 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
       await checkScreen(page, 'code-too-many', found, (page, t) =>
         page.getByRole('alert').filter({ hasText: t.errors.sms_rate_limit }).waitFor(),
       );
+      // Drawn again in each language, the resend button is still held back, its wait still counted down.
+      assert.equal(await page.getByRole('button', { name: en.code.resend }).isDisabled(), true);
+      await page
+        .locator('main .wait')
+        .filter({ hasText: /You can ask for a new code in \d+ minutes/ })
+        .waitFor();
+      await page.reload();
+      await page.getByRole('alert').filter({ hasText: en.errors.sms_rate_limit }).waitFor();
+      assert.equal(await page.getByRole('button', { name: en.code.resend }).isDisabled(), true, 'and after a reload');
     } finally {
       await close();
     }
@@ -329,7 +351,7 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
     await requestCode(page, await linkFor(who), who);
     await enterCode(page, await nextCode(sms, who.mobile, before));
     await page.getByRole('heading', { name: SUBJECT }).waitFor();
-    await page.getByText(en.mobile.title).click();
+    await openSection(page, en.mobile.title, en.mobile.newNumber);
     await page.getByLabel(en.mobile.newNumber).fill(number);
   }
 
@@ -368,7 +390,7 @@ describe('the code screens keep and say their state precisely (Chromium)', () =>
       await page.evaluate(() => window.sessionStorage.clear());
       await page.reload();
       await page.getByRole('heading', { name: SUBJECT }).waitFor();
-      await page.getByText(en.mobile.title).click();
+      await openSection(page, en.mobile.title, en.mobile.newNumber);
       await page.getByLabel(en.mobile.newNumber).fill(someone().mobile);
       await page.getByRole('button', { name: en.mobile.start }).click();
       await page.getByRole('alert').filter({ hasText: en.errors.sms_rate_limit }).waitFor();

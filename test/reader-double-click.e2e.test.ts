@@ -77,6 +77,19 @@ async function startMobileChange(page: Page, start: string, code: string): Promi
   await field.waitFor();
 }
 
+/**
+ * Opens the mobile section (folded until opened) until its first field shows: the message screen is drawn again
+ * once its parts have loaded, which may fold a section opened a moment before.
+ */
+async function openSection(page: Page, title: string, field: string): Promise<void> {
+  const input = page.getByLabel(field, { exact: true });
+  for (let tries = 0; tries < 40 && !(await input.isVisible()); tries++) {
+    if ((await page.locator('details.mobile').getAttribute('open')) === null) await page.getByText(title).click();
+    await page.waitForTimeout(250);
+  }
+  await input.waitFor();
+}
+
 describe('the double-click sweep of the reader page (Chromium)', () => {
   let sms: SmsCapture;
   let sink: SmtpSink;
@@ -255,7 +268,7 @@ describe('the double-click sweep of the reader page (Chromium)', () => {
       sendsCode: new RegExp(en.mobile.start),
       reach: async (page) => {
         const reached = await signedIn(page);
-        await page.getByText(en.mobile.title).click();
+        await openSection(page, en.mobile.title, en.mobile.newNumber);
         await page.getByLabel(en.mobile.newNumber).fill(person().mobile);
         return reached;
       },
@@ -265,7 +278,7 @@ describe('the double-click sweep of the reader page (Chromium)', () => {
       twoClicks: true,
       reach: async (page) => {
         const reached = await signedIn(page);
-        await page.getByText(en.mobile.title).click();
+        await openSection(page, en.mobile.title, en.mobile.newNumber);
         await page.getByLabel(en.mobile.newNumber).fill(person().mobile);
         await startMobileChange(page, en.mobile.start, en.mobile.code);
         await page.getByLabel(en.mobile.code, { exact: true }).fill('000000');
@@ -284,7 +297,7 @@ describe('the double-click sweep of the reader page (Chromium)', () => {
       sendsCode: new RegExp(en.laterMobile.start),
       reach: async (page) => {
         const reached = await signedInByEmail(page);
-        await page.getByText(en.laterMobile.title).click();
+        await openSection(page, en.laterMobile.title, en.laterMobile.number);
         await page.getByLabel(en.laterMobile.number, { exact: true }).fill(person().mobile);
         return reached;
       },

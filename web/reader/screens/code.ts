@@ -193,7 +193,8 @@ export function codeScreen(
       else {
         const said = keptError(kept.error);
         if (said) {
-          sayRefusal(t, box, said);
+          // A limit's wait holds the resend button back again, for what is left of it.
+          sayRefusal(t, box, said, resend);
           code.input.setAttribute('aria-invalid', 'true');
         }
         if (kept.resent) box.done(t.code.resent);

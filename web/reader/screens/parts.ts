@@ -144,7 +144,9 @@ export function messages(): {
 }
 
 /**
- * Holds `button` back for `seconds`, the wait counted down in `line` with `sentence`; `onDone` when it is over.
+ * Holds `button` back for `seconds`, the wait counted down in `line` with `sentence`; `onDone` when it is over. Of
+ * two holds on one button (the wait between two codes, then the limit per hour), the one that ends last speaks and
+ * lets the button go.
  */
 export function holdBack(
   t: Texts,
@@ -155,13 +157,21 @@ export function holdBack(
   onDone: () => void = () => undefined,
 ): void {
   if (seconds <= 0) return;
+  const end = Date.now() + seconds * 1000;
+  if (end <= Number(button.dataset.heldUntil ?? 0)) return;
+  button.dataset.heldUntil = String(end);
+  const last = () => button.dataset.heldUntil === String(end);
   button.disabled = true;
   line.hidden = false;
   countdown(
     seconds,
     button,
-    (left) => (line.textContent = sentence(formatDuration(t, left))),
+    (left) => {
+      if (last()) line.textContent = sentence(formatDuration(t, left));
+    },
     () => {
+      if (!last()) return;
+      delete button.dataset.heldUntil;
       button.disabled = false;
       line.hidden = true;
       onDone();
