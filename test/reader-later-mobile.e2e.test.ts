@@ -82,6 +82,8 @@ describe('a recipient protects their later messages from the reader page (Chromi
         }
         await page.waitForTimeout(250);
       }
+      // Open already when it was left open before a language switch: from its heading, Tab reaches the number.
+      await page.locator('details.mobile summary').focus();
       await page.keyboard.press('Tab');
       assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('type')), 'tel');
       await page.keyboard.type('+41 79 111 66 66');

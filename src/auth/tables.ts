@@ -55,6 +55,13 @@ export interface SessionsTable {
    * (docs/design.md#codes).
    */
   code_failed_attempts: ColumnType<number, number | undefined, number>;
+  /**
+   * The codes the pending one replaced, newest first, while they would still be fresh (migration 0008): JSON of
+   * ReplacedCode[] (codes/replaced-codes.ts), HMACs and targets only.
+   */
+  code_replaced: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Tries that met a replaced code: free for the new code, but bounded (codes/replaced-codes.ts). */
+  code_replaced_tries: ColumnType<number, number | undefined, number>;
   /** The number a mobile change goes to, while the code to the current number is pending (migration 0005). */
   mobile_change_to: ColumnType<string | null, string | null | undefined, string | null>;
   /**

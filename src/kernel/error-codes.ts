@@ -23,6 +23,8 @@ export const ERROR_CODES = [
   'email_and_mobile_mismatch',
   // Refinements of our own where the spec's codes would say the wrong thing.
   'code_attempts_exceeded',
+  /** A code that a newer one of the same session replaced: no try of the new code is spent (HTTP 401). */
+  'code_replaced',
   'seal_broken',
   /** The sealed message was withdrawn, for everyone or for this recipient: its content is gone (HTTP 410). */
   'message_withdrawn',

@@ -14,6 +14,11 @@ export interface ErrorObject {
   message: string;
   /** incorrect_code, invalid_code_or_email: wrong tries left before the code is void. */
   attemptsLeft?: number;
+  /**
+   * sms_rate_limit: which limit was met, the shortest gap between two codes to one destination (`interval`) or a
+   * count per hour (`hourly`).
+   */
+  limit?: 'interval' | 'hourly';
   /** seal_broken: the IPFS CID of the content that failed verification. */
   cid?: string;
   /** seal_broken, unavailable (seal service): each cluster's copy that could not be served, and why. */
@@ -34,7 +39,16 @@ export interface ErrorObject {
 /** Optional fields an error object may carry beside the spec's four, for a client to say more. */
 export type ErrorDetails = Pick<
   ErrorObject,
-  'attemptsLeft' | 'cid' | 'copies' | 'endedAt' | 'contact' | 'refused' | 'refusedCount' | 'recipients' | 'sentAt'
+  | 'attemptsLeft'
+  | 'limit'
+  | 'cid'
+  | 'copies'
+  | 'endedAt'
+  | 'contact'
+  | 'refused'
+  | 'refusedCount'
+  | 'recipients'
+  | 'sentAt'
 >;
 
 /** An error that is known where it is thrown; the HTTP layer turns it into the error object. */

@@ -85,7 +85,15 @@ export const ErrorObjectSchema = Type.Object(
       Type.Integer({
         minimum: 0,
         description:
-          'incorrect_code, invalid_code_or_email: wrong tries left before the code is void (code_attempts_exceeded)',
+          'incorrect_code, invalid_code_or_email: wrong tries left before the code is void (code_attempts_exceeded); ' +
+          "code_replaced: the newer code's tries left",
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Union([Type.Literal('interval'), Type.Literal('hourly')], {
+        description:
+          'sms_rate_limit: interval, a code went to this destination a moment ago; ' +
+          'hourly, a count per hour was reached',
       }),
     ),
     cid: Type.Optional(

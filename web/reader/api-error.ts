@@ -17,6 +17,8 @@ export class ApiError extends Error {
      */
     readonly details: {
       attemptsLeft?: number;
+      /** sms_rate_limit: a code went a moment ago (`interval`), or the count per hour was reached (`hourly`). */
+      limit?: 'interval' | 'hourly';
       cid?: string;
       endedAt?: string;
       contact?: string;

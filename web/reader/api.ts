@@ -26,6 +26,8 @@ export interface ReaderConfig {
   method?: Method;
   /** Not signed in, and this session was sent a code for this message that can still be tried (a reload). */
   codePending?: CodePending;
+  /** Not signed in, and the code this session was last sent for this message can no longer be tried (a reload). */
+  codeGone?: CodeGone;
   codeLength: number;
   codeExpiresIn: number;
   maxAttempts: number;
@@ -48,6 +50,17 @@ export interface CodePending {
   sentAt: string;
   /** Seconds the code stays valid from when the config was read. */
   expiresIn: number;
+  /** Wrong tries left before the code is void. */
+  attemptsLeft?: number;
+}
+
+/** The last code sent, that can no longer be tried: expired, or voided by wrong tries. */
+export interface CodeGone {
+  reason: 'expired' | 'voided';
+  method: Method;
+  destination: string;
+  email: string;
+  sentAt: string;
 }
 
 export interface CodeSent {

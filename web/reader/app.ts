@@ -1,7 +1,8 @@
-import type { Api, CodePending, CodeRequest, CodeSent, MessageEnd, ReaderConfig } from './api.ts';
+import type { Api, CodeGone, CodePending, CodeRequest, CodeSent, MessageEnd, ReaderConfig } from './api.ts';
 import { ApiError } from './api-error.ts';
 import { append, h } from './dom.ts';
 import { errorReference, errorText, type ErrorTexts } from './errors.ts';
+import { clearKept, type Kept, loadKept, saveKept } from './kept.ts';
 import type { Texts } from './texts/index.ts';
 
 /**
@@ -22,6 +23,11 @@ export interface Reader {
    * save); show() clears it, the screen sets it.
    */
   settle: (() => Promise<unknown>) | undefined;
+  /** The screens' state that survives a language switch and a reload (kept.ts); `save()` writes it for a reload. */
+  kept: Kept;
+  save(): void;
+  /** Drops the kept state: at sign-in and sign-out, none of it belongs to what comes next. */
+  forget(): void;
   /** The address the reader signed in with, once known (for "send me a copy"). */
   email: string | undefined;
   /**
@@ -35,7 +41,7 @@ export interface Reader {
 /** The screens a screen can lead to, by name. */
 export interface Routes {
   signIn(prefill?: Partial<CodeRequest>): void;
-  code(request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending): void;
+  code(request: CodeRequest | undefined, sent: CodeSent, earlier?: CodePending | CodeGone): void;
   /** Loads the message (and the draft) and shows it, or the sign-in form when the session is gone. */
   message(): Promise<void>;
   sent(to: string): void;
@@ -68,6 +74,12 @@ export function createReader(
     config,
     notice: undefined,
     settle: undefined,
+    kept: loadKept(messageId),
+    save: () => saveKept(messageId, reader.kept),
+    forget() {
+      reader.kept = {};
+      clearKept(messageId);
+    },
     email: config.email,
     show(screen) {
       reader.settle = undefined;

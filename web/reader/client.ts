@@ -71,6 +71,7 @@ export function apiError(
     typeof object.message === 'string' ? object.message : `HTTP ${status}`,
     {
       ...(typeof object.attemptsLeft === 'number' ? { attemptsLeft: object.attemptsLeft } : {}),
+      ...(object.limit === 'interval' || object.limit === 'hourly' ? { limit: object.limit } : {}),
       ...(typeof object.cid === 'string' ? { cid: object.cid } : {}),
       ...(typeof object.endedAt === 'string' ? { endedAt: object.endedAt } : {}),
       ...(typeof object.contact === 'string' ? { contact: object.contact } : {}),

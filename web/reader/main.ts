@@ -13,7 +13,25 @@ import type { Texts } from './texts/index.ts';
 /** The page is served at /m/{id} for any id; the id is the sealed message's. */
 const MESSAGE_PATH = /^\/m\/([A-Za-z0-9_-]{1,128})\/?$/;
 
+/**
+ * The second click of a double-click (a click count, MouseEvent.detail, of 2 or more) never reaches a button: the
+ * person meant one press, and the first may already have changed the screen under the pointer. The screens are
+ * laid out so that it would land on nothing that sends (screens/parts.ts, messages); this holds besides.
+ */
+function dropRepeatedClicks(): void {
+  document.addEventListener(
+    'click',
+    (event) => {
+      if (event.detail < 2 || !(event.target instanceof Element) || !event.target.closest('button')) return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    },
+    true,
+  );
+}
+
 async function start(): Promise<void> {
+  dropRepeatedClicks();
   let t = initialTexts();
   applyLanguage(t);
   const main = document.getElementById('main')!;
@@ -57,16 +75,16 @@ async function start(): Promise<void> {
       signIn: (prefill) => {
         // The note it shows once ("your session has ended") is shown again when drawn in another language.
         const notice = r.notice;
+        // Come back to from the code screen: what was typed there, and no error of before.
+        if (prefill) r.kept.signIn = { email: prefill.email, mobile: prefill.mobile };
+        r.save();
         drawn(() => {
           r.notice = notice;
-          r.show(signInScreen(r, prefill));
+          r.show(signInScreen(r));
         })();
       },
-      code: (request, sent, earlier) => {
-        // Drawn again in another language, the resend button still counts from when the code was sent.
-        const shownAt = Date.now();
-        drawn(() => r.show(codeScreen(r, request, sent, earlier, shownAt)))();
-      },
+      // Drawn again in another language, the screen shows what reader.kept holds: its error, its wait.
+      code: drawn((request, sent, earlier) => r.show(codeScreen(r, request, sent, earlier))),
       message: drawn(() => messageScreen(r)),
       sent: drawn((to) => r.show(sentScreen(r, to))),
       signedOut: drawn((everywhere) => r.show(signedOutScreen(r, everywhere))),
@@ -76,12 +94,23 @@ async function start(): Promise<void> {
     if (config.ended) reader.go.ended({ ...config.ended, contact: config.sender }, config.signedIn);
     else if (config.signedIn) await reader.go.message();
     else if (config.codePending) {
-      // A reload on the code screen: the code sent before is still good, so no new one goes out.
+      // A reload on the code screen: the code sent before is still good, so no new one goes out. What the screen
+      // said of it (kept in this tab) is said again; the wait counts from when the server sent it.
       const pending = config.codePending;
+      reader.kept.code = { ...reader.kept.code, sentAt: Date.parse(pending.sentAt), gone: undefined };
       reader.go.code(
         undefined,
         { method: pending.method, codeLength: config.codeLength, expiresIn: pending.expiresIn },
         pending,
+      );
+    } else if (config.codeGone) {
+      // A reload after the code expired or was voided: the code screen says so, with its one action.
+      const gone = config.codeGone;
+      reader.kept.code = { sentAt: Date.parse(gone.sentAt), gone: gone.reason };
+      reader.go.code(
+        undefined,
+        { method: gone.method, codeLength: config.codeLength, expiresIn: config.codeExpiresIn },
+        gone,
       );
     } else reader.go.signIn();
   } catch (error) {

@@ -43,15 +43,17 @@ export class HourlyLimit<Column extends string> {
         counted.map(({ column, lockName }) => `${lockName}:${values[column]}`),
       );
       const hourAgo = new Date(now.getTime() - HOUR_MS);
-      const waits = [0];
+      let wait = { ms: 0, limit: 'hourly' as RateLimit };
+      const longer = (ms: number, limit: RateLimit) => {
+        if (ms > wait.ms) wait = { ms, limit };
+      };
       for (const { column, perHour } of counted) {
         const recent = await recentRecords(trx, this.settings, column, values[column], hourAgo, perHour);
         if (interval?.column === column && interval.ms > 0 && recent.latest)
-          waits.push(recent.latest.getTime() + interval.ms - now.getTime());
-        if (recent.limitTh) waits.push(recent.limitTh.getTime() + HOUR_MS - now.getTime());
+          longer(recent.latest.getTime() + interval.ms - now.getTime(), 'interval');
+        if (recent.limitTh) longer(recent.limitTh.getTime() + HOUR_MS - now.getTime(), 'hourly');
       }
-      const wait = Math.max(...waits);
-      if (wait > 0) throw rateLimited(wait);
+      if (wait.ms > 0) throw rateLimited(wait.ms, wait.limit);
       const row = await anyTable(trx)
         .insertInto(table)
         .values({ ...values, [at]: now })
@@ -116,13 +118,20 @@ async function recentRecords<Column extends string>(
 const anyTable = (db: Kysely<AuthTables>) => db as unknown as Kysely<any>;
 
 /**
- * The one answer of every code-request limit (docs/design.md#rate-limits): 429 sms_rate_limit with
- * Retry-After in seconds.
+ * Which limit made a request wait: `interval`, the shortest gap between two codes to one destination (a code
+ * went a moment ago: the reader is told to wait, not that they asked too often), or `hourly`, a count per hour.
  */
-export function rateLimited(waitMs: number): AppError {
+export type RateLimit = 'interval' | 'hourly';
+
+/**
+ * The one answer of every code-request limit (docs/design.md#rate-limits): 429 sms_rate_limit with
+ * Retry-After in seconds, and which limit it was.
+ */
+export function rateLimited(waitMs: number, limit: RateLimit = 'hourly'): AppError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new AppError('sms_rate_limit', 429, `Too many codes requested; try again in ${seconds} s`, {
     headers: { 'retry-after': String(seconds) },
+    details: { limit },
   });
 }
 

@@ -2,6 +2,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { SessionStore } from '../sessions/store.ts';
 import type { AuthTables, CodePurpose, SessionRow, SignInMethodName } from '../tables.ts';
+import { isReplaced, keepReplaced, readReplaced } from './replaced-codes.ts';
 
 /** Codes are 6 decimal digits (docs/design.md#codes). */
 export const CODE_LENGTH = 6;
@@ -22,6 +23,8 @@ export type CodeOutcome<T> =
   | { outcome: 'expired'; method: SignInMethodName }
   /** `attemptsLeft`: wrong tries left before the code is void (undefined when there was no code to try). */
   | { outcome: 'incorrect'; method: SignInMethodName | undefined; attemptsLeft?: number }
+  /** A code that a newer one replaced: no try of the new code is lost; `attemptsLeft` are the new code's. */
+  | { outcome: 'replaced'; method: SignInMethodName; attemptsLeft: number }
   /**
    * Too many wrong tries: the code is void (this try voided it, or it was voided before); a new one must be requested.
    */
@@ -54,12 +57,24 @@ export class PendingCodes {
   /**
    * Stores `code` as the session's pending code, replacing any earlier one. The count of wrong tries
    * carries over from the code it replaces, so asking for another code does not give an attacker new
-   * tries; only once a code was voided by too many wrong tries does the next code start from zero.
+   * tries; only once a code was voided by too many wrong tries does the next code start from zero. The code it
+   * replaces is kept (as its HMAC) among the replaced ones while it would still be fresh.
    */
   async store(sessionId: string, target: CodeTarget, code: string, now: Date): Promise<void> {
     await this.sessions.locked(sessionId, async (trx, row) => {
       const carried = row.code_failed_attempts >= this.options.maxAttempts ? 0 : row.code_failed_attempts;
+      const earlier = pendingTarget(row);
+      const replaced =
+        earlier && row.code_created_at
+          ? { hmac: row.code_hmac!, createdAt: row.code_created_at.getTime(), target: earlier }
+          : undefined;
       await this.sessions.update(trx, sessionId, {
+        code_replaced: keepReplaced(
+          readReplaced<CodeTarget>(row.code_replaced),
+          replaced,
+          now,
+          this.options.expirationMs,
+        ),
         code_hmac: this.hmac(sessionId, target, code),
         code_purpose: target.purpose,
         code_method: target.method,
@@ -75,8 +90,10 @@ export class PendingCodes {
   /**
    * Checks a submitted code against the session's pending code of this purpose, with the row locked so
    * that parallel guesses are counted one by one. Right and fresh: the code is used up and `onAccepted`
-   * runs in the same transaction. Right but older than SMS_CODE_EXPIRATION: expired. Anything else
-   * counts as a wrong try; the last allowed wrong try voids the code.
+   * runs in the same transaction. Right but older than SMS_CODE_EXPIRATION: expired. One of the codes this one
+   * replaced, still fresh: replaced, which costs no try of this code but counts among the session's replaced tries;
+   * once those reach CODE_MAX_ATTEMPTS, such a try is a wrong try like any other (so guessing gains nothing from
+   * them). Anything else counts as a wrong try; the last allowed wrong try voids the code.
    */
   async check<T>(
     sessionId: string,
@@ -100,12 +117,27 @@ export class PendingCodes {
       );
       const fresh = now.getTime() - row.code_created_at!.getTime() <= this.options.expirationMs;
       if (right && fresh) {
-        await this.sessions.update(trx, sessionId, { ...CLEARED, code_failed_attempts: 0 });
+        await this.sessions.update(trx, sessionId, { ...CLEARED, code_failed_attempts: 0, code_replaced_tries: 0 });
         return { outcome: 'accepted', target, result: await onAccepted(trx, target) };
       }
       if (right) {
         await this.sessions.update(trx, sessionId, CODE_GONE);
         return { outcome: 'expired', method: target.method };
+      }
+      const replaced = isReplaced(
+        readReplaced<CodeTarget>(row.code_replaced),
+        purpose,
+        (earlier) => this.hmac(sessionId, earlier, normalizeSubmittedCode(submitted)),
+        now,
+        this.options.expirationMs,
+      );
+      if (replaced && row.code_replaced_tries < this.options.maxAttempts) {
+        await this.sessions.update(trx, sessionId, { code_replaced_tries: row.code_replaced_tries + 1 });
+        return {
+          outcome: 'replaced',
+          method: target.method,
+          attemptsLeft: this.options.maxAttempts - row.code_failed_attempts,
+        };
       }
       const failed = row.code_failed_attempts + 1;
       if (failed >= this.options.maxAttempts) {
@@ -123,7 +155,10 @@ export class PendingCodes {
    * be tried (not used, voided or expired by a right try); the target stays after that, so that "send a
    * new code" needs nothing typed again.
    */
-  latest(row: SessionRow, messageId: string): (PendingCode & { live: boolean }) | undefined {
+  latest(
+    row: SessionRow,
+    messageId: string,
+  ): (PendingCode & { live: boolean; voided: boolean; attemptsLeft: number }) | undefined {
     if (
       row.code_purpose !== 'sign_in' ||
       row.code_message_id !== messageId ||
@@ -141,6 +176,8 @@ export class PendingCodes {
       destination: row.code_destination,
       createdAt: row.code_created_at,
       live: row.code_hmac !== null,
+      voided: row.code_failed_attempts >= this.options.maxAttempts,
+      attemptsLeft: Math.max(0, this.options.maxAttempts - row.code_failed_attempts),
     };
   }
 
@@ -170,6 +207,7 @@ const CLEARED = {
   code_email: null,
   code_destination: null,
   code_created_at: null,
+  code_replaced: null,
 } as const;
 
 function pendingTarget(row: SessionRow): CodeTarget | undefined {

@@ -4,6 +4,7 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { sendCode } from '../codes/send-code.ts';
+import { refusedCode } from '../codes/refused-code.ts';
 import { requireOpen } from '../context.ts';
 import { maskMobile } from '../masking.ts';
 import { MessageQuery } from '../message/query.ts';
@@ -91,7 +92,8 @@ export async function laterMobileRoutes(app: App, context: MobileRoutesOptions) 
         summary: 'Confirm the number to add with the code sent to it',
         description:
           '200: the number applies to the recipient’s later messages from this organisation (not to this one), and ' +
-          'the address is told by email. expired_code, incorrect_code or code_attempts_exceeded (401) as for ' +
+          'the address is told by email. expired_code, incorrect_code (with attemptsLeft), code_replaced or ' +
+          'code_attempts_exceeded (401) as for ' +
           `sign-in; 502 when the seal service could not record it (request a new code). ${CSRF_NOTE}`,
         body: ConfirmLater,
         response: {
@@ -116,15 +118,8 @@ export async function laterMobileRoutes(app: App, context: MobileRoutesOptions) 
             ? { email: target.email, mobile: target.destination }
             : undefined,
       );
-      if (checked.outcome === 'expired')
-        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
-      if (checked.outcome === 'voided')
-        throw new AppError(
-          'code_attempts_exceeded',
-          401,
-          'Too many wrong tries: this code can no longer be used; request a new one',
-        );
-      if (checked.outcome === 'incorrect' || checked.result === undefined) throw context.methods.sms.wrongCode();
+      if (checked.outcome !== 'accepted') throw refusedCode(checked, context.methods.sms.wrongCode());
+      if (checked.result === undefined) throw context.methods.sms.wrongCode();
       const { email, mobile } = checked.result;
       // After the code's transaction, not inside it: the seal service may share the embedded database's one
       // connection. Should it fail, the code is spent and the recipient asks for a new one (502 says so).

@@ -5,6 +5,7 @@ import type { App } from '../../kernel/http.ts';
 import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { sendCode } from '../codes/send-code.ts';
+import { refusedCode } from '../codes/refused-code.ts';
 import { requireOpen, type AuthContext, type SignedInSession } from '../context.ts';
 import { MessageQuery } from '../message/query.ts';
 import { maskMobile } from '../masking.ts';
@@ -118,8 +119,9 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         summary: 'Confirm a step of the mobile change with the code sent for it',
         description:
           'With the code sent to the current number: 202, and a code goes to the new number. With that one: 200, the ' +
-          'number is changed, and the old number and the email address are told. expired_code, incorrect_code or ' +
-          `code_attempts_exceeded (401) as for sign-in, with the same limit of wrong tries. ${CSRF_NOTE}`,
+          'number is changed, and the old number and the email address are told. expired_code, incorrect_code ' +
+          '(with attemptsLeft), code_replaced or code_attempts_exceeded (401) as for sign-in, with the same limit ' +
+          `of wrong tries. ${CSRF_NOTE}`,
         body: ConfirmMobile,
         response: {
           200: Type.Object({ mobile: Type.String() }),
@@ -142,15 +144,8 @@ export async function mobileRoutes(app: App, context: MobileRoutesOptions) {
         await context.recipients.setMobile(trx, target.messageId, target.email, target.destination, now);
         return target.destination;
       });
-      if (checked.outcome === 'expired')
-        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
-      if (checked.outcome === 'voided')
-        throw new AppError(
-          'code_attempts_exceeded',
-          401,
-          'Too many wrong tries: this code can no longer be used; request a new one',
-        );
-      if (checked.outcome === 'incorrect' || checked.result === undefined) throw context.methods.sms.wrongCode();
+      if (checked.outcome !== 'accepted') throw refusedCode(checked, context.methods.sms.wrongCode());
+      if (checked.result === undefined) throw context.methods.sms.wrongCode();
       if (step === 'mobile_current') {
         // The current number is proven: now the new one, which PUT /v1/mobile kept on the session.
         const to = session.row.mobile_change_to;

@@ -11,6 +11,7 @@ import { emailKey } from '../seal/recipients.ts';
 import { csrfToken, sessionCsrfToken } from '../sessions/csrf.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 import { inSenderDomains } from './domains.ts';
+import { refusedCode } from '../codes/refused-code.ts';
 
 /**
  * What a sender's code is bound to in place of a message: it is for the sender's page, not for reading. Not
@@ -122,7 +123,7 @@ export async function senderSignInRoutes(app: App, context: SenderSignInOptions)
         description:
           "Right code: the session now holds the sender's address, its id is rotated (new Set-Cookie) and a new " +
           'CSRF token comes in X-CSRF-Token. Otherwise as POST /v1/auth/verify: expired_code, ' +
-          'invalid_code_or_email with attemptsLeft, code_attempts_exceeded (401). ' +
+          'invalid_code_or_email with attemptsLeft, code_replaced, code_attempts_exceeded (401). ' +
           CSRF_NOTE,
         body: Type.Object({ code: Type.String({ maxLength: 32 }) }, { additionalProperties: false }),
         response: { 200: Type.Object({ sender: Type.String() }), ...errorResponses(400, 401, 403) },
@@ -134,21 +135,9 @@ export async function senderSignInRoutes(app: App, context: SenderSignInOptions)
       const checked = await context.codes.check(session.row.id, request.body.code, 'sender', now, (trx, target) =>
         context.sessions.signInSender(trx, session.row.id, target.email, now),
       );
-      if (checked.outcome === 'expired')
-        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
-      if (checked.outcome === 'voided')
-        throw new AppError(
-          'code_attempts_exceeded',
-          401,
-          'Too many wrong tries: this code can no longer be used; request a new one',
-        );
-      if (checked.outcome === 'incorrect') {
-        request.log.info({ attemptsLeft: checked.attemptsLeft }, "wrong sender's code");
-        const wrong = context.methods.email.wrongCode();
-        if (checked.attemptsLeft === undefined) throw wrong;
-        throw new AppError(wrong.errorCode, wrong.status, wrong.message, {
-          details: { attemptsLeft: checked.attemptsLeft },
-        });
+      if (checked.outcome !== 'accepted') {
+        request.log.info({ outcome: checked.outcome }, "sender's code refused");
+        throw refusedCode(checked, context.methods.email.wrongCode());
       }
       const { token } = checked.result;
       reply.header('set-cookie', context.cookie.set(token));

@@ -60,12 +60,31 @@ const ReaderConfig = Type.Object({
         email: Type.String({ description: 'the recipient the code is for (the address the reader typed)' }),
         sentAt: Type.String({ format: 'date-time' }),
         expiresIn: Type.Integer({ minimum: 1, description: 'seconds the code stays valid from now' }),
+        attemptsLeft: Type.Integer({ minimum: 1, description: 'wrong tries left before the code is void' }),
       },
       {
         description:
           'not signed in, and this session asked for a sign-in code for messageId that can still be tried: ' +
           'the reader page shows the code screen again after a reload instead ' +
           'of sending another code (POST /v1/auth/code/resend sends a new one)',
+      },
+    ),
+  ),
+  codeGone: Type.Optional(
+    Type.Object(
+      {
+        reason: Type.Union([Type.Literal('expired'), Type.Literal('voided')], {
+          description: 'expired: older than SMS_CODE_EXPIRATION; voided: entered wrongly CODE_MAX_ATTEMPTS times',
+        }),
+        method: signInMethodSchema(),
+        destination: Type.String({ description: 'where the code went, masked' }),
+        email: Type.String({ description: 'the recipient the code was for' }),
+        sentAt: Type.String({ format: 'date-time' }),
+      },
+      {
+        description:
+          'not signed in, and the last sign-in code this session asked for messageId can no longer be tried: the ' +
+          'reader page says so after a reload, with its one action, a new code (POST /v1/auth/code/resend)',
       },
     ),
   ),
@@ -164,6 +183,18 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
               email: pending.email,
               sentAt: pending.createdAt.toISOString(),
               expiresIn,
+              attemptsLeft: pending.attemptsLeft,
+            }
+          : undefined;
+      // A code that can no longer be tried is still told, so that a reload keeps saying why and offers a new one.
+      const codeGone =
+        pending && !codePending
+          ? {
+              reason: pending.voided ? ('voided' as const) : ('expired' as const),
+              method: pending.method,
+              destination: pending.method === 'sms' ? maskMobile(pending.destination) : maskEmail(pending.destination),
+              email: pending.email,
+              sentAt: pending.createdAt.toISOString(),
             }
           : undefined;
       return {
@@ -171,6 +202,7 @@ export async function configRoutes(app: App, context: ConfigRoutesOptions) {
         signedIn,
         ...(signedIn && openedAs ? openedAs : {}),
         ...(codePending ? { codePending } : {}),
+        ...(codeGone ? { codeGone } : {}),
         codeLength: CODE_LENGTH,
         codeExpiresIn: settings.codeExpiresInSeconds,
         maxAttempts: settings.maxAttempts,

@@ -7,6 +7,7 @@ import { clientAddress, clientKey } from '../client-ip.ts';
 import { CODE_LENGTH } from '../codes/pending-codes.ts';
 import { sendCode } from '../codes/send-code.ts';
 import { isProbeRefusal } from '../codes/limits.ts';
+import { refusedCode } from '../codes/refused-code.ts';
 import type { AuthContext, LoadedSession } from '../context.ts';
 import type { SignInMethod } from '../methods/method.ts';
 import { type SignInMethodName, signInMethodSchema } from '../methods/names.ts';
@@ -185,6 +186,8 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
           'Wrong or none: incorrect_code (email codes: invalid_code_or_email), with attemptsLeft: ' +
           'the wrong tries left. The try that reaches CODE_MAX_ATTEMPTS voids the code: code_attempts_exceeded ' +
           '(401), also for every later try, the right code included, until a new one is requested. ' +
+          'A code that a newer one replaced, while it would still be fresh: code_replaced (401) with the new ' +
+          "code's attemptsLeft, no try spent (docs/specification.md#error-codes). " +
           CSRF_NOTE,
         body: VerifyRequest,
         response: { 200: SignedIn, ...errorResponses(400, 401, 403) },
@@ -226,23 +229,9 @@ export async function signInRoutes(app: App, context: SignInRoutesOptions) {
           request.log,
         );
       }
-      if (checked.outcome === 'expired')
-        throw new AppError('expired_code', 401, 'The code has expired; request a new one');
-      if (checked.outcome === 'voided') {
-        request.log.info({ method: checked.method }, 'sign-in code void after too many wrong tries');
-        throw new AppError(
-          'code_attempts_exceeded',
-          401,
-          'Too many wrong tries: this code can no longer be used; request a new one',
-        );
-      }
-      if (checked.outcome === 'incorrect') {
-        request.log.info({ method: checked.method, attemptsLeft: checked.attemptsLeft }, 'wrong sign-in code');
-        const wrong = context.methods[checked.method ?? 'sms'].wrongCode();
-        if (checked.attemptsLeft === undefined) throw wrong;
-        throw new AppError(wrong.errorCode, wrong.status, wrong.message, {
-          details: { attemptsLeft: checked.attemptsLeft },
-        });
+      if (checked.outcome !== 'accepted') {
+        request.log.info({ method: checked.method, outcome: checked.outcome }, 'sign-in code refused');
+        throw refusedCode(checked, context.methods[checked.method ?? 'sms'].wrongCode());
       }
       const { token, expiresAt } = checked.result;
       reply.header(
@@ -262,6 +251,7 @@ const OUTCOME_LABEL = {
   expired: 'expired_code',
   incorrect: 'incorrect_code',
   voided: 'code_attempts_exceeded',
+  replaced: 'code_replaced',
 } as const;
 
 /**

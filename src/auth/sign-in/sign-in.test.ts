@@ -387,7 +387,14 @@ describe('auth service: sign-in by code', () => {
       const pending = config.body.codePending;
       assert.deepEqual(
         { ...pending, sentAt: undefined, expiresIn: undefined },
-        { method: 'sms', destination: '+41*******67', email: ALICE.email, sentAt: undefined, expiresIn: undefined },
+        {
+          method: 'sms',
+          destination: '+41*******67',
+          email: ALICE.email,
+          sentAt: undefined,
+          expiresIn: undefined,
+          attemptsLeft: 5,
+        },
       );
       assert.ok(pending.expiresIn > 890 && pending.expiresIn <= 900, String(pending.expiresIn));
       assert.ok(Math.abs(Date.parse(pending.sentAt) - Date.now()) < 10_000);
@@ -467,12 +474,12 @@ describe('auth service: sign-in by code', () => {
         .where('token_hash', '=', tokenHash(reader.token!))
         .executeTakeFirstOrThrow();
 
-    it('a resend replaces the earlier code: the first is then incorrect_code, the second signs in', async () => {
+    it('a resend replaces the earlier code: the first is then code_replaced, the second signs in', async () => {
       const record = harness.sealSample();
       const reader = await openedLink(record.id);
       const first = await newCodeFor(reader, record.id);
       const second = await newCodeFor(reader, record.id, first);
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: first } }), 401, 'incorrect_code');
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: first } }), 401, 'code_replaced');
       const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: second } });
       assert.equal(verified.status, 200, JSON.stringify(verified.body));
       remember(reader);
@@ -522,7 +529,7 @@ describe('auth service: sign-in by code', () => {
       const reader = await openedLink(x.id);
       const forX = await newCodeFor(reader, x.id);
       const forY = await newCodeFor(reader, y.id, forX);
-      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: forX } }), 401, 'incorrect_code');
+      assertError(await reader.request('POST', '/v1/auth/verify', { body: { code: forX } }), 401, 'code_replaced');
       const verified = await reader.request('POST', '/v1/auth/verify', { body: { code: forY } });
       assert.equal(verified.status, 200, JSON.stringify(verified.body));
       assert.equal(verified.body.messageId, y.id);

@@ -1,38 +1,50 @@
-import type { CodePending, CodeRequest, CodeSent } from '../api.ts';
-import { alertBox, type Reader, type Screen } from '../app.ts';
+import type { CodeGone, CodePending, CodeRequest, CodeSent } from '../api.ts';
+import type { Reader, Screen } from '../app.ts';
+import { ApiError } from '../api-error.ts';
 import { h, uid } from '../dom.ts';
 import { errorText, isCode, isEnded } from '../errors.ts';
-import { messageEnd } from './status.ts';
 import { formatDuration } from '../format.ts';
-import { busy, clearInvalid, countdown, field, flagInvalid } from './parts.ts';
+import { keepError, keptError } from '../kept.ts';
+import { messageEnd } from './status.ts';
+import { busy, clearInvalid, field, flagInvalid, holdBack, messages, sayRefusal } from './parts.ts';
 
 /**
  * Second screen: the code field (numeric keyboard, one-time-code autofill), "keep me signed in", and
  * a resend button that waits out the per-number interval (or the server's Retry-After). After a reload
  * (`request` unknown, `earlier` from GET /v1/config) it says where and when the code went; a new code then
- * goes to the same place (POST /v1/auth/code/resend) without anything typed again.
+ * goes to the same place (POST /v1/auth/code/resend) without anything typed again. A code that can no longer be
+ * tried (expired, voided) says so once, and its one action is the resend button. The error said, the code gone and
+ * the wait are kept (reader.kept.code), so that a language switch or a reload shows them again.
  */
 export function codeScreen(
   reader: Reader,
   request: CodeRequest | undefined,
   sent: CodeSent,
-  earlier?: CodePending,
-  shownAt = Date.now(),
+  earlier?: CodePending | CodeGone,
 ): Screen {
   const { t, config } = reader;
   const sendAgain = () => (request ? reader.api.requestCode(request) : reader.api.resendCode(reader.messageId));
+  // Set by the sign-in form, or after a reload from what the server told (main.ts).
+  reader.kept.code ??= { sentAt: Date.now() };
+  const kept = reader.kept.code;
   return {
     name: 'code',
     title: t.code.title,
     render() {
-      const alert = alertBox();
+      const box = messages();
       const destination = earlier
         ? earlier.destination
         : sent.method === 'sms'
           ? (request?.mobile ?? '')
           : (request?.email ?? '');
+      const validity = (expiresIn: number, reloaded: boolean) =>
+        reloaded ? t.code.stillValidFor(formatDuration(t, expiresIn)) : t.code.validFor(formatDuration(t, expiresIn));
       const code = field({
         label: t.code.label,
+        hint:
+          earlier && 'expiresIn' in earlier && !kept.resent
+            ? validity(earlier.expiresIn, true)
+            : validity(kept.resent ? config.codeExpiresIn : sent.expiresIn, false),
         input: {
           type: 'text',
           name: 'code',
@@ -45,6 +57,7 @@ export function codeScreen(
           class: 'code-input',
         },
       });
+      const hint = code.wrapper.querySelector<HTMLElement>('.hint');
       const rememberId = uid('remember');
       const remember = h('input', {
         type: 'checkbox',
@@ -68,87 +81,79 @@ export function codeScreen(
             t.code.rememberHint(formatDuration(t, config.rememberMeMaxAge)),
           ),
         ),
-        alert.element,
         submit,
       );
 
       const resend = h('button', { type: 'button', class: 'secondary' }, t.code.resend);
-      const wait = h('p', { class: 'hint wait', hidden: true });
-      const resent = h('p', { class: 'notice', role: 'status', hidden: true });
-      const startCooldown = (seconds: number) => {
-        if (seconds <= 0) return;
-        resend.disabled = true;
-        wait.hidden = false;
-        countdown(
-          seconds,
-          resend,
-          (left) => (wait.textContent = t.code.resendIn(formatDuration(t, left))),
-          () => {
-            resend.disabled = false;
-            wait.hidden = true;
-          },
-        );
+      // The interval runs from when the code was sent (kept, or told by the server after a reload), not from now.
+      const startCooldown = (from: number) => {
+        const ago = Math.max(0, Math.floor((Date.now() - from) / 1000));
+        holdBack(t, resend, box.wait, config.limits.perNumberInterval - ago, t.code.resendIn);
       };
-      // After a reload the interval runs from when the code was sent, not from now; drawn again in another
-      // language, from when the screen was first shown.
-      const sentAt = earlier ? Date.parse(earlier.sentAt) : shownAt;
-      const sentAgo = Math.max(0, Math.floor((Date.now() - sentAt) / 1000));
-      startCooldown(config.limits.perNumberInterval - (Number.isFinite(sentAgo) ? sentAgo : 0));
+      startCooldown(kept.sentAt);
 
       /** The code field and its button, usable or not (a void or expired code cannot be tried again). */
       const usable = (yes: boolean) => {
         code.input.disabled = !yes;
         submit.disabled = !yes;
+        // Its space is kept, so that nothing moves: the validity no longer holds for a code that is gone.
+        hint?.classList.toggle('spent', !yes);
+        // The one action left is the new code: the same button, in the same place, made the primary one.
+        resend.className = yes ? 'secondary' : 'primary';
       };
-      const requestNew = (button: HTMLButtonElement) => {
-        alert.clear();
-        resent.hidden = true;
+      /** The code cannot be used any more (too many wrong tries, expired): say why once, the resend is the way on. */
+      const codeGone = (reason: 'expired' | 'voided') => {
+        kept.gone = reason;
+        kept.error = undefined;
+        kept.resent = false;
+        reader.save();
+        usable(false);
+        code.input.value = '';
+        code.input.setAttribute('aria-invalid', 'true');
+        box.done(undefined);
+        const errorCode = reason === 'expired' ? 'expired_code' : 'code_attempts_exceeded';
+        box.alert.say(errorText(t, new ApiError(401, errorCode, undefined, undefined, errorCode)));
+        resend.focus();
+      };
+
+      resend.addEventListener('click', () => {
+        box.alert.clear();
+        box.done(undefined);
         void (async () => {
-          const outcome = await busy(button, t.signIn.sending, () =>
+          const outcome = await busy(resend, t.signIn.sending, () =>
             sendAgain().then(
               () => undefined,
               (error: unknown) => error,
             ),
           );
           if (outcome === undefined) {
+            Object.assign(kept, { sentAt: Date.now(), resent: true, gone: undefined, error: undefined });
+            reader.kept.code = kept;
+            reader.save();
             usable(true);
-            resent.textContent = t.code.resent;
-            resent.hidden = false;
+            if (hint) hint.textContent = validity(config.codeExpiresIn, false);
+            box.done(t.code.resent);
             code.input.value = '';
             code.input.removeAttribute('aria-invalid');
             code.input.focus();
-            startCooldown(config.limits.perNumberInterval);
+            startCooldown(kept.sentAt);
             return;
           }
           if (isEnded(outcome)) return reader.go.ended(messageEnd(outcome), false);
-          alert.show(t, outcome);
-          if (isCode(outcome, 'sms_rate_limit')) {
-            alert.say(t.errors.sms_rate_limit);
-            startCooldown(outcome.retryAfter ?? config.limits.perNumberInterval);
-          }
+          kept.error = keepError(outcome);
+          reader.save();
+          sayRefusal(t, box, outcome, resend);
         })();
-      };
-      resend.addEventListener('click', () => requestNew(resend));
-
-      /** The code cannot be used any more (too many wrong tries, expired): say why, offer a new one right there. */
-      const codeGone = (error: unknown) => {
-        usable(false);
-        code.input.value = '';
-        code.input.setAttribute('aria-invalid', 'true');
-        const again = h('button', { type: 'button', class: 'primary new-code' }, t.code.newCode);
-        again.addEventListener('click', () => requestNew(again));
-        alert.say(errorText(t, error));
-        alert.element.append(again);
-        again.focus();
-      };
+      });
 
       form.addEventListener('submit', (event) => {
         event.preventDefault();
-        alert.clear();
+        // The sentences are below every button: clearing them moves nothing under the pointer.
+        box.alert.clear();
         clearInvalid(code.input);
         const value = code.input.value.replace(/\s+/g, '');
         if (!/^\d+$/.test(value)) {
-          alert.say(sent.method === 'email' ? t.errors.invalid_code_or_email : t.errors.incorrect_code);
+          box.alert.say(sent.method === 'email' ? t.errors.invalid_code_or_email : t.errors.incorrect_code);
           return flagInvalid(code.input);
         }
         void (async () => {
@@ -161,21 +166,41 @@ export function codeScreen(
               (error: unknown) => error,
             ),
           );
-          if (outcome === undefined) return reader.go.message();
-          // A new code is the only way on: the button that gets one is put right under the sentence.
-          if (isCode(outcome, 'expired_code', 'code_attempts_exceeded')) return codeGone(outcome);
-          alert.show(t, outcome);
-          const left = isCode(outcome, 'incorrect_code', 'invalid_code_or_email')
-            ? outcome.details.attemptsLeft
-            : undefined;
-          if (left !== undefined) alert.say(`${errorText(t, outcome)} ${t.code.attemptsLeft(left)}`);
+          if (outcome === undefined) {
+            reader.forget();
+            return reader.go.message();
+          }
+          if (isCode(outcome, 'expired_code')) return codeGone('expired');
+          if (isCode(outcome, 'code_attempts_exceeded')) return codeGone('voided');
+          box.done(undefined);
+          kept.resent = false;
+          kept.error = keepError(outcome);
+          reader.save();
+          sayRefusal(t, box, outcome);
           flagInvalid(code.input);
         })();
       });
 
       const other = h('button', { type: 'button', class: 'link' }, t.code.otherAddress);
-      other.addEventListener('click', () => reader.go.signIn(request ?? (earlier ? { email: earlier.email } : {})));
+      other.addEventListener('click', () => {
+        reader.kept.code = undefined;
+        reader.save();
+        reader.go.signIn(request ?? (earlier ? { email: earlier.email } : {}));
+      });
 
+      // Drawn again (another language, a reload): what the screen said before.
+      if (kept.gone) codeGone(kept.gone);
+      else {
+        const said = keptError(kept.error);
+        if (said) {
+          // A limit's wait holds the resend button back again, for what is left of it.
+          sayRefusal(t, box, said, resend);
+          code.input.setAttribute('aria-invalid', 'true');
+        }
+        if (kept.resent) box.done(t.code.resent);
+      }
+
+      const sentAt = earlier?.sentAt;
       return h(
         'section',
         { class: 'card narrow' },
@@ -183,25 +208,18 @@ export function codeScreen(
         h(
           'p',
           {},
-          ...(earlier
-            ? [
-                sent.method === 'sms'
-                  ? t.code.sentEarlierSms(destination, formatTime(earlier.sentAt, t.lang))
-                  : t.code.sentEarlierEmail(destination, formatTime(earlier.sentAt, t.lang)),
-                ' ',
-                t.code.stillValidFor(formatDuration(t, earlier.expiresIn)),
-              ]
-            : [
-                sent.method === 'sms'
-                  ? t.code.sentSms(sent.codeLength, destination)
-                  : t.code.sentEmail(sent.codeLength, destination),
-                ' ',
-                t.code.validFor(formatDuration(t, sent.expiresIn)),
-              ]),
+          sentAt
+            ? sent.method === 'sms'
+              ? t.code.sentEarlierSms(destination, formatTime(sentAt, t.lang))
+              : t.code.sentEarlierEmail(destination, formatTime(sentAt, t.lang))
+            : sent.method === 'sms'
+              ? t.code.sentSms(sent.codeLength, destination)
+              : t.code.sentEmail(sent.codeLength, destination),
         ),
         form,
-        h('div', { class: 'resend' }, resend, wait, resent),
+        h('div', { class: 'resend' }, resend),
         other,
+        box.element,
       );
     },
   };

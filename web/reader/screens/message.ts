@@ -128,9 +128,10 @@ export function readScreen(
           attachments,
         ),
         replySection(reader, message, draft),
+        messageList(reader, others),
+        // Last on the page: its sentences, appearing under its form, move nothing below them.
         mobileSection(reader),
         laterMobileSection(reader),
-        messageList(reader, others),
       );
     },
   };

@@ -1,5 +1,8 @@
 import { alertBox, type Reader } from '../app.ts';
 import { h, uid } from '../dom.ts';
+import { errorText, isCode } from '../errors.ts';
+import { formatDuration } from '../format.ts';
+import type { Texts } from '../texts/index.ts';
 
 /** A labelled input with an optional hint, wired with for/id and aria-describedby. */
 export function field(options: {
@@ -146,8 +149,103 @@ function signOutButton(
         alert.show(reader.t, error, how.failed);
         return;
       }
+      reader.forget();
       reader.go.signedOut(how.everywhere);
     });
   });
   return { button, alert: alert.element };
+}
+
+/**
+ * The place under a form's last button where its sentences appear: the wait, a success (role=status, in a box) and
+ * the alert. Below every control of its form, so that a sentence appearing, changing or going moves nothing that
+ * can be clicked (a press that clears an error must not bring another button under the pointer).
+ */
+export function messages(): {
+  element: HTMLElement;
+  alert: ReturnType<typeof alertBox>;
+  wait: HTMLElement;
+  status: HTMLElement;
+  /** Says `text` as done, in a status box; `undefined` takes it away. */
+  done(text: string | undefined): void;
+} {
+  const alert = alertBox();
+  // The countdown is not a live region: read out every second it would drown everything else.
+  const wait = h('p', { class: 'hint wait', hidden: true });
+  const status = h('div', { class: 'notice', role: 'status', hidden: true });
+  return {
+    element: h('div', { class: 'messages' }, wait, status, alert.element),
+    alert,
+    wait,
+    status,
+    done(text) {
+      status.replaceChildren(...(text ? [h('p', {}, text)] : []));
+      status.hidden = !text;
+    },
+  };
+}
+
+/**
+ * Holds `button` back for `seconds`, the wait counted down in `line` with `sentence`; `onDone` when it is over. Of
+ * two holds on one button (the wait between two codes, then the limit per hour), the one that ends last speaks and
+ * lets the button go.
+ */
+export function holdBack(
+  t: Texts,
+  button: HTMLButtonElement,
+  line: HTMLElement,
+  seconds: number,
+  sentence: (duration: string) => string,
+  onDone: () => void = () => undefined,
+): void {
+  if (seconds <= 0) return;
+  const end = Date.now() + seconds * 1000;
+  if (end <= Number(button.dataset.heldUntil ?? 0)) return;
+  button.dataset.heldUntil = String(end);
+  const last = () => button.dataset.heldUntil === String(end);
+  button.disabled = true;
+  line.hidden = false;
+  countdown(
+    seconds,
+    button,
+    (left) => {
+      if (last()) line.textContent = sentence(formatDuration(t, left));
+    },
+    () => {
+      if (!last()) return;
+      delete button.dataset.heldUntil;
+      button.disabled = false;
+      line.hidden = true;
+      onDone();
+    },
+  );
+}
+
+/**
+ * Says a refused code request or code in the alert: a wait between two codes as a wait (no alert, the countdown
+ * says it), the limit per hour as "too many codes" with its countdown, a wrong or replaced code with the tries left,
+ * anything else by its sentence. `button` is the one that asks for a code, held back during a wait.
+ */
+export function sayRefusal(
+  t: Texts,
+  box: ReturnType<typeof messages>,
+  error: unknown,
+  button?: HTMLButtonElement,
+  lead?: string,
+): void {
+  if (isCode(error, 'sms_rate_limit')) {
+    const interval = error.details.limit === 'interval';
+    if (interval) box.alert.clear();
+    else box.alert.say(t.errors.sms_rate_limit);
+    if (button && error.retryAfter)
+      holdBack(t, button, box.wait, error.retryAfter, interval ? t.codeState.waitForNew : t.code.resendIn, () =>
+        box.alert.clear(),
+      );
+    return;
+  }
+  box.alert.show(t, error, lead);
+  const left = isCode(error, 'incorrect_code', 'invalid_code_or_email', 'code_replaced')
+    ? error.details.attemptsLeft
+    : undefined;
+  if (left !== undefined) box.alert.say(`${errorText(t, error)} ${t.code.attemptsLeft(left)}`);
 }

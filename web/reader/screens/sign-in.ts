@@ -1,26 +1,30 @@
 import type { CodeRequest, Method } from '../api.ts';
-import { alertBox, type Reader, type Screen } from '../app.ts';
+import { ApiError } from '../api-error.ts';
+import type { Reader, Screen } from '../app.ts';
 import { h } from '../dom.ts';
 import { isCode, isEnded } from '../errors.ts';
+import { keepError, keptError } from '../kept.ts';
 import { messageEnd } from './status.ts';
-import { formatDuration } from '../format.ts';
-import { busy, clearInvalid, countdown, field, flagInvalid, messageCard } from './parts.ts';
+import { busy, clearInvalid, field, flagInvalid, messageCard, messages, sayRefusal } from './parts.ts';
 
 /**
  * First screen: who sent what, then the reader's email address (and mobile number where the
- * recipient's method is sms) to send a code to.
+ * recipient's method is sms) to send a code to. What was typed and the error said are kept (reader.kept), so that
+ * a language switch or a reload shows them again.
  */
-export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {}): Screen {
+export function signInScreen(reader: Reader): Screen {
   const { t, config } = reader;
   const methods: Method[] = config.methods && config.methods.length > 0 ? config.methods : ['sms', 'email'];
   const sms = methods.includes('sms');
   const both = sms && methods.includes('email');
+  reader.kept.signIn ??= {};
+  const kept = reader.kept.signIn;
 
   return {
     name: 'sign-in',
     title: t.signIn.title,
     render() {
-      const alert = alertBox();
+      const box = messages();
       const email = field({
         label: t.signIn.email,
         hint: t.signIn.emailHint,
@@ -31,7 +35,7 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
           required: true,
           spellcheck: 'false',
           autocapitalize: 'off',
-          value: prefill.email,
+          value: kept.email,
         },
       });
       const mobile = sms
@@ -44,30 +48,48 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
               autocomplete: 'tel',
               inputmode: 'tel',
               required: !both,
-              value: prefill.mobile,
+              value: kept.mobile,
             },
           })
         : undefined;
+      const remember = () => {
+        kept.email = email.input.value;
+        if (mobile) kept.mobile = mobile.input.value;
+        reader.save();
+      };
+      email.input.addEventListener('input', remember);
+      mobile?.input.addEventListener('input', remember);
       const submit = h('button', { type: 'submit', class: 'primary' }, t.signIn.send);
-      // The countdown is not a live region: read out every second it would drown everything else.
-      const wait = h('p', { class: 'hint wait', hidden: true });
-      const form = h('form', { novalidate: true }, email.wrapper, mobile?.wrapper, alert.element, submit, wait);
+      const form = h('form', { novalidate: true }, email.wrapper, mobile?.wrapper, submit, box.element);
+
+      /** Says `error` where it belongs, and keeps it for a redraw. */
+      const say = (error: unknown, method: Method) => {
+        kept.error = keepError(error);
+        reader.save();
+        sayRefusal(t, box, error, submit);
+        if (isCode(error, 'forbidden_auth_method')) {
+          box.alert.say(method === 'email' ? t.methodHint.needsMobile : t.methodHint.needsEmail);
+          if (mobile) flagInvalid(mobile.input);
+        } else if (isCode(error, 'invalid_mobile', 'email_and_mobile_mismatch') && mobile) {
+          flagInvalid(mobile.input);
+        } else if (isCode(error, 'invalid_email', 'unauthorized_user')) {
+          flagInvalid(email.input);
+        }
+      };
+      const methodOf = (number: string): Method => (both ? (number ? 'sms' : 'email') : sms ? 'sms' : 'email');
 
       form.addEventListener('submit', (event) => {
         event.preventDefault();
-        alert.clear();
+        // The alert is below the button: clearing it moves nothing under the pointer.
+        box.alert.clear();
         clearInvalid(email.input, ...(mobile ? [mobile.input] : []));
         const address = email.input.value.trim();
         const number = mobile?.input.value.trim() ?? '';
-        if (!address || !email.input.checkValidity()) {
-          alert.say(t.errors.invalid_email);
-          return flagInvalid(email.input);
-        }
-        if (mobile && !both && !number) {
-          alert.say(t.errors.invalid_mobile);
-          return flagInvalid(mobile.input);
-        }
-        const method: Method = both ? (number ? 'sms' : 'email') : sms ? 'sms' : 'email';
+        if (!address || !email.input.checkValidity())
+          return say(new ApiError(400, 'invalid_email', undefined, undefined, 'invalid_email'), 'email');
+        if (mobile && !both && !number)
+          return say(new ApiError(400, 'invalid_mobile', undefined, undefined, 'invalid_mobile'), 'sms');
+        const method = methodOf(number);
         const request: CodeRequest = {
           messageId: reader.messageId,
           email: address,
@@ -81,36 +103,22 @@ export function signInScreen(reader: Reader, prefill: Partial<CodeRequest> = {})
               (error: unknown) => ({ sent: undefined, error }),
             ),
           );
-          if (outcome.sent) return reader.go.code(request, outcome.sent);
-          const { error } = outcome;
-          // The message ended, or was withdrawn for this address: no code came, and none will.
-          if (isEnded(error)) return reader.go.ended(messageEnd(error), false);
-          alert.show(t, error);
-          if (isCode(error, 'forbidden_auth_method')) {
-            alert.say(method === 'email' ? t.methodHint.needsMobile : t.methodHint.needsEmail);
-            if (mobile) flagInvalid(mobile.input);
-          } else if (isCode(error, 'invalid_mobile', 'email_and_mobile_mismatch') && mobile) {
-            flagInvalid(mobile.input);
-          } else if (isCode(error, 'invalid_email', 'unauthorized_user')) {
-            flagInvalid(email.input);
-          } else if (isCode(error, 'sms_rate_limit') && error.retryAfter) {
-            // The button waits as long as the server says; the sentence counts down with it.
-            alert.say(t.errors.sms_rate_limit);
-            submit.disabled = true;
-            wait.hidden = false;
-            countdown(
-              error.retryAfter,
-              submit,
-              (left) => (wait.textContent = t.code.resendIn(formatDuration(t, left))),
-              () => {
-                submit.disabled = false;
-                wait.hidden = true;
-                alert.clear();
-              },
-            );
+          if (outcome.sent) {
+            kept.error = undefined;
+            reader.kept.code = { sentAt: Date.now() };
+            reader.save();
+            return reader.go.code(request, outcome.sent);
           }
+          // The message ended, or was withdrawn for this address: no code came, and none will.
+          if (isEnded(outcome.error)) return reader.go.ended(messageEnd(outcome.error), false);
+          say(outcome.error, method);
         })();
       });
+
+      // Drawn again (another language, a reload): the error said before, and its wait where it has one.
+      const earlier = keptError(kept.error);
+      if (earlier) say(earlier, methodOf(kept.mobile?.trim() ?? ''));
+      else kept.error = undefined;
 
       // Before sign-in GET /v1/config names no subject unless READER_SUBJECT_BEFORE_SIGN_IN is set.
       const subject = config.subject === undefined ? undefined : config.subject || t.signIn.noSubject;

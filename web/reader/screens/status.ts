@@ -3,7 +3,7 @@ import type { ApiError } from '../api-error.ts';
 import type { Reader, Screen } from '../app.ts';
 import { signOutControl } from './parts.ts';
 import { h } from '../dom.ts';
-import { errorReference, errorText } from '../errors.ts';
+import { errorReference, errorText, isCode } from '../errors.ts';
 import { formatDate } from '../format.ts';
 
 export function loadingScreen(reader: Pick<Reader, 't'>): Screen {
@@ -15,15 +15,19 @@ export function loadingScreen(reader: Pick<Reader, 't'>): Screen {
   };
 }
 
-/** Nothing else can be done on this page (unknown message, service down): say why, offer a retry. */
+/**
+ * Nothing else can be done on this page (unknown message, service down): say why, and offer a retry where one can
+ * help. A message that does not exist (not_found), or a link that is not complete, is final: no retry.
+ */
 export function fatalScreen(reader: Pick<Reader, 't'>, error: unknown, text?: string): Screen {
   const { t } = reader;
+  const final = text !== undefined || isCode(error, 'not_found');
   return {
     name: 'fatal',
     title: t.fatal.title,
     render() {
-      const retry = h('button', { type: 'button', class: 'primary' }, t.fatal.retry);
-      retry.addEventListener('click', () => window.location.reload());
+      const retry = final ? null : h('button', { type: 'button', class: 'primary' }, t.fatal.retry);
+      retry?.addEventListener('click', () => window.location.reload());
       const reference = errorReference(t, error);
       return h(
         'section',

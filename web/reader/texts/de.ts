@@ -282,6 +282,9 @@ export const de = {
       'Es wurden zu viele Codes angefordert. Bitte warten Sie einen Moment, bevor Sie einen neuen anfordern.',
     email_and_mobile_mismatch:
       'Diese E-Mail-Adresse und diese Mobilnummer gehören nicht zusammen. Bitte prüfen Sie beides.',
+    code_replaced:
+      'Ein neuerer Code hat diesen ersetzt, er gilt nicht mehr. Bitte geben Sie den Code aus der neuesten Nachricht ' +
+      'ein; kein Versuch wurde verbraucht.',
     code_attempts_exceeded:
       'Dieser Code kann nicht mehr verwendet werden: Er wurde zu oft falsch eingegeben. ' +
       'Bitte fordern Sie einen neuen an.',
@@ -308,6 +311,11 @@ export const de = {
     upstream_failed:
       'Die Nachricht kann gerade nicht abgerufen werden. Bitte versuchen Sie es in ein paar Minuten erneut.',
     internal: 'Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut.',
+  },
+
+  codeState: {
+    waitForNew: (duration: string) =>
+      `Soeben wurde ein Code gesendet, der weiterhin gilt. Einen neuen können Sie in ${duration} anfordern.`,
   },
 
   errorFallback: {

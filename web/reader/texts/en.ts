@@ -270,6 +270,9 @@ export const en = {
     new_mobile_conflict: 'This is already your mobile number.',
     sms_rate_limit: 'Too many codes were asked for. Please wait a little before asking for a new one.',
     email_and_mobile_mismatch: 'This email address and mobile number do not belong together. Please check both.',
+    code_replaced:
+      'A newer code replaced this one, so it no longer works. Please enter the code from the latest message; ' +
+      'no try was used.',
     code_attempts_exceeded:
       'This code can no longer be used: it was entered wrongly too many times. Please request a new one.',
     message_withdrawn: 'This message was withdrawn by its sender: it can no longer be read.',
@@ -293,6 +296,12 @@ export const en = {
   } satisfies Record<ErrorCode, string>,
 
   /** For answers without a known errorCode, by situation. */
+  /** Said where the code was asked for (sign-in, code and mobile-change screens). */
+  codeState: {
+    waitForNew: (duration: string) =>
+      `A code was sent a moment ago and still works. You can ask for a new one in ${duration}.`,
+  },
+
   errorFallback: {
     network: 'No connection to the server. Please check your internet connection and try again.',
     status: (status: number): string =>

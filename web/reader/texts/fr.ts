@@ -281,6 +281,9 @@ export const fr = {
     sms_rate_limit: 'Trop de codes ont été demandés. Veuillez patienter un peu avant d’en demander un nouveau.',
     email_and_mobile_mismatch:
       'Cette adresse e-mail et ce numéro de mobile ne vont pas ensemble. Veuillez vérifier les deux.',
+    code_replaced:
+      'Un code plus récent a remplacé celui-ci, qui ne fonctionne plus. Veuillez saisir le code du dernier message ; ' +
+      'aucun essai n’a été utilisé.',
     code_attempts_exceeded:
       'Ce code ne peut plus être utilisé : il a été mal saisi trop de fois. Veuillez en demander un nouveau.',
     message_withdrawn: 'Ce message a été retiré par son expéditeur : il ne peut plus être lu.',
@@ -302,6 +305,11 @@ export const fr = {
     unavailable: 'Le service est très sollicité en ce moment. Veuillez réessayer dans une minute.',
     upstream_failed: 'Le message ne peut pas être récupéré pour le moment. Veuillez réessayer dans quelques minutes.',
     internal: 'Une erreur s’est produite de notre côté. Veuillez réessayer plus tard.',
+  },
+
+  codeState: {
+    waitForNew: (duration: string) =>
+      `Un code vient d’être envoyé et reste valable. Vous pourrez en demander un nouveau dans ${duration}.`,
   },
 
   errorFallback: {

@@ -278,6 +278,9 @@ export const it = {
     sms_rate_limit: 'Sono stati richiesti troppi codici. Attenda un momento prima di richiederne uno nuovo.',
     email_and_mobile_mismatch:
       'Questo indirizzo e-mail e questo numero di cellulare non corrispondono. Li controlli entrambi.',
+    code_replaced:
+      'Un codice più recente ha sostituito questo, che non vale più. Inserisca il codice dell’ultimo messaggio; ' +
+      'nessun tentativo è stato usato.',
     code_attempts_exceeded:
       'Questo codice non può più essere usato: è stato inserito in modo errato troppe volte. Ne richieda uno nuovo.',
     message_withdrawn: 'Questo messaggio è stato ritirato dal mittente: non può più essere letto.',
@@ -300,6 +303,11 @@ export const it = {
     unavailable: 'Il servizio è occupato in questo momento. Riprovi fra un minuto.',
     upstream_failed: 'Il messaggio non può essere recuperato in questo momento. Riprovi fra qualche minuto.',
     internal: 'Qualcosa è andato storto da parte nostra. Riprovi più tardi.',
+  },
+
+  codeState: {
+    waitForNew: (duration: string) =>
+      `Un codice è appena stato inviato ed è ancora valido. Potrà richiederne uno nuovo tra ${duration}.`,
   },
 
   errorFallback: {
