@@ -216,9 +216,11 @@ export function codeScreen(
               ? t.code.sentSms(sent.codeLength, destination)
               : t.code.sentEmail(sent.codeLength, destination),
         ),
+        // Beside the address it corrects, above the form: the sign-in form it leads to has its send button lower
+        // down, so a second click of a double-click lands on a field there, never on "Send me a code".
+        h('p', { class: 'other-address' }, other),
         form,
         h('div', { class: 'resend' }, resend),
-        other,
         box.element,
       );
     },
