@@ -54,7 +54,6 @@ export const de = {
       `Wir haben Ihnen um ${time} einen Code per E-Mail an ${to} gesendet.`,
     stillValidFor: (duration: string) => `Er ist noch ${duration} gültig.`,
     attemptsLeft: (n: number) => (n === 1 ? 'Sie haben noch 1 Versuch.' : `Sie haben noch ${n} Versuche.`),
-    newCode: 'Neuen Code anfordern',
   },
 
   message: {

@@ -56,7 +56,6 @@ export const en = {
     sentEarlierEmail: (to: string, time: string) => `We sent you a code by email to ${to} at ${time}.`,
     stillValidFor: (duration: string) => `It is valid for ${duration} more.`,
     attemptsLeft: (n: number) => (n === 1 ? 'You have 1 try left.' : `You have ${n} tries left.`),
-    newCode: 'Send me a new code',
   },
 
   message: {

@@ -57,7 +57,6 @@ export const fr = {
     sentEarlierEmail: (to: string, time: string) => `Nous vous avons envoyé un code par e-mail à ${to} à ${time}.`,
     stillValidFor: (duration: string) => `Il est encore valable ${duration}.`,
     attemptsLeft: (n: number) => (n === 1 ? 'Il vous reste 1 essai.' : `Il vous reste ${n} essais.`),
-    newCode: 'M’envoyer un nouveau code',
   },
 
   message: {

@@ -56,7 +56,6 @@ export const it = {
     sentEarlierEmail: (to: string, time: string) => `Le abbiamo inviato un codice via e-mail a ${to} alle ${time}.`,
     stillValidFor: (duration: string) => `È valido ancora per ${duration}.`,
     attemptsLeft: (n: number) => (n === 1 ? 'Le resta 1 tentativo.' : `Le restano ${n} tentativi.`),
-    newCode: 'Ricevere un nuovo codice',
   },
 
   message: {
