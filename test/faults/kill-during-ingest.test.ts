@@ -29,7 +29,7 @@ const KILL_AFTER_QUEUED = 1000;
 /** Deliveries one engine runs at once (the default); at most these can be in flight at the kill. */
 const DELIVERY_CONCURRENCY = 8;
 
-describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { timeout: 150_000 }, () => {
+describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { timeout: 240_000 }, () => {
   const stage = useExchangeStage('faults-kill');
 
   it('delivers every message answered 250 after the restart, twice only if in flight, no payload left', async (t) => {
@@ -127,12 +127,13 @@ describe('kill -9 of the exchange engine in the middle of an SMTP ingest', { tim
       );
 
       // Payloads stored by transactions the kill cut short between the object store and the envelope row
-      // have no envelope: the engine must find and delete them itself.
+      // have no envelope: the engine must find and delete them itself. A bound on progress, not on speed: on a
+      // loaded 2-core host the last batch of deletions once took longer than 30 s.
       await eventually(
         'no payload left in the bucket',
         () => payloadKeys(objects),
         (keys) => keys.length === 0,
-        30_000,
+        90_000,
       );
 
       t.diagnostic(
