@@ -63,14 +63,19 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 export const BROWSER_PAGE_CSP =
   "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-function sendBrowserPage(reply: FastifyReply, status: number, html: string): void {
-  void reply
+/**
+ * Sends a whole server-made page with those headers; `csp` for a page that needs one thing more (the sign-out
+ * confirmation's form). X-Frame-Options for browsers that predate frame-ancestors.
+ */
+export function sendBrowserPage(reply: FastifyReply, status: number, html: string, csp = BROWSER_PAGE_CSP) {
+  return reply
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', BROWSER_PAGE_CSP)
+    .header('content-security-policy', csp)
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
+    .header('x-frame-options', 'DENY')
     .send(html);
 }
 
@@ -188,7 +193,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<App>
     const body = errorObject(404, `No route ${request.method} ${request.url.split('?')[0]}`, 'not_found');
     request.log.info({ errorId: body.id }, 'route not found');
     const page = options.browserPage?.(request, 404, body.id);
-    if (page !== undefined) return sendBrowserPage(reply, 404, page);
+    if (page !== undefined) return void sendBrowserPage(reply, 404, page);
     void reply.code(404).send(body);
   });
   const everyAnswer = Object.entries(options.headers ?? {});
@@ -391,7 +396,7 @@ function answerFrameworkError(
   const body = errorObject(status, message, 'validation_failed');
   logErrorLine(request, status, body.id, error);
   const page = browserPage?.(request, status, body.id);
-  if (page !== undefined) return sendBrowserPage(reply, status, page);
+  if (page !== undefined) return void sendBrowserPage(reply, status, page);
   void reply.code(status).send(body);
 }
 

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../kernel/errors.ts';
-import { BROWSER_PAGE_CSP, type App } from '../../kernel/http.ts';
+import { BROWSER_PAGE_CSP, type App, sendBrowserPage } from '../../kernel/http.ts';
 import type { AuthContext } from '../context.ts';
 import { CSRF_NOTE, TAGS, errorResponses } from '../route-docs.ts';
 import { CSRF_HEADER, checkCsrf, sessionCsrfToken } from './csrf.ts';
@@ -144,12 +144,5 @@ function acceptsHtml(request: FastifyRequest): boolean {
 }
 
 function sendPage(reply: FastifyReply, html: string, withForm: boolean) {
-  return reply
-    .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('content-security-policy', withForm ? CONFIRM_PAGE_CSP : BROWSER_PAGE_CSP)
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
-    .header('x-frame-options', 'DENY')
-    .send(html);
+  return sendBrowserPage(reply, 200, html, withForm ? CONFIRM_PAGE_CSP : BROWSER_PAGE_CSP);
 }
