@@ -6,7 +6,16 @@ import type { SealpostProcess } from './support/sealpost-process.ts';
 import { useReaderStack } from './support/reader-stack.ts';
 import type { SmsCapture } from './support/sms-capture.ts';
 import type { SmtpSink } from './support/smtp-sink.ts';
-import { enterCode, nextCode, requestCode, sealFor, sentTo, wrongCode } from './support/reader-browser.ts';
+import {
+  enterCode,
+  nextCode,
+  openSection,
+  requestCode,
+  sealFor,
+  sentTo,
+  startMobileChange,
+  wrongCode,
+} from './support/reader-browser.ts';
 import { TEXTS } from '../web/reader/texts/index.ts';
 
 /**
@@ -37,39 +46,6 @@ async function secondsLeft(page: Page): Promise<number> {
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the reader sees
   const text = await page.locator('main .wait').innerText();
   return Number(/(\d+)/.exec(text)?.[1]);
-}
-
-/**
- * Presses the mobile change's first button; when the code of the sign-in went less than the wait between two codes
- * ago, the form says the wait, and the button is pressed again once it is over.
- */
-async function startMobileChange(page: Page, start: string, code: string): Promise<void> {
-  const button = page.getByRole('button', { name: start });
-  await button.click();
-  const wait = page.locator('.mobile-change .wait').filter({ hasText: /A code was sent a moment ago/ });
-  const field = page.getByLabel(code, { exact: true });
-  await field.or(wait).waitFor();
-  if (await field.isVisible()) return;
-  await page.waitForFunction(
-    () => !(document.querySelector('.mobile-change form button') as HTMLButtonElement | null)?.disabled,
-    undefined,
-    { timeout: 20_000 },
-  );
-  await button.click();
-  await field.waitFor();
-}
-
-/**
- * Opens the mobile section (folded until opened) until its first field shows: the message screen is drawn again
- * once its parts have loaded, which may fold a section opened a moment before.
- */
-async function openSection(page: Page, title: string, field: string): Promise<void> {
-  const input = page.getByLabel(field, { exact: true });
-  for (let tries = 0; tries < 40 && !(await input.isVisible()); tries++) {
-    if ((await page.locator('details.mobile').getAttribute('open')) === null) await page.getByText(title).click();
-    await page.waitForTimeout(250);
-  }
-  await input.waitFor();
 }
 
 describe('the code screens keep and say their state precisely (Chromium)', () => {

@@ -108,3 +108,35 @@ export async function enterCode(page: Page, code: string): Promise<void> {
   await page.getByLabel('Code', { exact: true }).fill(code);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
+
+/**
+ * Presses the mobile change's first button; when the code of the sign-in went less than the wait between two codes
+ * ago, the form says the wait, and the button is pressed again once it is over.
+ */
+export async function startMobileChange(page: Page, start: string, code: string): Promise<void> {
+  const button = page.getByRole('button', { name: start });
+  await button.click();
+  const wait = page.locator('.mobile-change .wait').filter({ hasText: /A code was sent a moment ago/ });
+  const field = page.getByLabel(code, { exact: true });
+  await field.or(wait).waitFor();
+  if (await field.isVisible()) return;
+  // A string, run in the page: this module is type-checked without the DOM's types.
+  await page.waitForFunction("!document.querySelector('.mobile-change form button')?.disabled", undefined, {
+    timeout: 20_000,
+  });
+  await button.click();
+  await field.waitFor();
+}
+
+/**
+ * Opens the mobile section (folded until opened) until its first field shows: the message screen is drawn again
+ * once its parts have loaded, which may fold a section opened a moment before.
+ */
+export async function openSection(page: Page, title: string, field: string): Promise<void> {
+  const input = page.getByLabel(field, { exact: true });
+  for (let tries = 0; tries < 40 && !(await input.isVisible()); tries++) {
+    if ((await page.locator('details.mobile').getAttribute('open')) === null) await page.getByText(title).click();
+    await page.waitForTimeout(250);
+  }
+  await input.waitFor();
+}
