@@ -120,10 +120,9 @@ export async function startMobileChange(page: Page, start: string, code: string)
   const field = page.getByLabel(code, { exact: true });
   await field.or(wait).waitFor();
   if (await field.isVisible()) return;
-  // A string, run in the page: this module is type-checked without the DOM's types.
-  await page.waitForFunction("!document.querySelector('.mobile-change form button')?.disabled", undefined, {
-    timeout: 20_000,
-  });
+  // Polled from here: the page's CSP refuses a string to evaluate, and this module has no DOM types for a function.
+  const first = page.locator('.mobile-change form button').first();
+  for (let tries = 0; tries < 80 && (await first.isDisabled()); tries++) await page.waitForTimeout(250);
   await button.click();
   await field.waitFor();
 }
