@@ -60,7 +60,7 @@ describe('the paged list of the other messages in Chromium', () => {
       .filter({ hasText: t.list.range(from, to) })
       .waitFor();
 
-  it('shows 20 of 62, the rest page by page with Next, all 61 others once, the page height bounded', async () => {
+  it('shows 20 of 62, then page by page all 61 others once, height bounded, the page kept on reload', async () => {
     const { page, close } = await signedIn(1280);
     try {
       await range(page, 1, 20);
@@ -104,6 +104,14 @@ describe('the paged list of the other messages in Chromium', () => {
       await previous.click();
       await range(page, 41, 60);
       assert.deepEqual(await shown(page), seen.slice(40, 60));
+      // A reload comes back to that page, both ways on from it still open.
+      await page.reload();
+      await range(page, 41, 60);
+      assert.deepEqual(await shown(page), seen.slice(40, 60));
+      assert.equal(await next.isDisabled(), false, 'the page after it is still reached');
+      await previous.click();
+      await range(page, 21, 40);
+      assert.deepEqual(await shown(page), seen.slice(20, 40));
       // A link opens its message without another code.
       await list(page).locator('li a').first().click();
       await page.getByRole('heading', { name: /^Letter \d+$/ }).waitFor();

@@ -66,7 +66,7 @@ describe('two windows of one draft in Chromium: no typed word lost, a reply sent
     await box.blur();
   };
 
-  it('keeps both texts: window two shows its own and the saved one; the chosen one is saved, files kept', async () => {
+  it('keeps both texts through a reload: window two shows its own and the saved one; the choice saved', async () => {
     const { one, two, close } = await twoWindows(ALICE);
     try {
       await one.locator('input[type=file]').setInputFiles(png('one.png'));
@@ -86,6 +86,19 @@ describe('two windows of one draft in Chromium: no typed word lost, a reply sent
       );
       assert.equal(await two.getByLabel(t.reply.text, { exact: true }).inputValue(), 'Typed in window two.');
       assert.equal(await two.getByLabel(t.reply.text, { exact: true }).isEditable(), false, 'held while choosing');
+      // A reload keeps the choice and this window's text, which the saved draft does not hold.
+      await two.reload();
+      await heading(t.drafts.conflictTitle)(two);
+      await two.getByRole('region', { name: t.drafts.mine }).filter({ hasText: 'Typed in window two.' }).waitFor();
+      await two.getByRole('region', { name: t.drafts.theirs }).filter({ hasText: 'Typed in window one.' }).waitFor();
+      assert.equal(await two.getByLabel(t.reply.text, { exact: true }).inputValue(), 'Typed in window two.');
+      // The session ends while choosing; signed in again in this window, the choice and its text are still there.
+      await two.context().clearCookies();
+      const codesBefore = sms.messages.length;
+      await requestCode(two, link, ALICE);
+      await enterCode(two, await nextCode(sms, ALICE.mobile, codesBefore));
+      await heading(t.drafts.conflictTitle)(two);
+      await two.getByRole('region', { name: t.drafts.mine }).filter({ hasText: 'Typed in window two.' }).waitFor();
       // The file window one attached is listed in window two; one attached in window two meanwhile is kept too.
       await two.getByRole('button', { name: t.reply.remove('one.png') }).waitFor();
       await two.locator('input[type=file]').setInputFiles(png('two.png'));
@@ -138,7 +151,7 @@ describe('two windows of one draft in Chromium: no typed word lost, a reply sent
     }
   });
 
-  it('says in window two that the reply was already sent, with its time, after window one sent it', async () => {
+  it('says in window two that the reply was already sent, with its time, also after a reload', async () => {
     const { one, two, close } = await twoWindows(CAROL);
     try {
       const before = replies().length;
@@ -160,12 +173,29 @@ describe('two windows of one draft in Chromium: no typed word lost, a reply sent
       );
       assert.equal(await two.getByRole('button', { name: t.reply.send }).count(), 0, 'no empty form to send');
       assert.equal(replies().length, before + 1, 'one reply left');
+      // A reload keeps the final state and what was typed here.
+      await two.reload();
+      await heading(t.drafts.alreadySentTitle)(two);
+      assert.equal(await two.locator('.sent-at').textContent(), said);
+      assert.equal(await two.getByLabel(t.drafts.unsent, { exact: true }).inputValue(), 'Typed late in window two.');
 
       // A new reply from what was typed: saved as the new draft.
       await two.getByRole('button', { name: t.drafts.newReply }).click();
       await two.getByText(t.reply.draftSaved).waitFor();
       assert.equal(await two.getByLabel(t.reply.text, { exact: true }).inputValue(), 'Typed late in window two.');
       await two.getByText(/^Your last reply to this message was sent at .+\.$/).waitFor();
+
+      // Sent from window one again while window two typed nothing since: still a way on, to an empty new reply.
+      await one.reload();
+      await one.getByRole('heading', { name: SUBJECT }).waitFor();
+      await one.getByRole('button', { name: t.reply.send }).click();
+      await one.getByRole('heading', { name: t.sent.title }).waitFor();
+      await two.locator('input[type=file]').setInputFiles(png('late.png'));
+      await heading(t.drafts.alreadySentTitle)(two);
+      assert.equal(await two.getByLabel(t.drafts.unsent, { exact: true }).count(), 0, 'nothing typed to show');
+      await two.getByRole('button', { name: t.drafts.writeReply }).click();
+      await two.getByLabel(t.reply.text, { exact: true }).waitFor();
+      assert.equal(await two.getByLabel(t.reply.text, { exact: true }).inputValue(), '');
     } finally {
       await close();
     }

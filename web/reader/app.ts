@@ -26,8 +26,11 @@ export interface Reader {
   /** The screens' state that survives a language switch and a reload (kept.ts); `save()` writes it for a reload. */
   kept: Kept;
   save(): void;
-  /** Drops the kept state: at sign-in and sign-out, none of it belongs to what comes next. */
-  forget(): void;
+  /**
+   * Drops the kept state. At sign-out all of it; at sign-in all but the reply's (`keepReply`): the screens of
+   * before belong to the sign-in, the words typed in a reply whose session ended belong to the recipient.
+   */
+  forget(keepReply?: boolean): void;
   /** The address the reader signed in with, once known (for "send me a copy"). */
   email: string | undefined;
   /**
@@ -76,9 +79,11 @@ export function createReader(
     settle: undefined,
     kept: loadKept(messageId),
     save: () => saveKept(messageId, reader.kept),
-    forget() {
-      reader.kept = {};
-      clearKept(messageId);
+    forget(keepReply = false) {
+      const reply = keepReply ? reader.kept.reply : undefined;
+      reader.kept = reply ? { reply } : {};
+      if (reply) saveKept(messageId, reader.kept);
+      else clearKept(messageId);
     },
     email: config.email,
     show(screen) {

@@ -3,8 +3,9 @@ import { ApiError } from './api-error.ts';
 /**
  * What a screen shows beyond what it was drawn from (an error said, a code gone, a wait, what was typed), kept on
  * the reader so that a language switch draws it again, and in sessionStorage per message so that a reload does
- * (docs/decisions.md#the-reader-part-b-stable-screens). Never a code, a token or anything
- * the server does not already know of this session; cleared at sign-in and sign-out.
+ * (docs/decisions.md#the-reader-part-b-stable-screens). Never a code or a token. The only words the server does
+ * not have are the reply text this window typed and could not save (`reply`), kept so that no typed word is
+ * lost; all of it is cleared at sign-out, and all but `reply` at sign-in.
  */
 export interface Kept {
   signIn?: { email?: string; mobile?: string; error?: KeptError };
@@ -20,7 +21,17 @@ export interface Kept {
     /** The number the change ended with: said in a status box. */
     done?: string;
   };
+  /** The reply section's state that the saved draft does not hold (screens/reply.ts). */
+  reply?: KeptReply;
+  /** The page the list of other messages shows, and the cursor of every page up to the next (null: the first). */
+  list?: { index: number; cursors: Array<string | null> };
 }
+
+/**
+ * `choice`: both windows changed the draft and the recipient is to choose; `mine` is this window's text.
+ * `sent`: another window or device sent the draft; `unsent` is what this window had typed.
+ */
+export type KeptReply = { choice: { mine: string } } | { sent: { sentAt?: string; unsent: string } };
 
 /** An error as shown, enough to say it again: its code, tries left, and until when its wait lasts (ms). */
 export interface KeptError {

@@ -167,7 +167,7 @@ export function codeScreen(
             ),
           );
           if (outcome === undefined) {
-            reader.forget();
+            reader.forget(true);
             return reader.go.message();
           }
           if (isCode(outcome, 'expired_code')) return codeGone('expired');

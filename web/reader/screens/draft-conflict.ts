@@ -55,7 +55,12 @@ export function alreadySentSection(
 ): HTMLElement {
   const { t } = reader;
   const unsentId = uid('unsent');
-  const startButton = h('button', { type: 'button', class: 'secondary' }, t.drafts.newReply);
+  // Always a way on: with nothing typed here, a new reply starts from the draft as it is now.
+  const startButton = h(
+    'button',
+    { type: 'button', class: 'secondary' },
+    unsent.trim() ? t.drafts.newReply : t.drafts.writeReply,
+  );
   startButton.addEventListener('click', () => startNew(unsent, startButton));
   const sentence = sentAt ? t.drafts.alreadySent(formatDate(sentAt, t.lang)) : t.errors.reply_already_sent;
   return h(
@@ -72,6 +77,6 @@ export function alreadySentSection(
           h('textarea', { id: unsentId, rows: 5, readonly: true }, unsent),
         )
       : null,
-    unsent.trim() ? startButton : null,
+    startButton,
   );
 }

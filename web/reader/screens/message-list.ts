@@ -10,14 +10,16 @@ import { busy } from './parts.ts';
  * "Next" are both always there (one disabled at either end) under the list, and the list keeps the tallest
  * height it had, so that neither button moves under the pointer from one page to the next. Focus stays on the
  * button pressed, or goes to the other when it is the end; the range ("Messages 21 to 40") is said politely.
- * A screen drawn again (a language switch) comes back to the page it showed.
+ * A screen drawn again (a language switch, a reload, back from the sent screen) comes back to the page it showed:
+ * the page and its cursors are kept (reader.kept.list).
  */
 export function messageList(reader: Reader, first: MessagePage): HTMLElement | null {
   const { t } = reader;
   if (first.messages.length === 0 && !first.next) return null;
-  const kept = places.get(reader.messageId);
+  const kept = reader.kept.list;
   /** The cursor that loads each page seen so far (none for the first); the next one once known. */
-  const cursors: Array<string | undefined> = kept ? [...kept.cursors] : [undefined, first.next];
+  const cursors: Array<string | undefined> =
+    kept && kept.index > 0 ? kept.cursors.map((cursor) => cursor ?? undefined) : [undefined, first.next];
   let index = 0;
   let shown = first;
 
@@ -48,10 +50,17 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
     try {
       await busy(pressed, t.loading, async () => {
         const page = await reader.api.messages(cursors[to]);
+        // The page kept from before a reload may be gone (messages ended since): the list starts again.
+        if (restoring && page.messages.length === 0) {
+          cursors.splice(0, cursors.length, undefined, first.next);
+          reader.kept.list = undefined;
+          return reader.save();
+        }
         index = to;
         shown = page;
         cursors[to + 1] = page.next;
-        places.set(reader.messageId, { index, cursors: [...cursors] });
+        reader.kept.list = { index, cursors: cursors.map((cursor) => cursor ?? null) };
+        reader.save();
         draw();
       });
     } catch (error) {
@@ -83,12 +92,6 @@ export function messageList(reader: Reader, first: MessagePage): HTMLElement | n
     paged ? alert.element : null,
   );
 }
-
-/**
- * The page each message's list was on, so that drawing the screen again (a language switch, back from the sent
- * screen) returns to it. In memory only: a reload starts at the first page.
- */
-const places = new Map<string, { index: number; cursors: Array<string | undefined> }>();
 
 function item(reader: Reader, other: OpenableMessage): HTMLElement {
   const { t } = reader;

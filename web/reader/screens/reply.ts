@@ -1,6 +1,7 @@
 import type { Draft, DraftFile, SealedMessage } from '../api.ts';
 import { ApiError } from '../api-error.ts';
 import { alertBox, isSessionGone, type Reader } from '../app.ts';
+import type { KeptReply } from '../kept.ts';
 import { announce, h, uid } from '../dom.ts';
 import { errorText, isCode, isEnded } from '../errors.ts';
 import { formatBytes, formatDate } from '../format.ts';
@@ -25,20 +26,19 @@ export function loadDraft(reader: Reader): Promise<DraftOutcome> {
  * reason and a button that tries again.
  */
 export function replySection(reader: Reader, message: SealedMessage, outcome: DraftOutcome): HTMLElement {
-  const kept = held.get(reader.messageId);
-  held.delete(reader.messageId);
+  // What the saved draft does not hold, kept across a language switch, a reload and a new sign-in (kept.ts): the
+  // final "already sent" state with what was typed here, or this window's text while the recipient chooses.
+  const kept = reader.kept.reply;
   if (kept && 'sent' in kept) return sentElsewhere(reader, message, kept.sent.sentAt, kept.sent.unsent);
   if (!('draft' in outcome)) return draftFailed(reader, message, outcome.error);
-  return replyForm(reader, message, outcome.draft, undefined, kept?.choice.mine);
+  return replyForm(reader, message, outcome.draft, undefined, kept && 'choice' in kept ? kept.choice.mine : undefined);
 }
 
-/**
- * What a reply section holds that drawing it again (a language switch loads the draft afresh) must not drop:
- * the text typed here while the recipient is to choose between it and the other window's, or the final
- * "already sent" state with what was typed here. By message; taken by the next replySection. In memory only:
- * a reload starts from the saved draft.
- */
-const held = new Map<string, { choice: { mine: string } } | { sent: { sentAt: string | undefined; unsent: string } }>();
+/** The reply's state beyond the saved draft, written for a reload (none: the form shows the draft as it is). */
+function keepReply(reader: Reader, reply: KeptReply | undefined): void {
+  reader.kept.reply = reply;
+  reader.save();
+}
 
 /** The reply's final state after another window or device sent it: when, and what was typed here and not sent. */
 function sentElsewhere(
@@ -47,18 +47,17 @@ function sentElsewhere(
   sentAt: string | undefined,
   unsent: string,
 ): HTMLElement {
+  keepReply(reader, { sent: { ...(sentAt !== undefined ? { sentAt } : {}), unsent } });
   const ended: HTMLElement = alreadySentSection(reader, sentAt, unsent, (kept, button) => {
     void busy(button, reader.t.loading, () => newReplyWith(reader, message, kept, ended));
   });
-  reader.settle = async () => {
-    if (ended.isConnected) held.set(reader.messageId, { sent: { sentAt, unsent } });
-  };
   return ended;
 }
 
 /**
  * A new reply from the text a window typed while another sent the draft: the new draft's text (if the other
- * window started one already) comes first, then this one, saved at once. Nothing typed here is dropped.
+ * window started one already) comes first, then this one, saved at once. Nothing typed here is dropped: the
+ * "already sent" state stays kept until the form holds the text (a failed load offers to try again, back to it).
  */
 async function newReplyWith(reader: Reader, message: SealedMessage, unsent: string, section: HTMLElement) {
   const outcome = await loadDraft(reader);
@@ -67,19 +66,25 @@ async function newReplyWith(reader: Reader, message: SealedMessage, unsent: stri
       reader.notice = reader.t.sessionEnded;
       return reader.go.signIn();
     }
-    if (isEnded(outcome.error)) return reader.go.ended(messageEnd(outcome.error), true);
+    if (isEnded(outcome.error)) {
+      keepReply(reader, undefined);
+      return reader.go.ended(messageEnd(outcome.error), true);
+    }
   }
+  if ('draft' in outcome) keepReply(reader, undefined);
   const form =
     'draft' in outcome
       ? replyForm(
           reader,
           message,
           outcome.draft,
-          outcome.draft.text && outcome.draft.text !== unsent
-            ? `${outcome.draft.text.trimEnd()}\n\n${unsent.trimStart()}`
-            : unsent,
+          !unsent.trim()
+            ? undefined
+            : outcome.draft.text && outcome.draft.text !== unsent
+              ? `${outcome.draft.text.trimEnd()}\n\n${unsent.trimStart()}`
+              : unsent,
         )
-      : replySection(reader, message, outcome);
+      : draftFailed(reader, message, outcome.error);
   section.replaceWith(form);
   form.querySelector('textarea')?.focus();
 }
@@ -228,7 +233,6 @@ function replyForm(
   });
   // Before the form is drawn again in another language: the text typed is saved, every change is done.
   reader.settle = () => {
-    if (choosing) held.set(reader.messageId, { choice: { mine: text.value } });
     if (saveTimer) void saveNow();
     saveTimer = 0;
     return saving.then(() => changes);
@@ -385,7 +389,8 @@ function replyForm(
   if (pendingMine !== undefined && pendingMine !== draft.text) {
     text.value = pendingMine;
     showChoice(pendingMine, draft.text);
-  } else if (initialText !== undefined && initialText !== draft.text) void saveNow();
+  } else if (pendingMine !== undefined) keepReply(reader, undefined);
+  else if (initialText !== undefined && initialText !== draft.text) void saveNow();
 
   /**
    * A file added or removed is a change of its own, which no text typed elsewhere conflicts with: refused
@@ -448,7 +453,9 @@ function replyForm(
     saveTimer = 0;
     const focused = section.contains(document.activeElement);
     text.readOnly = true;
+    keepReply(reader, { choice: { mine } });
     choosing = conflictChoice(reader, mine, theirs, (chosen) => {
+      keepReply(reader, undefined);
       choosing?.remove();
       choosing = null;
       text.readOnly = false;
@@ -490,6 +497,7 @@ function replyForm(
     if (isEnded(error)) {
       replaced = true;
       window.clearTimeout(saveTimer);
+      keepReply(reader, undefined);
       reader.go.ended(messageEnd(error), true);
       return;
     }

@@ -177,6 +177,7 @@ export const de = {
       'Was Sie hier geschrieben haben, wurde nicht gesendet.',
     unsent: 'In diesem Fenster geschrieben, nicht gesendet',
     newReply: 'Neue Antwort mit diesem Text beginnen',
+    writeReply: 'Neue Antwort schreiben',
     lastSent: (time: string) => `Ihre letzte Antwort auf diese Nachricht wurde am ${time} gesendet.`,
   },
 

@@ -171,6 +171,7 @@ export const en = {
     alreadySentExplain: 'It was sent from another window or device. What you typed here was not sent.',
     unsent: 'Typed in this window, not sent',
     newReply: 'Start a new reply with this text',
+    writeReply: 'Write a new reply',
     lastSent: (time: string) => `Your last reply to this message was sent at ${time}.`,
   },
 

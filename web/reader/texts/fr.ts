@@ -180,6 +180,7 @@ export const fr = {
       'Ce que vous avez écrit ici n’a pas été envoyé.',
     unsent: 'Écrit dans cette fenêtre, non envoyé',
     newReply: 'Commencer une nouvelle réponse avec ce texte',
+    writeReply: 'Écrire une nouvelle réponse',
     lastSent: (time: string) => `Votre dernière réponse à ce message a été envoyée le ${time}.`,
   },
 

@@ -178,6 +178,7 @@ export const it = {
       'È stata inviata da un’altra finestra o da un altro dispositivo. Ciò che ha scritto qui non è stato inviato.',
     unsent: 'Scritto in questa finestra, non inviato',
     newReply: 'Iniziare una nuova risposta con questo testo',
+    writeReply: 'Scrivere una nuova risposta',
     lastSent: (time: string) => `La sua ultima risposta a questo messaggio è stata inviata il ${time}.`,
   },
 
