@@ -8,6 +8,7 @@ import * as m0006 from './0006_session_changes.ts';
 import * as m0007 from './0007_session_sender.ts';
 import * as m0008 from './0008_reply_sent.ts';
 import * as m0009 from './0009_replaced_codes.ts';
+import * as m0010 from './0010_sessions_before_factors.ts';
 
 /** The auth schema's migrations, applied in name order. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_session_sender': m0007,
   '0008_reply_sent': m0008,
   '0009_replaced_codes': m0009,
+  '0010_sessions_before_factors': m0010,
 };
