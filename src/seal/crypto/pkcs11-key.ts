@@ -61,6 +61,15 @@ const CONSTANTS = [
   'CKO_SECRET_KEY',
   'CKU_USER',
   'CK_PARAMS_AES_GCM',
+  'CKR_CRYPTOKI_NOT_INITIALIZED',
+  'CKR_DEVICE_ERROR',
+  'CKR_DEVICE_REMOVED',
+  'CKR_KEY_HANDLE_INVALID',
+  'CKR_OBJECT_HANDLE_INVALID',
+  'CKR_SESSION_CLOSED',
+  'CKR_SESSION_HANDLE_INVALID',
+  'CKR_TOKEN_NOT_PRESENT',
+  'CKR_USER_NOT_LOGGED_IN',
 ] as const;
 
 export type Pkcs11Module = { PKCS11: new () => Pkcs11 } & Record<(typeof CONSTANTS)[number], number>;
@@ -105,59 +114,129 @@ export async function openPkcs11Keys(settings: Pkcs11Settings): Promise<{ versio
   } catch (error) {
     throw new Error(`SEAL_KEY_PKCS11_MODULE=${settings.module} cannot be loaded: ${(error as Error).message}`);
   }
-  let initialized = false;
-  try {
-    pkcs11.C_Initialize();
-    initialized = true;
-    const slot = findSlot(pkcs11, settings.slot);
-    const session = pkcs11.C_OpenSession(slot, binding.CKF_SERIAL_SESSION);
+  const token = new Token(binding, pkcs11, settings, pin);
+  token.connect();
+  return {
+    versions: [...settings.keys.keys()].map((version) => ({
+      version,
+      source: 'pkcs11' as const,
+      variable: 'SEAL_KEY_PKCS11_KEYS',
+      key: tokenKey(binding, token, version),
+    })),
+    close: () => token.close(),
+  };
+}
+
+/**
+ * The token's one logged-in session and the handles of the key versions' objects. A network HSM restarted, a
+ * token taken out and put back, or the library reset ends the session, and with it the login and (on some
+ * tokens) the object handles. The wrap or unwrap that meets such an end connects again (initialise, slot,
+ * session, login, handles) and is made once more; each is a pure function of its input, so making it twice
+ * changes nothing. While the token cannot be reached each call fails, naming it, and the next one tries again:
+ * the seal service answers 5xx meanwhile and works again when the token is back, without a restart.
+ */
+class Token {
+  private session: Handle | undefined;
+  private readonly handles = new Map<number, Handle>();
+  /** The PKCS#11 results that mean the session or the token went away, not that the call was wrong. */
+  private readonly lost: Set<number>;
+
+  constructor(
+    readonly binding: Pkcs11Module,
+    readonly pkcs11: Pkcs11,
+    private readonly settings: Pkcs11Settings,
+    private readonly pin: string,
+  ) {
+    this.lost = new Set(LOST.map((name) => binding[name]));
+  }
+
+  /** Initialises the library, logs in and finds every version's key; each refusal names the variable to fix. */
+  connect(): void {
+    const { binding, pkcs11, settings } = this;
+    let initialized = false;
     try {
-      pkcs11.C_Login(session, binding.CKU_USER, pin);
-    } catch (error) {
-      const code = (error as Error).message;
-      throw new Error(
-        `SEAL_KEY_PKCS11_PIN_FILE=${settings.pinFile}: the token in SEAL_KEY_PKCS11_SLOT=${settings.slot} refused ` +
-          `the PIN (${code.split(':')[0]})`,
-      );
-    }
-    const versions: KeyVersion[] = [];
-    for (const [version, label] of settings.keys) {
-      pkcs11.C_FindObjectsInit(session, [
-        { type: binding.CKA_CLASS, value: binding.CKO_SECRET_KEY },
-        { type: binding.CKA_LABEL, value: label },
-      ]);
-      const found = pkcs11.C_FindObjects(session, 2);
-      pkcs11.C_FindObjectsFinal(session);
-      if (found.length !== 1) {
+      pkcs11.C_Initialize();
+      initialized = true;
+      const slot = findSlot(pkcs11, settings.slot);
+      const session = pkcs11.C_OpenSession(slot, binding.CKF_SERIAL_SESSION);
+      try {
+        pkcs11.C_Login(session, binding.CKU_USER, this.pin);
+      } catch (error) {
+        const code = (error as Error).message;
         throw new Error(
-          `SEAL_KEY_PKCS11_KEYS: key version ${version}'s label "${label}" names ` +
-            `${found.length === 0 ? 'no secret key' : 'more than one secret key'} on the token in ` +
-            `SEAL_KEY_PKCS11_SLOT=${settings.slot}`,
+          `SEAL_KEY_PKCS11_PIN_FILE=${settings.pinFile}: the token in SEAL_KEY_PKCS11_SLOT=${settings.slot} ` +
+            `refused the PIN (${code.split(':')[0]})`,
         );
       }
-      versions.push({
-        version,
-        source: 'pkcs11',
-        variable: 'SEAL_KEY_PKCS11_KEYS',
-        key: tokenKey(binding, pkcs11, session, found[0]!),
-      });
+      for (const [version, label] of settings.keys) this.handles.set(version, this.findKey(session, version, label));
+      this.session = session;
+    } catch (error) {
+      if (initialized) this.finalize();
+      if (error instanceof Error && error.message.startsWith('SEAL_KEY_PKCS11')) throw error;
+      throw new Error(`SEAL_KEY_PKCS11_MODULE=${settings.module}: the token failed: ${(error as Error).message}`);
     }
-    return {
-      versions,
-      close() {
-        try {
-          pkcs11.C_Finalize();
-        } catch {
-          // already finalized: nothing to let go of
-        }
-      },
-    };
-  } catch (error) {
-    if (initialized) pkcs11.C_Finalize();
-    if (error instanceof Error && error.message.startsWith('SEAL_KEY_PKCS11')) throw error;
-    throw new Error(`SEAL_KEY_PKCS11_MODULE=${settings.module}: the token failed: ${(error as Error).message}`);
+  }
+
+  /** `call` in the session with the version's key; once more after connecting again when the token went away. */
+  use<T>(version: number, call: (session: Handle, key: Handle) => T): T {
+    if (this.session) {
+      try {
+        return call(this.session, this.handles.get(version)!);
+      } catch (error) {
+        if (!this.lost.has((error as { code?: number }).code ?? -1)) throw error;
+      }
+    }
+    this.session = undefined;
+    this.finalize();
+    this.connect();
+    return call(this.session!, this.handles.get(version)!);
+  }
+
+  close(): void {
+    this.session = undefined;
+    this.finalize();
+  }
+
+  /** The one secret key labelled `label` on the token, for key version `version`. */
+  private findKey(session: Handle, version: number, label: string): Handle {
+    const { binding, pkcs11 } = this;
+    pkcs11.C_FindObjectsInit(session, [
+      { type: binding.CKA_CLASS, value: binding.CKO_SECRET_KEY },
+      { type: binding.CKA_LABEL, value: label },
+    ]);
+    const found = pkcs11.C_FindObjects(session, 2);
+    pkcs11.C_FindObjectsFinal(session);
+    if (found.length !== 1) {
+      throw new Error(
+        `SEAL_KEY_PKCS11_KEYS: key version ${version}'s label "${label}" names ` +
+          `${found.length === 0 ? 'no secret key' : 'more than one secret key'} on the token in ` +
+          `SEAL_KEY_PKCS11_SLOT=${this.settings.slot}`,
+      );
+    }
+    return found[0]!;
+  }
+
+  private finalize(): void {
+    try {
+      this.pkcs11.C_Finalize();
+    } catch {
+      // already finalized (or never initialised): nothing to let go of
+    }
   }
 }
+
+/** Results after which the token is connected to again (the others are the call's own failure). */
+const LOST: ReadonlyArray<(typeof CONSTANTS)[number]> = [
+  'CKR_CRYPTOKI_NOT_INITIALIZED',
+  'CKR_DEVICE_ERROR',
+  'CKR_DEVICE_REMOVED',
+  'CKR_KEY_HANDLE_INVALID',
+  'CKR_OBJECT_HANDLE_INVALID',
+  'CKR_SESSION_CLOSED',
+  'CKR_SESSION_HANDLE_INVALID',
+  'CKR_TOKEN_NOT_PRESENT',
+  'CKR_USER_NOT_LOGGED_IN',
+] as const;
 
 /** The slot SEAL_KEY_PKCS11_SLOT names by id or by its token's label; the tokens present are listed when none does. */
 function findSlot(pkcs11: Pkcs11, wanted: string): Buffer {
@@ -175,19 +254,22 @@ function findSlot(pkcs11: Pkcs11, wanted: string): Buffer {
 }
 
 /** AES-256-GCM by the token (CKM_AES_GCM): 96-bit nonce, 128-bit tag, the label as additional data. */
-function tokenKey(binding: Pkcs11Module, pkcs11: Pkcs11, session: Buffer, handle: Buffer): WrappingKey {
+function tokenKey(binding: Pkcs11Module, token: Token, version: number): WrappingKey {
+  const { pkcs11 } = token;
   const mechanism = (nonce: Buffer, aad: Buffer) => ({
     mechanism: binding.CKM_AES_GCM,
     parameter: { type: binding.CK_PARAMS_AES_GCM, iv: nonce, aad, ivBits: nonce.length * 8, tagBits: 128 },
   });
   return {
-    encrypt(nonce, plaintext, aad) {
-      pkcs11.C_EncryptInit(session, mechanism(nonce, aad), handle);
-      return Buffer.from(pkcs11.C_Encrypt(session, plaintext, Buffer.alloc(plaintext.length + 16)));
-    },
-    decrypt(nonce, sealed, aad) {
-      pkcs11.C_DecryptInit(session, mechanism(nonce, aad), handle);
-      return Buffer.from(pkcs11.C_Decrypt(session, sealed, Buffer.alloc(sealed.length)));
-    },
+    encrypt: (nonce, plaintext, aad) =>
+      token.use(version, (session, key) => {
+        pkcs11.C_EncryptInit(session, mechanism(nonce, aad), key);
+        return Buffer.from(pkcs11.C_Encrypt(session, plaintext, Buffer.alloc(plaintext.length + 16)));
+      }),
+    decrypt: (nonce, sealed, aad) =>
+      token.use(version, (session, key) => {
+        pkcs11.C_DecryptInit(session, mechanism(nonce, aad), key);
+        return Buffer.from(pkcs11.C_Decrypt(session, sealed, Buffer.alloc(sealed.length)));
+      }),
   };
 }
