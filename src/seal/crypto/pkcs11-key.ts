@@ -41,6 +41,19 @@ export interface Pkcs11 {
   C_Decrypt(session: Handle, inData: Buffer, outData: Buffer): Buffer;
 }
 
+/** Results after which the token is connected to again (the others are the call's own failure). */
+const LOST = [
+  'CKR_CRYPTOKI_NOT_INITIALIZED',
+  'CKR_DEVICE_ERROR',
+  'CKR_DEVICE_REMOVED',
+  'CKR_KEY_HANDLE_INVALID',
+  'CKR_OBJECT_HANDLE_INVALID',
+  'CKR_SESSION_CLOSED',
+  'CKR_SESSION_HANDLE_INVALID',
+  'CKR_TOKEN_NOT_PRESENT',
+  'CKR_USER_NOT_LOGGED_IN',
+] as const;
+
 /** The constants used, here and by the tests that create a key on a SoftHSM2 token. */
 const CONSTANTS = [
   'CKA_CLASS',
@@ -61,15 +74,7 @@ const CONSTANTS = [
   'CKO_SECRET_KEY',
   'CKU_USER',
   'CK_PARAMS_AES_GCM',
-  'CKR_CRYPTOKI_NOT_INITIALIZED',
-  'CKR_DEVICE_ERROR',
-  'CKR_DEVICE_REMOVED',
-  'CKR_KEY_HANDLE_INVALID',
-  'CKR_OBJECT_HANDLE_INVALID',
-  'CKR_SESSION_CLOSED',
-  'CKR_SESSION_HANDLE_INVALID',
-  'CKR_TOKEN_NOT_PRESENT',
-  'CKR_USER_NOT_LOGGED_IN',
+  ...LOST,
 ] as const;
 
 export type Pkcs11Module = { PKCS11: new () => Pkcs11 } & Record<(typeof CONSTANTS)[number], number>;
@@ -121,7 +126,7 @@ export async function openPkcs11Keys(settings: Pkcs11Settings): Promise<{ versio
       version,
       source: 'pkcs11' as const,
       variable: 'SEAL_KEY_PKCS11_KEYS',
-      key: tokenKey(binding, token, version),
+      key: tokenKey(token, version),
     })),
     close: () => token.close(),
   };
@@ -225,19 +230,6 @@ class Token {
   }
 }
 
-/** Results after which the token is connected to again (the others are the call's own failure). */
-const LOST: ReadonlyArray<(typeof CONSTANTS)[number]> = [
-  'CKR_CRYPTOKI_NOT_INITIALIZED',
-  'CKR_DEVICE_ERROR',
-  'CKR_DEVICE_REMOVED',
-  'CKR_KEY_HANDLE_INVALID',
-  'CKR_OBJECT_HANDLE_INVALID',
-  'CKR_SESSION_CLOSED',
-  'CKR_SESSION_HANDLE_INVALID',
-  'CKR_TOKEN_NOT_PRESENT',
-  'CKR_USER_NOT_LOGGED_IN',
-] as const;
-
 /** The slot SEAL_KEY_PKCS11_SLOT names by id or by its token's label; the tokens present are listed when none does. */
 function findSlot(pkcs11: Pkcs11, wanted: string): Buffer {
   const present = pkcs11.C_GetSlotList(true).map((slot) => ({
@@ -254,8 +246,8 @@ function findSlot(pkcs11: Pkcs11, wanted: string): Buffer {
 }
 
 /** AES-256-GCM by the token (CKM_AES_GCM): 96-bit nonce, 128-bit tag, the label as additional data. */
-function tokenKey(binding: Pkcs11Module, token: Token, version: number): WrappingKey {
-  const { pkcs11 } = token;
+function tokenKey(token: Token, version: number): WrappingKey {
+  const { binding, pkcs11 } = token;
   const mechanism = (nonce: Buffer, aad: Buffer) => ({
     mechanism: binding.CKM_AES_GCM,
     parameter: { type: binding.CK_PARAMS_AES_GCM, iv: nonce, aad, ivBits: nonce.length * 8, tagBits: 128 },
