@@ -88,7 +88,14 @@ async function start(): Promise<void> {
       message: drawn(() => messageScreen(r)),
       sent: drawn((to) => r.show(sentScreen(r, to))),
       signedOut: drawn((everywhere) => r.show(signedOutScreen(r, everywhere))),
-      ended: drawn((end, signedIn) => r.show(endedScreen(r, end, signedIn))),
+      ended: drawn((end, signedIn) => {
+        // Nothing of the reply can be saved or sent any more: what was kept of it goes with the message.
+        if (r.kept.reply) {
+          r.kept.reply = undefined;
+          r.save();
+        }
+        r.show(endedScreen(r, end, signedIn));
+      }),
     }));
     // Ended for everyone: said at once, with no sign-in form and no code asked for.
     if (config.ended) reader.go.ended({ ...config.ended, contact: config.sender }, config.signedIn);

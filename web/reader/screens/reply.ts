@@ -66,25 +66,17 @@ async function newReplyWith(reader: Reader, message: SealedMessage, unsent: stri
       reader.notice = reader.t.sessionEnded;
       return reader.go.signIn();
     }
-    if (isEnded(outcome.error)) {
-      keepReply(reader, undefined);
-      return reader.go.ended(messageEnd(outcome.error), true);
-    }
+    if (isEnded(outcome.error)) return reader.go.ended(messageEnd(outcome.error), true);
+    return section.replaceWith(draftFailed(reader, message, outcome.error));
   }
-  if ('draft' in outcome) keepReply(reader, undefined);
-  const form =
-    'draft' in outcome
-      ? replyForm(
-          reader,
-          message,
-          outcome.draft,
-          !unsent.trim()
-            ? undefined
-            : outcome.draft.text && outcome.draft.text !== unsent
-              ? `${outcome.draft.text.trimEnd()}\n\n${unsent.trimStart()}`
-              : unsent,
-        )
-      : draftFailed(reader, message, outcome.error);
+  keepReply(reader, undefined);
+  const { draft } = outcome;
+  const text = !unsent.trim()
+    ? undefined
+    : draft.text && draft.text !== unsent
+      ? `${draft.text.trimEnd()}\n\n${unsent.trimStart()}`
+      : unsent;
+  const form = replyForm(reader, message, draft, text);
   section.replaceWith(form);
   form.querySelector('textarea')?.focus();
 }
@@ -497,7 +489,6 @@ function replyForm(
     if (isEnded(error)) {
       replaced = true;
       window.clearTimeout(saveTimer);
-      keepReply(reader, undefined);
       reader.go.ended(messageEnd(error), true);
       return;
     }
